@@ -1,0 +1,3 @@
+// The WASM kernel module's entry: everything exported here is callable from src/wasm/.
+// Built by scripts/build.ts with asc (SIMD on, memory imported from JS).
+export * from "./_generated";

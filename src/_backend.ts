@@ -1,0 +1,77 @@
+/**
+ * The contract between the device-independent front end (tensors, ops) and each device.
+ * A backend owns storage on its device and runs three kinds of work: elementwise expressions,
+ * row reductions and read-backs. Everything else lowers to these.
+ * @module
+ */
+import type { DType, TypedArray } from "./dtype.ts";
+import type { Expr } from "./ops/_expr.ts";
+import type { Shape } from "./_shape.ts";
+
+/** The devices a tensor can live on. */
+export type DeviceName = "gpu" | "wasm";
+
+/** Reductions every backend implements. */
+export type ReduceOp = "sum" | "prod" | "max" | "min";
+
+/** Device memory shared by one or more tensor views, freed when the last view lets go. */
+export interface Storage {
+  readonly backend: Backend;
+  /** Elements of `dtype` it holds. */
+  readonly length: number;
+  readonly dtype: DType;
+  /** Views holding it. */
+  refs: number;
+}
+
+/** A strided window onto a storage: what a tensor is. */
+export interface View {
+  storage: Storage;
+  dtype: DType;
+  shape: Shape;
+  /** Strides in elements; 0 for a broadcast axis. */
+  strides: readonly number[];
+  /** First element, in elements. */
+  offset: number;
+}
+
+/** Counters that leak tests compare before and after. */
+export interface MemoryStats {
+  /** Allocations in use (buffers on the GPU, blocks in WASM memory). */
+  liveBuffers: number;
+  liveBytes: number;
+}
+
+/** One device. */
+export interface Backend {
+  readonly name: DeviceName;
+  /** Copies host data (in `hostArray` layout for `dtype`) into new storage. */
+  upload(dtype: DType, data: TypedArray): Storage;
+  /**
+   * Evaluates an elementwise expression over `shape`. `inputs[k]` is input k already broadcast
+   * to `shape` (stride 0 on broadcast axes). Returns new contiguous storage of `expr.dtype`, or,
+   * given `out` (a view of `shape` and `expr.dtype`), writes through its strides into its storage.
+   */
+  evaluate(op: string, expr: Expr, inputs: readonly View[], shape: Shape, out?: View): Storage;
+  /** New uninitialised storage (filled by `evaluate` with an `out` view). */
+  allocate(op: string, dtype: DType, length: number): Storage;
+  /**
+   * Reduces `input` over `axes` (sorted, distinct) into new contiguous storage of `outDtype`
+   * with the kept axes' shape. Float16 input accumulates in float32.
+   */
+  reduce(
+    op: string,
+    reduction: ReduceOp,
+    input: View,
+    axes: readonly number[],
+    outDtype: DType,
+  ): Storage;
+  /** Reads many views back; one device synchronisation for all of them. */
+  read(views: readonly View[]): Promise<TypedArray[]>;
+  /** Frees storage whose last view let go. */
+  free(storage: Storage): void;
+  /** Sends recorded work to the device without waiting. */
+  flush(): void;
+  /** Allocation counters. */
+  stats(): MemoryStats;
+}

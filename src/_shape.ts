@@ -1,0 +1,130 @@
+/**
+ * Shape arithmetic shared by every op: validation, broadcasting, strides and axis handling.
+ * Internal: the public surface is the Tensor API.
+ * @module
+ */
+import { AxisError, describe, ShapeError, ValueError } from "./errors.ts";
+
+/** A tensor's shape: one non-negative integer per axis. */
+export type Shape = readonly number[];
+
+/** Highest rank a tensor may have; kernels carry shapes and strides in fixed-size uniforms. */
+export const MAX_RANK = 8;
+
+/** Number of elements of a shape (1 for a scalar). */
+export function sizeOf(shape: Shape): number {
+  let n = 1;
+  for (const d of shape) n *= d;
+  return n;
+}
+
+/** Row-major strides, in elements, of a contiguous tensor. */
+export function contiguousStrides(shape: Shape): number[] {
+  const strides = new Array<number>(shape.length);
+  let s = 1;
+  for (let i = shape.length - 1; i >= 0; i--) {
+    strides[i] = s;
+    s *= shape[i];
+  }
+  return strides;
+}
+
+/** True when `strides` lay `shape` out row-major with no gaps (axes of length 1 may have any stride). */
+export function isContiguous(shape: Shape, strides: readonly number[]): boolean {
+  let s = 1;
+  for (let i = shape.length - 1; i >= 0; i--) {
+    if (shape[i] !== 1 && strides[i] !== s) return false;
+    s *= shape[i];
+  }
+  return true;
+}
+
+/** Checks a user-supplied shape and returns it as a plain array. */
+export function checkShape(op: string, argument: string, shape: unknown): number[] {
+  if (!Array.isArray(shape) && !(ArrayBuffer.isView(shape))) {
+    throw new ShapeError({
+      op,
+      argument,
+      expected: "an array of integers",
+      received: describe(shape),
+    });
+  }
+  const dims = Array.from(shape as ArrayLike<number>);
+  if (dims.length > MAX_RANK) {
+    throw new ShapeError({
+      op,
+      argument,
+      expected: `at most ${MAX_RANK} axes`,
+      received: `${dims.length} axes`,
+    });
+  }
+  dims.forEach((d, i) => {
+    if (typeof d !== "number" || !Number.isInteger(d) || d < 0) {
+      throw new ValueError({
+        op,
+        argument: `${argument}[${i}]`,
+        expected: "a non-negative integer",
+        received: describe(d),
+      });
+    }
+  });
+  return dims;
+}
+
+/** NumPy broadcasting of two shapes. */
+export function broadcastShapes(op: string, a: Shape, b: Shape, argument = "b"): number[] {
+  const rank = Math.max(a.length, b.length);
+  const out = new Array<number>(rank);
+  for (let i = 0; i < rank; i++) {
+    const da = a[a.length - rank + i] ?? 1;
+    const db = b[b.length - rank + i] ?? 1;
+    if (da !== db && da !== 1 && db !== 1) {
+      throw new ShapeError({
+        op,
+        argument,
+        expected: `a shape that broadcasts with ${describe(a)}`,
+        received: describe(b),
+      });
+    }
+    out[i] = da === 1 ? db : da;
+  }
+  return out;
+}
+
+/** Normalises one axis (negative counts from the end) and checks its range. */
+export function normalizeAxis(op: string, axis: number, rank: number, argument = "axis"): number {
+  if (!Number.isInteger(axis) || axis < -rank || axis >= rank) {
+    throw new AxisError({
+      op,
+      argument,
+      expected: rank === 0 ? "no axis for a scalar" : `an integer in [${-rank}, ${rank})`,
+      received: describe(axis),
+    });
+  }
+  return axis < 0 ? axis + rank : axis;
+}
+
+/** Normalises an `axis` option (undefined = all axes), sorted, rejecting repeats. */
+export function normalizeAxes(
+  op: string,
+  axis: number | readonly number[] | undefined,
+  rank: number,
+  argument = "axis",
+): number[] {
+  if (axis === undefined || axis === null) return [...Array(rank).keys()];
+  const list = typeof axis === "number" ? [axis] : Array.from(axis);
+  const out = list.map((a) => normalizeAxis(op, a, rank, argument));
+  const seen = new Set<number>();
+  for (const a of out) {
+    if (seen.has(a)) {
+      throw new AxisError({ op, argument, expected: "distinct axes", received: describe(list) });
+    }
+    seen.add(a);
+  }
+  return out.sort((x, y) => x - y);
+}
+
+/** True when two shapes are equal. */
+export function sameShape(a: Shape, b: Shape): boolean {
+  return a.length === b.length && a.every((d, i) => d === b[i]);
+}

@@ -1,0 +1,147 @@
+/**
+ * Typed errors thrown by gyre. Each names the op, the argument, what was expected and what came,
+ * so a user can fix the call without reading gyre's source.
+ * @module
+ */
+
+/** Fields every {@link GyreError} carries. */
+export interface GyreErrorDetails {
+  /** The op or API function that refused the input, e.g. `"add"`. */
+  op: string;
+  /** The argument at fault, e.g. `"b"` or `"options.axis"`. */
+  argument: string;
+  /** What the op needed. */
+  expected: string;
+  /** What it got. */
+  received: string;
+}
+
+/**
+ * Base class of every error gyre throws on purpose.
+ *
+ * @example
+ * ```ts
+ * import * as gyre from "@gyre/gyre";
+ * try { gyre.zeros([2]).add(gyre.zeros([3])); } catch (e) {
+ *   if (e instanceof gyre.GyreError) console.log(e.op, e.argument);
+ * }
+ * ```
+ */
+export class GyreError extends Error implements GyreErrorDetails {
+  op: string;
+  argument: string;
+  expected: string;
+  received: string;
+  constructor(details: GyreErrorDetails) {
+    super(
+      `${details.op}: argument '${details.argument}' expected ${details.expected}, received ${details.received}`,
+    );
+    this.name = new.target.name;
+    this.op = details.op;
+    this.argument = details.argument;
+    this.expected = details.expected;
+    this.received = details.received;
+  }
+}
+
+/**
+ * Shapes that do not broadcast, do not match, or are not valid shapes.
+ *
+ * @example
+ * ```ts
+ * import { ShapeError } from "@gyre/gyre";
+ * const e = new ShapeError({ op: "add", argument: "b", expected: "[2]", received: "[3]" });
+ * ```
+ */
+export class ShapeError extends GyreError {}
+
+/**
+ * An axis out of range or repeated.
+ *
+ * @example
+ * ```ts
+ * import { AxisError } from "@gyre/gyre";
+ * const e = new AxisError({ op: "sum", argument: "axis", expected: "in [-2, 2)", received: "5" });
+ * ```
+ */
+export class AxisError extends GyreError {}
+
+/**
+ * A dtype the op does not accept.
+ *
+ * @example
+ * ```ts
+ * import { DTypeError } from "@gyre/gyre";
+ * const e = new DTypeError({ op: "mod", argument: "a", expected: "numeric", received: "bool" });
+ * ```
+ */
+export class DTypeError extends GyreError {}
+
+/**
+ * A bad value for an option or a datum (not an integer, negative, wrong length).
+ *
+ * @example
+ * ```ts
+ * import { ValueError } from "@gyre/gyre";
+ * const e = new ValueError({ op: "zeros", argument: "shape[0]", expected: "a non-negative integer", received: "-1" });
+ * ```
+ */
+export class ValueError extends GyreError {}
+
+/**
+ * Use of a tensor after `dispose()`.
+ *
+ * @example
+ * ```ts
+ * import * as gyre from "@gyre/gyre";
+ * const t = gyre.zeros([2]); t.dispose();
+ * try { t.add(1); } catch (e) { console.log(e instanceof gyre.DisposedError); }
+ * ```
+ */
+export class DisposedError extends GyreError {}
+
+/**
+ * An error reported by WebGPU: a validation error, running out of GPU memory, or a lost device.
+ * `kind` says which.
+ *
+ * @example
+ * ```ts
+ * import { GpuError } from "@gyre/gyre";
+ * const e = new GpuError("out-of-memory", "createBuffer", "size", "an allocatable size", "8 GiB");
+ * console.log(e.kind);
+ * ```
+ */
+export class GpuError extends GyreError {
+  /** `"validation"`, `"out-of-memory"`, `"internal"` or `"device-lost"`. */
+  kind: "validation" | "out-of-memory" | "internal" | "device-lost";
+  constructor(
+    kind: GpuError["kind"],
+    op: string,
+    argument: string,
+    expected: string,
+    received: string,
+  ) {
+    super({ op, argument, expected, received });
+    this.kind = kind;
+  }
+}
+
+/**
+ * A device that is not available (no WebGPU adapter when `device: "gpu"` was asked for).
+ *
+ * @example
+ * ```ts
+ * import { DeviceError } from "@gyre/gyre";
+ * const e = new DeviceError({ op: "init", argument: "device", expected: "a WebGPU adapter", received: "none" });
+ * ```
+ */
+export class DeviceError extends GyreError {}
+
+/** Formats a value for an error message: shapes as `[2, 3]`, strings quoted. */
+export function describe(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(describe).join(", ")}]`;
+  if (typeof value === "string") return JSON.stringify(value);
+  if (value === null) return "null";
+  if (typeof value === "object") return value.constructor?.name ?? "object";
+  return String(value);
+}

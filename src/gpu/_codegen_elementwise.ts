@@ -1,0 +1,203 @@
+/**
+ * Generates one WGSL compute kernel from an elementwise expression: every node of the expression
+ * becomes straight-line code in one invocation, inputs are read through their strides (no copies
+ * for broadcasts, transposes or slices), and a vec4 variant serves contiguous inputs.
+ * @module
+ */
+import type { DType } from "../dtype.ts";
+import type { Expr } from "../ops/_expr.ts";
+import { exprKey } from "../ops/_expr.ts";
+import { opDef } from "../ops/_elementwise_table.ts";
+import {
+  computeType,
+  convert,
+  literal,
+  loadAs,
+  preludeFor,
+  storageType,
+  storeAs,
+} from "./_wgsl_types.ts";
+
+/** How an input is laid out relative to the output. */
+export type InputMode = "contiguous" | "scalar" | "strided";
+
+/** Everything the generated code depends on; `elementwiseKey` of it keys the pipeline cache. */
+export interface ElementwiseSpec {
+  expr: Expr;
+  inputs: { dtype: DType; mode: InputMode }[];
+  outDtype: DType;
+  /** Rank used to decompose the index for strided inputs. */
+  rank: number;
+  /** Write through the output's strides (concat, stack) instead of contiguously. */
+  outStrided: boolean;
+  /** Four elements per invocation with vector loads (every input contiguous or scalar, aligned). */
+  vec4: boolean;
+  workgroupSize: number;
+}
+
+/** Cache key of a spec. */
+export function elementwiseKey(s: ElementwiseSpec): string {
+  const inputs = s.inputs.map((i) => `${i.dtype}:${i.mode}`).join(",");
+  return `ew|${exprKey(s.expr)}|${inputs}|${s.outDtype}${
+    s.outStrided ? ":strided" : ""
+  }|r${s.rank}|${s.vec4 ? "v4" : "s"}|wg${s.workgroupSize}`;
+}
+
+/**
+ * Words of the uniform block: header, offsets, shape, strides per input. A strided output takes
+ * the slot after the last input.
+ */
+function layout(s: ElementwiseSpec) {
+  const slots = s.inputs.length + (s.outStrided ? 1 : 0);
+  const offsetVecs = Math.max(1, Math.ceil(slots / 4));
+  const shapeBase = 4 + offsetVecs * 4;
+  const strideBase = shapeBase + 8;
+  return { slots, offsetVecs, shapeBase, strideBase, words: strideBase + 8 * Math.max(1, slots) };
+}
+
+/** Packs the uniform block for one dispatch; a strided output's offset and strides come last. */
+export function elementwiseUniforms(
+  s: ElementwiseSpec,
+  n: number,
+  offsets: readonly number[],
+  shape: readonly number[],
+  strides: readonly (readonly number[])[],
+): Uint32Array {
+  const l = layout(s);
+  const u = new Uint32Array(l.words);
+  u[0] = n;
+  u[1] = shape.length;
+  offsets.forEach((o, k) => (u[4 + k] = o));
+  shape.forEach((d, i) => (u[l.shapeBase + i] = d));
+  strides.forEach((st, k) => st.forEach((v, i) => (u[l.strideBase + 8 * k + i] = v)));
+  return u;
+}
+
+/** Emits the scalar expression; `x{k}` are inputs in compute type, `idx` the linear index. */
+export function emitExpr(e: Expr): string {
+  switch (e.kind) {
+    case "input":
+      return `x${e.index}`;
+    case "const":
+      return literal(e.value, e.dtype);
+    case "index":
+      return "idx";
+    case "cast":
+      return convert(e.x.dtype, e.dtype, emitExpr(e.x));
+    case "where":
+      return `select(${emitExpr(e.b)}, ${emitExpr(e.a)}, ${emitExpr(e.cond)})`;
+    case "unary": {
+      const t = opDef(e.op).wgsl[computeType(e.x.dtype)];
+      if (!t) throw new Error(`internal: ${e.op} has no WGSL for ${e.x.dtype}`);
+      return roundIfHalf(e.dtype, t(emitExpr(e.x), ""));
+    }
+    case "binary": {
+      const t = opDef(e.op).wgsl[computeType(e.a.dtype)];
+      if (!t) throw new Error(`internal: ${e.op} has no WGSL for ${e.a.dtype}`);
+      return roundIfHalf(e.dtype, t(emitExpr(e.a), emitExpr(e.b)));
+    }
+  }
+}
+
+/** A float16 node's value is rounded to half precision, as its storage would be. */
+function roundIfHalf(dtype: DType, code: string): string {
+  return dtype === "float16" ? `f32(f16(${code}))` : code;
+}
+
+function usesHalf(s: ElementwiseSpec): boolean {
+  const walk = (e: Expr): boolean =>
+    e.dtype === "float16" ||
+    (e.kind === "unary" || e.kind === "cast"
+      ? walk(e.x)
+      : e.kind === "binary"
+      ? walk(e.a) || walk(e.b)
+      : e.kind === "where"
+      ? walk(e.cond) || walk(e.a) || walk(e.b)
+      : false);
+  return s.outDtype === "float16" || s.inputs.some((i) => i.dtype === "float16") || walk(s.expr);
+}
+
+/** Generates the WGSL source of a spec. */
+export function generateElementwise(s: ElementwiseSpec): string {
+  const l = layout(s);
+  const wg = s.workgroupSize;
+  const lines: string[] = [];
+  if (usesHalf(s)) lines.push("enable f16;");
+  lines.push(
+    `struct Params { n: u32, rank: u32, pad0: u32, pad1: u32, off: array<vec4<u32>, ${l.offsetVecs}>, shape: array<vec4<u32>, 2>, strides: array<vec4<u32>, ${
+      Math.max(2, 2 * l.slots)
+    }> }`,
+  );
+  s.inputs.forEach((input, k) => {
+    const elem = storageType(input.dtype);
+    const type = s.vec4 && input.mode === "contiguous" ? `vec4<${elem}>` : elem;
+    lines.push(`@group(0) @binding(${k}) var<storage, read> in${k}: array<${type}>;`);
+  });
+  const outElem = storageType(s.outDtype);
+  lines.push(
+    `@group(0) @binding(${s.inputs.length}) var<storage, read_write> out: array<${
+      s.vec4 ? `vec4<${outElem}>` : outElem
+    }>;`,
+  );
+  lines.push(`@group(0) @binding(${s.inputs.length + 1}) var<uniform> p: Params;`);
+  const params = s.inputs.map((i, k) => `x${k}: ${computeType(i.dtype)}`).concat("idx: u32");
+  const body = emitExpr(s.expr);
+  lines.push(`fn f(${params.join(", ")}) -> ${computeType(s.outDtype)} { return ${body}; }`);
+  const off = (k: number) => `p.off[${k >> 2}][${k & 3}]`;
+  lines.push(`@compute @workgroup_size(${wg})`);
+  lines.push(
+    "fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {",
+  );
+  lines.push(`  let t = gid.x + gid.y * nwg.x * ${wg}u;`);
+  if (s.vec4) {
+    lines.push("  if (t * 4u >= p.n) { return; }");
+    s.inputs.forEach((input, k) => {
+      lines.push(
+        input.mode === "contiguous"
+          ? `  let v${k} = in${k}[${off(k)} / 4u + t];`
+          : `  let v${k} = vec4(in${k}[${off(k)}]);`,
+      );
+    });
+    const lane = (c: string, li: number) =>
+      storeAs(
+        s.outDtype,
+        `f(${
+          s.inputs.map((i, k) => loadAs(i.dtype, `v${k}.${c}`)).concat(`t * 4u + ${li}u`).join(", ")
+        })`,
+      );
+    lines.push(`  out[t] = vec4(${["x", "y", "z", "w"].map(lane).join(", ")});`);
+  } else {
+    lines.push("  if (t >= p.n) { return; }");
+    const K = s.inputs.length;
+    if (s.outStrided) lines.push(`  var o_out = ${off(K)};`);
+    s.inputs.forEach((input, k) => {
+      if (input.mode === "contiguous") lines.push(`  let o${k} = ${off(k)} + t;`);
+      else if (input.mode === "scalar") lines.push(`  let o${k} = ${off(k)};`);
+      else lines.push(`  var o${k} = ${off(k)};`);
+    });
+    if (s.outStrided || s.inputs.some((i) => i.mode === "strided")) {
+      lines.push("  var rest = t;");
+      for (let d = s.rank - 1; d >= 0; d--) {
+        const dim = `p.shape[${d >> 2}][${d & 3}]`;
+        lines.push(
+          d > 0 ? `  let c${d} = rest % ${dim}; rest = rest / ${dim};` : `  let c0 = rest;`,
+        );
+        s.inputs.forEach((input, k) => {
+          if (input.mode === "strided") {
+            lines.push(`  o${k} += c${d} * p.strides[${2 * k + (d >> 2)}][${d & 3}];`);
+          }
+        });
+        if (s.outStrided) {
+          lines.push(`  o_out += c${d} * p.strides[${2 * K + (d >> 2)}][${d & 3}];`);
+        }
+      }
+    }
+    const args = s.inputs.map((i, k) => loadAs(i.dtype, `in${k}[o${k}]`)).concat("t");
+    lines.push(
+      `  out[${s.outStrided ? "o_out" : "t"}] = ${storeAs(s.outDtype, `f(${args.join(", ")})`)};`,
+    );
+  }
+  lines.push("}");
+  const main = lines.join("\n");
+  return `${main}\n${preludeFor(main)}\n`;
+}

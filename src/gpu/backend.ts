@@ -1,0 +1,381 @@
+/**
+ * The GPU device: storage in pooled WebGPU buffers, elementwise expressions and reductions compiled
+ * to WGSL and cached by key, all dispatches batched into one submission, and read-backs of any
+ * number of tensors through one staging buffer and one `mapAsync`.
+ * @module
+ */
+import type { Backend, MemoryStats, ReduceOp, Storage, View } from "../_backend.ts";
+import { contiguousStrides, isContiguous, type Shape, sizeOf } from "../_shape.ts";
+import {
+  type DType,
+  f16BitsToF32,
+  f32ToF16Bits,
+  hostArray,
+  storageBytes,
+  type TypedArray,
+} from "../dtype.ts";
+import { DTypeError, GpuError } from "../errors.ts";
+import { E, type Expr } from "../ops/_expr.ts";
+import { planElementwise, planReduce } from "../plans.ts";
+import { CommandBatch, type TimestampSlot } from "./batch.ts";
+import {
+  elementwiseKey,
+  type ElementwiseSpec,
+  elementwiseUniforms,
+  generateElementwise,
+  type InputMode,
+} from "./_codegen_elementwise.ts";
+import { generateReduce, reduceKey, type ReduceSpec, reduceUniforms } from "./_codegen_reduce.ts";
+import type { AcquiredDevice, DeviceCaps } from "./device.ts";
+import { BufferPool } from "./pool.ts";
+
+/** GPU storage: one pooled buffer. */
+export class GpuStorage implements Storage {
+  refs = 0;
+  constructor(
+    readonly backend: GpuBackend,
+    readonly buffer: GPUBuffer,
+    readonly length: number,
+    readonly dtype: DType,
+  ) {}
+}
+
+/** Receives the timestamp slot of each dispatch while a benchmark profiles. */
+export type DispatchProfiler = (kernel: string) => TimestampSlot | undefined;
+
+/** The GPU backend over one WebGPU device. */
+export class GpuBackend implements Backend {
+  readonly name = "gpu" as const;
+  readonly device: GPUDevice;
+  readonly caps: DeviceCaps;
+  readonly pool: BufferPool;
+  readonly batch: CommandBatch;
+  /** Set by `device.lost`; every later call throws. */
+  lostReason: string | null = null;
+  /** Benchmarks set this to wrap dispatches in timestamp writes. */
+  profiler: DispatchProfiler | null = null;
+  #pipelines = new Map<string, GPUComputePipeline>();
+
+  constructor(acquired: AcquiredDevice) {
+    this.device = acquired.device;
+    this.caps = acquired.caps;
+    this.pool = new BufferPool(this.device, this.caps.limits.maxStorageBufferBindingSize);
+    this.batch = new CommandBatch(this.device, this.pool);
+    this.device.lost.then((info) => {
+      this.lostReason = info.message || info.reason || "unknown";
+    });
+  }
+
+  /** Compiled pipelines, by key (for tests). */
+  get pipelineCount(): number {
+    return this.#pipelines.size;
+  }
+
+  #check(op: string, dtypes: DType[]): void {
+    if (this.lostReason !== null) {
+      throw new GpuError(
+        "device-lost",
+        op,
+        "device",
+        "a live GPU device",
+        `lost (${this.lostReason})`,
+      );
+    }
+    if (!this.caps.shaderF16 && dtypes.includes("float16")) {
+      throw new DTypeError({
+        op,
+        argument: "dtype",
+        expected: "a dtype this GPU supports (float16 needs the shader-f16 feature)",
+        received: "float16",
+      });
+    }
+  }
+
+  #pipeline(key: string, source: () => string): GPUComputePipeline {
+    let pipeline = this.#pipelines.get(key);
+    if (!pipeline) {
+      const module = this.device.createShaderModule({ code: source() });
+      pipeline = this.device.createComputePipeline({
+        layout: "auto",
+        compute: { module, entryPoint: "main" },
+      });
+      this.#pipelines.set(key, pipeline);
+    }
+    return pipeline;
+  }
+
+  #alloc(op: string, dtype: DType, length: number): GpuStorage {
+    this.batch.open();
+    const buffer = this.pool.acquire(length * storageBytes(dtype), op);
+    return new GpuStorage(this, buffer, length, dtype);
+  }
+
+  /** Workgroup grid for `invocations`, folded into two dimensions past the per-dimension limit. */
+  #grid(invocations: number, workgroupSize: number): [number, number] {
+    const groups = Math.max(1, Math.ceil(invocations / workgroupSize));
+    const maxX = Math.min(this.caps.limits.maxComputeWorkgroupsPerDimension, 32768);
+    const x = Math.min(groups, maxX);
+    return [x, Math.ceil(groups / x)];
+  }
+
+  #dispatch(
+    kernel: string,
+    pipeline: GPUComputePipeline,
+    buffers: GPUBuffer[],
+    uniforms: Uint32Array,
+    grid: [number, number],
+  ): void {
+    this.batch.dispatch(pipeline, buffers, uniforms, grid, this.profiler?.(kernel));
+  }
+
+  upload(dtype: DType, data: TypedArray): Storage {
+    this.#check("tensor", [dtype]);
+    const storage = this.#alloc("tensor", dtype, data.length);
+    if (data.length === 0) return storage;
+    let bytes: ArrayBufferView;
+    if (dtype === "float16") {
+      const half = new Uint16Array(data.length + (data.length & 1));
+      for (let i = 0; i < data.length; i++) half[i] = f32ToF16Bits(data[i]);
+      bytes = half;
+    } else if (dtype === "bool") {
+      bytes = Uint32Array.from(data as Uint8Array, (v) => (v ? 1 : 0));
+    } else bytes = data;
+    this.device.queue.writeBuffer(storage.buffer, 0, bytes as BufferSource);
+    return storage;
+  }
+
+  allocate(op: string, dtype: DType, length: number): Storage {
+    this.#check(op, [dtype]);
+    return this.#alloc(op, dtype, length);
+  }
+
+  evaluate(op: string, expr: Expr, inputs: readonly View[], shape: Shape, target?: View): Storage {
+    this.#check(op, [expr.dtype, ...inputs.map((v) => v.dtype)]);
+    const n = sizeOf(shape);
+    const out = (target?.storage as GpuStorage | undefined) ?? this.#alloc(op, expr.dtype, n);
+    if (n === 0) return out;
+    const modes: InputMode[] = inputs.map((v) =>
+      v.strides.every((s) => s === 0)
+        ? "scalar"
+        : isContiguous(shape, v.strides)
+        ? "contiguous"
+        : "strided"
+    );
+    const vec4Eligible = !target && modes.every((m) => m !== "strided") &&
+      inputs.every((v, k) => modes[k] === "scalar" || v.offset % 4 === 0);
+    const choice = planElementwise(this.caps, { elements: n, vec4Eligible });
+    const spec: ElementwiseSpec = {
+      expr,
+      inputs: inputs.map((v, k) => ({ dtype: v.dtype, mode: modes[k] })),
+      outDtype: expr.dtype,
+      rank: shape.length,
+      outStrided: Boolean(target),
+      vec4: choice.variant === "vec4",
+      workgroupSize: choice.workgroupSize,
+    };
+    const pipeline = this.#pipeline(elementwiseKey(spec), () => generateElementwise(spec));
+    const operands = target ? [...inputs, target] : inputs;
+    const uniforms = elementwiseUniforms(
+      spec,
+      n,
+      operands.map((v) => v.offset),
+      shape,
+      operands.map((v) => v.strides),
+    );
+    const invocations = spec.vec4 ? Math.ceil(n / 4) : n;
+    this.#dispatch(
+      op,
+      pipeline,
+      [...inputs.map((v) => (v.storage as GpuStorage).buffer), out.buffer],
+      uniforms,
+      this.#grid(invocations, spec.workgroupSize),
+    );
+    return out;
+  }
+
+  reduce(
+    op: string,
+    reduction: ReduceOp,
+    input: View,
+    axes: readonly number[],
+    outDtype: DType,
+  ): Storage {
+    this.#check(op, [input.dtype, outDtype]);
+    const kept = input.shape.map((_, i) => i).filter((i) => !axes.includes(i));
+    const outer = {
+      shape: kept.map((i) => input.shape[i]),
+      strides: kept.map((i) => input.strides[i]),
+    };
+    const inner = {
+      shape: axes.map((i) => input.shape[i]),
+      strides: axes.map((i) => input.strides[i]),
+    };
+    const rows = sizeOf(outer.shape);
+    const rowLength = sizeOf(inner.shape);
+    const out = this.#alloc(op, outDtype, rows);
+    if (rows === 0) return out;
+    // Rows of a contiguous input with the reduced axes last are plain ranges.
+    const contiguous = axes.every((a, i) => a === input.shape.length - axes.length + i) &&
+      isContiguous(input.shape, input.strides);
+    const choice = planReduce(this.caps, { rows, rowLength });
+    const accDtype: DType = outDtype === "float16" ? "float32" : outDtype;
+    const run = (
+      spec: ReduceSpec,
+      src: GPUBuffer,
+      dst: GPUBuffer,
+      chunks: number,
+      uniforms: Uint32Array,
+    ) => {
+      const pipeline = this.#pipeline(reduceKey(spec), () => generateReduce(spec));
+      const invocations = spec.variant === "thread" ? rows : rows * chunks * spec.workgroupSize;
+      this.#dispatch(
+        op,
+        pipeline,
+        [src, dst],
+        uniforms,
+        this.#grid(invocations, spec.workgroupSize),
+      );
+    };
+    const first: ReduceSpec = {
+      op: reduction,
+      inDtype: input.dtype,
+      outDtype: choice.chunks > 1 ? accDtype : outDtype,
+      mode: contiguous ? "contiguous" : "strided",
+      outerRank: outer.shape.length,
+      innerRank: inner.shape.length,
+      variant: choice.variant,
+      subgroups: choice.subgroups,
+      workgroupSize: choice.workgroupSize,
+    };
+    const chunkLength = Math.ceil(rowLength / choice.chunks);
+    const src = (input.storage as GpuStorage).buffer;
+    if (choice.chunks === 1) {
+      run(
+        first,
+        src,
+        out.buffer,
+        1,
+        reduceUniforms(rows, rowLength, 1, chunkLength, input.offset, outer, inner),
+      );
+      return out;
+    }
+    const partials = this.#alloc(op, accDtype, rows * choice.chunks);
+    run(
+      first,
+      src,
+      partials.buffer,
+      choice.chunks,
+      reduceUniforms(rows, rowLength, choice.chunks, chunkLength, input.offset, outer, inner),
+    );
+    const second: ReduceSpec = {
+      ...first,
+      inDtype: accDtype,
+      outDtype,
+      mode: "contiguous",
+      outerRank: 1,
+      innerRank: 1,
+    };
+    const flat = { shape: [rows], strides: [choice.chunks] };
+    run(
+      second,
+      partials.buffer,
+      out.buffer,
+      1,
+      reduceUniforms(rows, choice.chunks, 1, choice.chunks, 0, flat, {
+        shape: [choice.chunks],
+        strides: [1],
+      }),
+    );
+    this.free(partials);
+    return out;
+  }
+
+  async read(views: readonly View[]): Promise<TypedArray[]> {
+    this.#check("read", []);
+    const regions: { buffer: GPUBuffer; byteOffset: number; bytes: number; temp?: GpuStorage }[] =
+      [];
+    let total = 0;
+    for (const view of views) {
+      const n = sizeOf(view.shape);
+      const elementBytes = storageBytes(view.dtype);
+      let storage = view.storage as GpuStorage;
+      let offset = view.offset;
+      let temp: GpuStorage | undefined;
+      if (n > 0 && (!isContiguous(view.shape, view.strides) || (offset * elementBytes) % 4 !== 0)) {
+        temp = storage = this.evaluate(
+          "read",
+          E.input(0, view.dtype),
+          [view],
+          view.shape,
+        ) as GpuStorage;
+        offset = 0;
+      }
+      const bytes = Math.ceil((n * elementBytes) / 4) * 4;
+      regions.push({ buffer: storage.buffer, byteOffset: offset * elementBytes, bytes, temp });
+      total += Math.ceil(bytes / 16) * 16;
+    }
+    if (total === 0) {
+      this.flush();
+      await this.batch.checkErrors("read");
+      return views.map((v) => hostArray(v.dtype, 0));
+    }
+    const staging = this.device.createBuffer({
+      size: total,
+      usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST,
+    });
+    const encoder = this.batch.encoderForCopies();
+    let at = 0;
+    const starts: number[] = [];
+    for (const r of regions) {
+      starts.push(at);
+      if (r.bytes) encoder.copyBufferToBuffer(r.buffer, r.byteOffset, staging, at, r.bytes);
+      at += Math.ceil(r.bytes / 16) * 16;
+    }
+    for (const r of regions) if (r.temp) this.free(r.temp);
+    this.batch.submit();
+    try {
+      await staging.mapAsync(GPUMapMode.READ);
+      await this.batch.checkErrors("read");
+      const mapped = staging.getMappedRange();
+      return views.map((view, k) => toHost(view.dtype, mapped, starts[k], sizeOf(view.shape)));
+    } finally {
+      staging.destroy();
+    }
+  }
+
+  free(storage: Storage): void {
+    this.pool.release((storage as GpuStorage).buffer);
+  }
+
+  flush(): void {
+    this.batch.submit();
+  }
+
+  stats(): MemoryStats {
+    const s = this.pool.stats();
+    return { liveBuffers: s.liveBuffers, liveBytes: s.liveBytes };
+  }
+}
+
+/** Copies mapped bytes into the host array `data()` returns (float16 widened, bool narrowed). */
+function toHost(dtype: DType, mapped: ArrayBuffer, byteOffset: number, n: number): TypedArray {
+  const out = hostArray(dtype, n);
+  switch (dtype) {
+    case "float16": {
+      const half = new Uint16Array(mapped, byteOffset, n);
+      for (let i = 0; i < n; i++) out[i] = f16BitsToF32(half[i]);
+      break;
+    }
+    case "bool": {
+      const words = new Uint32Array(mapped, byteOffset, n);
+      for (let i = 0; i < n; i++) out[i] = words[i] ? 1 : 0;
+      break;
+    }
+    default:
+      out.set(new (out.constructor as Float32ArrayConstructor)(mapped, byteOffset, n));
+  }
+  return out;
+}
+
+/** Row-major strides helper re-exported for callers building views. */
+export { contiguousStrides };

@@ -1,0 +1,173 @@
+/**
+ * Records many dispatches into one command encoder and one open compute pass, and submits them
+ * together: one `queue.submit` per batch instead of one per op. Per-dispatch parameters go into
+ * a CPU-side uniform arena written with one `writeBuffer` just before the submit.
+ * Every GPU call in a batch runs inside WebGPU error scopes; their results are checked at the
+ * next read-back, where a failure becomes a typed {@link GpuError}.
+ * @module
+ */
+import { GpuError } from "../errors.ts";
+import type { BufferPool } from "./pool.ts";
+
+/** Uniform slots are aligned to this many bytes (WebGPU's minimum uniform offset alignment). */
+const UNIFORM_ALIGN = 256;
+/** One uniform arena chunk: 4096 slots of 256 bytes. */
+const CHUNK_BYTES = 1 << 20;
+/** Submit when a batch holds this many dispatches... */
+const MAX_DISPATCHES = 2048;
+/** ...or when this many bytes of released buffers wait on it. */
+const MAX_DEFERRED_BYTES = 256 << 20;
+
+interface UniformChunk {
+  gpu: GPUBuffer;
+  cpu: Uint8Array<ArrayBuffer>;
+  used: number;
+}
+
+/** Timestamp writes for one dispatch, used by benchmarks. */
+export interface TimestampSlot {
+  querySet: GPUQuerySet;
+  begin: number;
+  end: number;
+}
+
+/** The open batch of one device. */
+export class CommandBatch {
+  #device: GPUDevice;
+  #pool: BufferPool;
+  #encoder: GPUCommandEncoder | null = null;
+  #pass: GPUComputePassEncoder | null = null;
+  #chunks: UniformChunk[] = [];
+  #chunk = 0;
+  #dispatches = 0;
+  #pendingErrors: Promise<GPUError | null>[] = [];
+  /** Dispatches recorded since the batch was created (for tests and the explain tool). */
+  totalDispatches = 0;
+  /** Submits made (for tests). */
+  totalSubmits = 0;
+
+  constructor(device: GPUDevice, pool: BufferPool) {
+    this.#device = device;
+    this.#pool = pool;
+  }
+
+  /** Opens the batch (encoder and error scopes) if it is not open. */
+  open(): GPUCommandEncoder {
+    if (!this.#encoder) {
+      this.#device.pushErrorScope("out-of-memory");
+      this.#device.pushErrorScope("validation");
+      this.#encoder = this.#device.createCommandEncoder();
+    }
+    return this.#encoder;
+  }
+
+  /** Records one dispatch. `uniforms` is copied into the arena. */
+  dispatch(
+    pipeline: GPUComputePipeline,
+    buffers: GPUBuffer[],
+    uniforms: Uint32Array,
+    groups: readonly [number, number],
+    timestamp?: TimestampSlot,
+  ): void {
+    const encoder = this.open();
+    const slot = this.#uniformSlot(uniforms);
+    const entries: GPUBindGroupEntry[] = buffers.map((buffer, binding) => ({
+      binding,
+      resource: { buffer },
+    }));
+    entries.push({
+      binding: buffers.length,
+      resource: { buffer: slot.buffer, offset: slot.offset, size: uniforms.byteLength },
+    });
+    const bindGroup = this.#device.createBindGroup({
+      layout: pipeline.getBindGroupLayout(0),
+      entries,
+    });
+    let pass = this.#pass;
+    if (timestamp) {
+      pass?.end();
+      this.#pass = null;
+      pass = encoder.beginComputePass({
+        timestampWrites: {
+          querySet: timestamp.querySet,
+          beginningOfPassWriteIndex: timestamp.begin,
+          endOfPassWriteIndex: timestamp.end,
+        },
+      });
+    } else if (!pass) {
+      pass = this.#pass = encoder.beginComputePass();
+    }
+    pass.setPipeline(pipeline);
+    pass.setBindGroup(0, bindGroup);
+    pass.dispatchWorkgroups(groups[0], groups[1]);
+    if (timestamp) pass.end();
+    this.#dispatches++;
+    this.totalDispatches++;
+    if (this.#dispatches >= MAX_DISPATCHES || this.#pool.deferredBytes >= MAX_DEFERRED_BYTES) {
+      this.submit();
+    }
+  }
+
+  /** An encoder with no pass open, for copies and query resolves. */
+  encoderForCopies(): GPUCommandEncoder {
+    const encoder = this.open();
+    this.#pass?.end();
+    this.#pass = null;
+    return encoder;
+  }
+
+  /** Submits whatever is recorded; a no-op for an empty batch. */
+  submit(): void {
+    if (!this.#encoder) return;
+    this.#pass?.end();
+    this.#pass = null;
+    for (let i = 0; i <= this.#chunk && i < this.#chunks.length; i++) {
+      const c = this.#chunks[i];
+      if (c.used) this.#device.queue.writeBuffer(c.gpu, 0, c.cpu, 0, c.used);
+      c.used = 0;
+    }
+    this.#chunk = 0;
+    this.#device.queue.submit([this.#encoder.finish()]);
+    this.#encoder = null;
+    this.#dispatches = 0;
+    this.totalSubmits++;
+    this.#pendingErrors.push(this.#device.popErrorScope(), this.#device.popErrorScope());
+    this.#pool.recycle();
+  }
+
+  /** Awaits the error scopes of submitted batches and throws the first error as a GpuError. */
+  async checkErrors(op: string): Promise<void> {
+    const pending = this.#pendingErrors;
+    this.#pendingErrors = [];
+    const errors = (await Promise.all(pending)).filter((e): e is GPUError => e !== null);
+    if (errors.length) {
+      const e = errors[0];
+      const kind = e instanceof GPUOutOfMemoryError ? "out-of-memory" : "validation";
+      throw new GpuError(kind, op, "gpu work", "valid GPU commands", e.message);
+    }
+  }
+
+  #uniformSlot(data: Uint32Array): { buffer: GPUBuffer; offset: number } {
+    const bytes = Math.ceil(data.byteLength / UNIFORM_ALIGN) * UNIFORM_ALIGN;
+    let chunk = this.#chunks[this.#chunk];
+    if (chunk && chunk.used + bytes > CHUNK_BYTES) {
+      this.#chunk++;
+      chunk = this.#chunks[this.#chunk];
+    }
+    if (!chunk) {
+      chunk = {
+        gpu: this.#device.createBuffer({
+          size: CHUNK_BYTES,
+          usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST,
+        }),
+        cpu: new Uint8Array(CHUNK_BYTES),
+        used: 0,
+      };
+      this.#chunks[this.#chunk] = chunk;
+    }
+    const offset = chunk.used;
+    chunk.cpu.set(new Uint8Array(data.buffer, data.byteOffset, data.byteLength), offset);
+    chunk.used += bytes;
+    return { buffer: chunk.gpu, offset };
+  }
+}

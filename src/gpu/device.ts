@@ -1,0 +1,126 @@
+/**
+ * WebGPU adapter and device acquisition. Probes wgpu's optional features one by one (Deno's
+ * `adapter.features` omits several that `requestDevice` accepts), raises the limits to the
+ * adapter's, and describes the result as a {@link DeviceCaps} record that plans choose from.
+ * @module
+ */
+
+/** What the GPU device offers, as plans see it. */
+export interface DeviceCaps {
+  /** Adapter description, e.g. "NVIDIA H200" or "llvmpipe (LLVM 15.0.6, 256 bits)". */
+  description: string;
+  /** Vendor id or name as the adapter reports it. */
+  vendor: string;
+  /** True for a software or fallback adapter (llvmpipe, lavapipe). */
+  isFallbackAdapter: boolean;
+  /** Subgroup size range reported by the adapter. */
+  subgroupMinSize: number;
+  subgroupMaxSize: number;
+  /** Features the device accepted. */
+  features: string[];
+  /** Convenience flags for the features plans branch on. */
+  subgroups: boolean;
+  shaderF16: boolean;
+  timestampQuery: boolean;
+  float32Atomics: boolean;
+  /** The limits the device was created with. */
+  limits: {
+    maxStorageBufferBindingSize: number;
+    maxBufferSize: number;
+    maxComputeWorkgroupStorageSize: number;
+    maxComputeInvocationsPerWorkgroup: number;
+    maxComputeWorkgroupSizeX: number;
+    maxComputeWorkgroupsPerDimension: number;
+    maxStorageBuffersPerShaderStage: number;
+    minUniformBufferOffsetAlignment: number;
+  };
+}
+
+/** Optional features to probe, in the order tried. */
+export const OPTIONAL_FEATURES = [
+  "timestamp-query",
+  "subgroups",
+  "shader-f16",
+  "wgpu-timestamp-query-inside-passes",
+  "wgpu-shader-float32-atomic",
+  "wgpu-subgroup-barrier",
+] as const;
+
+const LIMIT_NAMES = [
+  "maxStorageBufferBindingSize",
+  "maxBufferSize",
+  "maxComputeWorkgroupStorageSize",
+  "maxComputeInvocationsPerWorkgroup",
+  "maxComputeWorkgroupSizeX",
+  "maxComputeWorkgroupsPerDimension",
+  "maxStorageBuffersPerShaderStage",
+] as const;
+
+/** A device plus what it can do. */
+export interface AcquiredDevice {
+  adapter: GPUAdapter;
+  device: GPUDevice;
+  caps: DeviceCaps;
+}
+
+/**
+ * Requests an adapter and a device with every optional feature the adapter accepts.
+ * Returns null when there is no WebGPU or no adapter.
+ */
+export async function acquireDevice(
+  options: { powerPreference?: GPUPowerPreference } = {},
+): Promise<AcquiredDevice | null> {
+  const gpu = (globalThis.navigator as { gpu?: GPU } | undefined)?.gpu;
+  if (!gpu) return null;
+  const adapter = await gpu.requestAdapter({
+    powerPreference: options.powerPreference ?? "high-performance",
+  });
+  if (!adapter) return null;
+  const requiredLimits: Record<string, number> = {};
+  for (const name of LIMIT_NAMES) requiredLimits[name] = adapter.limits[name];
+  // A throw-away device per feature: requestDevice rejects the whole request on one refusal.
+  const accepted: string[] = [];
+  for (const feature of OPTIONAL_FEATURES) {
+    try {
+      const probe = await adapter.requestDevice({
+        requiredFeatures: [feature as GPUFeatureName],
+      });
+      probe.destroy();
+      accepted.push(feature);
+    } catch {
+      // Not offered by this adapter.
+    }
+  }
+  const device = await adapter.requestDevice({
+    requiredFeatures: accepted as GPUFeatureName[],
+    requiredLimits,
+  });
+  const info = adapter.info as GPUAdapterInfo & {
+    subgroupMinSize?: number;
+    subgroupMaxSize?: number;
+    isFallbackAdapter?: boolean;
+  };
+  const caps: DeviceCaps = {
+    description: info.description || info.device || "unknown adapter",
+    vendor: info.vendor,
+    isFallbackAdapter: Boolean(info.isFallbackAdapter),
+    subgroupMinSize: info.subgroupMinSize ?? 0,
+    subgroupMaxSize: info.subgroupMaxSize ?? 0,
+    features: accepted,
+    subgroups: accepted.includes("subgroups"),
+    shaderF16: accepted.includes("shader-f16"),
+    timestampQuery: accepted.includes("timestamp-query"),
+    float32Atomics: accepted.includes("wgpu-shader-float32-atomic"),
+    limits: {
+      maxStorageBufferBindingSize: device.limits.maxStorageBufferBindingSize,
+      maxBufferSize: device.limits.maxBufferSize,
+      maxComputeWorkgroupStorageSize: device.limits.maxComputeWorkgroupStorageSize,
+      maxComputeInvocationsPerWorkgroup: device.limits.maxComputeInvocationsPerWorkgroup,
+      maxComputeWorkgroupSizeX: device.limits.maxComputeWorkgroupSizeX,
+      maxComputeWorkgroupsPerDimension: device.limits.maxComputeWorkgroupsPerDimension,
+      maxStorageBuffersPerShaderStage: device.limits.maxStorageBuffersPerShaderStage,
+      minUniformBufferOffsetAlignment: device.limits.minUniformBufferOffsetAlignment,
+    },
+  };
+  return { adapter, device, caps };
+}

@@ -1,0 +1,66 @@
+/**
+ * gyre: a tensor runtime for Deno with WebGPU kernels and a WebAssembly fallback that is also the
+ * reference every GPU kernel is checked against.
+ *
+ * @example
+ * ```ts
+ * import * as gyre from "@gyre/gyre";
+ * await gyre.init({ device: "auto" });
+ * const x = gyre.tensor([[1, 2], [3, 4]]);
+ * console.log(await x.exp().sum({ axis: 1 }).array());
+ * ```
+ * @module
+ */
+export { Tensor } from "./tensor.ts";
+export { flush, init, type InitOptions, Runtime, runtime, type RuntimeStats } from "./runtime.ts";
+export { tidy } from "./tidy.ts";
+export {
+  arange,
+  type CreationOptions,
+  eye,
+  full,
+  linspace,
+  ones,
+  tensor,
+  type TensorOptions,
+  zeros,
+} from "./creation.ts";
+export * as random from "./random.ts";
+export * from "./ops/elementwise.ts";
+export { max, mean, min, prod, type ReduceOptions, sum } from "./ops/reduce.ts";
+export {
+  broadcastTo,
+  clone,
+  concat,
+  expandDims,
+  reshape,
+  slice,
+  type SliceRange,
+  squeeze,
+  stack,
+  to,
+  transpose,
+} from "./ops/shape.ts";
+export { readAll } from "./ops/read.ts";
+export type { NestedArray, TensorLike } from "./ops/_dispatch.ts";
+export { type DataFor, type DType, promoteTypes, type TypedArray } from "./dtype.ts";
+export {
+  AxisError,
+  DeviceError,
+  DisposedError,
+  DTypeError,
+  GpuError,
+  GyreError,
+  type GyreErrorDetails,
+  ShapeError,
+  ValueError,
+} from "./errors.ts";
+export type { DeviceName } from "./_backend.ts";
+export type { DeviceCaps } from "./gpu/device.ts";
+export {
+  type Choice,
+  type ElementwiseChoice,
+  planElementwise,
+  planReduce,
+  type ReduceChoice,
+} from "./plans.ts";

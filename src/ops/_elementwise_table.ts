@@ -1,0 +1,269 @@
+/**
+ * The elementwise op table: for every primitive, which dtypes it computes in, its WGSL (used by
+ * the GPU code generator) and its AssemblyScript (used by `scripts/gen_asm.ts` to build the WASM
+ * reference kernels). One entry per op keeps the two devices' definitions side by side.
+ *
+ * Compute types: float32 and float16 both compute in `f32` (float16 is a storage format);
+ * `bool` computes as a WGSL/AS bool and is stored as a 32-bit word.
+ * @module
+ */
+
+/** The type an expression node is evaluated in. */
+export type ComputeType = "f32" | "i32" | "u32" | "bool";
+
+/** Which operand dtypes an op accepts after promotion. */
+export type Accepts = "float" | "numeric" | "integer" | "bool" | "any";
+
+/** Code templates: `a` and `b` are operand expressions already in the compute type. */
+type Template = (a: string, b: string) => string;
+
+/** One primitive elementwise op. */
+export interface ElementwiseDef {
+  arity: 1 | 2;
+  accepts: Accepts;
+  /** "same": result has the operands' type; "bool": a predicate. */
+  result: "same" | "bool";
+  wgsl: Partial<Record<ComputeType, Template>>;
+  asm: Partial<Record<ComputeType, Template>>;
+}
+
+const all3 = (f: Template) => ({ f32: f, i32: f, u32: f });
+/** AS float ops run in f64 and round once, so the reference is the correctly rounded value or close. */
+const f64 = (fn: string): Template => (a) => `<f32>${fn}(<f64>${a})`;
+
+/** Unary primitives. */
+export const UNARY: Record<string, ElementwiseDef> = {
+  neg: {
+    arity: 1,
+    accepts: "numeric",
+    result: "same",
+    wgsl: { f32: (a) => `(-${a})`, i32: (a) => `(-${a})`, u32: (a) => `(0u - ${a})` },
+    asm: { f32: (a) => `(-${a})`, i32: (a) => `(0 - ${a})`, u32: (a) => `(<u32>0 - ${a})` },
+  },
+  abs: {
+    arity: 1,
+    accepts: "numeric",
+    result: "same",
+    wgsl: { f32: (a) => `abs(${a})`, i32: (a) => `abs(${a})`, u32: (a) => a },
+    asm: { f32: (a) => `abs<f32>(${a})`, i32: (a) => `abs<i32>(${a})`, u32: (a) => a },
+  },
+  sign: {
+    arity: 1,
+    accepts: "numeric",
+    result: "same",
+    wgsl: {
+      f32: (a) => `g_sign_f32(${a})`,
+      i32: (a) => `sign(${a})`,
+      u32: (a) => `select(0u, 1u, ${a} > 0u)`,
+    },
+    asm: {
+      f32: (a) => `g_sign_f32(${a})`,
+      i32: (a) => `g_sign_i32(${a})`,
+      u32: (a) => `<u32>(${a} > 0)`,
+    },
+  },
+  square: {
+    arity: 1,
+    accepts: "numeric",
+    result: "same",
+    wgsl: all3((a) => `(${a} * ${a})`),
+    asm: all3((a) => `(${a} * ${a})`),
+  },
+  reciprocal: {
+    arity: 1,
+    accepts: "float",
+    result: "same",
+    wgsl: { f32: (a) => `(1.0 / ${a})` },
+    asm: { f32: (a) => `(<f32>1.0 / ${a})` },
+  },
+  exp: float1("exp(a)", "Math.exp"),
+  exp2: float1("exp2(a)", "Math.exp2"),
+  log: float1("log(a)", "Math.log"),
+  log2: float1("log2(a)", "Math.log2"),
+  log1p: float1("g_log1p(a)", "Math.log1p"),
+  expm1: float1("g_expm1(a)", "Math.expm1"),
+  sqrt: float1("sqrt(a)", "Math.sqrt"),
+  rsqrt: float1("inverseSqrt(a)", "g_rsqrt64"),
+  sin: float1("sin(a)", "Math.sin"),
+  cos: float1("cos(a)", "Math.cos"),
+  tan: float1("tan(a)", "Math.tan"),
+  tanh: float1("g_tanh(a)", "Math.tanh"),
+  sigmoid: float1("g_sigmoid(a)", "g_sigmoid64"),
+  erf: float1("g_erf(a)", "g_erf64"),
+  floor: float1("floor(a)", "Math.floor"),
+  ceil: float1("ceil(a)", "Math.ceil"),
+  // WGSL round() and wasm's nearest both round half to even, as NumPy does.
+  round: {
+    arity: 1,
+    accepts: "float",
+    result: "same",
+    wgsl: { f32: (a) => `round(${a})` },
+    asm: { f32: (a) => `nearest<f32>(${a})` },
+  },
+  logicalNot: {
+    arity: 1,
+    accepts: "bool",
+    result: "same",
+    wgsl: { bool: (a) => `(!${a})` },
+    asm: { bool: (a) => `(!${a})` },
+  },
+  isnan: {
+    arity: 1,
+    accepts: "float",
+    result: "bool",
+    wgsl: { f32: (a) => `g_isnan(${a})` },
+    asm: { f32: (a) => `(${a} != ${a})` },
+  },
+  /** Internal: a 32-bit integer hash (PCG output permutation), the core of the counter RNG. */
+  pcgHash: {
+    arity: 1,
+    accepts: "integer",
+    result: "same",
+    wgsl: { u32: (a) => `g_pcg(${a})` },
+    asm: { u32: (a) => `g_pcg(${a})` },
+  },
+};
+
+function float1(wgsl: string, asmFn: string): ElementwiseDef {
+  return {
+    arity: 1,
+    accepts: "float",
+    result: "same",
+    wgsl: { f32: (a) => wgsl.replace(/\ba\b/, a) },
+    asm: { f32: f64(asmFn) },
+  };
+}
+
+const compare = (op: string): ElementwiseDef => ({
+  arity: 2,
+  accepts: "any",
+  result: "bool",
+  wgsl: { f32: cmp(op), i32: cmp(op), u32: cmp(op), bool: cmp(op) },
+  asm: { f32: cmp(op), i32: cmp(op), u32: cmp(op), bool: cmp(op) },
+});
+function cmp(op: string): Template {
+  // `!(a == b)` rather than `a != b`: the not-equal of NaN must be true whatever the compiler's
+  // ordered/unordered choice.
+  return op === "!=" ? (a, b) => `(!(${a} == ${b}))` : (a, b) => `(${a} ${op} ${b})`;
+}
+
+/** Binary primitives. */
+export const BINARY: Record<string, ElementwiseDef> = {
+  add: {
+    arity: 2,
+    accepts: "numeric",
+    result: "same",
+    wgsl: all3(infix("+")),
+    asm: all3(infix("+")),
+  },
+  sub: {
+    arity: 2,
+    accepts: "numeric",
+    result: "same",
+    wgsl: all3(infix("-")),
+    asm: all3(infix("-")),
+  },
+  mul: {
+    arity: 2,
+    accepts: "numeric",
+    result: "same",
+    wgsl: all3(infix("*")),
+    asm: all3(infix("*")),
+  },
+  div: {
+    arity: 2,
+    accepts: "float",
+    result: "same",
+    wgsl: { f32: infix("/") },
+    asm: { f32: infix("/") },
+  },
+  maximum: {
+    arity: 2,
+    accepts: "numeric",
+    result: "same",
+    wgsl: { f32: call("g_max_f32"), i32: call("max"), u32: call("max") },
+    // wasm's f32.max already propagates NaN.
+    asm: { f32: call("max<f32>"), i32: call("max<i32>"), u32: call("max<u32>") },
+  },
+  minimum: {
+    arity: 2,
+    accepts: "numeric",
+    result: "same",
+    wgsl: { f32: call("g_min_f32"), i32: call("min"), u32: call("min") },
+    asm: { f32: call("min<f32>"), i32: call("min<i32>"), u32: call("min<u32>") },
+  },
+  mod: {
+    arity: 2,
+    accepts: "numeric",
+    result: "same",
+    wgsl: { f32: call("g_mod_f32"), i32: call("g_mod_i32"), u32: call("g_mod_u32") },
+    asm: { f32: call("g_mod_f32"), i32: call("g_mod_i32"), u32: call("g_mod_u32") },
+  },
+  pow: {
+    arity: 2,
+    accepts: "numeric",
+    result: "same",
+    wgsl: { f32: call("g_pow_f32"), i32: call("g_pow_i32"), u32: call("g_pow_u32") },
+    asm: { f32: call("g_pow_f32"), i32: call("g_pow_i32"), u32: call("g_pow_u32") },
+  },
+  floorDiv: {
+    arity: 2,
+    accepts: "numeric",
+    result: "same",
+    wgsl: { f32: call("g_floordiv_f32"), i32: call("g_floordiv_i32"), u32: call("g_floordiv_u32") },
+    asm: { f32: call("g_floordiv_f32"), i32: call("g_floordiv_i32"), u32: call("g_floordiv_u32") },
+  },
+  equal: compare("=="),
+  notEqual: compare("!="),
+  less: compare("<"),
+  lessEqual: compare("<="),
+  greater: compare(">"),
+  greaterEqual: compare(">="),
+  logicalAnd: {
+    arity: 2,
+    accepts: "bool",
+    result: "same",
+    wgsl: { bool: infix("&&") },
+    asm: { bool: infix("&&") },
+  },
+  logicalOr: {
+    arity: 2,
+    accepts: "bool",
+    result: "same",
+    wgsl: { bool: infix("||") },
+    asm: { bool: infix("||") },
+  },
+  bitwiseXor: bits("^"),
+  bitwiseAnd: bits("&"),
+  bitwiseOr: bits("|"),
+  shiftRight: {
+    arity: 2,
+    accepts: "integer",
+    result: "same",
+    wgsl: { u32: (a, b) => `(${a} >> (${b} & 31u))`, i32: (a, b) => `(${a} >> (u32(${b}) & 31u))` },
+    asm: { u32: (a, b) => `(${a} >>> (${b} & 31))`, i32: (a, b) => `(${a} >> (${b} & 31))` },
+  },
+};
+
+function infix(op: string): Template {
+  return (a, b) => `(${a} ${op} ${b})`;
+}
+function call(fn: string): Template {
+  return (a, b) => `${fn}(${a}, ${b})`;
+}
+function bits(op: string): ElementwiseDef {
+  return {
+    arity: 2,
+    accepts: "integer",
+    result: "same",
+    wgsl: { u32: infix(op), i32: infix(op) },
+    asm: { u32: infix(op), i32: infix(op) },
+  };
+}
+
+/** Looks an op up in either table. */
+export function opDef(op: string): ElementwiseDef {
+  const def = UNARY[op] ?? BINARY[op];
+  if (!def) throw new Error(`internal: unknown elementwise op ${op}`);
+  return def;
+}

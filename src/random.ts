@@ -1,0 +1,112 @@
+/**
+ * Counter-based random numbers: element i is a hash of (i, seed), so the same seed gives the same
+ * numbers on both devices, in any order of evaluation, with no generator state to carry.
+ * The hash is PCG's output permutation applied twice with the seed's own hash between.
+ * @module
+ */
+import type { Tensor } from "./tensor.ts";
+import { type CreationOptions, generate } from "./creation.ts";
+import { checkDType } from "./dtype.ts";
+import { describe, ValueError } from "./errors.ts";
+import { E, type Expr } from "./ops/_expr.ts";
+
+/** PCG's RXS-M-XS permutation in JS, as `g_pcg` in WGSL and AssemblyScript. */
+export function pcgHash(v: number): number {
+  const state = (Math.imul(v >>> 0, 747796405) + 2891336453) >>> 0;
+  const word = Math.imul(((state >>> ((state >>> 28) + 4)) ^ state) >>> 0, 277803737) >>> 0;
+  return ((word >>> 22) ^ word) >>> 0;
+}
+
+/** Options shared by the generators. */
+export interface RandomOptions extends CreationOptions {
+  /** Any integer; a fresh one per call when omitted. */
+  seed?: number;
+}
+
+function keyOf(op: string, seed: number | undefined): number {
+  if (seed === undefined) return pcgHash(Math.floor(Math.random() * 2 ** 32));
+  if (!Number.isInteger(seed)) {
+    throw new ValueError({
+      op,
+      argument: "options.seed",
+      expected: "an integer",
+      received: describe(seed),
+    });
+  }
+  return pcgHash(seed >>> 0);
+}
+
+/** 32 random bits for counter `counter` (a uint32 expression). */
+function bits(counter: Expr, key: number): Expr {
+  const first = E.unary("pcgHash", counter);
+  return E.unary("pcgHash", E.binary("bitwiseXor", first, E.constant(key, "uint32")));
+}
+
+/** The top 24 bits as a float32 in [0, 1), plus `offset` units of 2^-24. */
+function unit(b: Expr, offset: number): Expr {
+  const top = E.cast(E.binary("shiftRight", b, E.constant(8, "uint32")), "float32");
+  return E.binary(
+    "mul",
+    E.binary("add", top, E.constant(offset, "float32")),
+    E.constant(2 ** -24, "float32"),
+  );
+}
+
+/**
+ * Uniform numbers in `[low, high)`.
+ *
+ * @example
+ * ```ts
+ * import * as gyre from "@gyre/gyre";
+ * const u = gyre.random.uniform([2, 3], { seed: 42, low: -1, high: 1 });
+ * ```
+ */
+export function uniform(
+  shape: readonly number[],
+  options: RandomOptions & { low?: number; high?: number } = {},
+): Tensor {
+  const op = "random.uniform";
+  const low = options.low ?? 0;
+  const high = options.high ?? 1;
+  const dtype = options.dtype ? checkDType(op, "options.dtype", options.dtype) : "float32";
+  const u = unit(bits(E.index(), keyOf(op, options.seed)), 0);
+  const value = E.binary(
+    "add",
+    E.binary("mul", u, E.constant(high - low, "float32")),
+    E.constant(low, "float32"),
+  );
+  return generate(op, shape, E.cast(value, dtype), options);
+}
+
+/**
+ * Normal numbers (Box-Muller over two uniforms per element).
+ *
+ * @example
+ * ```ts
+ * import * as gyre from "@gyre/gyre";
+ * const z = gyre.random.normal([1000], { seed: 7, mean: 0, std: 1 });
+ * ```
+ */
+export function normal(
+  shape: readonly number[],
+  options: RandomOptions & { mean?: number; std?: number } = {},
+): Tensor {
+  const op = "random.normal";
+  const mean = options.mean ?? 0;
+  const std = options.std ?? 1;
+  const dtype = options.dtype ? checkDType(op, "options.dtype", options.dtype) : "float32";
+  const key = keyOf(op, options.seed);
+  const twice = E.binary("mul", E.index(), E.constant(2, "uint32"));
+  // u1 in (0, 1] keeps the logarithm finite.
+  const u1 = unit(bits(twice, key), 1);
+  const u2 = unit(bits(E.binary("add", twice, E.constant(1, "uint32")), key), 0);
+  const radius = E.unary("sqrt", E.binary("mul", E.constant(-2, "float32"), E.unary("log", u1)));
+  const angle = E.unary("cos", E.binary("mul", u2, E.constant(2 * Math.PI, "float32")));
+  const z = E.binary("mul", radius, angle);
+  const value = E.binary(
+    "add",
+    E.binary("mul", z, E.constant(std, "float32")),
+    E.constant(mean, "float32"),
+  );
+  return generate(op, shape, E.cast(value, dtype), options);
+}

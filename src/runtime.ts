@@ -1,0 +1,184 @@
+/**
+ * The runtime: which devices exist, which one new tensors go to, `tidy` scopes, and the
+ * allocation statistics of both devices.
+ * @module
+ */
+import type { Backend, DeviceName } from "./_backend.ts";
+import { DeviceError, GpuError } from "./errors.ts";
+import { GpuBackend } from "./gpu/backend.ts";
+import { acquireDevice, type DeviceCaps } from "./gpu/device.ts";
+import type { PoolStats } from "./gpu/pool.ts";
+import type { AllocatorStats } from "./wasm/allocator.ts";
+import { WasmBackend } from "./wasm/backend.ts";
+
+/** Which device new tensors go to: "auto" takes the GPU when there is one. */
+export type DevicePreference = "auto" | DeviceName;
+
+/** Options of {@link init}. */
+export interface InitOptions {
+  /** "auto" (default): the GPU when WebGPU offers an adapter, else WASM. */
+  device?: DevicePreference;
+  /** Passed to `requestAdapter`. */
+  powerPreference?: GPUPowerPreference;
+}
+
+/** Allocation counters of both devices. */
+export interface RuntimeStats {
+  gpu: PoolStats | null;
+  wasm: AllocatorStats;
+}
+
+/**
+ * The devices gyre runs on. Get it from {@link init} or {@link runtime}.
+ *
+ * @example
+ * ```ts
+ * import * as gyre from "@gyre/gyre";
+ * const rt = await gyre.init({ device: "auto" });
+ * console.log(rt.device, rt.caps?.description);
+ * ```
+ */
+export class Runtime {
+  /** The device new tensors go to. */
+  device: DeviceName;
+  /** What was asked for. */
+  readonly preference: DevicePreference;
+  readonly wasm: WasmBackend;
+  readonly gpu: GpuBackend | null;
+
+  constructor(preference: DevicePreference, gpu: GpuBackend | null) {
+    this.preference = preference;
+    this.gpu = gpu;
+    this.wasm = new WasmBackend();
+    this.device = gpu ? "gpu" : "wasm";
+    gpu?.device.lost.then(() => {
+      // "auto" carries on on the CPU; tensors already on the GPU report the loss when used.
+      if (this.preference === "auto") this.device = "wasm";
+    });
+  }
+
+  /** The GPU's capabilities, or null without a GPU. */
+  get caps(): DeviceCaps | null {
+    return this.gpu?.caps ?? null;
+  }
+
+  /** The backend of a device. */
+  backend(name: DeviceName, op = "to"): Backend {
+    if (name === "wasm") return this.wasm;
+    if (name === "gpu") {
+      if (!this.gpu) {
+        throw new DeviceError({
+          op,
+          argument: "device",
+          expected: "a WebGPU adapter (call gyre.init first)",
+          received: "no GPU in this runtime",
+        });
+      }
+      if (this.gpu.lostReason !== null) {
+        throw new GpuError(
+          "device-lost",
+          op,
+          "device",
+          "a live GPU device",
+          `lost (${this.gpu.lostReason})`,
+        );
+      }
+      return this.gpu;
+    }
+    throw new DeviceError({
+      op,
+      argument: "device",
+      expected: '"gpu" or "wasm"',
+      received: String(name),
+    });
+  }
+
+  /** Sends recorded GPU work without waiting for it. */
+  flush(): void {
+    this.gpu?.flush();
+  }
+
+  /** Allocation counters of both devices. */
+  stats(): RuntimeStats {
+    return { gpu: this.gpu?.pool.stats() ?? null, wasm: this.wasm.allocator.stats() };
+  }
+}
+
+let current: Runtime | null = null;
+
+/**
+ * Starts (or restarts) the runtime. With `device: "gpu"` it throws a {@link DeviceError} when
+ * WebGPU has no adapter; with "auto" it falls back to WASM.
+ *
+ * @example
+ * ```ts
+ * import * as gyre from "@gyre/gyre";
+ * const rt = await gyre.init({ device: "wasm" });
+ * console.log(rt.device); // "wasm"
+ * ```
+ */
+export async function init(options: InitOptions = {}): Promise<Runtime> {
+  const preference = options.device ?? "auto";
+  if (!["auto", "gpu", "wasm"].includes(preference)) {
+    throw new DeviceError({
+      op: "init",
+      argument: "options.device",
+      expected: '"auto", "gpu" or "wasm"',
+      received: String(preference),
+    });
+  }
+  let gpu: GpuBackend | null = null;
+  if (preference !== "wasm") {
+    let acquired = null;
+    try {
+      acquired = await acquireDevice({ powerPreference: options.powerPreference });
+    } catch (e) {
+      if (preference === "gpu") {
+        throw new DeviceError({
+          op: "init",
+          argument: "device",
+          expected: "a WebGPU device",
+          received: String(e),
+        });
+      }
+    }
+    if (!acquired && preference === "gpu") {
+      throw new DeviceError({
+        op: "init",
+        argument: "device",
+        expected: "a WebGPU adapter",
+        received: "none",
+      });
+    }
+    if (acquired) gpu = new GpuBackend(acquired);
+  }
+  current = new Runtime(preference, gpu);
+  return current;
+}
+
+/**
+ * The current runtime; a WASM-only one is made on first use if {@link init} was not called.
+ *
+ * @example
+ * ```ts
+ * import * as gyre from "@gyre/gyre";
+ * console.log(gyre.runtime().device);
+ * ```
+ */
+export function runtime(): Runtime {
+  if (!current) current = new Runtime("wasm", null);
+  return current;
+}
+
+/**
+ * Sends all recorded GPU work to the device now, without waiting for it.
+ *
+ * @example
+ * ```ts
+ * import * as gyre from "@gyre/gyre";
+ * gyre.flush();
+ * ```
+ */
+export function flush(): void {
+  current?.flush();
+}

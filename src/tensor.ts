@@ -1,0 +1,300 @@
+/**
+ * The Tensor: a strided view of device storage with a shape and a dtype. Storage is shared between
+ * views (reshape, transpose, slice, broadcastTo make no copy) and freed when the last view is
+ * disposed. Every op is also a method.
+ * @module
+ */
+import type { DeviceName, Storage, View } from "./_backend.ts";
+import { track } from "./_scope.ts";
+import { contiguousStrides, type Shape, sizeOf } from "./_shape.ts";
+import type { DType, TypedArray } from "./dtype.ts";
+import { DisposedError } from "./errors.ts";
+import * as ew from "./ops/elementwise.ts";
+import * as red from "./ops/reduce.ts";
+import * as sh from "./ops/shape.ts";
+import { readAll, toNested } from "./ops/read.ts";
+import type { ReduceOptions } from "./ops/reduce.ts";
+import type { NestedArray, TensorLike } from "./ops/_dispatch.ts";
+import { runtime } from "./runtime.ts";
+
+/**
+ * An n-dimensional array on the `gpu` or `wasm` device.
+ *
+ * @example
+ * ```ts
+ * import * as gyre from "@gyre/gyre";
+ * const x = gyre.tensor([[1, 2], [3, 4]]);
+ * const y = x.add(1).exp().sum({ axis: 1 });
+ * console.log(await y.array());
+ * y.dispose();
+ * ```
+ */
+export class Tensor {
+  #view: View | null;
+
+  /** Wraps a view; takes a reference on its storage. Internal: use the creation functions. */
+  constructor(view: View) {
+    this.#view = view;
+    view.storage.refs++;
+    track(this);
+  }
+
+  /** Makes a tensor over fresh contiguous storage. Internal. */
+  static _fromStorage(storage: Storage, dtype: DType, shape: Shape): Tensor {
+    return new Tensor({
+      storage,
+      dtype,
+      shape: [...shape],
+      strides: contiguousStrides(shape),
+      offset: 0,
+    });
+  }
+
+  /** The view; throws {@link DisposedError} after `dispose()`. Internal. */
+  _view(op = "use"): View {
+    if (!this.#view) {
+      throw new DisposedError({
+        op,
+        argument: "tensor",
+        expected: "a live tensor",
+        received: "a disposed tensor",
+      });
+    }
+    return this.#view;
+  }
+
+  /** Axis lengths. */
+  get shape(): number[] {
+    return [...this._view("shape").shape];
+  }
+  /** Element type. */
+  get dtype(): DType {
+    return this._view("dtype").dtype;
+  }
+  /** "gpu" or "wasm". */
+  get device(): DeviceName {
+    return this._view("device").storage.backend.name;
+  }
+  /** Number of axes. */
+  get rank(): number {
+    return this._view("rank").shape.length;
+  }
+  /** Number of elements. */
+  get size(): number {
+    return sizeOf(this._view("size").shape);
+  }
+  /** True once disposed. */
+  get isDisposed(): boolean {
+    return this.#view === null;
+  }
+
+  /** Frees this view; the storage goes when no view holds it. Disposing twice is harmless. */
+  dispose(): void {
+    const view = this.#view;
+    if (!view) return;
+    this.#view = null;
+    if (--view.storage.refs === 0) view.storage.backend.free(view.storage);
+  }
+
+  /** `using t = ...` disposes at the end of the block. */
+  [Symbol.dispose](): void {
+    this.dispose();
+  }
+
+  /** The elements as a flat typed array (Float32Array for float16, Uint8Array for bool). */
+  async data(): Promise<TypedArray> {
+    return (await readAll([this]))[0];
+  }
+
+  /** The elements as nested JS arrays (booleans for bool). */
+  async array(): Promise<NestedArray> {
+    const data = await this.data();
+    return toNested(data, this.shape, this.dtype === "bool");
+  }
+
+  /** A copy on another device (a read-back when leaving the GPU). */
+  to(device: DeviceName): Promise<Tensor> {
+    return sh.to(this, device);
+  }
+
+  /** A human-readable summary, e.g. `Tensor(float32 [2, 3] gpu)`. */
+  toString(): string {
+    return this.#view
+      ? `Tensor(${this.dtype} [${this.shape.join(", ")}] ${this.device})`
+      : "Tensor(disposed)";
+  }
+
+  // Elementwise (see ops/elementwise.ts for semantics).
+  add(b: TensorLike): Tensor {
+    return ew.add(this, b);
+  }
+  sub(b: TensorLike): Tensor {
+    return ew.sub(this, b);
+  }
+  mul(b: TensorLike): Tensor {
+    return ew.mul(this, b);
+  }
+  div(b: TensorLike): Tensor {
+    return ew.div(this, b);
+  }
+  pow(b: TensorLike): Tensor {
+    return ew.pow(this, b);
+  }
+  maximum(b: TensorLike): Tensor {
+    return ew.maximum(this, b);
+  }
+  minimum(b: TensorLike): Tensor {
+    return ew.minimum(this, b);
+  }
+  mod(b: TensorLike): Tensor {
+    return ew.mod(this, b);
+  }
+  equal(b: TensorLike): Tensor {
+    return ew.equal(this, b);
+  }
+  notEqual(b: TensorLike): Tensor {
+    return ew.notEqual(this, b);
+  }
+  less(b: TensorLike): Tensor {
+    return ew.less(this, b);
+  }
+  lessEqual(b: TensorLike): Tensor {
+    return ew.lessEqual(this, b);
+  }
+  greater(b: TensorLike): Tensor {
+    return ew.greater(this, b);
+  }
+  greaterEqual(b: TensorLike): Tensor {
+    return ew.greaterEqual(this, b);
+  }
+  logicalAnd(b: TensorLike): Tensor {
+    return ew.logicalAnd(this, b);
+  }
+  logicalOr(b: TensorLike): Tensor {
+    return ew.logicalOr(this, b);
+  }
+  logicalNot(): Tensor {
+    return ew.logicalNot(this);
+  }
+  neg(): Tensor {
+    return ew.neg(this);
+  }
+  abs(): Tensor {
+    return ew.abs(this);
+  }
+  sign(): Tensor {
+    return ew.sign(this);
+  }
+  exp(): Tensor {
+    return ew.exp(this);
+  }
+  exp2(): Tensor {
+    return ew.exp2(this);
+  }
+  log(): Tensor {
+    return ew.log(this);
+  }
+  log2(): Tensor {
+    return ew.log2(this);
+  }
+  log1p(): Tensor {
+    return ew.log1p(this);
+  }
+  expm1(): Tensor {
+    return ew.expm1(this);
+  }
+  sqrt(): Tensor {
+    return ew.sqrt(this);
+  }
+  rsqrt(): Tensor {
+    return ew.rsqrt(this);
+  }
+  square(): Tensor {
+    return ew.square(this);
+  }
+  reciprocal(): Tensor {
+    return ew.reciprocal(this);
+  }
+  sin(): Tensor {
+    return ew.sin(this);
+  }
+  cos(): Tensor {
+    return ew.cos(this);
+  }
+  tan(): Tensor {
+    return ew.tan(this);
+  }
+  tanh(): Tensor {
+    return ew.tanh(this);
+  }
+  sigmoid(): Tensor {
+    return ew.sigmoid(this);
+  }
+  erf(): Tensor {
+    return ew.erf(this);
+  }
+  floor(): Tensor {
+    return ew.floor(this);
+  }
+  ceil(): Tensor {
+    return ew.ceil(this);
+  }
+  round(): Tensor {
+    return ew.round(this);
+  }
+  clip(min: number | null, max: number | null): Tensor {
+    return ew.clip(this, min, max);
+  }
+  where(condition: TensorLike, other: TensorLike): Tensor {
+    return ew.where(condition, this, other);
+  }
+  cast(dtype: DType): Tensor {
+    return ew.cast(this, dtype);
+  }
+
+  // Reductions.
+  sum(options?: ReduceOptions): Tensor {
+    return red.sum(this, options);
+  }
+  max(options?: ReduceOptions): Tensor {
+    return red.max(this, options);
+  }
+  min(options?: ReduceOptions): Tensor {
+    return red.min(this, options);
+  }
+  prod(options?: ReduceOptions): Tensor {
+    return red.prod(this, options);
+  }
+  mean(options?: ReduceOptions): Tensor {
+    return red.mean(this, options);
+  }
+
+  // Shapes and views.
+  reshape(shape: readonly number[]): Tensor {
+    return sh.reshape(this, shape);
+  }
+  transpose(permutation?: readonly number[]): Tensor {
+    return sh.transpose(this, permutation);
+  }
+  expandDims(axis: number): Tensor {
+    return sh.expandDims(this, axis);
+  }
+  squeeze(axis?: number | readonly number[]): Tensor {
+    return sh.squeeze(this, axis);
+  }
+  slice(...ranges: sh.SliceRange[]): Tensor {
+    return sh.slice(this, ...ranges);
+  }
+  broadcastTo(shape: readonly number[]): Tensor {
+    return sh.broadcastTo(this, shape);
+  }
+  /** A contiguous copy (a new storage even when already contiguous). */
+  clone(): Tensor {
+    return sh.clone(this);
+  }
+}
+
+/** The current runtime's default device (for ops that create tensors). */
+export function defaultDevice(): DeviceName {
+  return runtime().device;
+}

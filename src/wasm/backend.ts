@@ -1,0 +1,299 @@
+/**
+ * The WASM device: the CPU fallback and the reference every GPU kernel is checked against.
+ * It evaluates an elementwise expression node by node with precompiled AssemblyScript kernels
+ * (float16 is widened to f32 around each node and rounded back, matching the GPU's float16
+ * storage with f32 arithmetic), and reduces contiguous rows (float sums accumulate in f64).
+ * @module
+ */
+import type { Backend, MemoryStats, ReduceOp, Storage, View } from "../_backend.ts";
+import { contiguousStrides, isContiguous, type Shape, sizeOf } from "../_shape.ts";
+import { type DType, f32ToF16Bits, hostArray, storageBytes, type TypedArray } from "../dtype.ts";
+import type { Expr } from "../ops/_expr.ts";
+import { opDef } from "../ops/_elementwise_table.ts";
+import { WasmAllocator } from "./allocator.ts";
+import { instantiateKernels, type Kernel } from "./module.ts";
+
+/** WASM storage: one block of linear memory. */
+export class WasmStorage implements Storage {
+  refs = 0;
+  constructor(
+    readonly backend: WasmBackend,
+    readonly ptr: number,
+    readonly length: number,
+    readonly dtype: DType,
+  ) {}
+}
+
+/** Kernel-name suffix of each dtype's storage. */
+const SUFFIX: Record<DType, string> = {
+  float32: "f32",
+  float16: "f16",
+  int32: "i32",
+  uint32: "u32",
+  bool: "bool",
+};
+/** The dtype a node computes in on this device (float16 widens to float32). */
+const COMPUTE: Record<DType, DType> = {
+  float32: "float32",
+  float16: "float32",
+  int32: "int32",
+  uint32: "uint32",
+  bool: "bool",
+};
+
+/** An intermediate value while evaluating an expression. */
+interface Value {
+  view: View;
+  /** Storage made during this evaluation, freed once used. */
+  temp: boolean;
+}
+
+/** The WASM backend over one instance of the kernel module. */
+export class WasmBackend implements Backend {
+  readonly name = "wasm" as const;
+  readonly allocator: WasmAllocator;
+  readonly kernels: Record<string, Kernel>;
+
+  constructor() {
+    const { memory, kernels } = instantiateKernels();
+    this.allocator = new WasmAllocator(memory);
+    this.kernels = kernels;
+  }
+
+  #alloc(op: string, dtype: DType, length: number): WasmStorage {
+    const ptr = this.allocator.alloc(length * storageBytes(dtype), op);
+    return new WasmStorage(this, ptr, length, dtype);
+  }
+
+  #kernel(name: string): Kernel {
+    const k = this.kernels[name];
+    if (!k) throw new Error(`internal: no WASM kernel ${name}`);
+    return k;
+  }
+
+  #pointer(view: View): number {
+    return (view.storage as WasmStorage).ptr + view.offset * storageBytes(view.dtype);
+  }
+
+  /** Writes a kernel descriptor (rank, shape, each operand's strides) at address 0. */
+  #describe(shape: Shape, operands: readonly View[]): number {
+    const words = new Int32Array(
+      this.allocator.memory.buffer,
+      0,
+      1 + shape.length * (1 + operands.length),
+    );
+    words[0] = shape.length;
+    words.set(shape, 1);
+    operands.forEach((v, k) => words.set(v.strides, 1 + shape.length * (k + 1)));
+    return operands.every((v) => isContiguous(shape, v.strides)) ? 1 : 0;
+  }
+
+  /** Runs an elementwise kernel over `shape` into new contiguous storage of `dtype`. */
+  #run(op: string, name: string, inputs: View[], shape: Shape, dtype: DType): WasmStorage {
+    const n = sizeOf(shape);
+    const out = this.#alloc(op, dtype, n);
+    if (n === 0) return out;
+    const contiguous = this.#describe(shape, inputs);
+    this.#kernel(name)(out.ptr, ...inputs.map((v) => this.#pointer(v)), 0, contiguous);
+    return out;
+  }
+
+  #value(storage: WasmStorage, shape: Shape): Value {
+    return {
+      view: { storage, dtype: storage.dtype, shape, strides: contiguousStrides(shape), offset: 0 },
+      temp: true,
+    };
+  }
+
+  #release(v: Value): void {
+    if (v.temp) this.free(v.view.storage);
+  }
+
+  /** Casts a value to `dtype` (a copy when already of it), contiguous. */
+  #cast(op: string, v: Value, dtype: DType, shape: Shape): Value {
+    const out = this.#run(
+      op,
+      `cast_${SUFFIX[v.view.dtype]}_${SUFFIX[dtype]}`,
+      [v.view],
+      shape,
+      dtype,
+    );
+    this.#release(v);
+    return this.#value(out, shape);
+  }
+
+  #widen(op: string, v: Value, shape: Shape): Value {
+    return v.view.dtype === "float16" ? this.#cast(op, v, "float32", shape) : v;
+  }
+
+  #eval(op: string, e: Expr, inputs: readonly View[], shape: Shape): Value {
+    switch (e.kind) {
+      case "input":
+        return { view: inputs[e.index], temp: false };
+      case "const": {
+        const storage = this.#alloc(op, e.dtype, 1);
+        const host = hostArray(e.dtype, 1);
+        host[0] = e.value;
+        this.#write(storage, host);
+        return {
+          view: { storage, dtype: e.dtype, shape, strides: shape.map(() => 0), offset: 0 },
+          temp: true,
+        };
+      }
+      case "index": {
+        const n = sizeOf(shape);
+        const out = this.#alloc(op, "uint32", n);
+        this.#kernel("iota_u32")(out.ptr, n);
+        return this.#value(out, shape);
+      }
+      case "cast":
+        return this.#cast(op, this.#eval(op, e.x, inputs, shape), e.dtype, shape);
+      case "unary":
+      case "binary":
+      case "where": {
+        const operands = e.kind === "unary"
+          ? [e.x]
+          : e.kind === "binary"
+          ? [e.a, e.b]
+          : [e.cond, e.a, e.b];
+        const values = operands.map((x) =>
+          this.#widen(op, this.#eval(op, x, inputs, shape), shape)
+        );
+        const typed = values[values.length - 1].view.dtype;
+        let name: string;
+        let result: DType;
+        if (e.kind === "where") {
+          name = `where_${SUFFIX[typed]}`;
+          result = typed;
+        } else {
+          name = `${e.kind}_${e.op}_${SUFFIX[values[0].view.dtype]}`;
+          result = opDef(e.op).result === "bool" ? "bool" : COMPUTE[values[0].view.dtype];
+        }
+        const out = this.#run(op, name, values.map((v) => v.view), shape, result);
+        values.forEach((v) => this.#release(v));
+        const value = this.#value(out, shape);
+        return e.dtype === result ? value : this.#cast(op, value, e.dtype, shape);
+      }
+    }
+  }
+
+  #write(storage: WasmStorage, data: TypedArray): void {
+    const memory = this.allocator.memory.buffer;
+    const n = data.length;
+    switch (storage.dtype) {
+      case "float16": {
+        const half = new Uint16Array(memory, storage.ptr, n);
+        for (let i = 0; i < n; i++) half[i] = f32ToF16Bits(data[i]);
+        break;
+      }
+      case "bool": {
+        const words = new Uint32Array(memory, storage.ptr, n);
+        for (let i = 0; i < n; i++) words[i] = data[i] ? 1 : 0;
+        break;
+      }
+      default:
+        new (data.constructor as Float32ArrayConstructor)(memory, storage.ptr, n).set(
+          data as Float32Array,
+        );
+    }
+  }
+
+  upload(dtype: DType, data: TypedArray): Storage {
+    const storage = this.#alloc("tensor", dtype, data.length);
+    this.#write(storage, data);
+    return storage;
+  }
+
+  allocate(op: string, dtype: DType, length: number): Storage {
+    return this.#alloc(op, dtype, length);
+  }
+
+  evaluate(op: string, expr: Expr, inputs: readonly View[], shape: Shape, target?: View): Storage {
+    let v = this.#eval(op, expr, inputs, shape);
+    if (target) {
+      if (v.view.dtype !== target.dtype) v = this.#cast(op, v, target.dtype, shape);
+      if (sizeOf(shape) > 0) {
+        const contiguous = this.#describe(shape, [v.view, target]);
+        this.#kernel(`scatter_${SUFFIX[target.dtype]}`)(
+          this.#pointer(target),
+          this.#pointer(v.view),
+          0,
+          contiguous,
+        );
+      }
+      this.#release(v);
+      return target.storage;
+    }
+    if (!v.temp || !isContiguous(shape, v.view.strides) || v.view.dtype !== expr.dtype) {
+      v = this.#cast(op, v, expr.dtype, shape);
+    }
+    return v.view.storage;
+  }
+
+  reduce(
+    op: string,
+    reduction: ReduceOp,
+    input: View,
+    axes: readonly number[],
+    outDtype: DType,
+  ): Storage {
+    const kept = input.shape.map((_, i) => i).filter((i) => !axes.includes(i));
+    const order = [...kept, ...axes];
+    const shape = order.map((i) => input.shape[i]);
+    const rows = sizeOf(kept.map((i) => input.shape[i]));
+    const rowLength = sizeOf(axes.map((i) => input.shape[i]));
+    // Rows must be contiguous in memory, reduced axes last; widen float16 on the way.
+    const permuted: View = { ...input, shape, strides: order.map((i) => input.strides[i]) };
+    const compute = COMPUTE[input.dtype];
+    let value: Value = { view: permuted, temp: false };
+    if (compute !== input.dtype || !isContiguous(shape, permuted.strides)) {
+      value = this.#cast(op, value, compute, shape);
+    }
+    const out = this.#alloc(op, compute, rows);
+    if (rows > 0) {
+      this.#kernel(`reduce_${reduction}_${SUFFIX[compute]}`)(
+        out.ptr,
+        this.#pointer(value.view),
+        rows,
+        rowLength,
+      );
+    }
+    this.#release(value);
+    if (outDtype === compute) return out;
+    const outShape = [rows];
+    return this.#cast(op, this.#value(out, outShape), outDtype, outShape).view.storage;
+  }
+
+  read(views: readonly View[]): Promise<TypedArray[]> {
+    return Promise.resolve(views.map((view) => {
+      const n = sizeOf(view.shape);
+      let v: Value = { view, temp: false };
+      if (view.dtype === "float16") v = this.#cast("read", v, "float32", view.shape);
+      else if (!isContiguous(view.shape, view.strides)) {
+        v = this.#cast("read", v, view.dtype, view.shape);
+      }
+      const out = hostArray(view.dtype, n);
+      const memory = this.allocator.memory.buffer;
+      const ptr = this.#pointer(v.view);
+      if (view.dtype === "bool") {
+        const words = new Uint32Array(memory, ptr, n);
+        for (let i = 0; i < n; i++) out[i] = words[i] ? 1 : 0;
+      } else {
+        out.set(new (out.constructor as Float32ArrayConstructor)(memory, ptr, n));
+      }
+      this.#release(v);
+      return out;
+    }));
+  }
+
+  free(storage: Storage): void {
+    this.allocator.free((storage as WasmStorage).ptr);
+  }
+
+  flush(): void {}
+
+  stats(): MemoryStats {
+    const s = this.allocator.stats();
+    return { liveBuffers: s.liveBlocks, liveBytes: s.liveBytes };
+  }
+}

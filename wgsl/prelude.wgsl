@@ -1,0 +1,148 @@
+// Helper functions shared by generated elementwise kernels. Each mirrors a function of the same
+// name in asm/math.ts, the WASM reference; keep the two in step.
+
+fn g_isnan(x: f32) -> bool {
+  // A bit test: `x != x` can be folded away by fast-math drivers.
+  return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u;
+}
+
+fn g_max_f32(a: f32, b: f32) -> f32 {
+  // NumPy's maximum propagates NaN; WGSL's max leaves NaN handling to the driver.
+  return select(select(max(a, b), a, g_isnan(a)), b, g_isnan(b));
+}
+
+fn g_min_f32(a: f32, b: f32) -> f32 {
+  return select(select(min(a, b), a, g_isnan(a)), b, g_isnan(b));
+}
+
+fn g_sign_f32(x: f32) -> f32 {
+  return select(select(select(0.0, -1.0, x < 0.0), 1.0, x > 0.0), x, g_isnan(x));
+}
+
+fn g_mod_f32(a: f32, b: f32) -> f32 {
+  // Python/NumPy remainder: the result takes the divisor's sign.
+  var r = a - b * trunc(a / b);
+  if (r != 0.0 && ((r < 0.0) != (b < 0.0))) { r = r + b; }
+  return r;
+}
+
+fn g_mod_i32(a: i32, b: i32) -> i32 {
+  if (b == 0) { return 0; }
+  if (b == -1) { return 0; }
+  var r = a % b;
+  if (r != 0 && ((r < 0) != (b < 0))) { r = r + b; }
+  return r;
+}
+
+fn g_mod_u32(a: u32, b: u32) -> u32 {
+  return select(a % max(b, 1u), 0u, b == 0u);
+}
+
+fn g_floordiv_f32(a: f32, b: f32) -> f32 {
+  return floor(a / b);
+}
+
+fn g_floordiv_i32(a: i32, b: i32) -> i32 {
+  if (b == 0) { return 0; }
+  if (b == -1) { return 0 - a; }
+  var q = a / b;
+  if ((a % b != 0) && ((a < 0) != (b < 0))) { q = q - 1; }
+  return q;
+}
+
+fn g_floordiv_u32(a: u32, b: u32) -> u32 {
+  return select(a / max(b, 1u), 0u, b == 0u);
+}
+
+fn g_pow_f32(x: f32, y: f32) -> f32 {
+  if (y == 0.0 || x == 1.0) { return 1.0; }
+  if (g_isnan(x) || g_isnan(y)) { return x + y; }
+  if (x < 0.0) {
+    if (trunc(y) != y) { return bitcast<f32>(0x7fc00000u); }
+    let magnitude = pow(-x, y);
+    // An odd integer exponent keeps the sign; exponents past 2^24 are all even in f32.
+    let odd = abs(y) < 16777216.0 && (i32(abs(y)) & 1) == 1;
+    return select(magnitude, -magnitude, odd);
+  }
+  if (x == 0.0) { return select(0.0, bitcast<f32>(0x7f800000u), y < 0.0); }
+  return pow(x, y);
+}
+
+fn g_pow_i32(x: i32, y: i32) -> i32 {
+  // Negative exponents truncate toward zero: only |x| == 1 gives a non-zero result.
+  if (y < 0) {
+    if (x == 1) { return 1; }
+    if (x == -1) { return select(1, -1, (y & 1) == 1); }
+    return 0;
+  }
+  var result = 1;
+  var base = x;
+  var e = u32(y);
+  for (var i = 0u; i < 32u && e != 0u; i++) {
+    if ((e & 1u) == 1u) { result = result * base; }
+    base = base * base;
+    e = e >> 1u;
+  }
+  return result;
+}
+
+fn g_pow_u32(x: u32, y: u32) -> u32 {
+  var result = 1u;
+  var base = x;
+  var e = y;
+  for (var i = 0u; i < 32u && e != 0u; i++) {
+    if ((e & 1u) == 1u) { result = result * base; }
+    base = base * base;
+    e = e >> 1u;
+  }
+  return result;
+}
+
+fn g_log1p(x: f32) -> f32 {
+  // Goldberg's trick: exact where 1 + x rounds to 1, accurate elsewhere.
+  let u = 1.0 + x;
+  if (u == 1.0) { return x; }
+  if (g_isnan(u) || u == bitcast<f32>(0x7f800000u)) { return log(u); }
+  return log(u) * x / (u - 1.0);
+}
+
+fn g_expm1(x: f32) -> f32 {
+  // Kahan's trick: exp(x) - 1 alone loses every digit near 0.
+  let u = exp(x);
+  if (u == 1.0) { return x; }
+  let um1 = u - 1.0;
+  if (um1 == -1.0) { return -1.0; }
+  if (u == bitcast<f32>(0x7f800000u)) { return u; }
+  return um1 * x / log(u);
+}
+
+fn g_tanh(x: f32) -> f32 {
+  // Some drivers compute tanh from exponentials that overflow to NaN past |x| ~ 44.
+  if (g_isnan(x)) { return x; }
+  return tanh(clamp(x, -15.0, 15.0));
+}
+
+fn g_sigmoid(x: f32) -> f32 {
+  return 1.0 / (1.0 + exp(-x));
+}
+
+fn g_erf(x: f32) -> f32 {
+  // Taylor series near 0 (relative error < 3e-8 for |x| < 0.5); Numerical Recipes' erfc
+  // Chebyshev fit elsewhere (fractional error < 1.2e-7).
+  let z = abs(x);
+  if (z < 0.5) {
+    let x2 = x * x;
+    return 1.1283791670955126 * x * (1.0 + x2 * (-0.3333333333333333 + x2 * (0.1 + x2 * (-0.023809523809523808 + x2 * (0.004629629629629629 - x2 * 0.0007575757575757576)))));
+  }
+  let t = 1.0 / (1.0 + 0.5 * z);
+  let poly = -z * z - 1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (-0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277))))))));
+  let r = 1.0 - t * exp(poly);
+  return select(r, -r, x < 0.0);
+}
+
+fn g_pcg(v: u32) -> u32 {
+  // PCG's RXS-M-XS output permutation: a cheap, well-mixed 32-bit hash.
+  let state = v * 747796405u + 2891336453u;
+  let word = ((state >> ((state >> 28u) + 4u)) ^ state) * 277803737u;
+  return (word >> 22u) ^ word;
+}
