@@ -57,6 +57,7 @@ export {
 } from "./errors.ts";
 export type { DeviceName } from "./_backend.ts";
 export type { DeviceCaps } from "./gpu/device.ts";
+export { INTERNAL_KERNELS, type KernelEntry, KERNELS } from "./kernels.ts";
 export {
   type Choice,
   type ElementwiseChoice,

@@ -29,6 +29,34 @@ export interface ReduceChoice {
 /** Any plan's result. */
 export type Choice = ElementwiseChoice | ReduceChoice;
 
+const overrides: {
+  elementwise: Partial<ElementwiseChoice> | null;
+  reduce: Partial<ReduceChoice> | null;
+} = {
+  elementwise: null,
+  reduce: null,
+};
+
+/**
+ * Forces fields of a plan's choice (tests use it to cover every variant; an autotuner can use it to
+ * measure them). `null` restores the rule.
+ *
+ * @example
+ * ```ts
+ * import { setPlanOverride } from "@gyre/gyre";
+ * setPlanOverride("reduce", { subgroups: false }); // the shared-memory path
+ * setPlanOverride("reduce", null);
+ * ```
+ */
+export function setPlanOverride(
+  kernel: "elementwise" | "reduce",
+  override: Partial<ElementwiseChoice> | Partial<ReduceChoice> | null,
+): void {
+  if (kernel === "elementwise") {
+    overrides.elementwise = override as Partial<ElementwiseChoice> | null;
+  } else overrides.reduce = override as Partial<ReduceChoice> | null;
+}
+
 /**
  * Elementwise: vec4 whenever the layout allows it (contiguous or scalar inputs, 4-aligned
  * offsets); 256 invocations per workgroup, which fills an SM's schedulers on NVIDIA and suits
@@ -44,11 +72,15 @@ export function planElementwise(
   _caps: DeviceCaps | undefined,
   problem: { elements: number; vec4Eligible: boolean },
 ): ElementwiseChoice {
-  return {
+  const choice: ElementwiseChoice = {
     kernel: "elementwise",
     variant: problem.vec4Eligible && problem.elements >= 4 ? "vec4" : "scalar",
     workgroupSize: 256,
+    ...overrides.elementwise,
   };
+  // vec4 needs the layout's permission, whatever an override asks.
+  if (!problem.vec4Eligible) choice.variant = "scalar";
+  return choice;
 }
 
 /** Elements one invocation should accumulate before the workgroup combine. */
@@ -72,12 +104,22 @@ export function planReduce(
   const workgroupSize = 256;
   const subgroups = Boolean(caps?.subgroups) && (caps?.subgroupMinSize ?? 0) >= 4 &&
     (caps?.subgroupMaxSize ?? 0) <= workgroupSize;
-  if (problem.rowLength <= 64 && problem.rows >= 4096) {
-    return { kernel: "reduce", variant: "thread", subgroups: false, workgroupSize, chunks: 1 };
-  }
-  const chunks = Math.min(
-    4096,
-    Math.max(1, Math.ceil(problem.rowLength / (workgroupSize * ELEMENTS_PER_INVOCATION))),
-  );
-  return { kernel: "reduce", variant: "workgroup", subgroups, workgroupSize, chunks };
+  const choice: ReduceChoice = problem.rowLength <= 64 && problem.rows >= 4096
+    ? { kernel: "reduce", variant: "thread", subgroups: false, workgroupSize, chunks: 1 }
+    : {
+      kernel: "reduce",
+      variant: "workgroup",
+      subgroups,
+      workgroupSize,
+      chunks: Math.min(
+        4096,
+        Math.max(1, Math.ceil(problem.rowLength / (workgroupSize * ELEMENTS_PER_INVOCATION))),
+      ),
+    };
+  Object.assign(choice, overrides.reduce);
+  // Subgroups only where the device has them; chunks only within a row's length.
+  if (!caps?.subgroups) choice.subgroups = false;
+  choice.chunks = Math.max(1, Math.min(choice.chunks, problem.rowLength));
+  if (choice.variant === "thread") choice.chunks = 1;
+  return choice;
 }

@@ -1,0 +1,85 @@
+/**
+ * The kernel registry: every GPU kernel gyre can run, with its WASM reference, its GPU variants
+ * and the plan that chooses among them. One place to list them keeps the property-test coverage
+ * check (tests/kernel_coverage_test.ts) honest: a kernel added here without a property test fails
+ * the suite.
+ * @module
+ */
+import { BINARY, UNARY } from "./ops/_elementwise_table.ts";
+
+/** One registered kernel. */
+export interface KernelEntry {
+  /** Stable id, e.g. "elementwise/add" or "reduce/sum". */
+  id: string;
+  /** The WASM reference: AssemblyScript export names (a prefix ending in `_` stands for all of a family). */
+  wasmReference: string;
+  /** The WGSL generator and the variants its plan chooses among. */
+  gpu: { generator: string; variants: readonly string[] };
+  /** The plan function in src/plans.ts. */
+  plan: string;
+}
+
+const ELEMENTWISE_GPU = {
+  generator: "gpu/_codegen_elementwise.ts",
+  variants: ["vec4", "scalar", "strided"],
+};
+const internal = new Set([
+  "pcgHash",
+  "bitwiseXor",
+  "bitwiseAnd",
+  "bitwiseOr",
+  "shiftRight",
+  "floorDiv",
+  "isnan",
+]);
+
+/**
+ * Every registered kernel.
+ *
+ * @example
+ * ```ts
+ * import { KERNELS } from "./kernels.ts";
+ * console.log(KERNELS.map((k) => k.id));
+ * ```
+ */
+export const KERNELS: readonly KernelEntry[] = [
+  ...Object.keys(UNARY).map((op) => ({
+    id: `elementwise/${op}`,
+    wasmReference: `unary_${op}_`,
+    gpu: ELEMENTWISE_GPU,
+    plan: "planElementwise",
+  })),
+  ...Object.keys(BINARY).map((op) => ({
+    id: `elementwise/${op}`,
+    wasmReference: `binary_${op}_`,
+    gpu: ELEMENTWISE_GPU,
+    plan: "planElementwise",
+  })),
+  {
+    id: "elementwise/where",
+    wasmReference: "where_",
+    gpu: ELEMENTWISE_GPU,
+    plan: "planElementwise",
+  },
+  { id: "elementwise/cast", wasmReference: "cast_", gpu: ELEMENTWISE_GPU, plan: "planElementwise" },
+  {
+    id: "elementwise/scatter",
+    wasmReference: "scatter_",
+    gpu: { generator: "gpu/_codegen_elementwise.ts", variants: ["strided-output"] },
+    plan: "planElementwise",
+  },
+  ...["sum", "prod", "max", "min"].map((op) => ({
+    id: `reduce/${op}`,
+    wasmReference: `reduce_${op}_`,
+    gpu: {
+      generator: "gpu/_codegen_reduce.ts",
+      variants: ["workgroup-subgroup", "workgroup-shared", "thread", "two-pass"],
+    },
+    plan: "planReduce",
+  })),
+];
+
+/** Ids of kernels that serve only other ops (the RNG hash, index arithmetic): tested through them. */
+export const INTERNAL_KERNELS: ReadonlySet<string> = new Set(
+  [...internal].map((op) => `elementwise/${op}`),
+);
