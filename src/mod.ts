@@ -12,7 +12,15 @@
  * @module
  */
 export { Tensor } from "./tensor.ts";
-export { flush, init, type InitOptions, Runtime, runtime, type RuntimeStats } from "./runtime.ts";
+export {
+  flush,
+  init,
+  type InitOptions,
+  Runtime,
+  runtime,
+  type RuntimeStats,
+  sync,
+} from "./runtime.ts";
 export { tidy } from "./tidy.ts";
 export {
   arange,

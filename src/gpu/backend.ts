@@ -17,7 +17,7 @@ import {
 import { DTypeError, GpuError } from "../errors.ts";
 import { E, type Expr } from "../ops/_expr.ts";
 import { planElementwise, planReduce } from "../plans.ts";
-import { CommandBatch, type TimestampSlot } from "./batch.ts";
+import { CommandBatch, type Kernel, type TimestampSlot } from "./batch.ts";
 import {
   elementwiseKey,
   type ElementwiseSpec,
@@ -54,7 +54,7 @@ export class GpuBackend implements Backend {
   lostReason: string | null = null;
   /** Benchmarks set this to wrap dispatches in timestamp writes. */
   profiler: DispatchProfiler | null = null;
-  #pipelines = new Map<string, GPUComputePipeline>();
+  #pipelines = new Map<string, Kernel>();
 
   constructor(acquired: AcquiredDevice) {
     this.device = acquired.device;
@@ -91,17 +91,20 @@ export class GpuBackend implements Backend {
     }
   }
 
-  #pipeline(key: string, source: () => string): GPUComputePipeline {
-    let pipeline = this.#pipelines.get(key);
-    if (!pipeline) {
-      const module = this.device.createShaderModule({ code: source() });
-      pipeline = this.device.createComputePipeline({
-        layout: "auto",
-        compute: { module, entryPoint: "main" },
-      });
-      this.#pipelines.set(key, pipeline);
+  #pipeline(key: string, storageCount: number, source: () => string): Kernel {
+    let kernel = this.#pipelines.get(key);
+    if (!kernel) {
+      kernel = this.batch.compile(source(), storageCount);
+      this.#pipelines.set(key, kernel);
     }
-    return pipeline;
+    return kernel;
+  }
+
+  /** Destroys pooled (unused) buffers. */
+  trim(): void {
+    this.batch.submit();
+    this.batch.forgetBindGroups();
+    this.pool.trim();
   }
 
   #alloc(op: string, dtype: DType, length: number): GpuStorage {
@@ -120,7 +123,7 @@ export class GpuBackend implements Backend {
 
   #dispatch(
     kernel: string,
-    pipeline: GPUComputePipeline,
+    pipeline: Kernel,
     buffers: GPUBuffer[],
     uniforms: Uint32Array,
     grid: [number, number],
@@ -173,7 +176,11 @@ export class GpuBackend implements Backend {
       vec4: choice.variant === "vec4",
       workgroupSize: choice.workgroupSize,
     };
-    const pipeline = this.#pipeline(elementwiseKey(spec), () => generateElementwise(spec));
+    const pipeline = this.#pipeline(
+      elementwiseKey(spec),
+      inputs.length + 1,
+      () => generateElementwise(spec),
+    );
     const operands = target ? [...inputs, target] : inputs;
     const uniforms = elementwiseUniforms(
       spec,
@@ -226,7 +233,7 @@ export class GpuBackend implements Backend {
       chunks: number,
       uniforms: Uint32Array,
     ) => {
-      const pipeline = this.#pipeline(reduceKey(spec), () => generateReduce(spec));
+      const pipeline = this.#pipeline(reduceKey(spec), 2, () => generateReduce(spec));
       const invocations = spec.variant === "thread" ? rows : rows * chunks * spec.workgroupSize;
       this.#dispatch(
         op,

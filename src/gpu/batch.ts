@@ -24,6 +24,12 @@ interface UniformChunk {
   used: number;
 }
 
+/** A compiled kernel and the bind group layout its dispatches use. */
+export interface Kernel {
+  pipeline: GPUComputePipeline;
+  layout: GPUBindGroupLayout;
+}
+
 /** Timestamp writes for one dispatch, used by benchmarks. */
 export interface TimestampSlot {
   querySet: GPUQuerySet;
@@ -41,6 +47,16 @@ export class CommandBatch {
   #chunk = 0;
   #dispatches = 0;
   #pendingErrors: Promise<GPUError | null>[] = [];
+  /** Explicit layouts by storage-binding count: read-only inputs, one output, a dynamic uniform. */
+  #layouts = new Map<number, { bindGroup: GPUBindGroupLayout; pipeline: GPUPipelineLayout }>();
+  /**
+   * Bind groups by the identity of their buffers. With the uniform bound at a dynamic offset,
+   * repeated work over pooled buffers (loops, benchmarks, training steps) reuses them:
+   * creating one costs several microseconds in Deno, more than recording the dispatch.
+   */
+  #bindGroups = new Map<string, GPUBindGroup>();
+  #bufferIds = new WeakMap<GPUBuffer, number>();
+  #nextBufferId = 0;
   /** Dispatches recorded since the batch was created (for tests and the explain tool). */
   totalDispatches = 0;
   /** Submits made (for tests). */
@@ -61,9 +77,52 @@ export class CommandBatch {
     return this.#encoder;
   }
 
+  /** Compiles a kernel whose bindings are `storageCount - 1` inputs, an output and a uniform. */
+  compile(code: string, storageCount: number): Kernel {
+    let layouts = this.#layouts.get(storageCount);
+    if (!layouts) {
+      const entries: GPUBindGroupLayoutEntry[] = [];
+      for (let b = 0; b < storageCount; b++) {
+        entries.push({
+          binding: b,
+          visibility: GPUShaderStage.COMPUTE,
+          buffer: { type: b === storageCount - 1 ? "storage" : "read-only-storage" },
+        });
+      }
+      entries.push({
+        binding: storageCount,
+        visibility: GPUShaderStage.COMPUTE,
+        buffer: { type: "uniform", hasDynamicOffset: true },
+      });
+      const bindGroup = this.#device.createBindGroupLayout({ entries });
+      layouts = {
+        bindGroup,
+        pipeline: this.#device.createPipelineLayout({ bindGroupLayouts: [bindGroup] }),
+      };
+      this.#layouts.set(storageCount, layouts);
+    }
+    const module = this.#device.createShaderModule({ code });
+    const pipeline = this.#device.createComputePipeline({
+      layout: layouts.pipeline,
+      compute: { module, entryPoint: "main" },
+    });
+    return { pipeline, layout: layouts.bindGroup };
+  }
+
+  #id(buffer: GPUBuffer): number {
+    let id = this.#bufferIds.get(buffer);
+    if (id === undefined) this.#bufferIds.set(buffer, id = this.#nextBufferId++);
+    return id;
+  }
+
+  /** Forgets cached bind groups (call before destroying buffers they may hold). */
+  forgetBindGroups(): void {
+    this.#bindGroups.clear();
+  }
+
   /** Records one dispatch. `uniforms` is copied into the arena. */
   dispatch(
-    pipeline: GPUComputePipeline,
+    kernel: Kernel,
     buffers: GPUBuffer[],
     uniforms: Uint32Array,
     groups: readonly [number, number],
@@ -71,18 +130,23 @@ export class CommandBatch {
   ): void {
     const encoder = this.open();
     const slot = this.#uniformSlot(uniforms);
-    const entries: GPUBindGroupEntry[] = buffers.map((buffer, binding) => ({
-      binding,
-      resource: { buffer },
-    }));
-    entries.push({
-      binding: buffers.length,
-      resource: { buffer: slot.buffer, offset: slot.offset, size: uniforms.byteLength },
-    });
-    const bindGroup = this.#device.createBindGroup({
-      layout: pipeline.getBindGroupLayout(0),
-      entries,
-    });
+    let key = `${this.#id(slot.buffer)}:${uniforms.byteLength}`;
+    for (const b of buffers) key += `,${this.#id(b)}`;
+    let bindGroup = this.#bindGroups.get(key);
+    if (!bindGroup) {
+      const entries: GPUBindGroupEntry[] = buffers.map((buffer, binding) => ({
+        binding,
+        resource: { buffer },
+      }));
+      entries.push({
+        binding: buffers.length,
+        resource: { buffer: slot.buffer, offset: 0, size: uniforms.byteLength },
+      });
+      bindGroup = this.#device.createBindGroup({ layout: kernel.layout, entries });
+      if (this.#bindGroups.size >= 16384) this.#bindGroups.clear();
+      this.#bindGroups.set(key, bindGroup);
+    }
+    const pipeline = kernel.pipeline;
     let pass = this.#pass;
     if (timestamp) {
       pass?.end();
@@ -98,7 +162,7 @@ export class CommandBatch {
       pass = this.#pass = encoder.beginComputePass();
     }
     pass.setPipeline(pipeline);
-    pass.setBindGroup(0, bindGroup);
+    pass.setBindGroup(0, bindGroup, [slot.offset]);
     pass.dispatchWorkgroups(groups[0], groups[1]);
     if (timestamp) pass.end();
     this.#dispatches++;

@@ -1,0 +1,307 @@
+/**
+ * Kernel benchmarks: times every kernel with GPU timestamp queries (median of many runs), reports
+ * achieved GB/s and the fraction of the device's own measured copy bandwidth, the per-op overhead
+ * of a chain of small ops read back once, and the number of `mapAsync` calls of a ten-tensor
+ * read-back. Writes JSON and Markdown to bench/results/.
+ *
+ * Usage: deno task bench [--scale small|full] [--out bench/results] [--runs N]
+ * @module
+ */
+import * as gyre from "../src/mod.ts";
+import { GpuProfiler } from "../src/gpu/profiler.ts";
+import { WGSL } from "../src/gpu/_wgsl_bundle.ts";
+import { BINARY, UNARY } from "../src/ops/_elementwise_table.ts";
+import { INTERNAL_KERNELS } from "../src/kernels.ts";
+
+const args = Deno.args;
+const flag = (name: string, fallback: string) => {
+  const i = args.indexOf(`--${name}`);
+  return i >= 0 ? args[i + 1] : fallback;
+};
+const scale = flag("scale", "full");
+const outDir = flag("out", "bench/results");
+const runs = Number(flag("runs", scale === "full" ? "30" : "5"));
+const Mi = 1 << 20;
+const big = scale === "full" ? 64 * Mi : Mi;
+const mid = scale === "full" ? 16 * Mi : Mi / 4;
+
+const rt = await gyre.init({ device: "gpu" });
+const gpu = rt.gpu!;
+const caps = rt.caps!;
+const profiler = new GpuProfiler(gpu);
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[s.length >> 1] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+
+interface Row {
+  name: string;
+  elements: number;
+  bytes: number;
+  dispatches: number;
+  medianUs: number;
+  gbps: number;
+  fractionOfCopy: number;
+}
+const rows: Row[] = [];
+
+/** Times `fn` `runs` times with timestamps; each run's dispatches are summed. */
+async function timeKernel(
+  fn: () => gyre.Tensor | void,
+): Promise<{ us: number; dispatches: number }> {
+  gyre.tidy(() => fn()); // compile and warm the pool
+  await gyre.sync();
+  profiler.start();
+  for (let r = 0; r < runs; r++) gyre.tidy(() => fn());
+  const timings = await profiler.stop();
+  const per = timings.length / runs;
+  const totals: number[] = [];
+  for (let r = 0; r < runs; r++) {
+    let ns = 0;
+    for (let k = 0; k < per; k++) ns += timings[r * per + k].nanoseconds;
+    totals.push(ns);
+  }
+  return { us: median(totals) / 1000, dispatches: per };
+}
+
+// The yardstick: a plain vec4 copy kernel and the queue's buffer copy, both timestamp-timed.
+async function copyBandwidth(bytes: number): Promise<{ kernel: number; queue: number }> {
+  const device = gpu.device;
+  const usage = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST;
+  const src = device.createBuffer({ size: bytes, usage });
+  const dst = device.createBuffer({ size: bytes, usage });
+  const module = device.createShaderModule({ code: WGSL.copy_vec4 });
+  const pipeline = device.createComputePipeline({
+    layout: "auto",
+    compute: { module, entryPoint: "main" },
+  });
+  const bind = device.createBindGroup({
+    layout: pipeline.getBindGroupLayout(0),
+    entries: [{ binding: 0, resource: { buffer: src } }, { binding: 1, resource: { buffer: dst } }],
+  });
+  const query = device.createQuerySet({ type: "timestamp", count: 4 * runs + 4 });
+  const groups = Math.ceil(bytes / 16 / 256);
+  const x = Math.min(groups, 32768);
+  const encoder = device.createCommandEncoder();
+  for (let r = 0; r <= runs; r++) {
+    const pass = encoder.beginComputePass({
+      timestampWrites: {
+        querySet: query,
+        beginningOfPassWriteIndex: 4 * r,
+        endOfPassWriteIndex: 4 * r + 1,
+      },
+    });
+    pass.setPipeline(pipeline);
+    pass.setBindGroup(0, bind);
+    pass.dispatchWorkgroups(x, Math.ceil(groups / x));
+    pass.end();
+    // Queue copy bracketed by two empty timed passes.
+    encoder.beginComputePass({
+      timestampWrites: { querySet: query, endOfPassWriteIndex: 4 * r + 2 },
+    }).end();
+    encoder.copyBufferToBuffer(src, 0, dst, 0, bytes);
+    encoder.beginComputePass({
+      timestampWrites: { querySet: query, beginningOfPassWriteIndex: 4 * r + 3 },
+    }).end();
+  }
+  const resolve = device.createBuffer({
+    size: (4 * runs + 4) * 8,
+    usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC,
+  });
+  const read = device.createBuffer({
+    size: (4 * runs + 4) * 8,
+    usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST,
+  });
+  encoder.resolveQuerySet(query, 0, 4 * runs + 4, resolve, 0);
+  encoder.copyBufferToBuffer(resolve, 0, read, 0, (4 * runs + 4) * 8);
+  device.queue.submit([encoder.finish()]);
+  await read.mapAsync(GPUMapMode.READ);
+  const t = new BigUint64Array(read.getMappedRange().slice(0));
+  read.destroy();
+  const kernel: number[] = [];
+  const queue: number[] = [];
+  for (let r = 1; r <= runs; r++) {
+    kernel.push(Number(t[4 * r + 1] - t[4 * r]));
+    queue.push(Number(t[4 * r + 3] - t[4 * r + 2]));
+  }
+  for (const b of [src, dst, resolve]) b.destroy();
+  query.destroy();
+  // Bytes moved: read plus write.
+  return { kernel: (2 * bytes) / median(kernel), queue: (2 * bytes) / median(queue) };
+}
+
+const copy = await copyBandwidth(big * 4);
+const copyGBps = Math.max(copy.kernel, copy.queue);
+console.error(
+  `copy bandwidth: vec4 kernel ${copy.kernel.toFixed(0)} GB/s, queue copy ${
+    copy.queue.toFixed(0)
+  } GB/s`,
+);
+
+async function bench(name: string, elements: number, bytes: number, fn: () => gyre.Tensor | void) {
+  const { us, dispatches } = await timeKernel(fn);
+  const gbps = bytes / (us * 1000);
+  rows.push({
+    name,
+    elements,
+    bytes,
+    dispatches,
+    medianUs: us,
+    gbps,
+    fractionOfCopy: gbps / copyGBps,
+  });
+  console.error(
+    `${name.padEnd(28)} ${us.toFixed(1).padStart(9)} us ${gbps.toFixed(0).padStart(6)} GB/s ${
+      (100 * gbps / copyGBps).toFixed(0)
+    }%`,
+  );
+}
+
+// Inputs in each op's domain: positive where a logarithm or root needs it.
+const positive = new Set(["log", "log2", "log1p", "sqrt", "rsqrt"]);
+const a = gyre.random.uniform([big], { seed: 1, low: -2, high: 2 });
+const b = gyre.random.uniform([big], { seed: 2, low: 0.5, high: 2 });
+const bool = a.greater(0);
+for (const op of Object.keys(UNARY)) {
+  if (INTERNAL_KERNELS.has(`elementwise/${op}`)) continue;
+  const x = op === "logicalNot" ? bool : positive.has(op) ? b : a;
+  const fn = (gyre as unknown as Record<string, (x: gyre.Tensor) => gyre.Tensor>)[op];
+  await bench(`${op} f32`, big, 2 * 4 * big, () => fn(x));
+}
+for (const op of Object.keys(BINARY)) {
+  if (INTERNAL_KERNELS.has(`elementwise/${op}`)) continue;
+  const logical = op.startsWith("logical");
+  const fn =
+    (gyre as unknown as Record<string, (x: gyre.Tensor, y: gyre.Tensor) => gyre.Tensor>)[op];
+  await bench(`${op} f32`, big, 3 * 4 * big, () => logical ? fn(bool, bool) : fn(a, b));
+}
+await bench("where f32", big, 4 * 4 * big, () => gyre.where(bool, a, b));
+await bench("cast f32->int32", big, 2 * 4 * big, () => a.cast("int32"));
+if (caps.shaderF16) {
+  const h = a.cast("float16");
+  await bench("add f16", big, 3 * 2 * big, () => h.add(h));
+}
+const square = Math.sqrt(big) | 0;
+const matrix = a.slice([0, square * square]).reshape([square, square]);
+await bench(
+  "add transposed (strided)",
+  square * square,
+  3 * 4 * square * square,
+  () => matrix.transpose().add(matrix),
+);
+await bench(
+  "add row broadcast",
+  square * square,
+  2 * 4 * square * square,
+  () => matrix.add(matrix.slice(0)),
+);
+for (
+  const [op, fn] of [["sum", gyre.sum], ["max", gyre.max], ["min", gyre.min], [
+    "prod",
+    gyre.prod,
+  ]] as const
+) {
+  await bench(`${op} ${mid / Mi}Mi f32`, mid, 4 * mid, () => fn(a.slice([0, mid])));
+  await bench(`${op} ${big / Mi}Mi f32`, big, 4 * big, () => fn(a));
+}
+await bench(
+  `sum rows [${square},${square}] axis 1`,
+  square * square,
+  4 * square * square,
+  () => matrix.sum({ axis: 1 }),
+);
+await bench(
+  `sum cols [${square},${square}] axis 0`,
+  square * square,
+  4 * square * square,
+  () => matrix.sum({ axis: 0 }),
+);
+await bench(
+  "concat 2 x half",
+  big,
+  2 * 4 * big,
+  () => gyre.concat([a.slice([0, big / 2]), a.slice([big / 2])]),
+);
+
+// Per-op overhead: chains of small adds, read back once, wall clock.
+async function chain(length: number): Promise<number> {
+  const x0 = gyre.ones([1024]);
+  const times: number[] = [];
+  for (let s = 0; s < 9; s++) {
+    const t0 = performance.now();
+    const out = gyre.tidy(() => {
+      let x = x0;
+      for (let i = 0; i < length; i++) x = x.add(x0);
+      return x;
+    });
+    await out.data();
+    times.push(performance.now() - t0);
+    out.dispose();
+  }
+  x0.dispose();
+  return median(times.slice(2));
+}
+const chain100 = await chain(100);
+const chain1100 = await chain(1100);
+const perOpUs = ((chain1100 - chain100) / 1000) * 1000;
+console.error(
+  `chain 100: ${chain100.toFixed(2)} ms, chain 1100: ${chain1100.toFixed(2)} ms, per op ${
+    perOpUs.toFixed(2)
+  } us`,
+);
+
+// mapAsync calls in a read-back of ten tensors.
+const original = GPUBuffer.prototype.mapAsync;
+let mapCalls = 0;
+GPUBuffer.prototype.mapAsync = function (...rest: Parameters<GPUBuffer["mapAsync"]>) {
+  mapCalls++;
+  return original.apply(this, rest);
+};
+const ten = Array.from({ length: 10 }, (_, i) => gyre.full([1000 + i], i));
+await gyre.readAll(ten);
+GPUBuffer.prototype.mapAsync = original;
+
+const result = {
+  device: caps.description,
+  vendor: caps.vendor,
+  features: caps.features,
+  date: new Date().toISOString(),
+  deno: Deno.version.deno,
+  scale,
+  runs,
+  copyGBps: { vec4Kernel: copy.kernel, queueCopy: copy.queue, yardstick: copyGBps },
+  chain: { ops100Ms: chain100, ops1100Ms: chain1100, perOpUs },
+  mapAsyncCallsForTenTensorReadback: mapCalls,
+  kernels: rows,
+};
+const slug = caps.description.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-|-$/g, "");
+await Deno.mkdir(outDir, { recursive: true });
+await Deno.writeTextFile(
+  `${outDir}/kernels-${slug}-${scale}.json`,
+  JSON.stringify(result, null, 2) + "\n",
+);
+const md = [
+  `# Kernel benchmarks on ${caps.description}`,
+  "",
+  `${result.date}, Deno ${result.deno}, scale ${scale}, median of ${runs} timestamp-timed runs.`,
+  `Copy bandwidth (read + write): vec4 kernel ${copy.kernel.toFixed(0)} GB/s, queue copy ${
+    copy.queue.toFixed(0)
+  } GB/s; fractions below are of ${copyGBps.toFixed(0)} GB/s.`,
+  `Chain of small (1 Ki) adds read back once: 100 ops ${chain100.toFixed(2)} ms, 1100 ops ${
+    chain1100.toFixed(2)
+  } ms: ${perOpUs.toFixed(2)} us per extra op.`,
+  `mapAsync calls for a read-back of ten tensors: ${mapCalls}.`,
+  "",
+  "| kernel | elements | dispatches | median us | GB/s | of copy |",
+  "|---|---:|---:|---:|---:|---:|",
+  ...rows.map((r) =>
+    `| ${r.name} | ${r.elements} | ${r.dispatches} | ${r.medianUs.toFixed(1)} | ${
+      r.gbps.toFixed(0)
+    } | ${(100 * r.fractionOfCopy).toFixed(0)}% |`
+  ),
+  "",
+].join("\n");
+await Deno.writeTextFile(`${outDir}/kernels-${slug}-${scale}.md`, md);
+console.log(md);
+profiler.destroy();
+Deno.exit(0);

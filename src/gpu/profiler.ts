@@ -1,0 +1,94 @@
+/**
+ * GPU timestamps per dispatch, for benchmarks (and, later, the autotuner). While a profiler is
+ * recording, each dispatch runs in its own compute pass with begin and end timestamp writes;
+ * `stop()` resolves the queries with one read-back.
+ * @module
+ */
+import type { GpuBackend } from "./backend.ts";
+
+/** One timed dispatch. */
+export interface DispatchTiming {
+  /** The op that dispatched it. */
+  kernel: string;
+  /** GPU time between the pass's begin and end timestamps, in nanoseconds. */
+  nanoseconds: number;
+}
+
+/**
+ * Records GPU timestamps around every dispatch between `start()` and `stop()`.
+ *
+ * @example
+ * ```ts
+ * import * as gyre from "@gyre/gyre";
+ * import { GpuProfiler } from "@gyre/gyre/profiler";
+ * const rt = await gyre.init({ device: "gpu" });
+ * const profiler = new GpuProfiler(rt.gpu!);
+ * profiler.start();
+ * gyre.ones([1 << 20]).add(1);
+ * console.log(await profiler.stop());
+ * ```
+ */
+export class GpuProfiler {
+  #backend: GpuBackend;
+  #capacity: number;
+  #querySet: GPUQuerySet;
+  #kernels: string[] = [];
+
+  /** `capacity`: the most dispatches one recording can time (WebGPU allows 4096 queries a set). */
+  constructor(backend: GpuBackend, capacity = 2048) {
+    capacity = Math.min(capacity, 2048);
+    if (!backend.caps.timestampQuery) {
+      throw new Error("GpuProfiler needs the timestamp-query feature, which this device lacks");
+    }
+    this.#backend = backend;
+    this.#capacity = capacity;
+    this.#querySet = backend.device.createQuerySet({ type: "timestamp", count: 2 * capacity });
+  }
+
+  /** Starts timing every dispatch (flushing work recorded before). */
+  start(): void {
+    this.#backend.flush();
+    this.#kernels = [];
+    this.#backend.profiler = (kernel) => {
+      const i = this.#kernels.length;
+      if (i >= this.#capacity) return undefined;
+      this.#kernels.push(kernel);
+      return { querySet: this.#querySet, begin: 2 * i, end: 2 * i + 1 };
+    };
+  }
+
+  /** Stops timing and returns each timed dispatch in order. */
+  async stop(): Promise<DispatchTiming[]> {
+    this.#backend.profiler = null;
+    const count = this.#kernels.length;
+    if (count === 0) return [];
+    const device = this.#backend.device;
+    const bytes = 2 * count * 8;
+    const resolved = device.createBuffer({
+      size: bytes,
+      usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC,
+    });
+    const staging = device.createBuffer({
+      size: bytes,
+      usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST,
+    });
+    const encoder = this.#backend.batch.encoderForCopies();
+    encoder.resolveQuerySet(this.#querySet, 0, 2 * count, resolved, 0);
+    encoder.copyBufferToBuffer(resolved, 0, staging, 0, bytes);
+    this.#backend.batch.submit();
+    await staging.mapAsync(GPUMapMode.READ);
+    const stamps = new BigUint64Array(staging.getMappedRange().slice(0));
+    staging.destroy();
+    resolved.destroy();
+    await this.#backend.batch.checkErrors("profiler");
+    return this.#kernels.map((kernel, i) => ({
+      kernel,
+      nanoseconds: Number(stamps[2 * i + 1] - stamps[2 * i]),
+    }));
+  }
+
+  /** Frees the query set. */
+  destroy(): void {
+    this.#querySet.destroy();
+  }
+}
