@@ -44,6 +44,7 @@ interface Row {
   fractionOfCopy: number;
 }
 const rows: Row[] = [];
+const failures: string[] = [];
 
 /** Times `fn` `runs` times with timestamps; each run's dispatches are summed. */
 async function timeKernel(
@@ -139,7 +140,20 @@ console.error(
 );
 
 async function bench(name: string, elements: number, bytes: number, fn: () => gyre.Tensor | void) {
-  const { us, dispatches } = await timeKernel(fn);
+  let timed;
+  try {
+    timed = await timeKernel(fn);
+  } catch (e) {
+    // Record the failure and go on: one broken kernel must not hide the others' figures.
+    console.error(
+      `${name}: FAILED ${e instanceof Error ? e.message : e}; live ${
+        JSON.stringify(rt.stats().gpu)
+      }`,
+    );
+    failures.push(`${name}: ${e instanceof Error ? e.message : e}`);
+    return;
+  }
+  const { us, dispatches } = timed;
   const gbps = bytes / (us * 1000);
   rows.push({
     name,
@@ -273,6 +287,7 @@ const result = {
   chain: { ops100Ms: chain100, ops1100Ms: chain1100, perOpUs },
   mapAsyncCallsForTenTensorReadback: mapCalls,
   kernels: rows,
+  failures,
 };
 const slug = caps.description.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-|-$/g, "");
 await Deno.mkdir(outDir, { recursive: true });
@@ -291,6 +306,7 @@ const md = [
     chain1100.toFixed(2)
   } ms: ${perOpUs.toFixed(2)} us per extra op.`,
   `mapAsync calls for a read-back of ten tensors: ${mapCalls}.`,
+  ...(failures.length ? ["", "Failures:", ...failures.map((f) => `- ${f}`)] : []),
   "",
   "| kernel | elements | dispatches | median us | GB/s | of copy |",
   "|---|---:|---:|---:|---:|---:|",

@@ -27,7 +27,7 @@ export interface TensorOptions extends CreationOptions {
 
 function deviceOf(op: string, options: CreationOptions): DeviceName {
   const device = options.device ?? runtime().device;
-  runtime().backend(device, op);
+  runtime().backend(device, op, "options.device");
   return device;
 }
 
@@ -145,13 +145,23 @@ export function full(
   value: number | boolean,
   options: CreationOptions = {},
 ): Tensor {
+  return filled("full", shape, value, options);
+}
+
+/** `full` under the name of the API function called (errors from `zeros` name "zeros"). */
+function filled(
+  op: string,
+  shape: readonly number[],
+  value: number | boolean,
+  options: CreationOptions,
+): Tensor {
   const dtype = options.dtype
-    ? checkDType("full", "options.dtype", options.dtype)
+    ? checkDType(op, "options.dtype", options.dtype)
     : typeof value === "boolean"
     ? "bool"
     : "float32";
   return generate(
-    "full",
+    op,
     shape,
     E.constant(typeof value === "boolean" ? (value ? 1 : 0) : value, dtype),
     options,
@@ -168,7 +178,7 @@ export function full(
  * ```
  */
 export function zeros(shape: readonly number[], options: CreationOptions = {}): Tensor {
-  return full(shape, 0, { dtype: "float32", ...options });
+  return filled("zeros", shape, 0, { dtype: "float32", ...options });
 }
 
 /**
@@ -181,7 +191,7 @@ export function zeros(shape: readonly number[], options: CreationOptions = {}): 
  * ```
  */
 export function ones(shape: readonly number[], options: CreationOptions = {}): Tensor {
-  return full(shape, 1, { dtype: "float32", ...options });
+  return filled("ones", shape, 1, { dtype: "float32", ...options });
 }
 
 /**

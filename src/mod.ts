@@ -72,4 +72,5 @@ export {
   planElementwise,
   planReduce,
   type ReduceChoice,
+  setPlanOverride,
 } from "./plans.ts";

@@ -63,13 +63,13 @@ export class Runtime {
   }
 
   /** The backend of a device. */
-  backend(name: DeviceName, op = "to"): Backend {
+  backend(name: DeviceName, op = "to", argument = "device"): Backend {
     if (name === "wasm") return this.wasm;
     if (name === "gpu") {
       if (!this.gpu) {
         throw new DeviceError({
           op,
-          argument: "device",
+          argument,
           expected: "a WebGPU adapter (call gyre.init first)",
           received: "no GPU in this runtime",
         });
@@ -78,7 +78,7 @@ export class Runtime {
         throw new GpuError(
           "device-lost",
           op,
-          "device",
+          argument,
           "a live GPU device",
           `lost (${this.gpu.lostReason})`,
         );
@@ -87,7 +87,7 @@ export class Runtime {
     }
     throw new DeviceError({
       op,
-      argument: "device",
+      argument,
       expected: '"gpu" or "wasm"',
       received: String(name),
     });

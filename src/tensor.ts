@@ -51,11 +51,11 @@ export class Tensor {
   }
 
   /** The view; throws {@link DisposedError} after `dispose()`. Internal. */
-  _view(op = "use"): View {
+  _view(op = "use", argument = "tensor"): View {
     if (!this.#view) {
       throw new DisposedError({
         op,
-        argument: "tensor",
+        argument,
         expected: "a live tensor",
         received: "a disposed tensor",
       });
@@ -103,6 +103,7 @@ export class Tensor {
 
   /** The elements as a flat typed array (Float32Array for float16, Uint8Array for bool). */
   async data(): Promise<TypedArray> {
+    this._view("data");
     return (await readAll([this]))[0];
   }
 

@@ -163,7 +163,7 @@ export interface CaseResult {
 }
 
 export interface Report {
-  peer: "tfjs" | "jax-js";
+  peer: "tfjs" | "jax-js" | "gyre";
   version: string;
   adapter: string;
   /** jax-js: "eager" or "jit" (--jit). */

@@ -47,8 +47,9 @@ export function convert(from: DType, to: DType, v: string): string {
   let out = v;
   if (f !== t) {
     if (t === "bool") {
-      out = f === "f32" ? `(${v} != 0.0)` : f === "i32" ? `(${v} != 0)` : `(${v} != 0u)`;
+      out = f === "f32" ? `g_f32_to_bool(${v})` : f === "i32" ? `(${v} != 0)` : `(${v} != 0u)`;
     } else if (f === "bool") out = `select(${zero(t)}, ${one(t)}, ${v})`;
+    else if (f === "f32" && t !== "f32") out = `g_f32_to_${t}(${v})`; // saturating, as WASM
     else out = `${t}(${v})`;
   }
   // A cast to float16 rounds to half precision, though arithmetic stays in f32.

@@ -327,6 +327,7 @@ export class GpuBackend implements Backend {
       return views.map((v) => hostArray(v.dtype, 0));
     }
     const staging = this.device.createBuffer({
+      label: "gyre read-back",
       size: total,
       usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST,
     });

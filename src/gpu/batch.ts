@@ -130,7 +130,12 @@ export class CommandBatch {
   ): void {
     const encoder = this.open();
     const slot = this.#uniformSlot(uniforms);
-    let key = `${this.#id(slot.buffer)}:${uniforms.byteLength}`;
+    // The uniform binding spans the whole aligned slot, not just `uniforms.byteLength`: wgpu
+    // checks a binding's size against the Params size of the pipeline set before it in the same
+    // pass when both share a layout, so a 96-byte elementwise block after a 160-byte reduce block
+    // failed validation. Every Params struct fits its slot, so the slot's size satisfies any.
+    const uniformBytes = Math.ceil(uniforms.byteLength / UNIFORM_ALIGN) * UNIFORM_ALIGN;
+    let key = `${this.#id(slot.buffer)}:${uniformBytes}`;
     for (const b of buffers) key += `,${this.#id(b)}`;
     let bindGroup = this.#bindGroups.get(key);
     if (!bindGroup) {
@@ -140,7 +145,7 @@ export class CommandBatch {
       }));
       entries.push({
         binding: buffers.length,
-        resource: { buffer: slot.buffer, offset: 0, size: uniforms.byteLength },
+        resource: { buffer: slot.buffer, offset: 0, size: uniformBytes },
       });
       bindGroup = this.#device.createBindGroup({ layout: kernel.layout, entries });
       if (this.#bindGroups.size >= 16384) this.#bindGroups.clear();
@@ -182,7 +187,12 @@ export class CommandBatch {
 
   /** Submits whatever is recorded; a no-op for an empty batch. */
   submit(): void {
-    if (!this.#encoder) return;
+    if (!this.#encoder) {
+      // Nothing recorded: buffers released since the last submit are used by no pending command,
+      // so they are reusable now (they used to wait for the next non-empty batch).
+      this.#pool.recycle();
+      return;
+    }
     this.#pass?.end();
     this.#pass = null;
     for (let i = 0; i <= this.#chunk && i < this.#chunks.length; i++) {
@@ -205,7 +215,8 @@ export class CommandBatch {
     this.#pendingErrors = [];
     const errors = (await Promise.all(pending)).filter((e): e is GPUError => e !== null);
     if (errors.length) {
-      const e = errors[0];
+      // An out-of-memory error is the cause of the validation errors that follow it.
+      const e = errors.find((x) => x instanceof GPUOutOfMemoryError) ?? errors[0];
       const kind = e instanceof GPUOutOfMemoryError ? "out-of-memory" : "validation";
       throw new GpuError(kind, op, "gpu work", "valid GPU commands", e.message);
     }
@@ -221,6 +232,7 @@ export class CommandBatch {
     if (!chunk) {
       chunk = {
         gpu: this.#device.createBuffer({
+          label: "gyre uniforms",
           size: CHUNK_BYTES,
           usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST,
         }),

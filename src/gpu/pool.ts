@@ -71,7 +71,11 @@ export class BufferPool {
       this.#stats.pooledBuffers--;
       this.#stats.pooledBytes -= size;
     } else {
-      buffer = this.#device.createBuffer({ size, usage: STORAGE_USAGE });
+      buffer = this.#device.createBuffer({
+        label: `gyre pool ${size}`,
+        size,
+        usage: STORAGE_USAGE,
+      });
       this.#stats.created++;
     }
     this.#stats.liveBuffers++;

@@ -65,6 +65,7 @@ export class GpuProfiler {
     const device = this.#backend.device;
     const bytes = 2 * count * 8;
     const resolved = device.createBuffer({
+      label: "gyre timestamps",
       size: bytes,
       usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC,
     });

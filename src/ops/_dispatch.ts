@@ -38,7 +38,7 @@ export function operands(
   let strong: DType | null = null;
   args.forEach((a, i) => {
     if (a instanceof Tensor) {
-      const dtype = a._view(op).dtype;
+      const dtype = a._view(op, names[i]).dtype;
       strong = strong ? promoteTypes(strong, dtype) : dtype;
     } else if (typeof a !== "number" && typeof a !== "boolean") {
       throw new ValueError({

@@ -21,7 +21,7 @@ import type { NestedArray } from "./_dispatch.ts";
 export async function readAll(tensors: readonly Tensor[]): Promise<TypedArray[]> {
   const groups = new Map<Backend, { views: View[]; slots: number[] }>();
   tensors.forEach((t, i) => {
-    const view = t._view("readAll");
+    const view = t._view("readAll", `tensors[${i}]`);
     const backend = view.storage.backend;
     const group = groups.get(backend) ?? { views: [], slots: [] };
     group.views.push(view);

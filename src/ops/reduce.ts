@@ -9,7 +9,7 @@ import { type DType, isFloat } from "../dtype.ts";
 import { ValueError } from "../errors.ts";
 import { runtime } from "../runtime.ts";
 import { Tensor } from "../tensor.ts";
-import { runElementwise, type TensorLike } from "./_dispatch.ts";
+import { evaluate, runElementwise, type TensorLike } from "./_dispatch.ts";
 import { E } from "./_expr.ts";
 import { cast, div } from "./elementwise.ts";
 
@@ -29,7 +29,7 @@ function reduction(op: string, kind: ReduceOp, x: TensorLike, options: ReduceOpt
   const scalarInput = !(x instanceof Tensor);
   const t = asTensor(op, x);
   try {
-    const view = t._view(op);
+    const view = t._view(op, "x");
     const axes = normalizeAxes(op, options.axis, view.shape.length, "options.axis");
     const kept = view.shape.filter((_, i) => !axes.includes(i));
     const outShape = options.keepdims ? view.shape.map((d, i) => (axes.includes(i) ? 1 : d)) : kept;
@@ -49,16 +49,16 @@ function reduction(op: string, kind: ReduceOp, x: TensorLike, options: ReduceOpt
       }
     }
     const device = t.device;
-    if (count === 0 || axes.length === 0) {
+    if (count === 0) {
+      // The identity, made on the input's device (not the default one) directly in the output
+      // shape: a broadcast view of a scalar here used to leak the scalar's storage.
       const fill = kind === "prod" ? 1 : 0;
-      const flat = runElementwise(
-        op,
-        [count === 0 ? fill : t],
-        ["x"],
-        ([leaf]) => E.cast(leaf, outDtype),
-      );
+      return evaluate(op, device, E.constant(fill, outDtype), [], outShape);
+    }
+    if (axes.length === 0) {
+      const flat = runElementwise(op, [t], ["x"], ([leaf]) => E.cast(leaf, outDtype));
       try {
-        return count === 0 ? flat.broadcastTo(outShape).clone() : flat.reshape(outShape);
+        return flat.reshape(outShape);
       } finally {
         flat.dispose();
       }
@@ -156,14 +156,21 @@ export function min(x: TensorLike, options?: ReduceOptions): Tensor {
  * ```
  */
 export function mean(x: TensorLike, options: ReduceOptions = {}): Tensor {
+  const view = x instanceof Tensor ? x._view("mean", "x") : null;
+  // Checked before a scalar `x` becomes a tensor, which a throw here would leak.
+  const axes = normalizeAxes("mean", options.axis, view?.shape.length ?? 0, "options.axis");
   const t = asTensor("mean", x);
-  const view = t._view("mean");
-  const axes = normalizeAxes("mean", options.axis, view.shape.length, "options.axis");
-  const count = sizeOf(axes.map((a) => view.shape[a]));
-  const floating = isFloat(view.dtype) ? t : cast(t, "float32");
+  const shape = t._view("mean").shape;
+  const count = sizeOf(axes.map((a) => shape[a]));
+  const floating = isFloat(t.dtype) ? t : cast(t, "float32");
   try {
     const total = sum(floating, options);
     try {
+      // An empty mean is NaN. Stored directly: on some GPU compilers (lavapipe) `x / 0.0` with a
+      // literal zero divisor folds to 0 instead of NaN.
+      if (count === 0) {
+        return evaluate("mean", total.device, E.constant(NaN, total.dtype), [], total.shape);
+      }
       return div(total, count);
     } finally {
       total.dispose();

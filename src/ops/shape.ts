@@ -16,7 +16,7 @@ import {
   sizeOf,
 } from "../_shape.ts";
 import { promoteTypes } from "../dtype.ts";
-import { describe, ShapeError, ValueError } from "../errors.ts";
+import { describe, DeviceError, ShapeError, ValueError } from "../errors.ts";
 import { runtime } from "../runtime.ts";
 import { Tensor } from "../tensor.ts";
 import { evaluate } from "./_dispatch.ts";
@@ -313,7 +313,7 @@ export function concat(tensors: readonly Tensor[], axis = 0): Tensor {
   views.forEach((v, i) => {
     dtype = promoteTypes(dtype, v.dtype);
     if (v.storage.backend.name !== device) {
-      throw new ValueError({
+      throw new DeviceError({
         op,
         argument: `tensors[${i}]`,
         expected: `a tensor on "${device}"`,

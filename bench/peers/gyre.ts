@@ -1,0 +1,149 @@
+/// <reference lib="deno.window" />
+// gyre's side of the peer comparison: the same cases, sizes and timing harness as
+// bench/peers/tfjs.ts and bench/peers/jax.ts (bench/peers/common.ts), so the three
+// columns of bench/compare.ts are measured alike. Runs unbundled (gyre has no
+// dependencies). Cases gyre does not have yet are reported as missing.
+import * as gyre from "../../src/mod.ts";
+import {
+  type Case,
+  compare,
+  emit,
+  errText,
+  log,
+  parseOptions,
+  randomData,
+  refAdd,
+  refChain,
+  refSum,
+  runCases,
+  sizesFor,
+} from "./common.ts";
+
+const opts = parseOptions(Deno.args);
+const sizes = sizesFor(opts.scale);
+
+async function main() {
+  const rt = await gyre.init({ device: "gpu" });
+  const adapter = rt.caps!.description;
+  log(`[gyre] adapter ${adapter}`);
+
+  /** Per-op case: issue `op` r times, keep only the newest result, then wait for the GPU. */
+  function opRunner(op: () => gyre.Tensor): (r: number) => Promise<void> {
+    return async (r: number) => {
+      let last: gyre.Tensor | null = null;
+      for (let i = 0; i < r; i++) {
+        const t = op();
+        last?.dispose();
+        last = t;
+      }
+      await gyre.sync();
+      last?.dispose();
+    };
+  }
+  async function readOnce(op: () => gyre.Tensor): Promise<Float32Array> {
+    const t = op();
+    const d = await t.data();
+    t.dispose();
+    return d as Float32Array;
+  }
+
+  const cases: Case[] = [];
+  const held: gyre.Tensor[] = [];
+  const free = () => {
+    for (const t of held.splice(0)) t.dispose();
+  };
+
+  for (const [name, n] of [["add_16Mi", sizes.add16], ["add_64Mi", sizes.add64]] as const) {
+    let a: gyre.Tensor, b: gyre.Tensor, ha: Float32Array, hb: Float32Array;
+    const op = () => gyre.add(a, b);
+    cases.push({
+      kind: "op",
+      name,
+      shape: [n],
+      reps: opts.reps ?? sizes.reps.elementwise,
+      setup: () => {
+        ha = randomData(n, 1);
+        hb = randomData(n, 2);
+        a = gyre.tensor(ha);
+        b = gyre.tensor(hb);
+        held.push(a, b);
+      },
+      check: async () => compare(await readOnce(op), refAdd(ha, hb), 0, 0),
+      run: opRunner(op),
+      teardown: free,
+    });
+  }
+  {
+    const n = sizes.sum;
+    let x: gyre.Tensor, hx: Float32Array;
+    const op = () => gyre.sum(x);
+    cases.push({
+      kind: "op",
+      name: "sum_16Mi",
+      shape: [n],
+      reps: opts.reps ?? sizes.reps.elementwise,
+      setup: () => {
+        hx = randomData(n, 4);
+        x = gyre.tensor(hx);
+        held.push(x);
+      },
+      check: async () => {
+        const [want, abs] = refSum(hx);
+        return compare(await readOnce(op), [want], 1e-5 * abs, 0);
+      },
+      run: opRunner(op),
+      teardown: free,
+    });
+  }
+  for (const name of ["softmax_4096x4096", "cumsum_16Mi", "layerNorm_4096x4096", "matmul_4096"]) {
+    cases.push({ kind: "missing", name, note: "not in gyre yet (issues 3 and 4)" });
+  }
+  for (const len of [100, 1100]) {
+    const n = sizes.chainElems;
+    let x0: gyre.Tensor, y: gyre.Tensor, hx: Float32Array, hy: Float32Array;
+    const chain = async (): Promise<Float32Array> => {
+      const out = gyre.tidy(() => {
+        let x = gyre.add(x0, y);
+        for (let i = 1; i < len; i++) x = gyre.add(x, y);
+        return x;
+      });
+      const d = await out.data();
+      out.dispose();
+      return d as Float32Array;
+    };
+    cases.push({
+      kind: "total",
+      name: `chain_1Ki_${len}`,
+      shape: [n],
+      note: `total ms for ${len} dependent adds + one read-back`,
+      setup: () => {
+        hx = randomData(n, 9);
+        hy = randomData(n, 10, 0, 0.01);
+        x0 = gyre.tensor(hx);
+        y = gyre.tensor(hy);
+        held.push(x0, y);
+      },
+      check: async () => compare(await chain(), refChain(hx, hy, len), 1e-5 * len, 1e-5),
+      run: async () => {
+        await chain();
+      },
+      teardown: free,
+    });
+  }
+  const report = await runCases(
+    { peer: "gyre", version: "0.1.0", adapter },
+    cases,
+    opts,
+    rt.gpu!.device,
+  );
+  emit(report);
+}
+
+try {
+  await main();
+} catch (e) {
+  log(`[gyre] fatal: ${errText(e)}`);
+  if (e instanceof Error && e.stack) log(e.stack);
+  Deno.exit(1);
+}
+Deno.exit(0);
