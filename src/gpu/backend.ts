@@ -71,7 +71,8 @@ export class GpuBackend implements Backend {
     return this.#pipelines.size;
   }
 
-  #check(op: string, dtypes: DType[]): void {
+  /** Throws when the device is lost or a dtype is unsupported. For op modules. */
+  _check(op: string, dtypes: DType[]): void {
     if (this.lostReason !== null) {
       throw new GpuError(
         "device-lost",
@@ -91,7 +92,11 @@ export class GpuBackend implements Backend {
     }
   }
 
-  #pipeline(key: string, storageCount: number, source: () => string): Kernel {
+  /**
+   * The compiled kernel for `key`, generating its WGSL on first use. Its bindings are
+   * `storageCount - 1` read-only inputs, one read-write output and a uniform. For op modules.
+   */
+  _pipeline(key: string, storageCount: number, source: () => string): Kernel {
     let kernel = this.#pipelines.get(key);
     if (!kernel) {
       kernel = this.batch.compile(source(), storageCount);
@@ -107,21 +112,23 @@ export class GpuBackend implements Backend {
     this.pool.trim();
   }
 
-  #alloc(op: string, dtype: DType, length: number): GpuStorage {
+  /** New pooled storage. For op modules. */
+  _alloc(op: string, dtype: DType, length: number): GpuStorage {
     this.batch.open();
     const buffer = this.pool.acquire(length * storageBytes(dtype), op);
     return new GpuStorage(this, buffer, length, dtype);
   }
 
   /** Workgroup grid for `invocations`, folded into two dimensions past the per-dimension limit. */
-  #grid(invocations: number, workgroupSize: number): [number, number] {
+  _grid(invocations: number, workgroupSize: number): [number, number] {
     const groups = Math.max(1, Math.ceil(invocations / workgroupSize));
     const maxX = Math.min(this.caps.limits.maxComputeWorkgroupsPerDimension, 32768);
     const x = Math.min(groups, maxX);
     return [x, Math.ceil(groups / x)];
   }
 
-  #dispatch(
+  /** Records a dispatch (timed when a profiler is recording). For op modules. */
+  _dispatch(
     kernel: string,
     pipeline: Kernel,
     buffers: GPUBuffer[],
@@ -132,8 +139,8 @@ export class GpuBackend implements Backend {
   }
 
   upload(dtype: DType, data: TypedArray): Storage {
-    this.#check("tensor", [dtype]);
-    const storage = this.#alloc("tensor", dtype, data.length);
+    this._check("tensor", [dtype]);
+    const storage = this._alloc("tensor", dtype, data.length);
     if (data.length === 0) return storage;
     let bytes: ArrayBufferView;
     if (dtype === "float16") {
@@ -148,14 +155,14 @@ export class GpuBackend implements Backend {
   }
 
   allocate(op: string, dtype: DType, length: number): Storage {
-    this.#check(op, [dtype]);
-    return this.#alloc(op, dtype, length);
+    this._check(op, [dtype]);
+    return this._alloc(op, dtype, length);
   }
 
   evaluate(op: string, expr: Expr, inputs: readonly View[], shape: Shape, target?: View): Storage {
-    this.#check(op, [expr.dtype, ...inputs.map((v) => v.dtype)]);
+    this._check(op, [expr.dtype, ...inputs.map((v) => v.dtype)]);
     const n = sizeOf(shape);
-    const out = (target?.storage as GpuStorage | undefined) ?? this.#alloc(op, expr.dtype, n);
+    const out = (target?.storage as GpuStorage | undefined) ?? this._alloc(op, expr.dtype, n);
     if (n === 0) return out;
     const modes: InputMode[] = inputs.map((v) =>
       v.strides.every((s) => s === 0)
@@ -176,7 +183,7 @@ export class GpuBackend implements Backend {
       vec4: choice.variant === "vec4",
       workgroupSize: choice.workgroupSize,
     };
-    const pipeline = this.#pipeline(
+    const pipeline = this._pipeline(
       elementwiseKey(spec),
       inputs.length + 1,
       () => generateElementwise(spec),
@@ -190,12 +197,12 @@ export class GpuBackend implements Backend {
       operands.map((v) => v.strides),
     );
     const invocations = spec.vec4 ? Math.ceil(n / 4) : n;
-    this.#dispatch(
+    this._dispatch(
       op,
       pipeline,
       [...inputs.map((v) => (v.storage as GpuStorage).buffer), out.buffer],
       uniforms,
-      this.#grid(invocations, spec.workgroupSize),
+      this._grid(invocations, spec.workgroupSize),
     );
     return out;
   }
@@ -207,7 +214,7 @@ export class GpuBackend implements Backend {
     axes: readonly number[],
     outDtype: DType,
   ): Storage {
-    this.#check(op, [input.dtype, outDtype]);
+    this._check(op, [input.dtype, outDtype]);
     const kept = input.shape.map((_, i) => i).filter((i) => !axes.includes(i));
     const outer = {
       shape: kept.map((i) => input.shape[i]),
@@ -219,7 +226,7 @@ export class GpuBackend implements Backend {
     };
     const rows = sizeOf(outer.shape);
     const rowLength = sizeOf(inner.shape);
-    const out = this.#alloc(op, outDtype, rows);
+    const out = this._alloc(op, outDtype, rows);
     if (rows === 0) return out;
     // Rows of a contiguous input with the reduced axes last are plain ranges.
     const contiguous = axes.every((a, i) => a === input.shape.length - axes.length + i) &&
@@ -233,14 +240,14 @@ export class GpuBackend implements Backend {
       chunks: number,
       uniforms: Uint32Array,
     ) => {
-      const pipeline = this.#pipeline(reduceKey(spec), 2, () => generateReduce(spec));
+      const pipeline = this._pipeline(reduceKey(spec), 2, () => generateReduce(spec));
       const invocations = spec.variant === "thread" ? rows : rows * chunks * spec.workgroupSize;
-      this.#dispatch(
+      this._dispatch(
         op,
         pipeline,
         [src, dst],
         uniforms,
-        this.#grid(invocations, spec.workgroupSize),
+        this._grid(invocations, spec.workgroupSize),
       );
     };
     const first: ReduceSpec = {
@@ -266,7 +273,7 @@ export class GpuBackend implements Backend {
       );
       return out;
     }
-    const partials = this.#alloc(op, accDtype, rows * choice.chunks);
+    const partials = this._alloc(op, accDtype, rows * choice.chunks);
     run(
       first,
       src,
@@ -298,7 +305,7 @@ export class GpuBackend implements Backend {
   }
 
   async read(views: readonly View[]): Promise<TypedArray[]> {
-    this.#check("read", []);
+    this._check("read", []);
     const regions: { buffer: GPUBuffer; byteOffset: number; bytes: number; temp?: GpuStorage }[] =
       [];
     let total = 0;

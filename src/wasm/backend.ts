@@ -42,7 +42,7 @@ const COMPUTE: Record<DType, DType> = {
 };
 
 /** An intermediate value while evaluating an expression. */
-interface Value {
+export interface Value {
   view: View;
   /** Storage made during this evaluation, freed once used. */
   temp: boolean;
@@ -60,23 +60,23 @@ export class WasmBackend implements Backend {
     this.kernels = kernels;
   }
 
-  #alloc(op: string, dtype: DType, length: number): WasmStorage {
+  _alloc(op: string, dtype: DType, length: number): WasmStorage {
     const ptr = this.allocator.alloc(length * storageBytes(dtype), op);
     return new WasmStorage(this, ptr, length, dtype);
   }
 
-  #kernel(name: string): Kernel {
+  _kernel(name: string): Kernel {
     const k = this.kernels[name];
     if (!k) throw new Error(`internal: no WASM kernel ${name}`);
     return k;
   }
 
-  #pointer(view: View): number {
+  _pointer(view: View): number {
     return (view.storage as WasmStorage).ptr + view.offset * storageBytes(view.dtype);
   }
 
   /** Writes a kernel descriptor (rank, shape, each operand's strides) at address 0. */
-  #describe(shape: Shape, operands: readonly View[]): number {
+  _describe(shape: Shape, operands: readonly View[]): number {
     const words = new Int32Array(
       this.allocator.memory.buffer,
       0,
@@ -89,41 +89,41 @@ export class WasmBackend implements Backend {
   }
 
   /** Runs an elementwise kernel over `shape` into new contiguous storage of `dtype`. */
-  #run(op: string, name: string, inputs: View[], shape: Shape, dtype: DType): WasmStorage {
+  _run(op: string, name: string, inputs: View[], shape: Shape, dtype: DType): WasmStorage {
     const n = sizeOf(shape);
-    const out = this.#alloc(op, dtype, n);
+    const out = this._alloc(op, dtype, n);
     if (n === 0) return out;
-    const contiguous = this.#describe(shape, inputs);
-    this.#kernel(name)(out.ptr, ...inputs.map((v) => this.#pointer(v)), 0, contiguous);
+    const contiguous = this._describe(shape, inputs);
+    this._kernel(name)(out.ptr, ...inputs.map((v) => this._pointer(v)), 0, contiguous);
     return out;
   }
 
-  #value(storage: WasmStorage, shape: Shape): Value {
+  _value(storage: WasmStorage, shape: Shape): Value {
     return {
       view: { storage, dtype: storage.dtype, shape, strides: contiguousStrides(shape), offset: 0 },
       temp: true,
     };
   }
 
-  #release(v: Value): void {
+  _release(v: Value): void {
     if (v.temp) this.free(v.view.storage);
   }
 
   /** Casts a value to `dtype` (a copy when already of it), contiguous. */
-  #cast(op: string, v: Value, dtype: DType, shape: Shape): Value {
-    const out = this.#run(
+  _cast(op: string, v: Value, dtype: DType, shape: Shape): Value {
+    const out = this._run(
       op,
       `cast_${SUFFIX[v.view.dtype]}_${SUFFIX[dtype]}`,
       [v.view],
       shape,
       dtype,
     );
-    this.#release(v);
-    return this.#value(out, shape);
+    this._release(v);
+    return this._value(out, shape);
   }
 
-  #widen(op: string, v: Value, shape: Shape): Value {
-    return v.view.dtype === "float16" ? this.#cast(op, v, "float32", shape) : v;
+  _widen(op: string, v: Value, shape: Shape): Value {
+    return v.view.dtype === "float16" ? this._cast(op, v, "float32", shape) : v;
   }
 
   #eval(op: string, e: Expr, inputs: readonly View[], shape: Shape): Value {
@@ -131,7 +131,7 @@ export class WasmBackend implements Backend {
       case "input":
         return { view: inputs[e.index], temp: false };
       case "const": {
-        const storage = this.#alloc(op, e.dtype, 1);
+        const storage = this._alloc(op, e.dtype, 1);
         const host = hostArray(e.dtype, 1);
         host[0] = e.value;
         this.#write(storage, host);
@@ -142,12 +142,12 @@ export class WasmBackend implements Backend {
       }
       case "index": {
         const n = sizeOf(shape);
-        const out = this.#alloc(op, "uint32", n);
-        this.#kernel("iota_u32")(out.ptr, n);
-        return this.#value(out, shape);
+        const out = this._alloc(op, "uint32", n);
+        this._kernel("iota_u32")(out.ptr, n);
+        return this._value(out, shape);
       }
       case "cast":
-        return this.#cast(op, this.#eval(op, e.x, inputs, shape), e.dtype, shape);
+        return this._cast(op, this.#eval(op, e.x, inputs, shape), e.dtype, shape);
       case "unary":
       case "binary":
       case "where": {
@@ -157,7 +157,7 @@ export class WasmBackend implements Backend {
           ? [e.a, e.b]
           : [e.cond, e.a, e.b];
         const values = operands.map((x) =>
-          this.#widen(op, this.#eval(op, x, inputs, shape), shape)
+          this._widen(op, this.#eval(op, x, inputs, shape), shape)
         );
         const typed = values[values.length - 1].view.dtype;
         let name: string;
@@ -169,10 +169,10 @@ export class WasmBackend implements Backend {
           name = `${e.kind}_${e.op}_${SUFFIX[values[0].view.dtype]}`;
           result = opDef(e.op).result === "bool" ? "bool" : COMPUTE[values[0].view.dtype];
         }
-        const out = this.#run(op, name, values.map((v) => v.view), shape, result);
-        values.forEach((v) => this.#release(v));
-        const value = this.#value(out, shape);
-        return e.dtype === result ? value : this.#cast(op, value, e.dtype, shape);
+        const out = this._run(op, name, values.map((v) => v.view), shape, result);
+        values.forEach((v) => this._release(v));
+        const value = this._value(out, shape);
+        return e.dtype === result ? value : this._cast(op, value, e.dtype, shape);
       }
     }
   }
@@ -199,33 +199,33 @@ export class WasmBackend implements Backend {
   }
 
   upload(dtype: DType, data: TypedArray): Storage {
-    const storage = this.#alloc("tensor", dtype, data.length);
+    const storage = this._alloc("tensor", dtype, data.length);
     this.#write(storage, data);
     return storage;
   }
 
   allocate(op: string, dtype: DType, length: number): Storage {
-    return this.#alloc(op, dtype, length);
+    return this._alloc(op, dtype, length);
   }
 
   evaluate(op: string, expr: Expr, inputs: readonly View[], shape: Shape, target?: View): Storage {
     let v = this.#eval(op, expr, inputs, shape);
     if (target) {
-      if (v.view.dtype !== target.dtype) v = this.#cast(op, v, target.dtype, shape);
+      if (v.view.dtype !== target.dtype) v = this._cast(op, v, target.dtype, shape);
       if (sizeOf(shape) > 0) {
-        const contiguous = this.#describe(shape, [v.view, target]);
-        this.#kernel(`scatter_${SUFFIX[target.dtype]}`)(
-          this.#pointer(target),
-          this.#pointer(v.view),
+        const contiguous = this._describe(shape, [v.view, target]);
+        this._kernel(`scatter_${SUFFIX[target.dtype]}`)(
+          this._pointer(target),
+          this._pointer(v.view),
           0,
           contiguous,
         );
       }
-      this.#release(v);
+      this._release(v);
       return target.storage;
     }
     if (!v.temp || !isContiguous(shape, v.view.strides) || v.view.dtype !== expr.dtype) {
-      v = this.#cast(op, v, expr.dtype, shape);
+      v = this._cast(op, v, expr.dtype, shape);
     }
     return v.view.storage;
   }
@@ -247,41 +247,41 @@ export class WasmBackend implements Backend {
     const compute = COMPUTE[input.dtype];
     let value: Value = { view: permuted, temp: false };
     if (compute !== input.dtype || !isContiguous(shape, permuted.strides)) {
-      value = this.#cast(op, value, compute, shape);
+      value = this._cast(op, value, compute, shape);
     }
-    const out = this.#alloc(op, compute, rows);
+    const out = this._alloc(op, compute, rows);
     if (rows > 0) {
-      this.#kernel(`reduce_${reduction}_${SUFFIX[compute]}`)(
+      this._kernel(`reduce_${reduction}_${SUFFIX[compute]}`)(
         out.ptr,
-        this.#pointer(value.view),
+        this._pointer(value.view),
         rows,
         rowLength,
       );
     }
-    this.#release(value);
+    this._release(value);
     if (outDtype === compute) return out;
     const outShape = [rows];
-    return this.#cast(op, this.#value(out, outShape), outDtype, outShape).view.storage;
+    return this._cast(op, this._value(out, outShape), outDtype, outShape).view.storage;
   }
 
   read(views: readonly View[]): Promise<TypedArray[]> {
     return Promise.resolve(views.map((view) => {
       const n = sizeOf(view.shape);
       let v: Value = { view, temp: false };
-      if (view.dtype === "float16") v = this.#cast("read", v, "float32", view.shape);
+      if (view.dtype === "float16") v = this._cast("read", v, "float32", view.shape);
       else if (!isContiguous(view.shape, view.strides)) {
-        v = this.#cast("read", v, view.dtype, view.shape);
+        v = this._cast("read", v, view.dtype, view.shape);
       }
       const out = hostArray(view.dtype, n);
       const memory = this.allocator.memory.buffer;
-      const ptr = this.#pointer(v.view);
+      const ptr = this._pointer(v.view);
       if (view.dtype === "bool") {
         const words = new Uint32Array(memory, ptr, n);
         for (let i = 0; i < n; i++) out[i] = words[i] ? 1 : 0;
       } else {
         out.set(new (out.constructor as Float32ArrayConstructor)(memory, ptr, n));
       }
-      this.#release(v);
+      this._release(v);
       return out;
     }));
   }
