@@ -4667,6 +4667,86 @@ export function reduce_min_u32(out: usize, x: usize, outer: i32, inner: i32): vo
   }
 }
 
+export function reduce_argmax_f32(out: usize, x: usize, outer: i32, inner: i32): void {
+  for (let r = 0; r < outer; r++) {
+    const base = x + (<usize>r * <usize>inner << 2);
+    let best: i32 = 0;
+    let value = load<f32>(base);
+    for (let j = 0; j < inner; j++) {
+      const v = load<f32>(base + (<usize>j << 2));
+      if (v != v) { best = j; break; }
+      if (v > value) { value = v; best = j; }
+    }
+    store<i32>(out + (<usize>r << 2), best);
+  }
+}
+
+export function reduce_argmax_i32(out: usize, x: usize, outer: i32, inner: i32): void {
+  for (let r = 0; r < outer; r++) {
+    const base = x + (<usize>r * <usize>inner << 2);
+    let best: i32 = 0;
+    let value = load<i32>(base);
+    for (let j = 0; j < inner; j++) {
+      const v = load<i32>(base + (<usize>j << 2));
+      if (v > value) { value = v; best = j; }
+    }
+    store<i32>(out + (<usize>r << 2), best);
+  }
+}
+
+export function reduce_argmax_u32(out: usize, x: usize, outer: i32, inner: i32): void {
+  for (let r = 0; r < outer; r++) {
+    const base = x + (<usize>r * <usize>inner << 2);
+    let best: i32 = 0;
+    let value = load<u32>(base);
+    for (let j = 0; j < inner; j++) {
+      const v = load<u32>(base + (<usize>j << 2));
+      if (v > value) { value = v; best = j; }
+    }
+    store<i32>(out + (<usize>r << 2), best);
+  }
+}
+
+export function reduce_argmin_f32(out: usize, x: usize, outer: i32, inner: i32): void {
+  for (let r = 0; r < outer; r++) {
+    const base = x + (<usize>r * <usize>inner << 2);
+    let best: i32 = 0;
+    let value = load<f32>(base);
+    for (let j = 0; j < inner; j++) {
+      const v = load<f32>(base + (<usize>j << 2));
+      if (v != v) { best = j; break; }
+      if (v < value) { value = v; best = j; }
+    }
+    store<i32>(out + (<usize>r << 2), best);
+  }
+}
+
+export function reduce_argmin_i32(out: usize, x: usize, outer: i32, inner: i32): void {
+  for (let r = 0; r < outer; r++) {
+    const base = x + (<usize>r * <usize>inner << 2);
+    let best: i32 = 0;
+    let value = load<i32>(base);
+    for (let j = 0; j < inner; j++) {
+      const v = load<i32>(base + (<usize>j << 2));
+      if (v < value) { value = v; best = j; }
+    }
+    store<i32>(out + (<usize>r << 2), best);
+  }
+}
+
+export function reduce_argmin_u32(out: usize, x: usize, outer: i32, inner: i32): void {
+  for (let r = 0; r < outer; r++) {
+    const base = x + (<usize>r * <usize>inner << 2);
+    let best: i32 = 0;
+    let value = load<u32>(base);
+    for (let j = 0; j < inner; j++) {
+      const v = load<u32>(base + (<usize>j << 2));
+      if (v < value) { value = v; best = j; }
+    }
+    store<i32>(out + (<usize>r << 2), best);
+  }
+}
+
 /** Writes 0, 1, 2, ... n-1 (the `index` leaf of an expression). */
 export function iota_u32(out: usize, n: i32): void {
   for (let i = 0; i < n; i++) store<u32>(out + (<usize>i << 2), <u32>i);

@@ -295,6 +295,28 @@ function reductions(): string {
       ].join("\n"),
     );
   }
+  // argmax/argmin: the first index of the extreme value; the first NaN wins (NumPy).
+  for (const [op, cmp] of [["argmax", ">"], ["argmin", "<"]] as const) {
+    for (const ct of ["f32", "i32", "u32"] as const) {
+      const nan = ct === "f32" ? "      if (v != v) { best = j; break; }\n" : "";
+      out.push(
+        [
+          `export function reduce_${op}_${ct}(out: usize, x: usize, outer: i32, inner: i32): void {`,
+          `  for (let r = 0; r < outer; r++) {`,
+          `    const base = x + (<usize>r * <usize>inner << 2);`,
+          `    let best: i32 = 0;`,
+          `    let value = load<${ct}>(base);`,
+          `    for (let j = 0; j < inner; j++) {`,
+          `      const v = load<${ct}>(base + (<usize>j << 2));`,
+          nan + `      if (v ${cmp} value) { value = v; best = j; }`,
+          `    }`,
+          `    store<i32>(out + (<usize>r << 2), best);`,
+          `  }`,
+          `}`,
+        ].join("\n"),
+      );
+    }
+  }
   out.push(
     [
       "/** Writes 0, 1, 2, ... n-1 (the `index` leaf of an expression). */",

@@ -12,7 +12,7 @@ import type { Shape } from "./_shape.ts";
 export type DeviceName = "gpu" | "wasm";
 
 /** Reductions every backend implements. */
-export type ReduceOp = "sum" | "prod" | "max" | "min";
+export type ReduceOp = "sum" | "prod" | "max" | "min" | "argmax" | "argmin";
 
 /** Device memory shared by one or more tensor views, freed when the last view lets go. */
 export interface Storage {

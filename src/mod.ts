@@ -35,7 +35,23 @@ export {
 } from "./creation.ts";
 export * as random from "./random.ts";
 export * from "./ops/elementwise.ts";
-export { max, mean, min, prod, type ReduceOptions, sum } from "./ops/reduce.ts";
+export {
+  all,
+  any,
+  argmax,
+  argmin,
+  type ArgReduceOptions,
+  logsumexp,
+  max,
+  mean,
+  min,
+  prod,
+  type ReduceOptions,
+  std,
+  sum,
+  variance,
+  type VarianceOptions,
+} from "./ops/reduce.ts";
 export {
   broadcastTo,
   clone,

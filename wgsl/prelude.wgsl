@@ -6,6 +6,26 @@ fn g_isnan(x: f32) -> bool {
   return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u;
 }
 
+fn g_f32_to_i32(x: f32) -> i32 {
+  // Saturating, NaN to 0, as the WASM reference's i32.trunc_sat_f32_s: WGSL's i32() clamps to
+  // 2^31 - 128 (the largest f32 below 2^31) and leaves NaN to the driver.
+  if (g_isnan(x)) { return 0; }
+  if (x >= 2147483648.0) { return 2147483647; }
+  return i32(x);
+}
+
+fn g_f32_to_bool(x: f32) -> bool {
+  // NaN is true (x != 0), which fast-math drivers get wrong for a plain `x != 0.0`.
+  return g_isnan(x) || x != 0.0;
+}
+
+fn g_f32_to_u32(x: f32) -> u32 {
+  // As g_f32_to_i32 (i32.trunc_sat_f32_u): WGSL's u32() clamps to 2^32 - 256.
+  if (g_isnan(x)) { return 0u; }
+  if (x >= 4294967296.0) { return 4294967295u; }
+  return u32(x);
+}
+
 fn g_max_f32(a: f32, b: f32) -> f32 {
   // NumPy's maximum propagates NaN; WGSL's max leaves NaN handling to the driver.
   return select(select(max(a, b), a, g_isnan(a)), b, g_isnan(b));
@@ -20,10 +40,63 @@ fn g_sign_f32(x: f32) -> f32 {
 }
 
 fn g_mod_f32(a: f32, b: f32) -> f32 {
-  // Python/NumPy remainder: the result takes the divisor's sign.
-  var r = a - b * trunc(a / b);
+  // Python/NumPy remainder: the result takes the divisor's sign. From the exact fmod, as the
+  // reference's `%`: a - b * trunc(a / b) rounds twice and goes wrong near integer quotients,
+  // past |a / b| = 2^24 and for infinite b.
+  var r = g_fmod_f32(a, b);
   if (r != 0.0 && ((r < 0.0) != (b < 0.0))) { r = r + b; }
   return r;
+}
+
+fn g_fmod_f32(x: f32, y: f32) -> f32 {
+  // C's fmodf, exact (musl's integer long division on the significands): NaN for NaN operands,
+  // infinite x or zero y; x for infinite y; otherwise x - n*y exactly, with x's sign.
+  var ux = bitcast<u32>(x);
+  var uy = bitcast<u32>(y);
+  var ex = i32((ux >> 23u) & 0xffu);
+  var ey = i32((uy >> 23u) & 0xffu);
+  let sx = ux & 0x80000000u;
+  if ((uy << 1u) == 0u || g_isnan(y) || ex == 0xff) { return bitcast<f32>(0x7fc00000u); }
+  if ((ux << 1u) <= (uy << 1u)) {
+    if ((ux << 1u) == (uy << 1u)) { return bitcast<f32>(sx); }
+    return x;
+  }
+  if (ex == 0) {
+    var i = ux << 9u;
+    loop { if ((i >> 31u) != 0u) { break; } ex -= 1; i = i << 1u; }
+    ux = ux << u32(1 - ex);
+  } else {
+    ux = (ux & 0x7fffffu) | 0x800000u;
+  }
+  if (ey == 0) {
+    var i = uy << 9u;
+    loop { if ((i >> 31u) != 0u) { break; } ey -= 1; i = i << 1u; }
+    uy = uy << u32(1 - ey);
+  } else {
+    uy = (uy & 0x7fffffu) | 0x800000u;
+  }
+  loop {
+    if (ex <= ey) { break; }
+    let i = ux - uy;
+    if ((i >> 31u) == 0u) {
+      if (i == 0u) { return bitcast<f32>(sx); }
+      ux = i;
+    }
+    ux = ux << 1u;
+    ex -= 1;
+  }
+  let i = ux - uy;
+  if ((i >> 31u) == 0u) {
+    if (i == 0u) { return bitcast<f32>(sx); }
+    ux = i;
+  }
+  loop { if ((ux >> 23u) != 0u) { break; } ux = ux << 1u; ex -= 1; }
+  if (ex > 0) {
+    ux = (ux - 0x800000u) | (u32(ex) << 23u);
+  } else {
+    ux = ux >> u32(1 - ex);
+  }
+  return bitcast<f32>(ux | sx);
 }
 
 fn g_mod_i32(a: i32, b: i32) -> i32 {
@@ -103,7 +176,8 @@ fn g_log1p(x: f32) -> f32 {
   let u = 1.0 + x;
   if (u == 1.0) { return x; }
   if (g_isnan(u) || u == bitcast<f32>(0x7f800000u)) { return log(u); }
-  return log(u) * x / (u - 1.0);
+  // x / (u - 1) is close to 1: multiplying log(u) by x first overflows for x near the f32 maximum.
+  return log(u) * (x / (u - 1.0));
 }
 
 fn g_expm1(x: f32) -> f32 {
@@ -113,7 +187,8 @@ fn g_expm1(x: f32) -> f32 {
   let um1 = u - 1.0;
   if (um1 == -1.0) { return -1.0; }
   if (u == bitcast<f32>(0x7f800000u)) { return u; }
-  return um1 * x / log(u);
+  // x / log(u) is close to 1: um1 * x first overflows for x above ~86.
+  return um1 * (x / log(u));
 }
 
 fn g_tanh(x: f32) -> f32 {

@@ -4,14 +4,13 @@
  * for broadcasts, transposes or slices), and a vec4 variant serves contiguous inputs.
  * @module
  */
-import type { DType } from "../dtype.ts";
+import { type DType, f16BitsToF32, f32ToF16Bits } from "../dtype.ts";
 import type { Expr } from "../ops/_expr.ts";
 import { exprKey } from "../ops/_expr.ts";
 import { opDef } from "../ops/_elementwise_table.ts";
 import {
   computeType,
   convert,
-  literal,
   loadAs,
   preludeFor,
   storageType,
@@ -73,13 +72,36 @@ export function elementwiseUniforms(
   return u;
 }
 
+const bitsF32 = new Float32Array(1);
+const bitsU32 = new Uint32Array(bitsF32.buffer);
+
+/**
+ * A constant the shader compiler cannot fold: its bits go through the uniform word `pad0`, which
+ * is always 0. WGSL lets a driver assume that no infinity or NaN occurs, and folding lets it act
+ * on that: lavapipe compiles `x / 0.0` (a literal zero, or `select(0.0, 1.0, false)`) to 0.
+ */
+function opaqueConstant(value: number, dtype: DType): string {
+  switch (computeType(dtype)) {
+    case "f32":
+      // A float16 constant holds a half-precision value, as it does on WASM.
+      bitsF32[0] = dtype === "float16" ? f16BitsToF32(f32ToF16Bits(value)) : value;
+      return `bitcast<f32>(${bitsU32[0]}u ^ p.pad0)`;
+    case "i32":
+      return `bitcast<i32>(${(value | 0) >>> 0}u ^ p.pad0)`;
+    case "u32":
+      return `(${value >>> 0}u ^ p.pad0)`;
+    case "bool":
+      return value ? "(p.pad0 == 0u)" : "(p.pad0 != 0u)";
+  }
+}
+
 /** Emits the scalar expression; `x{k}` are inputs in compute type, `idx` the linear index. */
 export function emitExpr(e: Expr): string {
   switch (e.kind) {
     case "input":
       return `x${e.index}`;
     case "const":
-      return literal(e.value, e.dtype);
+      return opaqueConstant(e.value, e.dtype);
     case "index":
       return "idx";
     case "cast":

@@ -11,13 +11,19 @@ import type { DType } from "../dtype.ts";
 import { computeType, literal, loadAs, preludeFor, storageType, storeAs } from "./_wgsl_types.ts";
 
 /** Reductions with a GPU kernel. */
-export type ReduceOp = "sum" | "prod" | "max" | "min";
+export type ReduceOp = "sum" | "prod" | "max" | "min" | "argmax" | "argmin";
 
 /** Everything the generated code depends on. */
 export interface ReduceSpec {
   op: ReduceOp;
   inDtype: DType;
   outDtype: DType;
+  /** argmax/argmin: the dtype of the values compared (the input's, or the partials'). */
+  valueDtype?: DType;
+  /** argmax/argmin: the input holds (value bits, index) pairs from a first pass. */
+  pairsIn?: boolean;
+  /** argmax/argmin: write (value bits, index) pairs for a second pass instead of indices. */
+  pairsOut?: boolean;
   /** "contiguous": row r is elements [off + r*R, off + r*R + R). "strided": through strides. */
   mode: "contiguous" | "strided";
   outerRank: number;
@@ -30,7 +36,9 @@ export interface ReduceSpec {
 
 /** Cache key of a spec. */
 export function reduceKey(s: ReduceSpec): string {
-  return `red|${s.op}|${s.inDtype}>${s.outDtype}|${s.mode}|${s.outerRank}.${s.innerRank}|${s.variant}|${
+  return `red|${s.op}|${s.inDtype}>${s.outDtype}|${s.valueDtype ?? ""}${s.pairsIn ? "<p" : ""}${
+    s.pairsOut ? ">p" : ""
+  }|${s.mode}|${s.outerRank}.${s.innerRank}|${s.variant}|${
     s.subgroups ? "sg" : "sh"
   }|wg${s.workgroupSize}`;
 }
@@ -67,6 +75,8 @@ function combine(op: ReduceOp, t: string, a: string, b: string): string {
       return t === "f32" ? `g_max_f32(${a}, ${b})` : `max(${a}, ${b})`;
     case "min":
       return t === "f32" ? `g_min_f32(${a}, ${b})` : `min(${a}, ${b})`;
+    default:
+      throw new Error(`internal: ${op} has no plain combine`);
   }
 }
 
@@ -79,7 +89,9 @@ export function identity(op: ReduceOp, dtype: DType): number {
     case "prod":
       return 1;
     case "max":
+    case "argmax":
       return t === "f32" ? -Infinity : t === "i32" ? -2147483648 : 0;
+    case "argmin":
     case "min":
       return t === "f32" ? Infinity : t === "i32" ? 2147483647 : 4294967295;
   }
@@ -100,28 +112,84 @@ function decompose(name: string, index: string, rank: number, shapeVec: number, 
   return lines.join("\n  ");
 }
 
+/** How a spec's accumulator is declared, fed, combined and stored. */
+function accumulator(s: ReduceSpec) {
+  const arg = s.op === "argmax" || s.op === "argmin";
+  // Arg reductions carry (value, index); the value type comes from the input (or the partials).
+  const valueDtype: DType = arg ? (s.valueDtype ?? "float32") : s.outDtype;
+  const t = computeType(valueDtype === "float16" ? "float32" : valueDtype);
+  const id = literal(identity(s.op, valueDtype), valueDtype === "float16" ? "float32" : valueDtype);
+  const c = (a: string, b: string) => combine(s.op, t, a, b);
+  const take = (v: string, i: string, target: [string, string]) =>
+    `if (g_arg_better(${v}, ${i}, ${target[0]}, ${target[1]})) { ${target[0]} = ${v}; ${target[1]} = ${i}; }`;
+  return {
+    arg,
+    type: t,
+    declare: arg ? `var acc: ${t} = ${id};\n  var acc_i: u32 = 0xffffffffu;` : `var acc: ${t} = ${id};`,
+    /** Folds element `e` (an index into src) at row position `j`. */
+    feed(e: string, j: string): string {
+      if (!arg) return `acc = ${c("acc", loadAs(s.inDtype, `src[${e}]`))};`;
+      if (s.pairsIn) return `{ let pair = src[${e}]; ${take(`bitcast<${t}>(pair.x)`, "pair.y", ["acc", "acc_i"])} }`;
+      return `{ let v = ${loadAs(s.inDtype, `src[${e}]`)}; ${take("v", j, ["acc", "acc_i"])} }`;
+    },
+    shuffle: arg
+      ? `{ let v = subgroupShuffleXor(acc, mask); let i = subgroupShuffleXor(acc_i, mask); ${
+        take("v", "i", ["acc", "acc_i"])
+      } }`
+      : `acc = ${c("acc", "subgroupShuffleXor(acc, mask)")};`,
+    shared: arg
+      ? `var<workgroup> shared_acc: array<${t}, ${s.workgroupSize}>;\nvar<workgroup> shared_idx: array<u32, ${s.workgroupSize}>;`
+      : `var<workgroup> shared_acc: array<${t}, ${s.workgroupSize}>;`,
+    /** Copies the accumulator into shared slot `k`. */
+    put: (k: string) => (arg ? `shared_acc[${k}] = acc; shared_idx[${k}] = acc_i;` : `shared_acc[${k}] = acc;`),
+    /** Folds shared slot `k` into shared slot `into` (tree step). */
+    fold: (into: string, k: string) =>
+      arg
+        ? `{ let v = shared_acc[${k}]; let i = shared_idx[${k}]; var w = shared_acc[${into}]; var q = shared_idx[${into}]; ${
+          take("v", "i", ["w", "q"])
+        } shared_acc[${into}] = w; shared_idx[${into}] = q; }`
+        : `shared_acc[${into}] = ${c(`shared_acc[${into}]`, `shared_acc[${k}]`)};`,
+    /** Loads shared slot `k` into the accumulator. */
+    get: (k: string) => (arg ? `acc = shared_acc[${k}]; acc_i = shared_idx[${k}];` : `acc = shared_acc[${k}];`),
+    store(to: string): string {
+      if (!arg) return `dst[${to}] = ${storeAs(s.outDtype, "acc")};`;
+      if (s.pairsOut) return `dst[${to}] = vec2<u32>(bitcast<u32>(acc), acc_i);`;
+      return `dst[${to}] = i32(acc_i);`;
+    },
+    better: arg ? betterFunction(s.op as "argmax" | "argmin", t) : "",
+  };
+}
+
+/** `g_arg_better(v, i, w, k)`: does (v, i) beat (w, k)? NaN wins (NumPy); ties go to the lower index. */
+function betterFunction(op: "argmax" | "argmin", t: string): string {
+  const beats = op === "argmax" ? "v > w" : "v < w";
+  const nan = t === "f32"
+    ? "  let vn = g_isnan(v);\n  let wn = g_isnan(w);\n  if (vn || wn) { return vn && (!wn || i < k); }\n"
+    : "";
+  return `fn g_arg_better(v: ${t}, i: u32, w: ${t}, k: u32) -> bool {\n${nan}  return ${beats} || (v == w && i < k);\n}`;
+}
+
 /** Generates the WGSL source of a spec. */
 export function generateReduce(s: ReduceSpec): string {
-  const acc = computeType(s.outDtype === "float16" ? "float32" : s.outDtype);
   const wg = s.workgroupSize;
+  const a = accumulator(s);
   const half = s.inDtype === "float16" || s.outDtype === "float16";
-  const outStorage = s.outDtype;
-  const id = literal(identity(s.op, s.outDtype), s.outDtype === "float16" ? "float32" : s.outDtype);
-  const c = (a: string, b: string) => combine(s.op, acc, a, b);
+  const srcType = s.pairsIn ? "vec2<u32>" : storageType(s.inDtype);
+  const dstType = s.pairsOut ? "vec2<u32>" : a.arg ? "i32" : storageType(s.outDtype);
   const lines: string[] = [];
   if (half) lines.push("enable f16;");
   lines.push(
     "struct Params { rows: u32, len: u32, chunks: u32, chunk_len: u32, off: u32, pad0: u32, pad1: u32, pad2: u32, dims: array<vec4<u32>, 8> }",
-    `@group(0) @binding(0) var<storage, read> src: array<${storageType(s.inDtype)}>;`,
-    `@group(0) @binding(1) var<storage, read_write> dst: array<${storageType(outStorage)}>;`,
+    `@group(0) @binding(0) var<storage, read> src: array<${srcType}>;`,
+    `@group(0) @binding(1) var<storage, read_write> dst: array<${dstType}>;`,
     "@group(0) @binding(2) var<uniform> p: Params;",
   );
+  if (a.better) lines.push(a.better);
   const rowBase = s.mode === "contiguous"
     ? "let base = p.off + row * p.len;"
     : `${decompose("outer_off", "row", s.outerRank, 0, 2)}\n  let base = p.off + outer_off;`;
   const element = s.mode === "contiguous" ? "base + j" : "base + inner_off";
   const innerOff = s.mode === "contiguous" ? "" : decompose("inner_off", "j", s.innerRank, 4, 6);
-  const load = (i: string) => loadAs(s.inDtype, `src[${i}]`);
   if (s.variant === "thread") {
     lines.push(
       `@compute @workgroup_size(${wg})`,
@@ -129,16 +197,16 @@ export function generateReduce(s: ReduceSpec): string {
       `  let row = gid.x + gid.y * nwg.x * ${wg}u;`,
       "  if (row >= p.rows) { return; }",
       `  ${rowBase}`,
-      `  var acc: ${acc} = ${id};`,
+      `  ${a.declare}`,
       "  for (var j = 0u; j < p.len; j++) {",
       `  ${innerOff}`,
-      `    acc = ${c("acc", load(element))};`,
+      `    ${a.feed(element, "j")}`,
       "  }",
-      `  dst[row] = ${storeAs(outStorage, "acc")};`,
+      `  ${a.store("row")}`,
       "}",
     );
   } else {
-    lines.push(`var<workgroup> shared_acc: array<${acc}, ${wg}>;`);
+    lines.push(a.shared);
     const builtins = [
       "@builtin(workgroup_id) wid: vec3<u32>",
       "@builtin(num_workgroups) nwg: vec3<u32>",
@@ -160,43 +228,40 @@ export function generateReduce(s: ReduceSpec): string {
       "  let start = (g % p.chunks) * p.chunk_len;",
       "  let stop = min(p.len, start + p.chunk_len);",
       `  ${rowBase}`,
-      `  var acc: ${acc} = ${id};`,
+      `  ${a.declare}`,
       `  for (var j = start + lid; j < stop; j += ${wg}u) {`,
       `  ${innerOff}`,
-      `    acc = ${c("acc", load(element))};`,
+      `    ${a.feed(element, "j")}`,
       "  }",
     );
     if (s.subgroups) {
+      // subgroupAdd is the hardware path for sums; other ops (and argmax's pairs) use a
+      // butterfly with the op's own combine, which keeps NaN propagation exact.
       if (s.op === "sum") lines.push("  acc = subgroupAdd(acc);");
       else {
-        // A butterfly with the op's own combine keeps NaN propagation exact.
         lines.push(
           "  for (var mask = sg_size >> 1u; mask > 0u; mask = mask >> 1u) {",
-          `    acc = ${c("acc", "subgroupShuffleXor(acc, mask)")};`,
+          `    ${a.shuffle}`,
           "  }",
         );
       }
       lines.push(
-        "  if (sg_lane == 0u) { shared_acc[lid / sg_size] = acc; }",
+        `  if (sg_lane == 0u) { ${a.put("lid / sg_size")} }`,
         "  workgroupBarrier();",
         "  if (lid == 0u) {",
-        "    var total = shared_acc[0];",
-        `    for (var k = 1u; k < ${wg}u / sg_size; k++) { total = ${
-          c("total", "shared_acc[k]")
-        }; }`,
-        `    dst[g] = ${storeAs(outStorage, "total")};`,
+        `    for (var k = 1u; k < ${wg}u / sg_size; k++) { ${a.fold("0u", "k")} }`,
+        `    ${a.get("0u")}`,
+        `    ${a.store("g")}`,
         "  }",
       );
     } else {
-      lines.push("  shared_acc[lid] = acc;", "  workgroupBarrier();");
+      lines.push(`  ${a.put("lid")}`, "  workgroupBarrier();");
       lines.push(
         `  for (var width = ${wg >> 1}u; width > 0u; width = width >> 1u) {`,
-        `    if (lid < width) { shared_acc[lid] = ${
-          c("shared_acc[lid]", "shared_acc[lid + width]")
-        }; }`,
+        `    if (lid < width) { ${a.fold("lid", "lid + width")} }`,
         "    workgroupBarrier();",
         "  }",
-        `  if (lid == 0u) { dst[g] = ${storeAs(outStorage, "shared_acc[0]")}; }`,
+        `  if (lid == 0u) { ${a.get("0u")} ${a.store("g")} }`,
       );
     }
     lines.push("}");

@@ -232,7 +232,9 @@ export class GpuBackend implements Backend {
     const contiguous = axes.every((a, i) => a === input.shape.length - axes.length + i) &&
       isContiguous(input.shape, input.strides);
     const choice = planReduce(this.caps, { rows, rowLength });
-    const accDtype: DType = outDtype === "float16" ? "float32" : outDtype;
+    // Arg reductions pass (value bits, index) pairs between their two passes: two u32 words each.
+    const arg = reduction === "argmax" || reduction === "argmin";
+    const accDtype: DType = arg ? "uint32" : outDtype === "float16" ? "float32" : outDtype;
     const run = (
       spec: ReduceSpec,
       src: GPUBuffer,
@@ -253,7 +255,9 @@ export class GpuBackend implements Backend {
     const first: ReduceSpec = {
       op: reduction,
       inDtype: input.dtype,
-      outDtype: choice.chunks > 1 ? accDtype : outDtype,
+      outDtype: choice.chunks > 1 && !arg ? accDtype : outDtype,
+      valueDtype: arg ? input.dtype : undefined,
+      pairsOut: arg && choice.chunks > 1,
       mode: contiguous ? "contiguous" : "strided",
       outerRank: outer.shape.length,
       innerRank: inner.shape.length,
@@ -273,7 +277,7 @@ export class GpuBackend implements Backend {
       );
       return out;
     }
-    const partials = this._alloc(op, accDtype, rows * choice.chunks);
+    const partials = this._alloc(op, accDtype, rows * choice.chunks * (arg ? 2 : 1));
     run(
       first,
       src,
@@ -285,6 +289,9 @@ export class GpuBackend implements Backend {
       ...first,
       inDtype: accDtype,
       outDtype,
+      valueDtype: arg ? (input.dtype === "float16" ? "float32" : input.dtype) : undefined,
+      pairsIn: arg,
+      pairsOut: false,
       mode: "contiguous",
       outerRank: 1,
       innerRank: 1,

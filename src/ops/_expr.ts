@@ -4,7 +4,7 @@
  * precompiled AssemblyScript kernels. Fusion (a later stage) grows these expressions.
  * @module
  */
-import type { DType } from "../dtype.ts";
+import { type DType, f16BitsToF32, f32ToF16Bits } from "../dtype.ts";
 
 /** Ops of one operand; names match the op table in `_elementwise_table.ts`. */
 export type UnaryOp = string;
@@ -24,7 +24,12 @@ export type Expr =
 /** Builders for expression nodes. */
 export const E = {
   input: (index: number, dtype: DType): Expr => ({ kind: "input", index, dtype }),
-  constant: (value: number, dtype: DType): Expr => ({ kind: "const", value, dtype }),
+  /** A float16 constant holds its half-precision value (0.1 is 0.0999755859375, 1e5 is inf). */
+  constant: (value: number, dtype: DType): Expr => ({
+    kind: "const",
+    value: dtype === "float16" ? f16BitsToF32(f32ToF16Bits(value)) : value,
+    dtype,
+  }),
   index: (): Expr => ({ kind: "index", dtype: "uint32" }),
   unary: (op: UnaryOp, x: Expr, dtype: DType = x.dtype): Expr => ({ kind: "unary", op, x, dtype }),
   binary: (op: BinaryOp, a: Expr, b: Expr, dtype: DType = a.dtype): Expr => ({

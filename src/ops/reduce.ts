@@ -11,7 +11,8 @@ import { runtime } from "../runtime.ts";
 import { Tensor } from "../tensor.ts";
 import { evaluate, runElementwise, type TensorLike } from "./_dispatch.ts";
 import { E } from "./_expr.ts";
-import { cast, div } from "./elementwise.ts";
+import { add, cast, div, exp, log, mul, sqrt, square, sub } from "./elementwise.ts";
+import { tidy } from "../tidy.ts";
 
 /** Options of every reduction. */
 export interface ReduceOptions {
@@ -33,13 +34,15 @@ function reduction(op: string, kind: ReduceOp, x: TensorLike, options: ReduceOpt
     const axes = normalizeAxes(op, options.axis, view.shape.length, "options.axis");
     const kept = view.shape.filter((_, i) => !axes.includes(i));
     const outShape = options.keepdims ? view.shape.map((d, i) => (axes.includes(i) ? 1 : d)) : kept;
-    // Sums and products of bools count in int32; max and min of bools stay bool.
-    const outDtype: DType = view.dtype === "bool" && (kind === "sum" || kind === "prod")
+    // Arg reductions give int32 indices; sums and products of bools count in int32; max and min
+    // of bools stay bool.
+    const arg = kind === "argmax" || kind === "argmin";
+    const outDtype: DType = arg || (view.dtype === "bool" && (kind === "sum" || kind === "prod"))
       ? "int32"
       : view.dtype;
     const count = sizeOf(axes.map((a) => view.shape[a]));
     if (count === 0 && sizeOf(kept) > 0) {
-      if (kind === "max" || kind === "min") {
+      if (kind !== "sum" && kind !== "prod") {
         throw new ValueError({
           op,
           argument: "x",
@@ -55,6 +58,7 @@ function reduction(op: string, kind: ReduceOp, x: TensorLike, options: ReduceOpt
       const fill = kind === "prod" ? 1 : 0;
       return evaluate(op, device, E.constant(fill, outDtype), [], outShape);
     }
+    if (axes.length === 0 && arg) return evaluate(op, device, E.constant(0, "int32"), [], outShape);
     if (axes.length === 0) {
       const flat = runElementwise(op, [t], ["x"], ([leaf]) => E.cast(leaf, outDtype));
       try {
@@ -179,4 +183,190 @@ export function mean(x: TensorLike, options: ReduceOptions = {}): Tensor {
     if (floating !== t) floating.dispose();
     if (!(x instanceof Tensor)) t.dispose();
   }
+}
+
+/** Options of {@link argmax} and {@link argmin}: one axis, or the flattened tensor. */
+export interface ArgReduceOptions {
+  /** The axis to search along; the flattened tensor when omitted. */
+  axis?: number;
+  keepdims?: boolean;
+}
+
+function argReduction(
+  op: "argmax" | "argmin",
+  x: TensorLike,
+  options: ArgReduceOptions = {},
+): Tensor {
+  if (options.axis !== undefined && typeof options.axis !== "number") {
+    throw new ValueError({
+      op,
+      argument: "options.axis",
+      expected: "one axis (a number) or none",
+      received: String(options.axis),
+    });
+  }
+  return reduction(op, op, x, options);
+}
+
+/**
+ * Index of the largest value along `axis` (of the flattened tensor by default), as int32; the
+ * first occurrence on ties, and the first NaN if there is one (NumPy). Throws on an empty axis.
+ *
+ * @example
+ * ```ts
+ * import * as gyre from "@gyre/gyre";
+ * const i = gyre.argmax(gyre.tensor([[1, 5, 5], [7, 0, 2]]), { axis: 1 }); // [1, 0]
+ * ```
+ */
+export function argmax(x: TensorLike, options?: ArgReduceOptions): Tensor {
+  return argReduction("argmax", x, options);
+}
+
+/**
+ * Index of the smallest value along `axis`, as int32; first occurrence on ties, first NaN wins.
+ *
+ * @example
+ * ```ts
+ * import * as gyre from "@gyre/gyre";
+ * const i = gyre.argmin(gyre.tensor([3, 1, 1])); // 1
+ * ```
+ */
+export function argmin(x: TensorLike, options?: ArgReduceOptions): Tensor {
+  return argReduction("argmin", x, options);
+}
+
+/**
+ * True where every element along `axis` is non-zero (true for an empty axis).
+ *
+ * @example
+ * ```ts
+ * import * as gyre from "@gyre/gyre";
+ * const a = gyre.all(gyre.tensor([[true, false], [true, true]]), { axis: 1 }); // [false, true]
+ * ```
+ */
+export function all(x: TensorLike, options: ReduceOptions = {}): Tensor {
+  return truthReduction("all", x, options);
+}
+
+/**
+ * True where any element along `axis` is non-zero (false for an empty axis).
+ *
+ * @example
+ * ```ts
+ * import * as gyre from "@gyre/gyre";
+ * const a = gyre.any(gyre.tensor([0, 0, 3])); // true
+ * ```
+ */
+export function any(x: TensorLike, options: ReduceOptions = {}): Tensor {
+  return truthReduction("any", x, options);
+}
+
+function truthReduction(op: "all" | "any", x: TensorLike, options: ReduceOptions): Tensor {
+  return tidy(() => {
+    const t = asTensor(op, x);
+    const shape = t._view(op, "x").shape;
+    const axes = normalizeAxes(op, options.axis, shape.length, "options.axis");
+    if (sizeOf(axes.map((a) => shape[a])) === 0) {
+      // The empty conjunction is true, the empty disjunction false.
+      const kept = options.keepdims
+        ? shape.map((d, i) => (axes.includes(i) ? 1 : d))
+        : shape.filter((_, i) => !axes.includes(i));
+      return evaluate(op, t.device, E.constant(op === "all" ? 1 : 0, "bool"), [], kept);
+    }
+    // As 0/1 words, "all" is the minimum and "any" the maximum.
+    const truth = runElementwise(op, [t], ["x"], ([leaf]) => E.cast(E.cast(leaf, "bool"), "int32"));
+    return cast(reduction(op, op === "all" ? "min" : "max", truth, options), "bool");
+  });
+}
+
+/**
+ * `log(sum(exp(x)))` along `axis`, computed stably by shifting by the maximum: rows of all -Inf
+ * give -Inf, a +Inf gives +Inf, NaN propagates. Integers compute in float32.
+ *
+ * @example
+ * ```ts
+ * import * as gyre from "@gyre/gyre";
+ * const l = gyre.logsumexp(gyre.tensor([1000, 1000])); // 1000.6931...
+ * ```
+ */
+export function logsumexp(x: TensorLike, options: ReduceOptions = {}): Tensor {
+  const op = "logsumexp";
+  return tidy(() => {
+    const t = asTensor(op, x);
+    const floating = isFloat(t.dtype) ? t : cast(t, "float32");
+    const peak = reduction(op, "max", floating, { axis: options.axis, keepdims: true });
+    // A row whose maximum is infinite shifts by 0, so -Inf rows stay -Inf and +Inf stays +Inf.
+    const shift = runElementwise(
+      op,
+      [peak],
+      ["x"],
+      ([m]) =>
+        E.where(
+          E.binary("less", E.unary("abs", m), E.constant(Infinity, m.dtype), "bool"),
+          m,
+          E.constant(0, m.dtype),
+        ),
+    );
+    const total = sum(exp(sub(floating, shift)), {
+      axis: options.axis,
+      keepdims: options.keepdims,
+    });
+    const kept = options.keepdims ? shift : shift.reshape(total.shape);
+    return add(log(total), kept);
+  });
+}
+
+/** Options of {@link variance} and {@link std}. */
+export interface VarianceOptions extends ReduceOptions {
+  /** Delta degrees of freedom: the divisor is `n - ddof` (0: population, 1: sample). */
+  ddof?: number;
+}
+
+/**
+ * Variance along `axis` with divisor `n - ddof`, two-pass (mean first, then squared deviations),
+ * never the cancellation-prone `mean(x^2) - mean(x)^2`. NaN when `n - ddof <= 0`.
+ *
+ * @example
+ * ```ts
+ * import * as gyre from "@gyre/gyre";
+ * const v = gyre.variance(gyre.tensor([1, 2, 3, 4]), { ddof: 1 }); // 1.6667
+ * ```
+ */
+export function variance(x: TensorLike, options: VarianceOptions = {}): Tensor {
+  const op = "variance";
+  const ddof = options.ddof ?? 0;
+  if (!Number.isFinite(ddof) || ddof < 0) {
+    throw new ValueError({
+      op,
+      argument: "options.ddof",
+      expected: "a non-negative number",
+      received: String(ddof),
+    });
+  }
+  return tidy(() => {
+    const t = asTensor(op, x);
+    const view = t._view(op, "x");
+    const axes = normalizeAxes(op, options.axis, view.shape.length, "options.axis");
+    const n = sizeOf(axes.map((a) => view.shape[a]));
+    const floating = isFloat(t.dtype) ? t : cast(t, "float32");
+    const centre = mean(floating, { axis: options.axis, keepdims: true });
+    const squares = sum(square(sub(floating, centre)), {
+      axis: options.axis,
+      keepdims: options.keepdims,
+    });
+    return n - ddof > 0 ? div(squares, n - ddof) : mul(squares, NaN);
+  });
+}
+
+/**
+ * Standard deviation: the square root of {@link variance} (same options).
+ *
+ * @example
+ * ```ts
+ * import * as gyre from "@gyre/gyre";
+ * const s = gyre.std(gyre.tensor([2, 4, 4, 4, 5, 5, 7, 9])); // 2
+ * ```
+ */
+export function std(x: TensorLike, options: VarianceOptions = {}): Tensor {
+  return tidy(() => sqrt(variance(x, options)));
 }

@@ -249,7 +249,9 @@ export class WasmBackend implements Backend {
     if (compute !== input.dtype || !isContiguous(shape, permuted.strides)) {
       value = this._cast(op, value, compute, shape);
     }
-    const out = this._alloc(op, compute, rows);
+    // Arg reductions write int32 indices; the others write the compute dtype.
+    const written: DType = reduction === "argmax" || reduction === "argmin" ? "int32" : compute;
+    const out = this._alloc(op, written, rows);
     if (rows > 0) {
       this._kernel(`reduce_${reduction}_${SUFFIX[compute]}`)(
         out.ptr,
@@ -259,7 +261,7 @@ export class WasmBackend implements Backend {
       );
     }
     this._release(value);
-    if (outDtype === compute) return out;
+    if (outDtype === written) return out;
     const outShape = [rows];
     return this._cast(op, this._value(out, outShape), outDtype, outShape).view.storage;
   }
