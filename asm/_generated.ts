@@ -2,7 +2,7 @@
 
 // @ts-nocheck: AssemblyScript, compiled by asc, not by Deno.
 
-import { f16_to_f32, f32_to_f16, g_erf64, g_floordiv_f32, g_floordiv_i32, g_floordiv_u32, g_mod_f32, g_mod_i32, g_mod_u32, g_pcg, g_pow_f32, g_pow_i32, g_pow_u32, g_rsqrt64, g_sigmoid64, g_sign_f32, g_sign_i32 } from "./math";
+import { f16_to_f32, f32_to_f16, g_elu64, g_erf64, g_floordiv_f32, g_floordiv_i32, g_floordiv_u32, g_gelu64, g_gelu_tanh64, g_hardsigmoid64, g_hardswish64, g_leaky_relu64, g_mish64, g_mod_f32, g_mod_i32, g_mod_u32, g_pcg, g_pow_f32, g_pow_i32, g_pow_u32, g_relu64, g_rsqrt64, g_selu64, g_sigmoid64, g_sign_f32, g_sign_i32, g_silu64, g_softplus64, g_softsign64 } from "./math";
 
 
 
@@ -1085,6 +1085,336 @@ export function unary_isnan_f32(out: usize, in0: usize, desc: usize, contiguous:
     }
     for (let j = 0; j < inner; j++) {
       store<u32>(o, <u32>((load<f32>(in0 + (<usize>(off0 + j * step0) << 2)) != load<f32>(in0 + (<usize>(off0 + j * step0) << 2)))));
+      o += 4;
+    }
+  }
+}
+
+export function unary_relu_f32(out: usize, in0: usize, desc: usize, contiguous: i32): void {
+  const rank = load<i32>(desc);
+  let n: i32 = 1;
+  for (let d = 0; d < rank; d++) n *= load<i32>(desc + 4 + (<usize>d << 2));
+  if (contiguous) {
+    for (let i = 0; i < n; i++) {
+      store<f32>(out + (<usize>i << 2), <f32>g_relu64(<f64>load<f32>(in0 + (<usize>i << 2))));
+    }
+    return;
+  }
+  if (n == 0) return;
+  const shape = desc + 4;
+  const inner = load<i32>(shape + (<usize>(rank - 1) << 2));
+  const strides0 = shape + (<usize>(rank * 1) << 2);
+  const step0 = load<i32>(strides0 + (<usize>(rank - 1) << 2));
+  const rows = n / inner;
+  let o: usize = out;
+  for (let row = 0; row < rows; row++) {
+    let off0: i32 = 0;
+    let rest = row;
+    for (let d = rank - 2; d >= 0; d--) {
+      const dim = load<i32>(shape + (<usize>d << 2));
+      const c = rest % dim;
+      rest /= dim;
+      off0 += c * load<i32>(strides0 + (<usize>d << 2));
+    }
+    for (let j = 0; j < inner; j++) {
+      store<f32>(o, <f32>g_relu64(<f64>load<f32>(in0 + (<usize>(off0 + j * step0) << 2))));
+      o += 4;
+    }
+  }
+}
+
+export function unary_gelu_f32(out: usize, in0: usize, desc: usize, contiguous: i32): void {
+  const rank = load<i32>(desc);
+  let n: i32 = 1;
+  for (let d = 0; d < rank; d++) n *= load<i32>(desc + 4 + (<usize>d << 2));
+  if (contiguous) {
+    for (let i = 0; i < n; i++) {
+      store<f32>(out + (<usize>i << 2), <f32>g_gelu64(<f64>load<f32>(in0 + (<usize>i << 2))));
+    }
+    return;
+  }
+  if (n == 0) return;
+  const shape = desc + 4;
+  const inner = load<i32>(shape + (<usize>(rank - 1) << 2));
+  const strides0 = shape + (<usize>(rank * 1) << 2);
+  const step0 = load<i32>(strides0 + (<usize>(rank - 1) << 2));
+  const rows = n / inner;
+  let o: usize = out;
+  for (let row = 0; row < rows; row++) {
+    let off0: i32 = 0;
+    let rest = row;
+    for (let d = rank - 2; d >= 0; d--) {
+      const dim = load<i32>(shape + (<usize>d << 2));
+      const c = rest % dim;
+      rest /= dim;
+      off0 += c * load<i32>(strides0 + (<usize>d << 2));
+    }
+    for (let j = 0; j < inner; j++) {
+      store<f32>(o, <f32>g_gelu64(<f64>load<f32>(in0 + (<usize>(off0 + j * step0) << 2))));
+      o += 4;
+    }
+  }
+}
+
+export function unary_geluTanh_f32(out: usize, in0: usize, desc: usize, contiguous: i32): void {
+  const rank = load<i32>(desc);
+  let n: i32 = 1;
+  for (let d = 0; d < rank; d++) n *= load<i32>(desc + 4 + (<usize>d << 2));
+  if (contiguous) {
+    for (let i = 0; i < n; i++) {
+      store<f32>(out + (<usize>i << 2), <f32>g_gelu_tanh64(<f64>load<f32>(in0 + (<usize>i << 2))));
+    }
+    return;
+  }
+  if (n == 0) return;
+  const shape = desc + 4;
+  const inner = load<i32>(shape + (<usize>(rank - 1) << 2));
+  const strides0 = shape + (<usize>(rank * 1) << 2);
+  const step0 = load<i32>(strides0 + (<usize>(rank - 1) << 2));
+  const rows = n / inner;
+  let o: usize = out;
+  for (let row = 0; row < rows; row++) {
+    let off0: i32 = 0;
+    let rest = row;
+    for (let d = rank - 2; d >= 0; d--) {
+      const dim = load<i32>(shape + (<usize>d << 2));
+      const c = rest % dim;
+      rest /= dim;
+      off0 += c * load<i32>(strides0 + (<usize>d << 2));
+    }
+    for (let j = 0; j < inner; j++) {
+      store<f32>(o, <f32>g_gelu_tanh64(<f64>load<f32>(in0 + (<usize>(off0 + j * step0) << 2))));
+      o += 4;
+    }
+  }
+}
+
+export function unary_silu_f32(out: usize, in0: usize, desc: usize, contiguous: i32): void {
+  const rank = load<i32>(desc);
+  let n: i32 = 1;
+  for (let d = 0; d < rank; d++) n *= load<i32>(desc + 4 + (<usize>d << 2));
+  if (contiguous) {
+    for (let i = 0; i < n; i++) {
+      store<f32>(out + (<usize>i << 2), <f32>g_silu64(<f64>load<f32>(in0 + (<usize>i << 2))));
+    }
+    return;
+  }
+  if (n == 0) return;
+  const shape = desc + 4;
+  const inner = load<i32>(shape + (<usize>(rank - 1) << 2));
+  const strides0 = shape + (<usize>(rank * 1) << 2);
+  const step0 = load<i32>(strides0 + (<usize>(rank - 1) << 2));
+  const rows = n / inner;
+  let o: usize = out;
+  for (let row = 0; row < rows; row++) {
+    let off0: i32 = 0;
+    let rest = row;
+    for (let d = rank - 2; d >= 0; d--) {
+      const dim = load<i32>(shape + (<usize>d << 2));
+      const c = rest % dim;
+      rest /= dim;
+      off0 += c * load<i32>(strides0 + (<usize>d << 2));
+    }
+    for (let j = 0; j < inner; j++) {
+      store<f32>(o, <f32>g_silu64(<f64>load<f32>(in0 + (<usize>(off0 + j * step0) << 2))));
+      o += 4;
+    }
+  }
+}
+
+export function unary_mish_f32(out: usize, in0: usize, desc: usize, contiguous: i32): void {
+  const rank = load<i32>(desc);
+  let n: i32 = 1;
+  for (let d = 0; d < rank; d++) n *= load<i32>(desc + 4 + (<usize>d << 2));
+  if (contiguous) {
+    for (let i = 0; i < n; i++) {
+      store<f32>(out + (<usize>i << 2), <f32>g_mish64(<f64>load<f32>(in0 + (<usize>i << 2))));
+    }
+    return;
+  }
+  if (n == 0) return;
+  const shape = desc + 4;
+  const inner = load<i32>(shape + (<usize>(rank - 1) << 2));
+  const strides0 = shape + (<usize>(rank * 1) << 2);
+  const step0 = load<i32>(strides0 + (<usize>(rank - 1) << 2));
+  const rows = n / inner;
+  let o: usize = out;
+  for (let row = 0; row < rows; row++) {
+    let off0: i32 = 0;
+    let rest = row;
+    for (let d = rank - 2; d >= 0; d--) {
+      const dim = load<i32>(shape + (<usize>d << 2));
+      const c = rest % dim;
+      rest /= dim;
+      off0 += c * load<i32>(strides0 + (<usize>d << 2));
+    }
+    for (let j = 0; j < inner; j++) {
+      store<f32>(o, <f32>g_mish64(<f64>load<f32>(in0 + (<usize>(off0 + j * step0) << 2))));
+      o += 4;
+    }
+  }
+}
+
+export function unary_softplus_f32(out: usize, in0: usize, desc: usize, contiguous: i32): void {
+  const rank = load<i32>(desc);
+  let n: i32 = 1;
+  for (let d = 0; d < rank; d++) n *= load<i32>(desc + 4 + (<usize>d << 2));
+  if (contiguous) {
+    for (let i = 0; i < n; i++) {
+      store<f32>(out + (<usize>i << 2), <f32>g_softplus64(<f64>load<f32>(in0 + (<usize>i << 2))));
+    }
+    return;
+  }
+  if (n == 0) return;
+  const shape = desc + 4;
+  const inner = load<i32>(shape + (<usize>(rank - 1) << 2));
+  const strides0 = shape + (<usize>(rank * 1) << 2);
+  const step0 = load<i32>(strides0 + (<usize>(rank - 1) << 2));
+  const rows = n / inner;
+  let o: usize = out;
+  for (let row = 0; row < rows; row++) {
+    let off0: i32 = 0;
+    let rest = row;
+    for (let d = rank - 2; d >= 0; d--) {
+      const dim = load<i32>(shape + (<usize>d << 2));
+      const c = rest % dim;
+      rest /= dim;
+      off0 += c * load<i32>(strides0 + (<usize>d << 2));
+    }
+    for (let j = 0; j < inner; j++) {
+      store<f32>(o, <f32>g_softplus64(<f64>load<f32>(in0 + (<usize>(off0 + j * step0) << 2))));
+      o += 4;
+    }
+  }
+}
+
+export function unary_hardswish_f32(out: usize, in0: usize, desc: usize, contiguous: i32): void {
+  const rank = load<i32>(desc);
+  let n: i32 = 1;
+  for (let d = 0; d < rank; d++) n *= load<i32>(desc + 4 + (<usize>d << 2));
+  if (contiguous) {
+    for (let i = 0; i < n; i++) {
+      store<f32>(out + (<usize>i << 2), <f32>g_hardswish64(<f64>load<f32>(in0 + (<usize>i << 2))));
+    }
+    return;
+  }
+  if (n == 0) return;
+  const shape = desc + 4;
+  const inner = load<i32>(shape + (<usize>(rank - 1) << 2));
+  const strides0 = shape + (<usize>(rank * 1) << 2);
+  const step0 = load<i32>(strides0 + (<usize>(rank - 1) << 2));
+  const rows = n / inner;
+  let o: usize = out;
+  for (let row = 0; row < rows; row++) {
+    let off0: i32 = 0;
+    let rest = row;
+    for (let d = rank - 2; d >= 0; d--) {
+      const dim = load<i32>(shape + (<usize>d << 2));
+      const c = rest % dim;
+      rest /= dim;
+      off0 += c * load<i32>(strides0 + (<usize>d << 2));
+    }
+    for (let j = 0; j < inner; j++) {
+      store<f32>(o, <f32>g_hardswish64(<f64>load<f32>(in0 + (<usize>(off0 + j * step0) << 2))));
+      o += 4;
+    }
+  }
+}
+
+export function unary_hardsigmoid_f32(out: usize, in0: usize, desc: usize, contiguous: i32): void {
+  const rank = load<i32>(desc);
+  let n: i32 = 1;
+  for (let d = 0; d < rank; d++) n *= load<i32>(desc + 4 + (<usize>d << 2));
+  if (contiguous) {
+    for (let i = 0; i < n; i++) {
+      store<f32>(out + (<usize>i << 2), <f32>g_hardsigmoid64(<f64>load<f32>(in0 + (<usize>i << 2))));
+    }
+    return;
+  }
+  if (n == 0) return;
+  const shape = desc + 4;
+  const inner = load<i32>(shape + (<usize>(rank - 1) << 2));
+  const strides0 = shape + (<usize>(rank * 1) << 2);
+  const step0 = load<i32>(strides0 + (<usize>(rank - 1) << 2));
+  const rows = n / inner;
+  let o: usize = out;
+  for (let row = 0; row < rows; row++) {
+    let off0: i32 = 0;
+    let rest = row;
+    for (let d = rank - 2; d >= 0; d--) {
+      const dim = load<i32>(shape + (<usize>d << 2));
+      const c = rest % dim;
+      rest /= dim;
+      off0 += c * load<i32>(strides0 + (<usize>d << 2));
+    }
+    for (let j = 0; j < inner; j++) {
+      store<f32>(o, <f32>g_hardsigmoid64(<f64>load<f32>(in0 + (<usize>(off0 + j * step0) << 2))));
+      o += 4;
+    }
+  }
+}
+
+export function unary_selu_f32(out: usize, in0: usize, desc: usize, contiguous: i32): void {
+  const rank = load<i32>(desc);
+  let n: i32 = 1;
+  for (let d = 0; d < rank; d++) n *= load<i32>(desc + 4 + (<usize>d << 2));
+  if (contiguous) {
+    for (let i = 0; i < n; i++) {
+      store<f32>(out + (<usize>i << 2), <f32>g_selu64(<f64>load<f32>(in0 + (<usize>i << 2))));
+    }
+    return;
+  }
+  if (n == 0) return;
+  const shape = desc + 4;
+  const inner = load<i32>(shape + (<usize>(rank - 1) << 2));
+  const strides0 = shape + (<usize>(rank * 1) << 2);
+  const step0 = load<i32>(strides0 + (<usize>(rank - 1) << 2));
+  const rows = n / inner;
+  let o: usize = out;
+  for (let row = 0; row < rows; row++) {
+    let off0: i32 = 0;
+    let rest = row;
+    for (let d = rank - 2; d >= 0; d--) {
+      const dim = load<i32>(shape + (<usize>d << 2));
+      const c = rest % dim;
+      rest /= dim;
+      off0 += c * load<i32>(strides0 + (<usize>d << 2));
+    }
+    for (let j = 0; j < inner; j++) {
+      store<f32>(o, <f32>g_selu64(<f64>load<f32>(in0 + (<usize>(off0 + j * step0) << 2))));
+      o += 4;
+    }
+  }
+}
+
+export function unary_softsign_f32(out: usize, in0: usize, desc: usize, contiguous: i32): void {
+  const rank = load<i32>(desc);
+  let n: i32 = 1;
+  for (let d = 0; d < rank; d++) n *= load<i32>(desc + 4 + (<usize>d << 2));
+  if (contiguous) {
+    for (let i = 0; i < n; i++) {
+      store<f32>(out + (<usize>i << 2), <f32>g_softsign64(<f64>load<f32>(in0 + (<usize>i << 2))));
+    }
+    return;
+  }
+  if (n == 0) return;
+  const shape = desc + 4;
+  const inner = load<i32>(shape + (<usize>(rank - 1) << 2));
+  const strides0 = shape + (<usize>(rank * 1) << 2);
+  const step0 = load<i32>(strides0 + (<usize>(rank - 1) << 2));
+  const rows = n / inner;
+  let o: usize = out;
+  for (let row = 0; row < rows; row++) {
+    let off0: i32 = 0;
+    let rest = row;
+    for (let d = rank - 2; d >= 0; d--) {
+      const dim = load<i32>(shape + (<usize>d << 2));
+      const c = rest % dim;
+      rest /= dim;
+      off0 += c * load<i32>(strides0 + (<usize>d << 2));
+    }
+    for (let j = 0; j < inner; j++) {
+      store<f32>(o, <f32>g_softsign64(<f64>load<f32>(in0 + (<usize>(off0 + j * step0) << 2))));
       o += 4;
     }
   }
@@ -3053,6 +3383,80 @@ export function binary_logicalOr_bool(out: usize, in0: usize, in1: usize, desc: 
     }
     for (let j = 0; j < inner; j++) {
       store<u32>(o, <u32>(((load<u32>(in0 + (<usize>(off0 + j * step0) << 2)) != 0) || (load<u32>(in1 + (<usize>(off1 + j * step1) << 2)) != 0))));
+      o += 4;
+    }
+  }
+}
+
+export function binary_leakyRelu_f32(out: usize, in0: usize, in1: usize, desc: usize, contiguous: i32): void {
+  const rank = load<i32>(desc);
+  let n: i32 = 1;
+  for (let d = 0; d < rank; d++) n *= load<i32>(desc + 4 + (<usize>d << 2));
+  if (contiguous) {
+    for (let i = 0; i < n; i++) {
+      store<f32>(out + (<usize>i << 2), <f32>g_leaky_relu64(<f64>load<f32>(in0 + (<usize>i << 2)), <f64>load<f32>(in1 + (<usize>i << 2))));
+    }
+    return;
+  }
+  if (n == 0) return;
+  const shape = desc + 4;
+  const inner = load<i32>(shape + (<usize>(rank - 1) << 2));
+  const strides0 = shape + (<usize>(rank * 1) << 2);
+  const step0 = load<i32>(strides0 + (<usize>(rank - 1) << 2));
+  const strides1 = shape + (<usize>(rank * 2) << 2);
+  const step1 = load<i32>(strides1 + (<usize>(rank - 1) << 2));
+  const rows = n / inner;
+  let o: usize = out;
+  for (let row = 0; row < rows; row++) {
+    let off0: i32 = 0;
+    let off1: i32 = 0;
+    let rest = row;
+    for (let d = rank - 2; d >= 0; d--) {
+      const dim = load<i32>(shape + (<usize>d << 2));
+      const c = rest % dim;
+      rest /= dim;
+      off0 += c * load<i32>(strides0 + (<usize>d << 2));
+      off1 += c * load<i32>(strides1 + (<usize>d << 2));
+    }
+    for (let j = 0; j < inner; j++) {
+      store<f32>(o, <f32>g_leaky_relu64(<f64>load<f32>(in0 + (<usize>(off0 + j * step0) << 2)), <f64>load<f32>(in1 + (<usize>(off1 + j * step1) << 2))));
+      o += 4;
+    }
+  }
+}
+
+export function binary_elu_f32(out: usize, in0: usize, in1: usize, desc: usize, contiguous: i32): void {
+  const rank = load<i32>(desc);
+  let n: i32 = 1;
+  for (let d = 0; d < rank; d++) n *= load<i32>(desc + 4 + (<usize>d << 2));
+  if (contiguous) {
+    for (let i = 0; i < n; i++) {
+      store<f32>(out + (<usize>i << 2), <f32>g_elu64(<f64>load<f32>(in0 + (<usize>i << 2)), <f64>load<f32>(in1 + (<usize>i << 2))));
+    }
+    return;
+  }
+  if (n == 0) return;
+  const shape = desc + 4;
+  const inner = load<i32>(shape + (<usize>(rank - 1) << 2));
+  const strides0 = shape + (<usize>(rank * 1) << 2);
+  const step0 = load<i32>(strides0 + (<usize>(rank - 1) << 2));
+  const strides1 = shape + (<usize>(rank * 2) << 2);
+  const step1 = load<i32>(strides1 + (<usize>(rank - 1) << 2));
+  const rows = n / inner;
+  let o: usize = out;
+  for (let row = 0; row < rows; row++) {
+    let off0: i32 = 0;
+    let off1: i32 = 0;
+    let rest = row;
+    for (let d = rank - 2; d >= 0; d--) {
+      const dim = load<i32>(shape + (<usize>d << 2));
+      const c = rest % dim;
+      rest /= dim;
+      off0 += c * load<i32>(strides0 + (<usize>d << 2));
+      off1 += c * load<i32>(strides1 + (<usize>d << 2));
+    }
+    for (let j = 0; j < inner; j++) {
+      store<f32>(o, <f32>g_elu64(<f64>load<f32>(in0 + (<usize>(off0 + j * step0) << 2)), <f64>load<f32>(in1 + (<usize>(off1 + j * step1) << 2))));
       o += 4;
     }
   }

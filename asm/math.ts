@@ -156,3 +156,53 @@ export function f16_to_f32(bits: u16): f32 {
   if (exponent == 0x1f) return reinterpret<f32>(sign | 0x7f800000 | (mantissa << 13));
   return reinterpret<f32>(sign | ((exponent + 127 - 15) << 23) | (mantissa << 13));
 }
+
+// Activations: f64 mirrors of the g_* activation functions in wgsl/prelude.wgsl.
+
+export function g_relu64(x: f64): f64 {
+  return x != x ? x : Math.max(x, 0);
+}
+
+export function g_gelu64(x: f64): f64 {
+  return 0.5 * x * (1.0 + g_erf64(x * 0.7071067811865476));
+}
+
+export function g_gelu_tanh64(x: f64): f64 {
+  return 0.5 * x * (1.0 + Math.tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+}
+
+export function g_silu64(x: f64): f64 {
+  return x / (1.0 + Math.exp(-x));
+}
+
+export function g_softplus64(x: f64): f64 {
+  return x != x ? x : Math.max(x, 0) + Math.log1p(Math.exp(-Math.abs(x)));
+}
+
+export function g_mish64(x: f64): f64 {
+  return x * Math.tanh(g_softplus64(x));
+}
+
+export function g_hardswish64(x: f64): f64 {
+  return x * Math.min(Math.max(x + 3.0, 0), 6.0) / 6.0;
+}
+
+export function g_hardsigmoid64(x: f64): f64 {
+  return Math.min(Math.max(x / 6.0 + 0.5, 0), 1.0);
+}
+
+export function g_selu64(x: f64): f64 {
+  return 1.0507009873554805 * (x > 0 ? x : 1.6732632423543772 * Math.expm1(x));
+}
+
+export function g_softsign64(x: f64): f64 {
+  return x / (1.0 + Math.abs(x));
+}
+
+export function g_leaky_relu64(x: f64, alpha: f64): f64 {
+  return x >= 0 ? x : alpha * x;
+}
+
+export function g_elu64(x: f64, alpha: f64): f64 {
+  return x > 0 ? x : alpha * Math.expm1(x);
+}

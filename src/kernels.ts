@@ -68,7 +68,7 @@ export const KERNELS: readonly KernelEntry[] = [
     gpu: { generator: "gpu/_codegen_elementwise.ts", variants: ["strided-output"] },
     plan: "planElementwise",
   },
-  ...["sum", "prod", "max", "min"].map((op) => ({
+  ...["sum", "prod", "max", "min", "argmax", "argmin"].map((op) => ({
     id: `reduce/${op}`,
     wasmReference: `reduce_${op}_`,
     gpu: {

@@ -35,6 +35,7 @@ export {
 } from "./creation.ts";
 export * as random from "./random.ts";
 export * from "./ops/elementwise.ts";
+export * from "./ops/activations.ts";
 export {
   all,
   any,

@@ -10,10 +10,12 @@ import { contiguousStrides, type Shape, sizeOf } from "./_shape.ts";
 import type { DType, TypedArray } from "./dtype.ts";
 import { DisposedError } from "./errors.ts";
 import * as ew from "./ops/elementwise.ts";
+import * as act from "./ops/activations.ts";
 import * as red from "./ops/reduce.ts";
 import * as sh from "./ops/shape.ts";
 import { readAll, toNested } from "./ops/read.ts";
-import type { ReduceOptions } from "./ops/reduce.ts";
+import type { ArgReduceOptions, ReduceOptions, VarianceOptions } from "./ops/reduce.ts";
+import type { GeluOptions } from "./ops/activations.ts";
 import type { NestedArray, TensorLike } from "./ops/_dispatch.ts";
 import { runtime } from "./runtime.ts";
 
@@ -268,6 +270,63 @@ export class Tensor {
   }
   mean(options?: ReduceOptions): Tensor {
     return red.mean(this, options);
+  }
+
+  argmax(options?: ArgReduceOptions): Tensor {
+    return red.argmax(this, options);
+  }
+  argmin(options?: ArgReduceOptions): Tensor {
+    return red.argmin(this, options);
+  }
+  all(options?: ReduceOptions): Tensor {
+    return red.all(this, options);
+  }
+  any(options?: ReduceOptions): Tensor {
+    return red.any(this, options);
+  }
+  logsumexp(options?: ReduceOptions): Tensor {
+    return red.logsumexp(this, options);
+  }
+  variance(options?: VarianceOptions): Tensor {
+    return red.variance(this, options);
+  }
+  std(options?: VarianceOptions): Tensor {
+    return red.std(this, options);
+  }
+
+  // Activations.
+  relu(): Tensor {
+    return act.relu(this);
+  }
+  gelu(options?: GeluOptions): Tensor {
+    return act.gelu(this, options);
+  }
+  silu(): Tensor {
+    return act.silu(this);
+  }
+  mish(): Tensor {
+    return act.mish(this);
+  }
+  hardswish(): Tensor {
+    return act.hardswish(this);
+  }
+  hardsigmoid(): Tensor {
+    return act.hardsigmoid(this);
+  }
+  leakyRelu(options?: { alpha?: number }): Tensor {
+    return act.leakyRelu(this, options);
+  }
+  elu(options?: { alpha?: number }): Tensor {
+    return act.elu(this, options);
+  }
+  selu(): Tensor {
+    return act.selu(this);
+  }
+  softplus(options?: { beta?: number; threshold?: number }): Tensor {
+    return act.softplus(this, options);
+  }
+  softsign(): Tensor {
+    return act.softsign(this);
   }
 
   // Shapes and views.

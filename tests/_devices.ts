@@ -52,6 +52,7 @@ export async function expectClose(
     got.forEach((g, i) => {
       const e = expected[i];
       if (Number.isNaN(e)) assert.ok(Number.isNaN(g), `[${i}]: expected NaN, got ${g}`);
+      else if (!Number.isFinite(e)) assert.equal(g, e, `[${i}]`);
       else assert.ok(Math.abs(g - e) <= tol * Math.max(1, Math.abs(e)), `[${i}]: ${g} vs ${e}`);
     });
   } finally {

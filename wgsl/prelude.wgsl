@@ -192,9 +192,18 @@ fn g_expm1(x: f32) -> f32 {
 }
 
 fn g_tanh(x: f32) -> f32 {
-  // Some drivers compute tanh from exponentials that overflow to NaN past |x| ~ 44.
+  // Not the builtin: some drivers compute it as (e^2x - 1) / (e^2x + 1), which loses every digit
+  // near 0 and overflows to NaN past |x| ~ 44. A series near 0 (relative error < 2e-10 below
+  // 0.125), and (1 - e^-2|x|) / (1 + e^-2|x|) elsewhere, which cannot overflow.
   if (g_isnan(x)) { return x; }
-  return tanh(clamp(x, -15.0, 15.0));
+  let z = abs(x);
+  if (z < 0.125) {
+    let x2 = x * x;
+    return x * (1.0 + x2 * (-0.3333333333333333 + x2 * (0.13333333333333333 - x2 * 0.05396825396825397)));
+  }
+  let e = exp(-2.0 * min(z, 15.0));
+  let t = (1.0 - e) / (1.0 + e);
+  return select(t, -t, x < 0.0);
 }
 
 fn g_sigmoid(x: f32) -> f32 {
@@ -220,4 +229,59 @@ fn g_pcg(v: u32) -> u32 {
   let state = v * 747796405u + 2891336453u;
   let word = ((state >> ((state >> 28u) + 4u)) ^ state) * 277803737u;
   return (word >> 22u) ^ word;
+}
+
+// Activations (src/ops/activations.ts). Each mirrors the f64 function of the same name with a 64
+// suffix in asm/math.ts.
+
+fn g_relu(x: f32) -> f32 {
+  // max(NaN, 0) is driver-defined; PyTorch's relu keeps NaN.
+  return select(max(x, 0.0), x, g_isnan(x));
+}
+
+fn g_gelu(x: f32) -> f32 {
+  return 0.5 * x * (1.0 + g_erf(x * 0.7071067811865476));
+}
+
+fn g_gelu_tanh(x: f32) -> f32 {
+  let inner = 0.7978845608028654 * (x + 0.044715 * x * x * x);
+  return 0.5 * x * (1.0 + g_tanh(inner));
+}
+
+fn g_silu(x: f32) -> f32 {
+  // x * sigmoid(x) written as a quotient: exp(-x) overflowing to +Inf gives -0, not NaN.
+  return x / (1.0 + exp(-x));
+}
+
+fn g_softplus(x: f32) -> f32 {
+  // log(1 + e^x) = max(x, 0) + log1p(e^-|x|): no overflow for large x, exact 0 limit for small.
+  return select(max(x, 0.0) + g_log1p(exp(-abs(x))), x, g_isnan(x));
+}
+
+fn g_mish(x: f32) -> f32 {
+  return x * g_tanh(g_softplus(x));
+}
+
+fn g_hardswish(x: f32) -> f32 {
+  return select(x * clamp(x + 3.0, 0.0, 6.0) / 6.0, x, g_isnan(x));
+}
+
+fn g_hardsigmoid(x: f32) -> f32 {
+  return select(clamp(x / 6.0 + 0.5, 0.0, 1.0), x, g_isnan(x));
+}
+
+fn g_selu(x: f32) -> f32 {
+  return 1.0507009873554805 * select(1.6732632423543772 * g_expm1(x), x, x > 0.0);
+}
+
+fn g_softsign(x: f32) -> f32 {
+  return x / (1.0 + abs(x));
+}
+
+fn g_leaky_relu(x: f32, alpha: f32) -> f32 {
+  return select(alpha * x, x, x >= 0.0);
+}
+
+fn g_elu(x: f32, alpha: f32) -> f32 {
+  return select(alpha * g_expm1(x), x, x > 0.0);
 }

@@ -114,6 +114,18 @@ export const UNARY: Record<string, ElementwiseDef> = {
     wgsl: { f32: (a) => `g_isnan(${a})` },
     asm: { f32: (a) => `(${a} != ${a})` },
   },
+  // Activations (src/ops/activations.ts): one primitive each, so the GPU and the WASM reference
+  // each evaluate the whole function in one step (f32 on the GPU, f64 in the reference).
+  relu: float1("g_relu(a)", "g_relu64"),
+  gelu: float1("g_gelu(a)", "g_gelu64"),
+  geluTanh: float1("g_gelu_tanh(a)", "g_gelu_tanh64"),
+  silu: float1("g_silu(a)", "g_silu64"),
+  mish: float1("g_mish(a)", "g_mish64"),
+  softplus: float1("g_softplus(a)", "g_softplus64"),
+  hardswish: float1("g_hardswish(a)", "g_hardswish64"),
+  hardsigmoid: float1("g_hardsigmoid(a)", "g_hardsigmoid64"),
+  selu: float1("g_selu(a)", "g_selu64"),
+  softsign: float1("g_softsign(a)", "g_softsign64"),
   /** Internal: a 32-bit integer hash (PCG output permutation), the core of the counter RNG. */
   pcgHash: {
     arity: 1,
@@ -233,6 +245,9 @@ export const BINARY: Record<string, ElementwiseDef> = {
     wgsl: { bool: infix("||") },
     asm: { bool: infix("||") },
   },
+  /** Activations with a parameter: `b` is the parameter (alpha), a constant in practice. */
+  leakyRelu: float2("g_leaky_relu", "g_leaky_relu64"),
+  elu: float2("g_elu", "g_elu64"),
   bitwiseXor: bits("^"),
   bitwiseAnd: bits("&"),
   bitwiseOr: bits("|"),
@@ -244,6 +259,16 @@ export const BINARY: Record<string, ElementwiseDef> = {
     asm: { u32: (a, b) => `(${a} >>> (${b} & 31))`, i32: (a, b) => `(${a} >> (${b} & 31))` },
   },
 };
+
+function float2(wgsl: string, asmFn: string): ElementwiseDef {
+  return {
+    arity: 2,
+    accepts: "float",
+    result: "same",
+    wgsl: { f32: call(wgsl) },
+    asm: { f32: (a, b) => `<f32>${asmFn}(<f64>${a}, <f64>${b})` },
+  };
+}
 
 function infix(op: string): Template {
   return (a, b) => `(${a} ${op} ${b})`;

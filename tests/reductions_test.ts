@@ -1,0 +1,120 @@
+/**
+ * The reductions beyond sum and max, with hand-computed values on every device: argmax/argmin
+ * (ties, NaN, axes), all/any, logsumexp (stability, infinite rows), variance/std (ddof).
+ */
+import assert from "node:assert/strict";
+import * as gyre from "../src/mod.ts";
+import { devices, expectClose, expectTensor } from "./_devices.ts";
+
+const DEVICES = await devices();
+
+function test(name: string, fn: (device: gyre.DeviceName) => Promise<void> | void): void {
+  for (const device of DEVICES) Deno.test(`${name} [${device}]`, () => fn(device));
+}
+
+test("argmax/argmin: first occurrence on ties, per axis and flattened", async (device) => {
+  const x = gyre.tensor([[1, 5, 5], [7, 0, 7]], { device });
+  await expectTensor(gyre.argmax(x, { axis: 1 }), [2], "int32", [1, 0]);
+  await expectTensor(gyre.argmin(x, { axis: 1 }), [2], "int32", [0, 1]);
+  await expectTensor(gyre.argmax(x, { axis: 0 }), [3], "int32", [1, 0, 1]);
+  await expectTensor(gyre.argmax(x, { axis: -1, keepdims: true }), [2, 1], "int32", [1, 0]);
+  await expectTensor(gyre.argmax(x), [], "int32", [3]);
+  await expectTensor(x.argmin(), [], "int32", [4]);
+  x.dispose();
+});
+
+test("argmax/argmin: the first NaN wins, as NumPy", async (device) => {
+  const x = gyre.tensor([[1, NaN, 3, NaN], [-Infinity, -Infinity, -Infinity, -Infinity]], {
+    device,
+  });
+  await expectTensor(gyre.argmax(x, { axis: 1 }), [2], "int32", [1, 0]);
+  await expectTensor(gyre.argmin(x, { axis: 1 }), [2], "int32", [1, 0]);
+  x.dispose();
+});
+
+test("argmax: integers, bools and long rows (two passes)", async (device) => {
+  const i = gyre.tensor([3, -7, 9, 9], { device, dtype: "int32" });
+  await expectTensor(gyre.argmax(i), [], "int32", [2]);
+  await expectTensor(gyre.argmin(i), [], "int32", [1]);
+  i.dispose();
+  const b = gyre.tensor([false, true, true], { device });
+  await expectTensor(gyre.argmax(b), [], "int32", [1]);
+  b.dispose();
+  // 300000 elements: more than one chunk, so the pair-passing second pass runs on the GPU.
+  const n = 300000;
+  const long = gyre.tidy(() => gyre.arange(n, undefined, 1, { device }).mod(1000).mul(-1));
+  await expectTensor(gyre.argmax(long), [], "int32", [0]);
+  await expectTensor(gyre.argmin(long), [], "int32", [999]);
+  long.dispose();
+});
+
+test("argmax: errors on an empty axis and on axis lists", (device) => {
+  const e = gyre.zeros([2, 0], { device });
+  assert.throws(() => gyre.argmax(e, { axis: 1 }), gyre.ValueError);
+  assert.throws(() => gyre.argmax(e, { axis: [0, 1] as unknown as number }), gyre.ValueError);
+  e.dispose();
+});
+
+test("all/any: truth values, axes, empty", async (device) => {
+  const x = gyre.tensor([[1, 0, 2], [3, 4, 5]], { device });
+  await expectTensor(gyre.all(x, { axis: 1 }), [2], "bool", [0, 1]);
+  await expectTensor(gyre.any(x, { axis: 0 }), [3], "bool", [1, 1, 1]);
+  await expectTensor(gyre.all(x), [], "bool", [0]);
+  await expectTensor(x.any({ keepdims: true }), [1, 1], "bool", [1]);
+  x.dispose();
+  const nan = gyre.tensor([NaN, 0], { device });
+  await expectTensor(gyre.any(nan), [], "bool", [1]);
+  nan.dispose();
+  const empty = gyre.zeros([0, 3], { device });
+  await expectTensor(gyre.all(empty, { axis: 0 }), [3], "bool", [1, 1, 1]);
+  await expectTensor(gyre.any(empty, { axis: 0 }), [3], "bool", [0, 0, 0]);
+  empty.dispose();
+});
+
+test("logsumexp: stable for large values, -Inf rows, +Inf and NaN", async (device) => {
+  const x = gyre.tensor([[1000, 1000], [-Infinity, -Infinity], [1, Infinity], [0, NaN]], {
+    device,
+  });
+  await expectClose(gyre.logsumexp(x, { axis: 1 }), [4], "float32", [
+    1000 + Math.LN2,
+    -Infinity,
+    Infinity,
+    NaN,
+  ]);
+  x.dispose();
+  const y = gyre.tensor([[1, 2, 3]], { device });
+  const expected = Math.log(Math.exp(1) + Math.exp(2) + Math.exp(3));
+  await expectClose(gyre.logsumexp(y, { axis: -1, keepdims: true }), [1, 1], "float32", [expected]);
+  await expectClose(y.logsumexp(), [], "float32", [expected]);
+  y.dispose();
+});
+
+test("variance/std: population and sample, axes, no cancellation", async (device) => {
+  const x = gyre.tensor([[1, 2, 3, 4], [2, 4, 4, 4]], { device });
+  await expectClose(gyre.variance(x, { axis: 1 }), [2], "float32", [1.25, 0.75]);
+  await expectClose(gyre.variance(x, { axis: 1, ddof: 1 }), [2], "float32", [5 / 3, 1]);
+  await expectClose(gyre.std(x, { axis: 1, keepdims: true }), [2, 1], "float32", [
+    Math.sqrt(1.25),
+    Math.sqrt(0.75),
+  ]);
+  x.dispose();
+  // Around 1e4 with spread 1: mean(x^2) - mean(x)^2 in float32 would lose every digit.
+  const shifted = gyre.tensor([10000, 10001, 10002, 10003], { device });
+  await expectClose(gyre.variance(shifted), [], "float32", [1.25], 1e-5);
+  shifted.dispose();
+  const one = gyre.tensor([5], { device });
+  await expectClose(gyre.variance(one, { ddof: 1 }), [], "float32", [NaN]);
+  one.dispose();
+  const ints = gyre.tensor([1, 3], { device, dtype: "int32" });
+  await expectClose(gyre.std(ints), [], "float32", [1]);
+  ints.dispose();
+});
+
+Deno.test("variance: a negative ddof is a typed error", () => {
+  const x = gyre.tensor([1, 2]);
+  assert.throws(
+    () => gyre.variance(x, { ddof: -1 }),
+    (e: gyre.ValueError) => e.argument === "options.ddof",
+  );
+  x.dispose();
+});
