@@ -4,21 +4,46 @@
  * for broadcasts, transposes or slices), and a vec4 variant serves contiguous inputs.
  * @module
  */
+import { isContiguous } from "../_shape.ts";
 import { type DType, f16BitsToF32, f32ToF16Bits } from "../dtype.ts";
 import type { Expr } from "../ops/_expr.ts";
 import { exprKey } from "../ops/_expr.ts";
 import { opDef } from "../ops/_elementwise_table.ts";
-import {
-  computeType,
-  convert,
-  loadAs,
-  preludeFor,
-  storageType,
-  storeAs,
-} from "./_wgsl_types.ts";
+import { computeType, convert, loadAs, preludeFor, storageType, storeAs } from "./_wgsl_types.ts";
 
-/** How an input is laid out relative to the output. */
-export type InputMode = "contiguous" | "scalar" | "strided";
+/**
+ * How an input is laid out relative to the output. Besides contiguous and general strided reads,
+ * the common broadcasts get their own addressing: a scalar, a row vector repeated down the rows
+ * (`[N]` against `[M, N]`), and a column repeated along each row (`[M, 1]` against `[M, N]`).
+ */
+export type InputMode = "contiguous" | "scalar" | "row" | "column" | "strided";
+
+/** Classifies an input view already broadcast to the output's shape. */
+export function inputMode(shape: readonly number[], strides: readonly number[]): InputMode {
+  if (strides.every((s) => s === 0)) return "scalar";
+  if (isContiguous(shape, strides)) return "contiguous";
+  const last = shape.length - 1;
+  if (last >= 0 && shape[last] > 1) {
+    const lead = strides.slice(0, last);
+    if (strides[last] === 1 && lead.every((s, i) => s === 0 || shape[i] === 1)) return "row";
+    if (strides[last] === 0 && isContiguous(shape.slice(0, last), lead)) return "column";
+  }
+  return "strided";
+}
+
+/** Whether vec4 loads can serve these inputs: aligned offsets, rows a multiple of 4 long. */
+export function vec4Layout(
+  shape: readonly number[],
+  inputs: readonly { mode: InputMode; offset: number }[],
+): boolean {
+  const rowLength = shape[shape.length - 1] ?? 1;
+  return inputs.every((i) =>
+    i.mode === "scalar" ||
+    (i.mode === "contiguous" && i.offset % 4 === 0) ||
+    (i.mode === "row" && i.offset % 4 === 0 && rowLength % 4 === 0) ||
+    (i.mode === "column" && rowLength % 4 === 0)
+  );
+}
 
 /** Everything the generated code depends on; `elementwiseKey` of it keys the pipeline cache. */
 export interface ElementwiseSpec {
@@ -152,7 +177,8 @@ export function generateElementwise(s: ElementwiseSpec): string {
   );
   s.inputs.forEach((input, k) => {
     const elem = storageType(input.dtype);
-    const type = s.vec4 && input.mode === "contiguous" ? `vec4<${elem}>` : elem;
+    const vector = s.vec4 && (input.mode === "contiguous" || input.mode === "row");
+    const type = vector ? `vec4<${elem}>` : elem;
     lines.push(`@group(0) @binding(${k}) var<storage, read> in${k}: array<${type}>;`);
   });
   const outElem = storageType(s.outDtype);
@@ -166,6 +192,8 @@ export function generateElementwise(s: ElementwiseSpec): string {
   const body = emitExpr(s.expr);
   lines.push(`fn f(${params.join(", ")}) -> ${computeType(s.outDtype)} { return ${body}; }`);
   const off = (k: number) => `p.off[${k >> 2}][${k & 3}]`;
+  const lastAxis = Math.max(0, s.rank - 1);
+  const rowLength = `p.shape[${lastAxis >> 2}][${lastAxis & 3}]`;
   lines.push(`@compute @workgroup_size(${wg})`);
   lines.push(
     "fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {",
@@ -174,11 +202,15 @@ export function generateElementwise(s: ElementwiseSpec): string {
   if (s.vec4) {
     lines.push("  if (t * 4u >= p.n) { return; }");
     s.inputs.forEach((input, k) => {
-      lines.push(
-        input.mode === "contiguous"
-          ? `  let v${k} = in${k}[${off(k)} / 4u + t];`
-          : `  let v${k} = vec4(in${k}[${off(k)}]);`,
-      );
+      const load = {
+        contiguous: `in${k}[${off(k)} / 4u + t]`,
+        row: `in${k}[(${off(k)} + (t * 4u) % ${rowLength}) / 4u]`,
+        // A row length that is a multiple of 4 keeps all four lanes in one row.
+        column: `vec4(in${k}[${off(k)} + (t * 4u) / ${rowLength}])`,
+        scalar: `vec4(in${k}[${off(k)}])`,
+        strided: "",
+      }[input.mode];
+      lines.push(`  let v${k} = ${load};`);
     });
     const lane = (c: string, li: number) =>
       storeAs(
@@ -195,6 +227,8 @@ export function generateElementwise(s: ElementwiseSpec): string {
     s.inputs.forEach((input, k) => {
       if (input.mode === "contiguous") lines.push(`  let o${k} = ${off(k)} + t;`);
       else if (input.mode === "scalar") lines.push(`  let o${k} = ${off(k)};`);
+      else if (input.mode === "row") lines.push(`  let o${k} = ${off(k)} + t % ${rowLength};`);
+      else if (input.mode === "column") lines.push(`  let o${k} = ${off(k)} + t / ${rowLength};`);
       else lines.push(`  var o${k} = ${off(k)};`);
     });
     if (s.outStrided || s.inputs.some((i) => i.mode === "strided")) {

@@ -24,6 +24,8 @@ import {
   elementwiseUniforms,
   generateElementwise,
   type InputMode,
+  inputMode,
+  vec4Layout,
 } from "./_codegen_elementwise.ts";
 import { generateReduce, reduceKey, type ReduceSpec, reduceUniforms } from "./_codegen_reduce.ts";
 import type { AcquiredDevice, DeviceCaps } from "./device.ts";
@@ -164,15 +166,9 @@ export class GpuBackend implements Backend {
     const n = sizeOf(shape);
     const out = (target?.storage as GpuStorage | undefined) ?? this._alloc(op, expr.dtype, n);
     if (n === 0) return out;
-    const modes: InputMode[] = inputs.map((v) =>
-      v.strides.every((s) => s === 0)
-        ? "scalar"
-        : isContiguous(shape, v.strides)
-        ? "contiguous"
-        : "strided"
-    );
-    const vec4Eligible = !target && modes.every((m) => m !== "strided") &&
-      inputs.every((v, k) => modes[k] === "scalar" || v.offset % 4 === 0);
+    const modes: InputMode[] = inputs.map((v) => inputMode(shape, v.strides));
+    const vec4Eligible = !target &&
+      vec4Layout(shape, inputs.map((v, k) => ({ mode: modes[k], offset: v.offset })));
     const choice = planElementwise(this.caps, { elements: n, vec4Eligible });
     const spec: ElementwiseSpec = {
       expr,
