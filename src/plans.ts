@@ -24,6 +24,8 @@ export interface ReduceChoice {
   workgroupSize: number;
   /** Chunks each row is split into (1: one pass; more: partials plus a second pass). */
   chunks: number;
+  /** Read contiguous, 4-aligned rows as vec4 (chunk lengths are then multiples of 4). */
+  vec4: boolean;
 }
 
 /** Any plan's result. */
@@ -99,18 +101,26 @@ const ELEMENTS_PER_INVOCATION = 32;
  */
 export function planReduce(
   caps: DeviceCaps | undefined,
-  problem: { rows: number; rowLength: number },
+  problem: { rows: number; rowLength: number; aligned?: boolean },
 ): ReduceChoice {
   const workgroupSize = 256;
   const subgroups = Boolean(caps?.subgroups) && (caps?.subgroupMinSize ?? 0) >= 4 &&
     (caps?.subgroupMaxSize ?? 0) <= workgroupSize;
   const choice: ReduceChoice = problem.rowLength <= 64 && problem.rows >= 4096
-    ? { kernel: "reduce", variant: "thread", subgroups: false, workgroupSize, chunks: 1 }
+    ? {
+      kernel: "reduce",
+      variant: "thread",
+      subgroups: false,
+      workgroupSize,
+      chunks: 1,
+      vec4: false,
+    }
     : {
       kernel: "reduce",
       variant: "workgroup",
       subgroups,
       workgroupSize,
+      vec4: Boolean(problem.aligned),
       chunks: Math.min(
         4096,
         Math.max(1, Math.ceil(problem.rowLength / (workgroupSize * ELEMENTS_PER_INVOCATION))),
@@ -121,5 +131,6 @@ export function planReduce(
   if (!caps?.subgroups) choice.subgroups = false;
   choice.chunks = Math.max(1, Math.min(choice.chunks, problem.rowLength));
   if (choice.variant === "thread") choice.chunks = 1;
+  if (!problem.aligned || choice.variant === "thread") choice.vec4 = false;
   return choice;
 }

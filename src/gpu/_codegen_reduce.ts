@@ -24,6 +24,11 @@ export interface ReduceSpec {
   pairsIn?: boolean;
   /** argmax/argmin: write (value bits, index) pairs for a second pass instead of indices. */
   pairsOut?: boolean;
+  /**
+   * Contiguous rows read as vec4, four independent loads in flight per loop step (needs the
+   * offset, the row length and the chunk length to be multiples of 4; not for arg reductions).
+   */
+  vec4?: boolean;
   /** "contiguous": row r is elements [off + r*R, off + r*R + R). "strided": through strides. */
   mode: "contiguous" | "strided";
   outerRank: number;
@@ -40,7 +45,7 @@ export function reduceKey(s: ReduceSpec): string {
     s.pairsOut ? ">p" : ""
   }|${s.mode}|${s.outerRank}.${s.innerRank}|${s.variant}|${
     s.subgroups ? "sg" : "sh"
-  }|wg${s.workgroupSize}`;
+  }|wg${s.workgroupSize}${s.vec4 ? "|v4" : ""}`;
 }
 
 /** Uniform words: M, R, C, L, off, pad..., outer shape, outer strides, inner shape, inner strides. */
@@ -121,15 +126,23 @@ function accumulator(s: ReduceSpec) {
   const id = literal(identity(s.op, valueDtype), valueDtype === "float16" ? "float32" : valueDtype);
   const c = (a: string, b: string) => combine(s.op, t, a, b);
   const take = (v: string, i: string, target: [string, string]) =>
-    `if (g_arg_better(${v}, ${i}, ${target[0]}, ${target[1]})) { ${target[0]} = ${v}; ${target[1]} = ${i}; }`;
+    `if (g_arg_better(${v}, ${i}, ${target[0]}, ${target[1]})) { ${target[0]} = ${v}; ${
+      target[1]
+    } = ${i}; }`;
   return {
     arg,
     type: t,
-    declare: arg ? `var acc: ${t} = ${id};\n  var acc_i: u32 = 0xffffffffu;` : `var acc: ${t} = ${id};`,
+    declare: arg
+      ? `var acc: ${t} = ${id};\n  var acc_i: u32 = 0xffffffffu;`
+      : `var acc: ${t} = ${id};`,
     /** Folds element `e` (an index into src) at row position `j`. */
     feed(e: string, j: string): string {
       if (!arg) return `acc = ${c("acc", loadAs(s.inDtype, `src[${e}]`))};`;
-      if (s.pairsIn) return `{ let pair = src[${e}]; ${take(`bitcast<${t}>(pair.x)`, "pair.y", ["acc", "acc_i"])} }`;
+      if (s.pairsIn) {
+        return `{ let pair = src[${e}]; ${
+          take(`bitcast<${t}>(pair.x)`, "pair.y", ["acc", "acc_i"])
+        } }`;
+      }
       return `{ let v = ${loadAs(s.inDtype, `src[${e}]`)}; ${take("v", j, ["acc", "acc_i"])} }`;
     },
     shuffle: arg
@@ -141,7 +154,9 @@ function accumulator(s: ReduceSpec) {
       ? `var<workgroup> shared_acc: array<${t}, ${s.workgroupSize}>;\nvar<workgroup> shared_idx: array<u32, ${s.workgroupSize}>;`
       : `var<workgroup> shared_acc: array<${t}, ${s.workgroupSize}>;`,
     /** Copies the accumulator into shared slot `k`. */
-    put: (k: string) => (arg ? `shared_acc[${k}] = acc; shared_idx[${k}] = acc_i;` : `shared_acc[${k}] = acc;`),
+    put: (
+      k: string,
+    ) => (arg ? `shared_acc[${k}] = acc; shared_idx[${k}] = acc_i;` : `shared_acc[${k}] = acc;`),
     /** Folds shared slot `k` into shared slot `into` (tree step). */
     fold: (into: string, k: string) =>
       arg
@@ -150,7 +165,9 @@ function accumulator(s: ReduceSpec) {
         } shared_acc[${into}] = w; shared_idx[${into}] = q; }`
         : `shared_acc[${into}] = ${c(`shared_acc[${into}]`, `shared_acc[${k}]`)};`,
     /** Loads shared slot `k` into the accumulator. */
-    get: (k: string) => (arg ? `acc = shared_acc[${k}]; acc_i = shared_idx[${k}];` : `acc = shared_acc[${k}];`),
+    get: (
+      k: string,
+    ) => (arg ? `acc = shared_acc[${k}]; acc_i = shared_idx[${k}];` : `acc = shared_acc[${k}];`),
     store(to: string): string {
       if (!arg) return `dst[${to}] = ${storeAs(s.outDtype, "acc")};`;
       if (s.pairsOut) return `dst[${to}] = vec2<u32>(bitcast<u32>(acc), acc_i);`;
@@ -169,12 +186,56 @@ function betterFunction(op: "argmax" | "argmin", t: string): string {
   return `fn g_arg_better(v: ${t}, i: u32, w: ${t}, k: u32) -> bool {\n${nan}  return ${beats} || (v == w && i < k);\n}`;
 }
 
+/**
+ * The vec4 loop: four vec4 loads per step into named registers (naga does not unroll loops),
+ * folded into a vec4 accumulator, then into the scalar one.
+ */
+function vectorLoop(s: ReduceSpec, t: string): string[] {
+  const wg = s.workgroupSize;
+  const v = (x: string) => loadAs(s.inDtype, x);
+  const id = literal(identity(s.op, s.outDtype), s.outDtype === "float16" ? "float32" : s.outDtype);
+  const fold = (a: string, b: string) =>
+    s.op === "sum"
+      ? `${a} + ${b}`
+      : s.op === "prod"
+      ? `${a} * ${b}`
+      : `vec4(${
+        ["x", "y", "z", "w"].map((c) => combine(s.op, t, `${a}.${c}`, `${b}.${c}`)).join(", ")
+      })`;
+  const load = (i: string) => s.inDtype === "float16" ? `vec4<f32>(src[${i}])` : `src[${i}]`;
+  void v;
+  return [
+    `  var acc4 = vec4<${t}>(${id});`,
+    "  let base4 = base / 4u;",
+    "  let start4 = start / 4u;",
+    "  let stop4 = stop / 4u;",
+    `  var j = start4 + lid;`,
+    `  for (; j + ${3 * wg}u < stop4; j += ${4 * wg}u) {`,
+    `    let r0 = ${load("base4 + j")};`,
+    `    let r1 = ${load(`base4 + j + ${wg}u`)};`,
+    `    let r2 = ${load(`base4 + j + ${2 * wg}u`)};`,
+    `    let r3 = ${load(`base4 + j + ${3 * wg}u`)};`,
+    `    acc4 = ${fold("acc4", `(${fold("r0", "r1")})`)};`,
+    `    acc4 = ${fold("acc4", `(${fold("r2", "r3")})`)};`,
+    "  }",
+    `  for (; j < stop4; j += ${wg}u) { acc4 = ${fold("acc4", load("base4 + j"))}; }`,
+    `  acc = ${
+      combine(s.op, t, combine(s.op, t, "acc4.x", "acc4.y"), combine(s.op, t, "acc4.z", "acc4.w"))
+    };`,
+  ];
+}
+
 /** Generates the WGSL source of a spec. */
 export function generateReduce(s: ReduceSpec): string {
   const wg = s.workgroupSize;
   const a = accumulator(s);
   const half = s.inDtype === "float16" || s.outDtype === "float16";
-  const srcType = s.pairsIn ? "vec2<u32>" : storageType(s.inDtype);
+  const vector = Boolean(s.vec4) && !a.arg && s.mode === "contiguous" && s.variant === "workgroup";
+  const srcType = s.pairsIn
+    ? "vec2<u32>"
+    : vector
+    ? `vec4<${storageType(s.inDtype)}>`
+    : storageType(s.inDtype);
   const dstType = s.pairsOut ? "vec2<u32>" : a.arg ? "i32" : storageType(s.outDtype);
   const lines: string[] = [];
   if (half) lines.push("enable f16;");
@@ -229,10 +290,12 @@ export function generateReduce(s: ReduceSpec): string {
       "  let stop = min(p.len, start + p.chunk_len);",
       `  ${rowBase}`,
       `  ${a.declare}`,
-      `  for (var j = start + lid; j < stop; j += ${wg}u) {`,
-      `  ${innerOff}`,
-      `    ${a.feed(element, "j")}`,
-      "  }",
+      ...(vector ? vectorLoop(s, a.type) : [
+        `  for (var j = start + lid; j < stop; j += ${wg}u) {`,
+        `  ${innerOff}`,
+        `    ${a.feed(element, "j")}`,
+        "  }",
+      ]),
     );
     if (s.subgroups) {
       // subgroupAdd is the hardware path for sums; other ops (and argmax's pairs) use a

@@ -227,7 +227,8 @@ export class GpuBackend implements Backend {
     // Rows of a contiguous input with the reduced axes last are plain ranges.
     const contiguous = axes.every((a, i) => a === input.shape.length - axes.length + i) &&
       isContiguous(input.shape, input.strides);
-    const choice = planReduce(this.caps, { rows, rowLength });
+    const aligned = contiguous && input.offset % 4 === 0 && rowLength % 4 === 0;
+    const choice = planReduce(this.caps, { rows, rowLength, aligned });
     // Arg reductions pass (value bits, index) pairs between their two passes: two u32 words each.
     const arg = reduction === "argmax" || reduction === "argmin";
     const accDtype: DType = arg ? "uint32" : outDtype === "float16" ? "float32" : outDtype;
@@ -254,6 +255,7 @@ export class GpuBackend implements Backend {
       outDtype: choice.chunks > 1 && !arg ? accDtype : outDtype,
       valueDtype: arg ? input.dtype : undefined,
       pairsOut: arg && choice.chunks > 1,
+      vec4: choice.vec4 && !arg,
       mode: contiguous ? "contiguous" : "strided",
       outerRank: outer.shape.length,
       innerRank: inner.shape.length,
@@ -261,7 +263,10 @@ export class GpuBackend implements Backend {
       subgroups: choice.subgroups,
       workgroupSize: choice.workgroupSize,
     };
-    const chunkLength = Math.ceil(rowLength / choice.chunks);
+    // vec4 chunks start on vector boundaries.
+    const chunkLength = choice.vec4
+      ? Math.ceil(rowLength / choice.chunks / 4) * 4
+      : Math.ceil(rowLength / choice.chunks);
     const src = (input.storage as GpuStorage).buffer;
     if (choice.chunks === 1) {
       run(
@@ -288,6 +293,7 @@ export class GpuBackend implements Backend {
       valueDtype: arg ? (input.dtype === "float16" ? "float32" : input.dtype) : undefined,
       pairsIn: arg,
       pairsOut: false,
+      vec4: false,
       mode: "contiguous",
       outerRank: 1,
       innerRank: 1,
