@@ -179,7 +179,9 @@ const bool = a.greater(0);
 for (const op of Object.keys(UNARY)) {
   if (INTERNAL_KERNELS.has(`elementwise/${op}`)) continue;
   const x = op === "logicalNot" ? bool : positive.has(op) ? b : a;
-  const fn = (gyre as unknown as Record<string, (x: gyre.Tensor) => gyre.Tensor>)[op];
+  const fn = op === "geluTanh"
+    ? (t: gyre.Tensor) => gyre.gelu(t, { approximate: "tanh" })
+    : (gyre as unknown as Record<string, (x: gyre.Tensor) => gyre.Tensor>)[op];
   await bench(`${op} f32`, big, 2 * 4 * big, () => fn(x));
 }
 for (const op of Object.keys(BINARY)) {
@@ -218,6 +220,34 @@ for (
   await bench(`${op} ${mid / Mi}Mi f32`, mid, 4 * mid, () => fn(a.slice([0, mid])));
   await bench(`${op} ${big / Mi}Mi f32`, big, 4 * big, () => fn(a));
 }
+for (const [op, fn] of [["argmax", gyre.argmax], ["argmin", gyre.argmin]] as const) {
+  await bench(`${op} ${big / Mi}Mi f32`, big, 4 * big, () => fn(a));
+  await bench(
+    `${op} rows [${square},${square}]`,
+    square * square,
+    4 * square * square,
+    () => fn(matrix, { axis: 1 }),
+  );
+}
+await bench(`any ${big / Mi}Mi bool`, big, 4 * big, () => gyre.any(bool));
+await bench(
+  `logsumexp rows [${square},${square}]`,
+  square * square,
+  4 * square * square,
+  () => gyre.logsumexp(matrix, { axis: 1 }),
+);
+await bench(
+  `variance rows [${square},${square}]`,
+  square * square,
+  4 * square * square,
+  () => gyre.variance(matrix, { axis: 1 }),
+);
+await bench(
+  "add column broadcast",
+  square * square,
+  2 * 4 * square * square,
+  () => matrix.add(matrix.slice(null, [0, 1])),
+);
 await bench(
   `sum rows [${square},${square}] axis 1`,
   square * square,
