@@ -4,7 +4,8 @@
  * disposed. Every op is also a method.
  * @module
  */
-import type { DeviceName, Storage, View } from "./_backend.ts";
+import type { Backend, DeviceName, Storage, View } from "./_backend.ts";
+import type { Expr } from "./ops/_expr.ts";
 import { track } from "./_scope.ts";
 import { contiguousStrides, type Shape, sizeOf } from "./_shape.ts";
 import type { DType, TypedArray } from "./dtype.ts";
@@ -32,12 +33,23 @@ import { runtime } from "./runtime.ts";
  * ```
  */
 export class Tensor {
-  #view: View | null;
+  #view: View | null = null;
+  #pending: Pending | null = null;
+  #disposed = false;
 
-  /** Wraps a view; takes a reference on its storage. Internal: use the creation functions. */
-  constructor(view: View) {
-    this.#view = view;
-    view.storage.refs++;
+  /**
+   * Wraps a view (taking a reference on its storage) or a pending elementwise computation (taking
+   * references on its inputs' storage). Internal: use the creation functions and ops.
+   */
+  constructor(source: View | Pending) {
+    if ("expr" in source) {
+      this.#pending = source;
+      for (const input of source.inputs) input.storage.refs++;
+      pendingTensors.add(this);
+    } else {
+      this.#view = source;
+      source.storage.refs++;
+    }
     track(this);
   }
 
@@ -52,9 +64,8 @@ export class Tensor {
     });
   }
 
-  /** The view; throws {@link DisposedError} after `dispose()`. Internal. */
-  _view(op = "use", argument = "tensor"): View {
-    if (!this.#view) {
+  #live(op: string, argument: string): void {
+    if (this.#disposed) {
       throw new DisposedError({
         op,
         argument,
@@ -62,38 +73,78 @@ export class Tensor {
         received: "a disposed tensor",
       });
     }
-    return this.#view;
+  }
+
+  /**
+   * The view, computing a pending tensor first; throws {@link DisposedError} after `dispose()`.
+   * Internal.
+   */
+  _view(op = "use", argument = "tensor"): View {
+    this.#live(op, argument);
+    if (this.#pending) this.#materialize(op);
+    return this.#view!;
+  }
+
+  /** The pending computation, if this tensor has not been computed yet. Internal (fusion). */
+  _pending(op = "use", argument = "tensor"): Pending | null {
+    this.#live(op, argument);
+    return this.#pending;
+  }
+
+  #materialize(op: string): void {
+    const p = this.#pending!;
+    const storage = p.backend.evaluate(op, p.expr, p.inputs, p.shape);
+    this.#pending = null;
+    pendingTensors.delete(this);
+    releaseInputs(p);
+    this.#view = { storage, dtype: p.dtype, shape: [...p.shape], strides: contiguousStrides(p.shape), offset: 0 };
+    storage.refs++;
+  }
+
+  #meta(what: string): { shape: Shape; dtype: DType; device: DeviceName } {
+    this.#live(what, "tensor");
+    if (this.#pending) return { shape: this.#pending.shape, dtype: this.#pending.dtype, device: this.#pending.backend.name };
+    const v = this.#view!;
+    return { shape: v.shape, dtype: v.dtype, device: v.storage.backend.name };
   }
 
   /** Axis lengths. */
   get shape(): number[] {
-    return [...this._view("shape").shape];
+    return [...this.#meta("shape").shape];
   }
   /** Element type. */
   get dtype(): DType {
-    return this._view("dtype").dtype;
+    return this.#meta("dtype").dtype;
   }
   /** "gpu" or "wasm". */
   get device(): DeviceName {
-    return this._view("device").storage.backend.name;
+    return this.#meta("device").device;
   }
   /** Number of axes. */
   get rank(): number {
-    return this._view("rank").shape.length;
+    return this.#meta("rank").shape.length;
   }
   /** Number of elements. */
   get size(): number {
-    return sizeOf(this._view("size").shape);
+    return sizeOf(this.#meta("size").shape);
   }
   /** True once disposed. */
   get isDisposed(): boolean {
-    return this.#view === null;
+    return this.#disposed;
   }
 
-  /** Frees this view; the storage goes when no view holds it. Disposing twice is harmless. */
+  /** Frees this tensor; its storage goes when no tensor holds it. Disposing twice is harmless. */
   dispose(): void {
-    const view = this.#view;
-    if (!view) return;
+    if (this.#disposed) return;
+    this.#disposed = true;
+    if (this.#pending) {
+      // Never computed, never will be: only the inputs' references go.
+      pendingTensors.delete(this);
+      releaseInputs(this.#pending);
+      this.#pending = null;
+      return;
+    }
+    const view = this.#view!;
     this.#view = null;
     if (--view.storage.refs === 0) view.storage.backend.free(view.storage);
   }
@@ -352,6 +403,36 @@ export class Tensor {
   clone(): Tensor {
     return sh.clone(this);
   }
+}
+
+/** An elementwise computation recorded but not run yet (the lazy graph's node). */
+export interface Pending {
+  /** The fused expression over `inputs`. */
+  expr: Expr;
+  /** Input views, each broadcast to `shape`; the pending tensor holds a reference on each. */
+  inputs: View[];
+  shape: Shape;
+  dtype: DType;
+  backend: Backend;
+  /** Names of the ops folded into this expression, in order (for `explain`). */
+  ops: string[];
+}
+
+/** Tensors whose computation is pending; `flush()` computes them all. */
+const pendingTensors = new Set<Tensor>();
+
+function releaseInputs(p: Pending): void {
+  for (const input of p.inputs) {
+    if (--input.storage.refs === 0) input.storage.backend.free(input.storage);
+  }
+}
+
+/**
+ * Computes every pending tensor now (one kernel each), recording the dispatches into the open
+ * batch. Internal: `gyre.flush()` calls it before submitting.
+ */
+export function materializeAll(): void {
+  for (const t of [...pendingTensors]) t._view("flush");
 }
 
 /** The current runtime's default device (for ops that create tensors). */

@@ -7,7 +7,7 @@
 import { isContiguous } from "../_shape.ts";
 import { type DType, f16BitsToF32, f32ToF16Bits } from "../dtype.ts";
 import type { Expr } from "../ops/_expr.ts";
-import { exprKey } from "../ops/_expr.ts";
+import { exprKey, postOrder } from "../ops/_expr.ts";
 import { opDef } from "../ops/_elementwise_table.ts";
 import { computeType, convert, loadAs, preludeFor, storageType, storeAs } from "./_wgsl_types.ts";
 
@@ -120,30 +120,50 @@ function opaqueConstant(value: number, dtype: DType): string {
   }
 }
 
-/** Emits the scalar expression; `x{k}` are inputs in compute type, `idx` the linear index. */
-export function emitExpr(e: Expr): string {
-  switch (e.kind) {
-    case "input":
-      return `x${e.index}`;
-    case "const":
-      return opaqueConstant(e.value, e.dtype);
-    case "index":
-      return "idx";
-    case "cast":
-      return convert(e.x.dtype, e.dtype, emitExpr(e.x));
-    case "where":
-      return `select(${emitExpr(e.b)}, ${emitExpr(e.a)}, ${emitExpr(e.cond)})`;
-    case "unary": {
-      const t = opDef(e.op).wgsl[computeType(e.x.dtype)];
-      if (!t) throw new Error(`internal: ${e.op} has no WGSL for ${e.x.dtype}`);
-      return roundIfHalf(e.dtype, t(emitExpr(e.x), ""));
+/**
+ * Emits the body of `f`: one `let` per distinct inner node in post-order (shared subexpressions
+ * are computed once), then the result. `x{k}` are inputs in compute type, `idx` the linear index.
+ */
+export function emitBody(root: Expr): string {
+  const names = new Map<Expr, string>();
+  const lines: string[] = [];
+  const ref = (e: Expr): string => names.get(e)!;
+  for (const e of postOrder(root)) {
+    let code: string;
+    switch (e.kind) {
+      case "input":
+        names.set(e, `x${e.index}`);
+        continue;
+      case "const":
+        names.set(e, opaqueConstant(e.value, e.dtype));
+        continue;
+      case "index":
+        names.set(e, "idx");
+        continue;
+      case "cast":
+        code = convert(e.x.dtype, e.dtype, ref(e.x));
+        break;
+      case "where":
+        code = `select(${ref(e.b)}, ${ref(e.a)}, ${ref(e.cond)})`;
+        break;
+      case "unary": {
+        const t = opDef(e.op).wgsl[computeType(e.x.dtype)];
+        if (!t) throw new Error(`internal: ${e.op} has no WGSL for ${e.x.dtype}`);
+        code = roundIfHalf(e.dtype, t(ref(e.x), ""));
+        break;
+      }
+      case "binary": {
+        const t = opDef(e.op).wgsl[computeType(e.a.dtype)];
+        if (!t) throw new Error(`internal: ${e.op} has no WGSL for ${e.a.dtype}`);
+        code = roundIfHalf(e.dtype, t(ref(e.a), ref(e.b)));
+        break;
+      }
     }
-    case "binary": {
-      const t = opDef(e.op).wgsl[computeType(e.a.dtype)];
-      if (!t) throw new Error(`internal: ${e.op} has no WGSL for ${e.a.dtype}`);
-      return roundIfHalf(e.dtype, t(emitExpr(e.a), emitExpr(e.b)));
-    }
+    const name = `t${lines.length}`;
+    lines.push(`  let ${name}: ${computeType(e.dtype)} = ${code};`);
+    names.set(e, name);
   }
+  return `${lines.join("\n")}\n  return ${ref(root)};`;
 }
 
 /** A float16 node's value is rounded to half precision, as its storage would be. */
@@ -152,16 +172,8 @@ function roundIfHalf(dtype: DType, code: string): string {
 }
 
 function usesHalf(s: ElementwiseSpec): boolean {
-  const walk = (e: Expr): boolean =>
-    e.dtype === "float16" ||
-    (e.kind === "unary" || e.kind === "cast"
-      ? walk(e.x)
-      : e.kind === "binary"
-      ? walk(e.a) || walk(e.b)
-      : e.kind === "where"
-      ? walk(e.cond) || walk(e.a) || walk(e.b)
-      : false);
-  return s.outDtype === "float16" || s.inputs.some((i) => i.dtype === "float16") || walk(s.expr);
+  return s.outDtype === "float16" || s.inputs.some((i) => i.dtype === "float16") ||
+    postOrder(s.expr).some((e) => e.dtype === "float16");
 }
 
 /** Generates the WGSL source of a spec. */
@@ -189,8 +201,7 @@ export function generateElementwise(s: ElementwiseSpec): string {
   );
   lines.push(`@group(0) @binding(${s.inputs.length + 1}) var<uniform> p: Params;`);
   const params = s.inputs.map((i, k) => `x${k}: ${computeType(i.dtype)}`).concat("idx: u32");
-  const body = emitExpr(s.expr);
-  lines.push(`fn f(${params.join(", ")}) -> ${computeType(s.outDtype)} { return ${body}; }`);
+  lines.push(`fn f(${params.join(", ")}) -> ${computeType(s.outDtype)} {\n${emitBody(s.expr)}\n}`);
   const off = (k: number) => `p.off[${k >> 2}][${k & 3}]`;
   const lastAxis = Math.max(0, s.rank - 1);
   const rowLength = `p.shape[${lastAxis >> 2}][${lastAxis & 3}]`;

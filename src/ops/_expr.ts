@@ -43,40 +43,124 @@ export const E = {
   cast: (x: Expr, dtype: DType): Expr => x.dtype === dtype ? x : { kind: "cast", x, dtype },
 };
 
-/** A structural key: equal keys mean the same kernel. Constants are part of the key. */
-export function exprKey(e: Expr): string {
-  switch (e.kind) {
-    case "input":
-      return `i${e.index}:${e.dtype}`;
-    case "const":
-      return `c(${Object.is(e.value, -0) ? "-0" : e.value}:${e.dtype})`;
-    case "index":
-      return "idx";
-    case "unary":
-      return `${e.op}(${exprKey(e.x)})`;
-    case "binary":
-      return `${e.op}(${exprKey(e.a)},${exprKey(e.b)})`;
-    case "where":
-      return `where(${exprKey(e.cond)},${exprKey(e.a)},${exprKey(e.b)})`;
-    case "cast":
-      return `${e.dtype}(${exprKey(e.x)})`;
+/**
+ * A structural key: equal keys mean the same kernel. Constants are part of the key. Nodes are
+ * numbered in post-order and refer to their operands by number, so shared subexpressions are
+ * described once.
+ */
+export function exprKey(root: Expr): string {
+  const ids = new Map<Expr, number>();
+  const parts: string[] = [];
+  for (const e of postOrder(root)) {
+    const arg = (x: Expr) => ids.get(x)!;
+    let part: string;
+    switch (e.kind) {
+      case "input":
+        part = `i${e.index}:${e.dtype}`;
+        break;
+      case "const":
+        part = `c${Object.is(e.value, -0) ? "-0" : e.value}:${e.dtype}`;
+        break;
+      case "index":
+        part = "idx";
+        break;
+      case "unary":
+        part = `${e.op}(${arg(e.x)}):${e.dtype}`;
+        break;
+      case "binary":
+        part = `${e.op}(${arg(e.a)},${arg(e.b)}):${e.dtype}`;
+        break;
+      case "where":
+        part = `where(${arg(e.cond)},${arg(e.a)},${arg(e.b)})`;
+        break;
+      case "cast":
+        part = `${e.dtype}(${arg(e.x)})`;
+        break;
+    }
+    ids.set(e, ids.size);
+    parts.push(part);
   }
+  return parts.join(";");
 }
 
 /** Number of input slots an expression reads (highest input index + 1). */
 export function inputCount(e: Expr): number {
+  let count = 0;
+  for (const n of postOrder(e)) if (n.kind === "input") count = Math.max(count, n.index + 1);
+  return count;
+}
+
+/** The operands of a node. */
+export function children(e: Expr): Expr[] {
   switch (e.kind) {
-    case "input":
-      return e.index + 1;
-    case "const":
-    case "index":
-      return 0;
     case "unary":
     case "cast":
-      return inputCount(e.x);
+      return [e.x];
     case "binary":
-      return Math.max(inputCount(e.a), inputCount(e.b));
+      return [e.a, e.b];
     case "where":
-      return Math.max(inputCount(e.cond), inputCount(e.a), inputCount(e.b));
+      return [e.cond, e.a, e.b];
+    default:
+      return [];
   }
+}
+
+/**
+ * The distinct nodes of an expression in post-order (operands before users). Fusion shares
+ * subexpressions, so an expression is a DAG: walking it as a tree could take exponential time.
+ */
+export function postOrder(root: Expr): Expr[] {
+  const seen = new Set<Expr>();
+  const order: Expr[] = [];
+  const stack: [Expr, boolean][] = [[root, false]];
+  while (stack.length) {
+    const [e, expanded] = stack.pop()!;
+    if (expanded) {
+      order.push(e);
+      continue;
+    }
+    if (seen.has(e)) continue;
+    seen.add(e);
+    stack.push([e, true]);
+    const kids = children(e);
+    for (let i = kids.length - 1; i >= 0; i--) if (!seen.has(kids[i])) stack.push([kids[i], false]);
+  }
+  return order;
+}
+
+/** Number of distinct nodes. */
+export function nodeCount(e: Expr): number {
+  return postOrder(e).length;
+}
+
+/** True when the expression reads the output's linear index (so it cannot be broadcast). */
+export function readsIndex(e: Expr): boolean {
+  return postOrder(e).some((n) => n.kind === "index");
+}
+
+/** Rebuilds an expression with every input leaf replaced; shared nodes stay shared. */
+export function substitute(root: Expr, input: (leaf: Expr & { kind: "input" }) => Expr): Expr {
+  const memo = new Map<Expr, Expr>();
+  for (const e of postOrder(root)) {
+    let out: Expr;
+    switch (e.kind) {
+      case "input":
+        out = input(e);
+        break;
+      case "unary":
+      case "cast":
+        out = { ...e, x: memo.get(e.x)! };
+        break;
+      case "binary":
+        out = { ...e, a: memo.get(e.a)!, b: memo.get(e.b)! };
+        break;
+      case "where":
+        out = { ...e, cond: memo.get(e.cond)!, a: memo.get(e.a)!, b: memo.get(e.b)! };
+        break;
+      default:
+        out = e;
+    }
+    memo.set(e, out);
+  }
+  return memo.get(root)!;
 }

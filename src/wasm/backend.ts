@@ -8,7 +8,7 @@
 import type { Backend, MemoryStats, ReduceOp, Storage, View } from "../_backend.ts";
 import { contiguousStrides, isContiguous, type Shape, sizeOf } from "../_shape.ts";
 import { type DType, f32ToF16Bits, hostArray, storageBytes, type TypedArray } from "../dtype.ts";
-import type { Expr } from "../ops/_expr.ts";
+import { children, type Expr, postOrder } from "../ops/_expr.ts";
 import { opDef } from "../ops/_elementwise_table.ts";
 import { WasmAllocator } from "./allocator.ts";
 import { instantiateKernels, type Kernel } from "./module.ts";
@@ -126,7 +126,33 @@ export class WasmBackend implements Backend {
     return v.view.dtype === "float16" ? this._cast(op, v, "float32", shape) : v;
   }
 
-  #eval(op: string, e: Expr, inputs: readonly View[], shape: Shape): Value {
+  /**
+   * Evaluates an expression node by node in post-order. A node's value is kept until its last
+   * user has run (fused expressions share subexpressions), then freed.
+   */
+  #eval(op: string, root: Expr, inputs: readonly View[], shape: Shape): Value {
+    const order = postOrder(root);
+    const uses = new Map<Expr, number>();
+    for (const e of order) for (const c of children(e)) uses.set(c, (uses.get(c) ?? 0) + 1);
+    const values = new Map<Expr, Value>();
+    // Users borrow a value: the kernels' helpers free only what is marked temporary.
+    const borrow = (x: Expr): Value => ({ view: values.get(x)!.view, temp: false });
+    const used = (x: Expr) => {
+      const left = uses.get(x)! - 1;
+      uses.set(x, left);
+      if (left === 0) {
+        this._release(values.get(x)!);
+        values.delete(x);
+      }
+    };
+    for (const e of order) {
+      values.set(e, this.#node(op, e, borrow, inputs, shape));
+      for (const c of children(e)) used(c);
+    }
+    return values.get(root)!;
+  }
+
+  #node(op: string, e: Expr, borrow: (x: Expr) => Value, inputs: readonly View[], shape: Shape): Value {
     switch (e.kind) {
       case "input":
         return { view: inputs[e.index], temp: false };
@@ -147,18 +173,11 @@ export class WasmBackend implements Backend {
         return this._value(out, shape);
       }
       case "cast":
-        return this._cast(op, this.#eval(op, e.x, inputs, shape), e.dtype, shape);
+        return this._cast(op, borrow(e.x), e.dtype, shape);
       case "unary":
       case "binary":
       case "where": {
-        const operands = e.kind === "unary"
-          ? [e.x]
-          : e.kind === "binary"
-          ? [e.a, e.b]
-          : [e.cond, e.a, e.b];
-        const values = operands.map((x) =>
-          this._widen(op, this.#eval(op, x, inputs, shape), shape)
-        );
+        const values = children(e).map((x) => this._widen(op, borrow(x), shape));
         const typed = values[values.length - 1].view.dtype;
         let name: string;
         let result: DType;
