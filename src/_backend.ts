@@ -53,6 +53,11 @@ export interface Backend {
    * given `out` (a view of `shape` and `expr.dtype`), writes through its strides into its storage.
    */
   evaluate(op: string, expr: Expr, inputs: readonly View[], shape: Shape, out?: View): Storage;
+  /**
+   * Throws the error `allocate` would throw for this size, without allocating: lazy results check
+   * at the call that makes them, not later when they are computed.
+   */
+  checkAllocation(op: string, dtype: DType, length: number): void;
   /** New uninitialised storage (filled by `evaluate` with an `out` view). */
   allocate(op: string, dtype: DType, length: number): Storage;
   /**

@@ -10,6 +10,7 @@ import { acquireDevice, type DeviceCaps } from "./gpu/device.ts";
 import type { PoolStats } from "./gpu/pool.ts";
 import type { AllocatorStats } from "./wasm/allocator.ts";
 import { WasmBackend } from "./wasm/backend.ts";
+import { materializeAll } from "./tensor.ts";
 
 /** Which device new tensors go to: "auto" takes the GPU when there is one. */
 export type DevicePreference = "auto" | DeviceName;
@@ -41,6 +42,11 @@ export interface RuntimeStats {
 export class Runtime {
   /** The device new tensors go to. */
   device: DeviceName;
+  /**
+   * Lazy elementwise fusion (default on): elementwise results stay pending until something needs
+   * them, and consumers fold pending producers into their own kernel. Off: every op runs at once.
+   */
+  fusion = true;
   /** What was asked for. */
   readonly preference: DevicePreference;
   readonly wasm: WasmBackend;
@@ -93,15 +99,16 @@ export class Runtime {
     });
   }
 
-  /** Sends recorded GPU work without waiting for it. */
+  /** Computes every pending tensor and sends recorded GPU work, without waiting for it. */
   flush(): void {
+    materializeAll();
     this.gpu?.flush();
   }
 
   /** Sends recorded GPU work and waits until the GPU has finished it; throws its errors. */
   async sync(): Promise<void> {
     if (!this.gpu || this.gpu.lostReason !== null) return;
-    this.gpu.flush();
+    this.flush();
     await this.gpu.device.queue.onSubmittedWorkDone();
     await this.gpu.batch.checkErrors("sync");
   }

@@ -97,36 +97,49 @@ export class Tensor {
     this.#pending = null;
     pendingTensors.delete(this);
     releaseInputs(p);
-    this.#view = { storage, dtype: p.dtype, shape: [...p.shape], strides: contiguousStrides(p.shape), offset: 0 };
+    this.#view = {
+      storage,
+      dtype: p.dtype,
+      shape: [...p.shape],
+      strides: contiguousStrides(p.shape),
+      offset: 0,
+    };
     storage.refs++;
   }
 
-  #meta(what: string): { shape: Shape; dtype: DType; device: DeviceName } {
-    this.#live(what, "tensor");
-    if (this.#pending) return { shape: this.#pending.shape, dtype: this.#pending.dtype, device: this.#pending.backend.name };
+  /** Shape, dtype and device without computing a pending tensor. Internal. */
+  _meta(what: string, argument = "tensor"): { shape: Shape; dtype: DType; device: DeviceName } {
+    this.#live(what, argument);
+    if (this.#pending) {
+      return {
+        shape: this.#pending.shape,
+        dtype: this.#pending.dtype,
+        device: this.#pending.backend.name,
+      };
+    }
     const v = this.#view!;
     return { shape: v.shape, dtype: v.dtype, device: v.storage.backend.name };
   }
 
   /** Axis lengths. */
   get shape(): number[] {
-    return [...this.#meta("shape").shape];
+    return [...this._meta("shape").shape];
   }
   /** Element type. */
   get dtype(): DType {
-    return this.#meta("dtype").dtype;
+    return this._meta("dtype").dtype;
   }
   /** "gpu" or "wasm". */
   get device(): DeviceName {
-    return this.#meta("device").device;
+    return this._meta("device").device;
   }
   /** Number of axes. */
   get rank(): number {
-    return this.#meta("rank").shape.length;
+    return this._meta("rank").shape.length;
   }
   /** Number of elements. */
   get size(): number {
-    return sizeOf(this.#meta("size").shape);
+    return sizeOf(this._meta("size").shape);
   }
   /** True once disposed. */
   get isDisposed(): boolean {

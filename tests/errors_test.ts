@@ -51,6 +51,9 @@ async function expectThrow(
   argument: string,
   received?: RegExp,
 ): Promise<gyre.GyreError> {
+  // Compute pending (lazy) tensors first: an op may compute its operands before it validates
+  // its options, which is storage the operands own, not a leak of the failed call.
+  gyre.flush();
   const before = liveCounts();
   let caught: unknown = null;
   try {

@@ -180,6 +180,7 @@ Deno.test({
   fn: async () => {
     const gpu = gyre.runtime().gpu!;
     const x = gyre.random.uniform([1000], { device: "gpu", seed: 1 });
+    gyre.flush(); // x is lazy until then
     const before = gpu.pool.stats();
     const created: number[] = [];
     for (let i = 0; i < 6; i++) {
@@ -197,8 +198,10 @@ Deno.test({
     assert.equal(after.liveBuffers, before.liveBuffers);
     assert.equal(after.liveBytes, before.liveBytes);
     assert.ok(after.pooledBuffers > 0);
-    // Released buffers wait for the batch's submit before they can be reused.
+    // Released buffers wait for the batch's submit before they can be reused. (`add` is lazy:
+    // flush computes y into a buffer of its own, then its release is deferred.)
     const y = x.add(1);
+    gyre.flush();
     const live = gpu.pool.stats();
     y.dispose();
     assert.equal(gpu.pool.stats().pooledBuffers, live.pooledBuffers, "deferred until submit");

@@ -156,6 +156,11 @@ export class GpuBackend implements Backend {
     return storage;
   }
 
+  checkAllocation(op: string, dtype: DType, length: number): void {
+    this._check(op, [dtype]);
+    this.pool.check(length * storageBytes(dtype), op);
+  }
+
   allocate(op: string, dtype: DType, length: number): Storage {
     this._check(op, [dtype]);
     return this._alloc(op, dtype, length);

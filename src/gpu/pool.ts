@@ -53,8 +53,8 @@ export class BufferPool {
     this.#maxBytes = maxBytes;
   }
 
-  /** A buffer of at least `bytes` bytes, reused when one of its class is free. */
-  acquire(bytes: number, op = "allocate"): GPUBuffer {
+  /** Throws the GpuError `acquire` would for a request this large. */
+  check(bytes: number, op = "allocate"): void {
     const size = sizeClass(bytes);
     if (size > this.#maxBytes) {
       throw new GpuError(
@@ -65,6 +65,12 @@ export class BufferPool {
         `${bytes} bytes`,
       );
     }
+  }
+
+  /** A buffer of at least `bytes` bytes, reused when one of its class is free. */
+  acquire(bytes: number, op = "allocate"): GPUBuffer {
+    this.check(bytes, op);
+    const size = sizeClass(bytes);
     const list = this.#free.get(size);
     let buffer = list?.pop();
     if (buffer) {

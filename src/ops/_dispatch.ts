@@ -5,12 +5,12 @@
  * @module
  */
 import type { DeviceName, View } from "../_backend.ts";
-import { broadcastShapes, type Shape } from "../_shape.ts";
+import { broadcastShapes, sameShape, type Shape, sizeOf } from "../_shape.ts";
 import { type DType, promoteTypes, weakScalarType } from "../dtype.ts";
 import { describe, DeviceError, ValueError } from "../errors.ts";
 import { runtime } from "../runtime.ts";
-import { Tensor } from "../tensor.ts";
-import { E, type Expr } from "./_expr.ts";
+import { type Pending, Tensor } from "../tensor.ts";
+import { E, type Expr, nodeCount, readsIndex, substitute } from "./_expr.ts";
 
 /** A tensor or a JS scalar standing for one. */
 export type TensorLike = Tensor | number | boolean;
@@ -38,7 +38,7 @@ export function operands(
   let strong: DType | null = null;
   args.forEach((a, i) => {
     if (a instanceof Tensor) {
-      const dtype = a._view(op, names[i]).dtype;
+      const dtype = a._meta(op, names[i]).dtype;
       strong = strong ? promoteTypes(strong, dtype) : dtype;
     } else if (typeof a !== "number" && typeof a !== "boolean") {
       throw new ValueError({
@@ -49,10 +49,10 @@ export function operands(
       });
     }
   });
-  return args.map((a) => {
+  return args.map((a, i) => {
     if (a instanceof Tensor) {
-      const view = a._view(op);
-      return { tensor: a, scalar: 0, dtype: view.dtype, shape: view.shape };
+      const meta = a._meta(op, names[i]);
+      return { tensor: a, scalar: 0, dtype: meta.dtype, shape: meta.shape };
     }
     const value = typeof a === "boolean" ? (a ? 1 : 0) : (a as number);
     const dtype = strong
@@ -112,25 +112,71 @@ export function runElementwise(
   const device = commonDevice(op, ops, names);
   let shape: Shape = [];
   ops.forEach((o, i) => (shape = broadcastShapes(op, shape, o.shape, names[i])));
+  const fusion = runtime().fusion;
   const inputs: View[] = [];
-  const leaves = ops.map((o) => {
+  const fused: string[] = [];
+  const leaves = ops.map((o, i) => {
     if (!o.tensor) return E.constant(o.scalar, o.dtype);
-    inputs.push(broadcastView(o.tensor._view(op), shape));
-    return E.input(inputs.length - 1, o.dtype);
+    const pending = fusion ? o.tensor._pending(op, names[i]) : null;
+    if (pending && inlinable(pending, shape)) {
+      // Fold the producer's expression in: its inputs become ours, broadcast to our shape.
+      fused.push(...pending.ops);
+      return substitute(
+        pending.expr,
+        (leaf) =>
+          E.input(addInput(inputs, broadcastView(pending.inputs[leaf.index], shape)), leaf.dtype),
+      );
+    }
+    const view = broadcastView(o.tensor._view(op, names[i]), shape);
+    return E.input(addInput(inputs, view), o.dtype);
   });
   const expr = build(leaves, ops.map((o) => o.dtype));
-  return evaluate(op, device, expr, inputs, shape);
+  return evaluate(op, device, expr, inputs, shape, [...fused, op]);
 }
 
-/** Evaluates an expression on a device into a new tensor. */
+/** Largest fused expression (distinct nodes): past it a kernel's compile time outweighs the gain. */
+export const MAX_FUSED_NODES = 96;
+/** Most inputs one fused kernel reads (storage bindings; WebGPU guarantees 8 per stage). */
+export const MAX_FUSED_INPUTS = 7;
+
+/** Whether a pending producer can be folded into a consumer of `shape`. */
+function inlinable(p: Pending, shape: Shape): boolean {
+  // An expression of the element index means "this element of the producer's shape": it cannot
+  // be re-broadcast to another shape.
+  return !readsIndex(p.expr) || sameShape(p.shape, shape);
+}
+
+/** Adds an input view (reusing an identical one) and returns its slot. */
+function addInput(inputs: View[], view: View): number {
+  const k = inputs.findIndex((v) =>
+    v.storage === view.storage && v.offset === view.offset && v.dtype === view.dtype &&
+    v.strides.every((s, i) => s === view.strides[i])
+  );
+  if (k >= 0) return k;
+  inputs.push(view);
+  return inputs.length - 1;
+}
+
+/**
+ * A tensor for an expression on a device: pending (computed when first needed, so consumers can
+ * fold it into their own kernel) while fusion is on and the expression is small enough, else
+ * computed now.
+ */
 export function evaluate(
   op: string,
   device: DeviceName,
   expr: Expr,
   inputs: View[],
   shape: Shape,
+  ops: string[] = [op],
 ): Tensor {
   const backend = runtime().backend(device, op);
+  backend.checkAllocation(op, expr.dtype, sizeOf(shape));
+  if (
+    runtime().fusion && inputs.length <= MAX_FUSED_INPUTS && nodeCount(expr) <= MAX_FUSED_NODES
+  ) {
+    return new Tensor({ expr, inputs, shape: [...shape], dtype: expr.dtype, backend, ops });
+  }
   const storage = backend.evaluate(op, expr, inputs, shape);
   return Tensor._fromStorage(storage, expr.dtype, shape);
 }

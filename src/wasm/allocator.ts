@@ -39,6 +39,19 @@ export class WasmAllocator {
     this.memory = memory;
   }
 
+  /** Throws the error `alloc` would for a block this large even with every free block reused. */
+  check(bytes: number, op = "allocate"): void {
+    if (sizeClass(bytes) > MAX_BYTES - HEAP_BASE) {
+      throw new GpuError(
+        "out-of-memory",
+        op,
+        "size",
+        `at most ${MAX_BYTES - HEAP_BASE} bytes of WASM memory`,
+        `${bytes} bytes`,
+      );
+    }
+  }
+
   /** Address of a 16-byte-aligned block of at least `bytes` bytes. */
   alloc(bytes: number, op = "allocate"): number {
     const size = sizeClass(bytes);

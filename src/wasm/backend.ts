@@ -152,7 +152,13 @@ export class WasmBackend implements Backend {
     return values.get(root)!;
   }
 
-  #node(op: string, e: Expr, borrow: (x: Expr) => Value, inputs: readonly View[], shape: Shape): Value {
+  #node(
+    op: string,
+    e: Expr,
+    borrow: (x: Expr) => Value,
+    inputs: readonly View[],
+    shape: Shape,
+  ): Value {
     switch (e.kind) {
       case "input":
         return { view: inputs[e.index], temp: false };
@@ -221,6 +227,10 @@ export class WasmBackend implements Backend {
     const storage = this._alloc("tensor", dtype, data.length);
     this.#write(storage, data);
     return storage;
+  }
+
+  checkAllocation(op: string, dtype: DType, length: number): void {
+    this.allocator.check(length * storageBytes(dtype), op);
   }
 
   allocate(op: string, dtype: DType, length: number): Storage {
