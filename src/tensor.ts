@@ -4,8 +4,8 @@
  * disposed. Every op is also a method.
  * @module
  */
-import type { Backend, DeviceName, Storage, View } from "./_backend.ts";
-import type { Expr } from "./ops/_expr.ts";
+import type { DeviceName, Storage, View } from "./_backend.ts";
+import { bind, type Pending, releasePending } from "./_lazy.ts";
 import { track } from "./_scope.ts";
 import { contiguousStrides, type Shape, sizeOf } from "./_shape.ts";
 import type { DType, TypedArray } from "./dtype.ts";
@@ -43,8 +43,8 @@ export class Tensor {
    */
   constructor(source: View | Pending) {
     if ("expr" in source) {
+      // The pending node arrives holding one reference, which is this tensor's.
       this.#pending = source;
-      for (const input of source.inputs) input.storage.refs++;
       pendingTensors.add(this);
     } else {
       this.#view = source;
@@ -93,10 +93,11 @@ export class Tensor {
 
   #materialize(op: string): void {
     const p = this.#pending!;
-    const storage = p.backend.evaluate(op, p.expr, p.inputs, p.shape);
+    const { expr, inputs } = bind(p.expr);
+    const storage = p.backend.evaluate(op, expr, inputs, p.shape);
     this.#pending = null;
     pendingTensors.delete(this);
-    releaseInputs(p);
+    releasePending(p);
     this.#view = {
       storage,
       dtype: p.dtype,
@@ -153,7 +154,7 @@ export class Tensor {
     if (this.#pending) {
       // Never computed, never will be: only the inputs' references go.
       pendingTensors.delete(this);
-      releaseInputs(this.#pending);
+      releasePending(this.#pending);
       this.#pending = null;
       return;
     }
@@ -418,27 +419,8 @@ export class Tensor {
   }
 }
 
-/** An elementwise computation recorded but not run yet (the lazy graph's node). */
-export interface Pending {
-  /** The fused expression over `inputs`. */
-  expr: Expr;
-  /** Input views, each broadcast to `shape`; the pending tensor holds a reference on each. */
-  inputs: View[];
-  shape: Shape;
-  dtype: DType;
-  backend: Backend;
-  /** Names of the ops folded into this expression, in order (for `explain`). */
-  ops: string[];
-}
-
 /** Tensors whose computation is pending; `flush()` computes them all. */
 const pendingTensors = new Set<Tensor>();
-
-function releaseInputs(p: Pending): void {
-  for (const input of p.inputs) {
-    if (--input.storage.refs === 0) input.storage.backend.free(input.storage);
-  }
-}
 
 /**
  * Computes every pending tensor now (one kernel each), recording the dispatches into the open

@@ -134,6 +134,8 @@ export function emitBody(root: Expr): string {
       case "input":
         names.set(e, `x${e.index}`);
         continue;
+      case "view":
+        throw new Error("internal: a pending expression reached the code generator unbound");
       case "const":
         names.set(e, opaqueConstant(e.value, e.dtype));
         continue;

@@ -9,8 +9,9 @@ import { broadcastShapes, sameShape, type Shape, sizeOf } from "../_shape.ts";
 import { type DType, promoteTypes, weakScalarType } from "../dtype.ts";
 import { describe, DeviceError, ValueError } from "../errors.ts";
 import { runtime } from "../runtime.ts";
-import { type Pending, Tensor } from "../tensor.ts";
-import { E, type Expr, nodeCount, readsIndex, substitute } from "./_expr.ts";
+import { Tensor } from "../tensor.ts";
+import { E, type Expr, substitute } from "./_expr.ts";
+import { bind, makePending, type Pending, releasePending, remapViews } from "../_lazy.ts";
 
 /** A tensor or a JS scalar standing for one. */
 export type TensorLike = Tensor | number | boolean;
@@ -113,54 +114,32 @@ export function runElementwise(
   let shape: Shape = [];
   ops.forEach((o, i) => (shape = broadcastShapes(op, shape, o.shape, names[i])));
   const fusion = runtime().fusion;
-  const inputs: View[] = [];
-  const fused: string[] = [];
+  const views: View[] = [];
+  const children: Pending[] = [];
   const leaves = ops.map((o, i) => {
     if (!o.tensor) return E.constant(o.scalar, o.dtype);
     const pending = fusion ? o.tensor._pending(op, names[i]) : null;
-    if (pending && inlinable(pending, shape)) {
-      // Fold the producer's expression in: its inputs become ours, broadcast to our shape.
-      fused.push(...pending.ops);
-      return substitute(
-        pending.expr,
-        (leaf) =>
-          E.input(addInput(inputs, broadcastView(pending.inputs[leaf.index], shape)), leaf.dtype),
-      );
+    if (pending && sameShape(pending.shape, shape)) {
+      // Fold the producer in: its expression becomes part of ours, as it is.
+      children.push(pending);
+      return pending.expr;
+    }
+    if (pending && !pending.readsIndex) {
+      // A broadcast producer: the same expression over its views broadcast to our shape.
+      const remapped = remapViews(pending.expr, (v) => broadcastView(v, shape));
+      views.push(...remapped.views);
+      return remapped.expr;
     }
     const view = broadcastView(o.tensor._view(op, names[i]), shape);
-    return E.input(addInput(inputs, view), o.dtype);
+    views.push(view);
+    return E.view(view, o.dtype);
   });
-  const expr = build(leaves, ops.map((o) => o.dtype));
-  return evaluate(op, device, expr, inputs, shape, [...fused, op]);
-}
-
-/** Largest fused expression (distinct nodes): past it a kernel's compile time outweighs the gain. */
-export const MAX_FUSED_NODES = 96;
-/** Most inputs one fused kernel reads (storage bindings; WebGPU guarantees 8 per stage). */
-export const MAX_FUSED_INPUTS = 7;
-
-/** Whether a pending producer can be folded into a consumer of `shape`. */
-function inlinable(p: Pending, shape: Shape): boolean {
-  // An expression of the element index means "this element of the producer's shape": it cannot
-  // be re-broadcast to another shape.
-  return !readsIndex(p.expr) || sameShape(p.shape, shape);
-}
-
-/** Adds an input view (reusing an identical one) and returns its slot. */
-function addInput(inputs: View[], view: View): number {
-  const k = inputs.findIndex((v) =>
-    v.storage === view.storage && v.offset === view.offset && v.dtype === view.dtype &&
-    v.strides.every((s, i) => s === view.strides[i])
-  );
-  if (k >= 0) return k;
-  inputs.push(view);
-  return inputs.length - 1;
+  return evaluateLazy(op, device, build(leaves, ops.map((o) => o.dtype)), views, shape, children);
 }
 
 /**
- * A tensor for an expression on a device: pending (computed when first needed, so consumers can
- * fold it into their own kernel) while fusion is on and the expression is small enough, else
- * computed now.
+ * A tensor for an expression whose `input` leaves index `inputs` (views broadcast to `shape`);
+ * lazy like every elementwise result.
  */
 export function evaluate(
   op: string,
@@ -168,15 +147,40 @@ export function evaluate(
   expr: Expr,
   inputs: View[],
   shape: Shape,
-  ops: string[] = [op],
+): Tensor {
+  const withViews = substitute(
+    expr,
+    (leaf) => (leaf.kind === "input" ? E.view(inputs[leaf.index], leaf.dtype) : leaf),
+  );
+  return evaluateLazy(op, device, withViews, [...inputs], shape);
+}
+
+/** Largest fused expression (nodes): past it a kernel's compile time outweighs the gain. */
+export const MAX_FUSED_NODES = 96;
+/** Most inputs one fused kernel reads (storage bindings; WebGPU guarantees 8 per stage). */
+export const MAX_FUSED_INPUTS = 7;
+
+/**
+ * A tensor for an expression over `views` (leaves of kind "view", already broadcast to `shape`)
+ * and folded pending `children`: pending while fusion is on and the kernel stays small enough
+ * (so consumers can fold it in), else computed now.
+ */
+export function evaluateLazy(
+  op: string,
+  device: DeviceName,
+  expr: Expr,
+  views: View[],
+  shape: Shape,
+  children: Pending[] = [],
 ): Tensor {
   const backend = runtime().backend(device, op);
   backend.checkAllocation(op, expr.dtype, sizeOf(shape));
-  if (
-    runtime().fusion && inputs.length <= MAX_FUSED_INPUTS && nodeCount(expr) <= MAX_FUSED_NODES
-  ) {
-    return new Tensor({ expr, inputs, shape: [...shape], dtype: expr.dtype, backend, ops });
+  const pending = makePending(op, backend, expr, shape, views, children);
+  if (!runtime().fusion || pending.inputs > MAX_FUSED_INPUTS || pending.nodes > MAX_FUSED_NODES) {
+    const bound = bind(expr);
+    const storage = backend.evaluate(op, bound.expr, bound.inputs, shape);
+    releasePending(pending);
+    return Tensor._fromStorage(storage, expr.dtype, shape);
   }
-  const storage = backend.evaluate(op, expr, inputs, shape);
-  return Tensor._fromStorage(storage, expr.dtype, shape);
+  return new Tensor(pending);
 }

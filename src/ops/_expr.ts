@@ -4,6 +4,7 @@
  * precompiled AssemblyScript kernels. Fusion (a later stage) grows these expressions.
  * @module
  */
+import type { View } from "../_backend.ts";
 import { type DType, f16BitsToF32, f32ToF16Bits } from "../dtype.ts";
 
 /** Ops of one operand; names match the op table in `_elementwise_table.ts`. */
@@ -14,6 +15,8 @@ export type BinaryOp = string;
 /** One node of an elementwise expression; `dtype` is the node's result type. */
 export type Expr =
   | { kind: "input"; index: number; dtype: DType }
+  /** A tensor's view itself, in a pending (not yet bound) expression; see src/_lazy.ts. */
+  | { kind: "view"; view: View; dtype: DType }
   | { kind: "const"; value: number; dtype: DType }
   | { kind: "index"; dtype: "uint32" }
   | { kind: "unary"; op: UnaryOp; x: Expr; dtype: DType }
@@ -31,6 +34,7 @@ export const E = {
     dtype,
   }),
   index: (): Expr => ({ kind: "index", dtype: "uint32" }),
+  view: (view: View, dtype: DType): Expr => ({ kind: "view", view, dtype }),
   unary: (op: UnaryOp, x: Expr, dtype: DType = x.dtype): Expr => ({ kind: "unary", op, x, dtype }),
   binary: (op: BinaryOp, a: Expr, b: Expr, dtype: DType = a.dtype): Expr => ({
     kind: "binary",
@@ -58,6 +62,8 @@ export function exprKey(root: Expr): string {
       case "input":
         part = `i${e.index}:${e.dtype}`;
         break;
+      case "view":
+        throw new Error("internal: a pending expression must be bound before it is keyed");
       case "const":
         part = `c${Object.is(e.value, -0) ? "-0" : e.value}:${e.dtype}`;
         break;
@@ -138,14 +144,18 @@ export function readsIndex(e: Expr): boolean {
   return postOrder(e).some((n) => n.kind === "index");
 }
 
-/** Rebuilds an expression with every input leaf replaced; shared nodes stay shared. */
-export function substitute(root: Expr, input: (leaf: Expr & { kind: "input" }) => Expr): Expr {
+/** An input leaf: a bound input slot or an unbound view. */
+export type Leaf = Expr & { kind: "input" | "view" };
+
+/** Rebuilds an expression with every input or view leaf replaced; shared nodes stay shared. */
+export function substitute(root: Expr, leaf: (leaf: Leaf) => Expr): Expr {
   const memo = new Map<Expr, Expr>();
   for (const e of postOrder(root)) {
     let out: Expr;
     switch (e.kind) {
       case "input":
-        out = input(e);
+      case "view":
+        out = leaf(e);
         break;
       case "unary":
       case "cast":

@@ -162,6 +162,8 @@ export class WasmBackend implements Backend {
     switch (e.kind) {
       case "input":
         return { view: inputs[e.index], temp: false };
+      case "view":
+        throw new Error("internal: a pending expression reached the WASM backend unbound");
       case "const": {
         const storage = this._alloc(op, e.dtype, 1);
         const host = hostArray(e.dtype, 1);
