@@ -80,3 +80,18 @@ export interface Backend {
   /** Allocation counters. */
   stats(): MemoryStats;
 }
+
+/** One kernel launch, as `explain` and tests see it. */
+export interface KernelRecord {
+  device: DeviceName;
+  /** The op that launched it; fused elementwise kernels name every op folded in, joined by "+". */
+  kernel: string;
+}
+
+/** Callbacks told of every kernel launch (empty unless something is listening). */
+export const kernelObservers: Set<(record: KernelRecord) => void> = new Set();
+
+/** Tells the observers of a launch. */
+export function observeKernel(device: DeviceName, kernel: string): void {
+  for (const observer of kernelObservers) observer({ device, kernel });
+}

@@ -119,3 +119,16 @@ export function fusedOps(p: Pending): string[] {
 export function exactNodes(p: Pending): number {
   return postOrder(p.expr).length;
 }
+
+/** A short label for a fused kernel: its ops joined by "+", repeats folded ("add×95"). */
+export function fusedLabel(p: Pending): string {
+  const ops = fusedOps(p);
+  const parts: string[] = [];
+  for (let i = 0; i < ops.length;) {
+    let j = i;
+    while (j < ops.length && ops[j] === ops[i]) j++;
+    parts.push(j - i > 1 ? `${ops[i]}×${j - i}` : ops[i]);
+    i = j;
+  }
+  return parts.join("+");
+}

@@ -22,6 +22,7 @@ export {
   sync,
 } from "./runtime.ts";
 export { tidy } from "./tidy.ts";
+export { explain, type Explanation } from "./explain.ts";
 export {
   arange,
   type CreationOptions,
@@ -67,6 +68,9 @@ export {
   transpose,
 } from "./ops/shape.ts";
 export { readAll } from "./ops/read.ts";
+export * from "./ops/pool.ts";
+export * from "./ops/scan.ts";
+export * from "./ops/matmul.ts";
 export type { NestedArray, TensorLike } from "./ops/_dispatch.ts";
 export { type DataFor, type DType, promoteTypes, type TypedArray } from "./dtype.ts";
 export {
@@ -91,3 +95,4 @@ export {
   type ReduceChoice,
   setPlanOverride,
 } from "./plans.ts";
+export * from "./ops/norm.ts";

@@ -5,7 +5,7 @@
  * @module
  */
 import type { DeviceName, Storage, View } from "./_backend.ts";
-import { bind, type Pending, releasePending } from "./_lazy.ts";
+import { bind, fusedLabel, type Pending, releasePending } from "./_lazy.ts";
 import { track } from "./_scope.ts";
 import { contiguousStrides, type Shape, sizeOf } from "./_shape.ts";
 import type { DType, TypedArray } from "./dtype.ts";
@@ -94,7 +94,8 @@ export class Tensor {
   #materialize(op: string): void {
     const p = this.#pending!;
     const { expr, inputs } = bind(p.expr);
-    const storage = p.backend.evaluate(op, expr, inputs, p.shape);
+    // Named after every op folded in, so profiles and `explain` show what one kernel does.
+    const storage = p.backend.evaluate(fusedLabel(p), expr, inputs, p.shape);
     this.#pending = null;
     pendingTensors.delete(this);
     releasePending(p);

@@ -4,7 +4,15 @@
  * number of tensors through one staging buffer and one `mapAsync`.
  * @module
  */
-import type { Backend, MemoryStats, ReduceOp, Storage, View } from "../_backend.ts";
+import {
+  type Backend,
+  kernelObservers,
+  type MemoryStats,
+  observeKernel,
+  type ReduceOp,
+  type Storage,
+  type View,
+} from "../_backend.ts";
 import { contiguousStrides, isContiguous, type Shape, sizeOf } from "../_shape.ts";
 import {
   type DType,
@@ -137,6 +145,7 @@ export class GpuBackend implements Backend {
     uniforms: Uint32Array,
     grid: [number, number],
   ): void {
+    if (kernelObservers.size) observeKernel("gpu", kernel);
     this.batch.dispatch(pipeline, buffers, uniforms, grid, this.profiler?.(kernel));
   }
 

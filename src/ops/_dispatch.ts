@@ -11,7 +11,14 @@ import { describe, DeviceError, ValueError } from "../errors.ts";
 import { runtime } from "../runtime.ts";
 import { Tensor } from "../tensor.ts";
 import { E, type Expr, substitute } from "./_expr.ts";
-import { bind, makePending, type Pending, releasePending, remapViews } from "../_lazy.ts";
+import {
+  bind,
+  fusedLabel,
+  makePending,
+  type Pending,
+  releasePending,
+  remapViews,
+} from "../_lazy.ts";
 
 /** A tensor or a JS scalar standing for one. */
 export type TensorLike = Tensor | number | boolean;
@@ -178,7 +185,7 @@ export function evaluateLazy(
   const pending = makePending(op, backend, expr, shape, views, children);
   if (!runtime().fusion || pending.inputs > MAX_FUSED_INPUTS || pending.nodes > MAX_FUSED_NODES) {
     const bound = bind(expr);
-    const storage = backend.evaluate(op, bound.expr, bound.inputs, shape);
+    const storage = backend.evaluate(fusedLabel(pending), bound.expr, bound.inputs, shape);
     releasePending(pending);
     return Tensor._fromStorage(storage, expr.dtype, shape);
   }

@@ -5,7 +5,15 @@
  * storage with f32 arithmetic), and reduces contiguous rows (float sums accumulate in f64).
  * @module
  */
-import type { Backend, MemoryStats, ReduceOp, Storage, View } from "../_backend.ts";
+import {
+  type Backend,
+  kernelObservers,
+  type MemoryStats,
+  observeKernel,
+  type ReduceOp,
+  type Storage,
+  type View,
+} from "../_backend.ts";
 import { contiguousStrides, isContiguous, type Shape, sizeOf } from "../_shape.ts";
 import { type DType, f32ToF16Bits, hostArray, storageBytes, type TypedArray } from "../dtype.ts";
 import { children, type Expr, postOrder } from "../ops/_expr.ts";
@@ -66,6 +74,7 @@ export class WasmBackend implements Backend {
   }
 
   _kernel(name: string): Kernel {
+    if (kernelObservers.size) observeKernel("wasm", name);
     const k = this.kernels[name];
     if (!k) throw new Error(`internal: no WASM kernel ${name}`);
     return k;

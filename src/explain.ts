@@ -1,0 +1,74 @@
+/**
+ * `explain`: which kernels a computation runs, one line each, with the ops fused into each.
+ * @module
+ */
+import { kernelObservers, type KernelRecord } from "./_backend.ts";
+import { fusedLabel } from "./_lazy.ts";
+import { sizeOf } from "./_shape.ts";
+import { Tensor } from "./tensor.ts";
+
+/** What `explain` found. */
+export interface Explanation {
+  /** One entry per kernel launch, in order. */
+  kernels: KernelRecord[];
+  /** The same, one line each, as printed. */
+  text: string;
+}
+
+function collectTensors(value: unknown, into: Tensor[]): void {
+  if (value instanceof Tensor) into.push(value);
+  else if (Array.isArray(value)) value.forEach((v) => collectTensors(v, into));
+  else if (value && typeof value === "object") {
+    Object.values(value).forEach((v) => collectTensors(v, into));
+  }
+}
+
+function format(kernels: KernelRecord[]): string {
+  if (!kernels.length) return "no kernels";
+  return kernels.map((k, i) => `${String(i + 1).padStart(3)}. ${k.device} ${k.kernel}`).join("\n");
+}
+
+/**
+ * Explains a computation. Given a tensor: the kernel that would compute it (nothing runs); a
+ * pending tensor lists the ops fused into it. Given a function: runs it once, computes what it
+ * returns, and lists every kernel launched, in order (on WASM each primitive is its own kernel).
+ * Prints the lines unless `{ print: false }`.
+ *
+ * @example
+ * ```ts
+ * import * as gyre from "@gyre/gyre";
+ * const a = gyre.ones([4]), b = gyre.ones([4]), c = gyre.ones([4]);
+ * gyre.explain(() => gyre.relu(a.mul(b).add(c))); // 1 kernel: ones+...+mul+add+relu
+ * ```
+ */
+export function explain(
+  target: Tensor | (() => unknown),
+  options: { print?: boolean } = {},
+): Explanation {
+  const kernels: KernelRecord[] = [];
+  if (target instanceof Tensor) {
+    const pending = target._pending("explain", "target");
+    const meta = target._meta("explain", "target");
+    if (pending) {
+      kernels.push({
+        device: meta.device,
+        kernel: `${fusedLabel(pending)} (pending, ${sizeOf(meta.shape)} elements)`,
+      });
+    }
+  } else {
+    const observer = (r: KernelRecord) => kernels.push(r);
+    kernelObservers.add(observer);
+    try {
+      const outputs: Tensor[] = [];
+      collectTensors(target(), outputs);
+      for (const t of outputs) t._view("explain");
+    } finally {
+      kernelObservers.delete(observer);
+    }
+  }
+  const text = target instanceof Tensor && !kernels.length
+    ? "computed already: no kernel"
+    : format(kernels);
+  if (options.print ?? true) console.log(text);
+  return { kernels, text };
+}

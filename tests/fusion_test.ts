@@ -1,0 +1,267 @@
+/**
+ * The lazy graph and elementwise fusion: dispatch counts, explain, laziness, and random expression
+ * trees (elementwise ops with reductions and norms as fusion barriers) computed fused against the
+ * same trees computed op by op, on both devices.
+ */
+import assert from "node:assert/strict";
+import fc from "fast-check";
+import * as gyre from "../src/mod.ts";
+import { SEED } from "./_harness.ts";
+import { devices } from "./_devices.ts";
+
+const DEVICES = await devices();
+const hasGpu = DEVICES.includes("gpu");
+
+function gpuDispatches(fn: () => void): number {
+  const gpu = gyre.runtime().gpu!;
+  gyre.flush();
+  const before = gpu.batch.totalDispatches;
+  fn();
+  gyre.flush();
+  return gpu.batch.totalDispatches - before;
+}
+
+Deno.test({
+  name: "fusion: relu(a * b + c) is one dispatch",
+  ignore: !hasGpu,
+  fn: async () => {
+    const a = gyre.random.normal([1000], { seed: 1, device: "gpu" });
+    const b = gyre.random.normal([1000], { seed: 2, device: "gpu" });
+    const c = gyre.random.normal([1000], { seed: 3, device: "gpu" });
+    gyre.flush();
+    let y: gyre.Tensor | null = null;
+    // tidy disposes the intermediates (a * b, + c) before they are computed: only y runs.
+    assert.equal(gpuDispatches(() => (y = gyre.tidy(() => gyre.relu(a.mul(b).add(c))))), 1);
+    const [av, bv, cv, yv] = await gyre.readAll([a, b, c, y!]);
+    yv.forEach((v, i) => assert.ok(Math.abs(v - Math.max(av[i] * bv[i] + cv[i], 0)) <= 1e-6));
+    for (const t of [a, b, c, y!]) t.dispose();
+  },
+});
+
+Deno.test({
+  name: "fusion: broadcasts, casts, where and creation fold into one kernel",
+  ignore: !hasGpu,
+  fn: async () => {
+    const m = gyre.random.uniform([64, 32], { seed: 4, device: "gpu" });
+    gyre.flush();
+    let y: gyre.Tensor | null = null;
+    const count = gpuDispatches(() => {
+      y = gyre.tidy(() => {
+        const row = gyre.arange(32, undefined, 1, { device: "gpu" }).cast("float32");
+        return gyre.where(m.greater(0.5), m.mul(row), gyre.zeros([64, 32], { device: "gpu" }))
+          .cast("float16");
+      });
+    });
+    // The arange row reads its element index, so it is computed on its own before being
+    // broadcast; everything else is one kernel.
+    assert.equal(count, 2);
+    const [mv, yv] = await gyre.readAll([m, y!]);
+    for (let i = 0; i < mv.length; i++) {
+      const want = mv[i] > 0.5 ? mv[i] * (i % 32) : 0;
+      assert.ok(
+        Math.abs(yv[i] - want) <= 2 ** -10 * Math.abs(want) + 1e-7,
+        `${i}: ${yv[i]} vs ${want}`,
+      );
+    }
+    m.dispose();
+    y!.dispose();
+  },
+});
+
+Deno.test({
+  name: "fusion: a reduction is a barrier: sum(x * y) is the product kernel then the sum",
+  ignore: !hasGpu,
+  fn: () => {
+    const x = gyre.ones([4096], { device: "gpu" });
+    const { kernels } = gyre.explain(() => gyre.tidy(() => gyre.sum(x.mul(x))), { print: false });
+    assert.deepEqual(kernels.map((k) => k.kernel), ["ones+mul", "sum"]);
+    x.dispose();
+  },
+});
+
+Deno.test("fusion: pending tensors allocate nothing and launch nothing when dropped", async () => {
+  for (const device of DEVICES) {
+    const before = gyre.runtime().stats();
+    const x = gyre.random.normal([1 << 16], { seed: 9, device });
+    const y = x.exp().mul(3);
+    const { text } = gyre.explain(y, { print: false });
+    assert.match(text, /normal.*exp\+mul \(pending, 65536 elements\)/);
+    const after = gyre.runtime().stats();
+    assert.equal(after.wasm.liveBlocks, before.wasm.liveBlocks);
+    assert.equal(after.gpu?.liveBuffers, before.gpu?.liveBuffers);
+    x.dispose();
+    y.dispose();
+    // Once computed, a tensor explains as done.
+    const z = gyre.ones([3], { device }).add(1);
+    assert.deepEqual(Array.from(await z.data()), [2, 2, 2]);
+    assert.equal(gyre.explain(z, { print: false }).text, "computed already: no kernel");
+    z.dispose();
+  }
+});
+
+Deno.test({
+  name: "fusion: long chains are cut into kernels of bounded size",
+  ignore: !hasGpu,
+  fn: async () => {
+    const x = gyre.zeros([8], { device: "gpu" });
+    const { kernels } = gyre.explain(() => {
+      let y = x;
+      for (let i = 0; i < 250; i++) y = y.add(1);
+      return y;
+    }, { print: false });
+    assert.ok(kernels.length >= 3 && kernels.length <= 4, kernels.map((k) => k.kernel).join(", "));
+    x.dispose();
+    const y = gyre.tidy(() => {
+      let t = gyre.zeros([8], { device: "gpu" });
+      for (let i = 0; i < 250; i++) t = t.add(1);
+      return t;
+    });
+    assert.deepEqual(Array.from(await y.data()), new Array(8).fill(250));
+    y.dispose();
+  },
+});
+
+// ---------------------------------------------------------------------------------------------
+// Random expression trees, fused against op by op.
+
+type Node =
+  | { kind: "leaf"; index: number }
+  | { kind: "const"; value: number }
+  | { kind: "unary"; op: string; x: Node }
+  | { kind: "binary"; op: string; a: Node; b: Node }
+  | { kind: "where"; c: Node; a: Node; b: Node }
+  | { kind: "barrier"; op: "sumLast" | "maxLast" | "softmaxLast"; x: Node };
+
+// Ops whose result is finite and tame on inputs in [-2, 2] composed a few times.
+const UNARY = ["neg", "abs", "tanh", "sigmoid", "relu", "silu", "square", "floor", "sin"];
+const BINARY = ["add", "sub", "mul", "maximum", "minimum"];
+
+const nodeArb: fc.Arbitrary<Node> = fc.letrec<{ node: Node }>((tie) => ({
+  node: fc.oneof(
+    { depthSize: "small", withCrossShrink: true },
+    fc.record({ kind: fc.constant("leaf" as const), index: fc.integer({ min: 0, max: 2 }) }),
+    fc.record({ kind: fc.constant("const" as const), value: fc.constantFrom(-1.5, 0, 0.5, 2) }),
+    fc.record({
+      kind: fc.constant("unary" as const),
+      op: fc.constantFrom(...UNARY),
+      x: tie("node"),
+    }),
+    fc.record({
+      kind: fc.constant("binary" as const),
+      op: fc.constantFrom(...BINARY),
+      a: tie("node"),
+      b: tie("node"),
+    }),
+    fc.record({
+      kind: fc.constant("where" as const),
+      c: tie("node"),
+      a: tie("node"),
+      b: tie("node"),
+    }),
+    fc.record({
+      kind: fc.constant("barrier" as const),
+      op: fc.constantFrom("sumLast" as const, "maxLast" as const, "softmaxLast" as const),
+      x: tie("node"),
+    }),
+  ),
+})).node;
+
+function build(node: Node, leaves: gyre.Tensor[]): gyre.Tensor {
+  const run = (n: Node): gyre.Tensor | number => {
+    switch (n.kind) {
+      case "leaf":
+        return leaves[n.index];
+      case "const":
+        return n.value;
+      case "unary": {
+        // A unary op of a bare number would make a tensor on the default device.
+        const x = run(n.x);
+        const t = typeof x === "number" ? leaves[0].mul(0).add(x) : x;
+        return (gyre as unknown as Record<string, (t: gyre.Tensor) => gyre.Tensor>)[n.op](t);
+      }
+      case "binary":
+        return (gyre as unknown as Record<string, (a: unknown, b: unknown) => gyre.Tensor>)[n.op](
+          run(n.a),
+          run(n.b),
+        );
+      case "where": {
+        const c = run(n.c);
+        return gyre.where(typeof c === "number" ? c > 0 : gyre.greater(c, 0), run(n.a), run(n.b));
+      }
+      case "barrier": {
+        const x = run(n.x);
+        const t = typeof x === "number" ? leaves[0].mul(0).add(x) : x;
+        if (n.op === "sumLast") return gyre.sum(t, { axis: -1, keepdims: true }).mul(0.125);
+        if (n.op === "maxLast") return gyre.max(t, { axis: -1, keepdims: true });
+        return gyre.softmax(t, { axis: -1 });
+      }
+    }
+  };
+  const out = run(node);
+  return typeof out === "number" ? leaves[0].mul(0).add(out) : out;
+}
+
+const shapes = fc.constantFrom(
+  [[5, 8], [5, 8], [5, 8]],
+  [[5, 8], [8], [5, 1]],
+  [[3, 1, 8], [4, 8], [1]],
+  [[257], [257], [1]],
+);
+
+Deno.test("fusion: random expression trees, fused equal op by op (both devices)", async () => {
+  const rt = gyre.runtime();
+  await fc.assert(
+    fc.asyncProperty(
+      nodeArb,
+      shapes,
+      fc.integer({ min: 0, max: 1000 }),
+      async (tree, shapeSet, seed) => {
+        for (const device of DEVICES) {
+          const results: Float32Array[] = [];
+          for (const fusion of [true, false]) {
+            rt.fusion = fusion;
+            try {
+              const out = gyre.tidy(() => {
+                const leaves = shapeSet.map((shape, i) =>
+                  gyre.random.uniform(shape, { seed: seed + i, low: -2, high: 2, device })
+                );
+                return build(tree, leaves);
+              });
+              results.push((await out.data()) as Float32Array);
+              out.dispose();
+            } finally {
+              rt.fusion = true;
+            }
+          }
+          const [fused, eager] = results;
+          assert.equal(fused.length, eager.length);
+          // WASM evaluates node by node either way: identical. The GPU may contract a*b+c into a
+          // fused multiply-add inside one kernel but not across kernels: a few ulp, and floor and
+          // where can turn such an ulp into a step, so compare with a tolerance that admits those
+          // rare flips only on the GPU.
+          let mismatches = 0;
+          fused.forEach((v, i) => {
+            const w = eager[i];
+            const ok = Number.isNaN(w)
+              ? Number.isNaN(v)
+              : device === "wasm"
+              ? Object.is(v, w) || v === w
+              : Math.abs(v - w) <= 1e-5 * Math.max(1, Math.abs(w));
+            if (!ok) mismatches++;
+          });
+          if (device === "wasm") {
+            assert.equal(
+              mismatches,
+              0,
+              `wasm fused != op by op for ${JSON.stringify(tree)}`,
+            );
+          } else {assert.ok(
+              mismatches <= Math.max(1, fused.length / 100),
+              `gpu: ${mismatches} of ${fused.length} differ for ${JSON.stringify(tree)}`,
+            );}
+        }
+      },
+    ),
+    { seed: SEED, numRuns: 40 },
+  );
+});
