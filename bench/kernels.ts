@@ -50,10 +50,12 @@ const failures: string[] = [];
 async function timeKernel(
   fn: () => gyre.Tensor | void,
 ): Promise<{ us: number; dispatches: number }> {
-  gyre.tidy(() => fn()); // compile and warm the pool
+  // gyre is lazy: realize() makes each run compute its result (recorded, not waited for).
+  const once = () => gyre.tidy(() => fn())?.realize().dispose();
+  once(); // compile and warm the pool
   await gyre.sync();
   profiler.start();
-  for (let r = 0; r < runs; r++) gyre.tidy(() => fn());
+  for (let r = 0; r < runs; r++) once();
   const timings = await profiler.stop();
   const per = timings.length / runs;
   const totals: number[] = [];
@@ -288,6 +290,17 @@ async function chain(length: number): Promise<number> {
 const chain100 = await chain(100);
 const chain1100 = await chain(1100);
 const perOpUs = ((chain1100 - chain100) / 1000) * 1000;
+// The same with fusion off: one kernel per op, the eager cost of an op.
+rt.fusion = false;
+const eager100 = await chain(100);
+const eager1100 = await chain(1100);
+rt.fusion = true;
+const eagerPerOpUs = ((eager1100 - eager100) / 1000) * 1000;
+console.error(
+  `unfused: chain 100: ${eager100.toFixed(2)} ms, 1100: ${eager1100.toFixed(2)} ms, per op ${
+    eagerPerOpUs.toFixed(2)
+  } us`,
+);
 console.error(
   `chain 100: ${chain100.toFixed(2)} ms, chain 1100: ${chain1100.toFixed(2)} ms, per op ${
     perOpUs.toFixed(2)
@@ -315,6 +328,7 @@ const result = {
   runs,
   copyGBps: { vec4Kernel: copy.kernel, queueCopy: copy.queue, yardstick: copyGBps },
   chain: { ops100Ms: chain100, ops1100Ms: chain1100, perOpUs },
+  chainUnfused: { ops100Ms: eager100, ops1100Ms: eager1100, perOpUs: eagerPerOpUs },
   mapAsyncCallsForTenTensorReadback: mapCalls,
   kernels: rows,
   failures,
@@ -335,6 +349,9 @@ const md = [
   `Chain of small (1 Ki) adds read back once: 100 ops ${chain100.toFixed(2)} ms, 1100 ops ${
     chain1100.toFixed(2)
   } ms: ${perOpUs.toFixed(2)} us per extra op.`,
+  `The same with fusion off (one kernel per op): 100 ops ${eager100.toFixed(2)} ms, 1100 ops ${
+    eager1100.toFixed(2)
+  } ms: ${eagerPerOpUs.toFixed(2)} us per extra op.`,
   `mapAsync calls for a read-back of ten tensors: ${mapCalls}.`,
   ...(failures.length ? ["", "Failures:", ...failures.map((f) => `- ${f}`)] : []),
   "",

@@ -164,6 +164,22 @@ export class Tensor {
     if (--view.storage.refs === 0) view.storage.backend.free(view.storage);
   }
 
+  /**
+   * Computes a pending (lazy) tensor now: its kernel is recorded into the open GPU batch, which is
+   * sent with the next flush or read; nothing waits. Returns the tensor itself. Use it to stop
+   * fusion at a point, or to make a benchmark's every op run.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.ones([4]).mul(2).realize(); // one kernel, recorded now
+   * ```
+   */
+  realize(): this {
+    this._view("realize");
+    return this;
+  }
+
   /** `using t = ...` disposes at the end of the block. */
   [Symbol.dispose](): void {
     this.dispose();

@@ -32,7 +32,9 @@ async function main() {
     return async (r: number) => {
       let last: gyre.Tensor | null = null;
       for (let i = 0; i < r; i++) {
-        const t = op();
+        // gyre is lazy: realize() makes every op run (recorded, not waited for), as the other
+        // libraries' eager ops do.
+        const t = op().realize();
         last?.dispose();
         last = t;
       }
