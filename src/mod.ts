@@ -23,6 +23,7 @@ export {
 } from "./runtime.ts";
 export { tidy } from "./tidy.ts";
 export { explain, type Explanation } from "./explain.ts";
+export { jit } from "./jit.ts";
 export {
   arange,
   type CreationOptions,

@@ -50,6 +50,22 @@ export class GpuStorage implements Storage {
   ) {}
 }
 
+/** One recorded dispatch: enough to issue it again over other buffers. */
+export interface RecordedDispatch {
+  label: string;
+  kernel: Kernel;
+  buffers: GPUBuffer[];
+  uniforms: Uint32Array;
+  grid: [number, number];
+}
+
+/** What a trace sees of the GPU backend. */
+export interface DispatchRecorder {
+  allocated(buffer: GPUBuffer, storage: GpuStorage): void;
+  uploaded(buffer: GPUBuffer): void;
+  dispatched(d: RecordedDispatch): void;
+}
+
 /** Receives the timestamp slot of each dispatch while a benchmark profiles. */
 export type DispatchProfiler = (kernel: string) => TimestampSlot | undefined;
 
@@ -64,6 +80,16 @@ export class GpuBackend implements Backend {
   lostReason: string | null = null;
   /** Benchmarks set this to wrap dispatches in timestamp writes. */
   profiler: DispatchProfiler | null = null;
+  /** `jit` sets this while tracing to record allocations, uploads and dispatches. */
+  recorder: DispatchRecorder | null = null;
+  /** The live storage over each pool buffer handed out (for `jit`'s captured constants). */
+  #owners = new WeakMap<GPUBuffer, GpuStorage>();
+
+  /** The storage a buffer currently backs, if it is live. */
+  storageOf(buffer: GPUBuffer): GpuStorage | undefined {
+    const s = this.#owners.get(buffer);
+    return s && s.refs > 0 ? s : undefined;
+  }
   #pipelines = new Map<string, Kernel>();
 
   constructor(acquired: AcquiredDevice) {
@@ -126,7 +152,10 @@ export class GpuBackend implements Backend {
   _alloc(op: string, dtype: DType, length: number): GpuStorage {
     this.batch.open();
     const buffer = this.pool.acquire(length * storageBytes(dtype), op);
-    return new GpuStorage(this, buffer, length, dtype);
+    const storage = new GpuStorage(this, buffer, length, dtype);
+    this.#owners.set(buffer, storage);
+    this.recorder?.allocated(buffer, storage);
+    return storage;
   }
 
   /** Workgroup grid for `invocations`, folded into two dimensions past the per-dimension limit. */
@@ -146,12 +175,14 @@ export class GpuBackend implements Backend {
     grid: [number, number],
   ): void {
     if (kernelObservers.size) observeKernel("gpu", kernel);
+    this.recorder?.dispatched({ label: kernel, kernel: pipeline, buffers, uniforms, grid });
     this.batch.dispatch(pipeline, buffers, uniforms, grid, this.profiler?.(kernel));
   }
 
   upload(dtype: DType, data: TypedArray): Storage {
     this._check("tensor", [dtype]);
     const storage = this._alloc("tensor", dtype, data.length);
+    this.recorder?.uploaded(storage.buffer);
     if (data.length === 0) return storage;
     let bytes: ArrayBufferView;
     if (dtype === "float16") {

@@ -1,0 +1,100 @@
+/**
+ * jit: one trace per input signature, replays that compute what the function computes, captured
+ * constants, a memory plan that returns every intermediate, and the WASM fallback.
+ */
+import assert from "node:assert/strict";
+import * as gyre from "../src/mod.ts";
+import { devices, liveCounts } from "./_devices.ts";
+
+const DEVICES = await devices();
+const hasGpu = DEVICES.includes("gpu");
+
+function reference(x: Float32Array, w: Float32Array): number[] {
+  // relu(x * w + 1), its sum, and a softmax-free second output: x * 2.
+  const h = Array.from(x, (v, i) => Math.max(v * w[i] + 1, 0));
+  return [h.reduce((a, b) => a + b, 0), ...Array.from(x, (v) => v * 2)];
+}
+
+Deno.test({
+  name: "jit: traces once per signature and replays the same results",
+  ignore: !hasGpu,
+  fn: async () => {
+    let traces = 0;
+    const w = gyre.random.uniform([256], { seed: 1, low: -1, high: 1, device: "gpu" }).realize();
+    const step = gyre.jit((x: gyre.Tensor) => {
+      traces++;
+      return [gyre.relu(x.mul(w).add(1)).sum(), x.mul(2)];
+    });
+    const [wv] = await gyre.readAll([w]);
+    for (let call = 0; call < 4; call++) {
+      const x = gyre.random.normal([256], { seed: 10 + call, device: "gpu" });
+      const [s, d] = step(x) as gyre.Tensor[];
+      const [xv, sv, dv] = await gyre.readAll([x, s, d]);
+      const want = reference(xv as Float32Array, wv as Float32Array);
+      assert.ok(Math.abs(sv[0] - want[0]) <= 1e-4 * Math.abs(want[0]), `${sv[0]} vs ${want[0]}`);
+      assert.deepEqual(Array.from(dv), want.slice(1));
+      for (const t of [x, s, d]) t.dispose();
+    }
+    assert.equal(traces, 1, "one trace for one signature");
+    // Another shape is another signature.
+    const y = gyre.ones([100], { device: "gpu" });
+    assert.throws(() => step(y), gyre.ShapeError); // traced with w of 256: the function's own error
+    y.dispose();
+    w.dispose();
+  },
+});
+
+Deno.test({
+  name: "jit: a replay launches the traced kernels and nothing else",
+  ignore: !hasGpu,
+  fn: () => {
+    const f = gyre.jit((a: gyre.Tensor, b: gyre.Tensor) => gyre.tanh(a.mul(b)).sum({ axis: 1 }));
+    const a = gyre.ones([64, 64], { device: "gpu" }).realize();
+    const b = gyre.ones([64, 64], { device: "gpu" }).realize();
+    const first = gyre.explain(() => f(a, b), { print: false }).kernels;
+    const second = gyre.explain(() => f(a, b), { print: false }).kernels;
+    assert.deepEqual(second, first);
+    assert.ok(first.length >= 2, first.map((k) => k.kernel).join(", "));
+    a.dispose();
+    b.dispose();
+  },
+});
+
+Deno.test({
+  name: "jit: replays return every intermediate to the pool",
+  ignore: !hasGpu,
+  fn: async () => {
+    const f = gyre.jit((x: gyre.Tensor) => {
+      const h = gyre.silu(x.mul(3)).realize(); // a kernel of its own: an intermediate buffer
+      return gyre.exp(h.sub(1)).mean();
+    });
+    const x = gyre.random.uniform([4096], { seed: 3, device: "gpu" }).realize();
+    (f(x) as gyre.Tensor).dispose(); // trace
+    gyre.flush();
+    const before = liveCounts();
+    for (let i = 0; i < 20; i++) {
+      const r = f(x) as gyre.Tensor;
+      await r.data();
+      r.dispose();
+    }
+    gyre.flush();
+    assert.deepEqual(liveCounts(), before);
+    x.dispose();
+  },
+});
+
+Deno.test("jit: on WASM the function runs each call", async () => {
+  let calls = 0;
+  const f = gyre.jit((x: gyre.Tensor) => {
+    calls++;
+    return x.add(1);
+  });
+  for (let i = 0; i < 3; i++) {
+    const x = gyre.tensor([1, 2], { device: "wasm" });
+    const y = f(x) as gyre.Tensor;
+    assert.deepEqual(Array.from(await y.data()), [2, 3]);
+    x.dispose();
+    y.dispose();
+  }
+  assert.equal(calls, 3);
+});
