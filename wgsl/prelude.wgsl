@@ -250,6 +250,9 @@ fn g_gelu_tanh(x: f32) -> f32 {
 
 fn g_silu(x: f32) -> f32 {
   // x * sigmoid(x) written as a quotient: exp(-x) overflowing to +Inf gives -0, not NaN.
+  // Below -80, silu(x) = x e^x (to 1e-35) and stays normal down to x ~ -91.5, but exp(-x)
+  // overflows past 88.7 and exp(x) is subnormal (flushed by some GPUs): scale by 2^64 inside.
+  if (x < -80.0) { return (x * exp(x + 44.3614195558365)) * 5.421010862427522e-20; }
   return x / (1.0 + exp(-x));
 }
 
@@ -263,7 +266,8 @@ fn g_mish(x: f32) -> f32 {
 }
 
 fn g_hardswish(x: f32) -> f32 {
-  return select(x * clamp(x + 3.0, 0.0, 6.0) / 6.0, x, g_isnan(x));
+  // Divide before multiplying: x * 6 overflows for x above f32 max / 6.
+  return select(x * (clamp(x + 3.0, 0.0, 6.0) / 6.0), x, g_isnan(x));
 }
 
 fn g_hardsigmoid(x: f32) -> f32 {

@@ -8,6 +8,8 @@
  * @module
  */
 import type { DType } from "../dtype.ts";
+import { type Expr, exprKey } from "../ops/_expr.ts";
+import { emitBody } from "./_codegen_elementwise.ts";
 import { computeType, literal, loadAs, preludeFor, storageType, storeAs } from "./_wgsl_types.ts";
 
 /** Reductions with a GPU kernel. */
@@ -29,6 +31,11 @@ export interface ReduceSpec {
    * offset, the row length and the chunk length to be multiples of 4; not for arg reductions).
    */
   vec4?: boolean;
+  /**
+   * An elementwise expression fused in front of the reduction: element i of the reduced tensor is
+   * `expr` over input k's element i (input 0 is `src`, of `inDtype`; the others `src1`, ...).
+   */
+  prologue?: { expr: Expr; inputs: DType[] };
   /** "contiguous": row r is elements [off + r*R, off + r*R + R). "strided": through strides. */
   mode: "contiguous" | "strided";
   outerRank: number;
@@ -45,11 +52,26 @@ export function reduceKey(s: ReduceSpec): string {
     s.pairsOut ? ">p" : ""
   }|${s.mode}|${s.outerRank}.${s.innerRank}|${s.variant}|${
     s.subgroups ? "sg" : "sh"
-  }|wg${s.workgroupSize}${s.vec4 ? "|v4" : ""}`;
+  }|wg${s.workgroupSize}${s.vec4 ? "|v4" : ""}${
+    s.prologue ? `|pro:${s.prologue.inputs.join(",")}:${exprKey(s.prologue.expr)}` : ""
+  }`;
 }
 
-/** Uniform words: M, R, C, L, off, pad..., outer shape, outer strides, inner shape, inner strides. */
-const U_WORDS = 8 + 4 * 8;
+/**
+ * Uniform words: M, R, C, L, off, pad..., then `dims` vectors: outer shape, outer strides, inner
+ * shape, inner strides (input 0), and for each further prologue input its outer and inner strides;
+ * then the further inputs' offsets.
+ */
+function uniformWords(extraInputs: number): number {
+  return 8 + 4 * (8 + 4 * extraInputs) + 4 * Math.ceil(extraInputs / 4);
+}
+
+/** Strides of one further prologue input, and its offset. */
+export interface ExtraInput {
+  offset: number;
+  outerStrides: readonly number[];
+  innerStrides: readonly number[];
+}
 
 /** Packs the uniform block for one dispatch. */
 export function reduceUniforms(
@@ -60,13 +82,21 @@ export function reduceUniforms(
   offset: number,
   outer: { shape: readonly number[]; strides: readonly number[] },
   inner: { shape: readonly number[]; strides: readonly number[] },
+  extra: readonly ExtraInput[] = [],
 ): Uint32Array {
-  const u = new Uint32Array(U_WORDS);
+  const u = new Uint32Array(uniformWords(extra.length));
   u.set([rows, rowLength, chunks, chunkLength, offset]);
   outer.shape.forEach((d, i) => (u[8 + i] = d));
   outer.strides.forEach((d, i) => (u[16 + i] = d));
   inner.shape.forEach((d, i) => (u[24 + i] = d));
   inner.strides.forEach((d, i) => (u[32 + i] = d));
+  const offsets = 8 + 4 * (8 + 4 * extra.length);
+  extra.forEach((x, k) => {
+    const base = 8 + 4 * (8 + 4 * k);
+    x.outerStrides.forEach((d, i) => (u[base + i] = d));
+    x.innerStrides.forEach((d, i) => (u[base + 8 + i] = d));
+    u[offsets + k] = x.offset;
+  });
   return u;
 }
 
@@ -135,15 +165,13 @@ function accumulator(s: ReduceSpec) {
     declare: arg
       ? `var acc: ${t} = ${id};\n  var acc_i: u32 = 0xffffffffu;`
       : `var acc: ${t} = ${id};`,
-    /** Folds element `e` (an index into src) at row position `j`. */
-    feed(e: string, j: string): string {
-      if (!arg) return `acc = ${c("acc", loadAs(s.inDtype, `src[${e}]`))};`;
+    /** Folds the element whose value is `v` (see `elementValue`) at row position `j`. */
+    feed(v: string, j: string): string {
+      if (!arg) return `acc = ${c("acc", v)};`;
       if (s.pairsIn) {
-        return `{ let pair = src[${e}]; ${
-          take(`bitcast<${t}>(pair.x)`, "pair.y", ["acc", "acc_i"])
-        } }`;
+        return `{ let pair = ${v}; ${take(`bitcast<${t}>(pair.x)`, "pair.y", ["acc", "acc_i"])} }`;
       }
-      return `{ let v = ${loadAs(s.inDtype, `src[${e}]`)}; ${take("v", j, ["acc", "acc_i"])} }`;
+      return `{ let v = ${v}; ${take("v", j, ["acc", "acc_i"])} }`;
     },
     shuffle: arg
       ? `{ let v = subgroupShuffleXor(acc, mask); let i = subgroupShuffleXor(acc_i, mask); ${
@@ -192,7 +220,6 @@ function betterFunction(op: "argmax" | "argmin", t: string): string {
  */
 function vectorLoop(s: ReduceSpec, t: string): string[] {
   const wg = s.workgroupSize;
-  const v = (x: string) => loadAs(s.inDtype, x);
   const id = literal(identity(s.op, s.outDtype), s.outDtype === "float16" ? "float32" : s.outDtype);
   const fold = (a: string, b: string) =>
     s.op === "sum"
@@ -202,8 +229,18 @@ function vectorLoop(s: ReduceSpec, t: string): string[] {
       : `vec4(${
         ["x", "y", "z", "w"].map((c) => combine(s.op, t, `${a}.${c}`, `${b}.${c}`)).join(", ")
       })`;
-  const load = (i: string) => s.inDtype === "float16" ? `vec4<f32>(src[${i}])` : `src[${i}]`;
-  void v;
+  // Vector i of every input: four lanes of the prologue, or the converted vector itself.
+  const load = (i: string) => {
+    if (!s.prologue) return s.inDtype === "float16" ? `vec4<f32>(src[${i}])` : `src[${i}]`;
+    const names = s.prologue.inputs.map((_, k) => (k === 0 ? "src" : `src${k}`));
+    // Input k's vectors sit at its own offset: shift the index by the offsets' difference.
+    const at = (k: number) => (k === 0 ? i : `${i} + shift${k}`);
+    const lanes = ["x", "y", "z", "w"].map((c) =>
+      `f(${names.map((n, k) => v(`${n}[${at(k)}].${c}`, k)).join(", ")}, 0u)`
+    );
+    return `vec4<${t}>(${lanes.join(", ")})`;
+  };
+  const v = (x: string, k = 0) => loadAs(s.prologue ? s.prologue.inputs[k] : s.inDtype, x);
   return [
     `  var acc4 = vec4<${t}>(${id});`,
     "  let base4 = base / 4u;",
@@ -238,19 +275,61 @@ export function generateReduce(s: ReduceSpec): string {
     : storageType(s.inDtype);
   const dstType = s.pairsOut ? "vec2<u32>" : a.arg ? "i32" : storageType(s.outDtype);
   const lines: string[] = [];
-  if (half) lines.push("enable f16;");
+  const inputs = s.prologue?.inputs ?? [s.inDtype];
+  const extra = inputs.length - 1;
+  if (half || inputs.includes("float16")) lines.push("enable f16;");
+  const offsField = extra ? `, offs: array<vec4<u32>, ${Math.ceil(extra / 4)}>` : "";
   lines.push(
-    "struct Params { rows: u32, len: u32, chunks: u32, chunk_len: u32, off: u32, pad0: u32, pad1: u32, pad2: u32, dims: array<vec4<u32>, 8> }",
-    `@group(0) @binding(0) var<storage, read> src: array<${srcType}>;`,
-    `@group(0) @binding(1) var<storage, read_write> dst: array<${dstType}>;`,
-    "@group(0) @binding(2) var<uniform> p: Params;",
+    `struct Params { rows: u32, len: u32, chunks: u32, chunk_len: u32, off: u32, pad0: u32, pad1: u32, pad2: u32, dims: array<vec4<u32>, ${
+      8 + 4 * extra
+    }>${offsField} }`,
+  );
+  inputs.forEach((dtype, k) => {
+    const type = k === 0 ? srcType : vector ? `vec4<${storageType(dtype)}>` : storageType(dtype);
+    lines.push(`@group(0) @binding(${k}) var<storage, read> ${k === 0 ? "src" : `src${k}`}: array<${type}>;`);
+  });
+  lines.push(
+    `@group(0) @binding(${inputs.length}) var<storage, read_write> dst: array<${dstType}>;`,
+    `@group(0) @binding(${inputs.length + 1}) var<uniform> p: Params;`,
   );
   if (a.better) lines.push(a.better);
-  const rowBase = s.mode === "contiguous"
+  if (s.prologue) {
+    const params = inputs.map((d, k) => `x${k}: ${computeType(d)}`).concat("idx: u32");
+    const valueType = computeType(s.prologue.expr.dtype);
+    lines.push(`fn f(${params.join(", ")}) -> ${valueType} {\n${emitBody(s.prologue.expr)}\n}`);
+  }
+  // Per-input offsets (input 0's is p.off), and in vec4 mode each input's shift from input 0.
+  const offsets: string[] = [];
+  for (let k = 1; k <= extra; k++) {
+    offsets.push(`let p_off${k} = p.offs[${(k - 1) >> 2}][${(k - 1) & 3}];`);
+    if (vector) offsets.push(`let shift${k} = p_off${k} / 4u - p.off / 4u;`);
+  }
+  const offsetLines = offsets.length ? `${offsets.join("\n  ")}\n  ` : "";
+  const rowBase = offsetLines + (s.mode === "contiguous"
     ? "let base = p.off + row * p.len;"
-    : `${decompose("outer_off", "row", s.outerRank, 0, 2)}\n  let base = p.off + outer_off;`;
-  const element = s.mode === "contiguous" ? "base + j" : "base + inner_off";
-  const innerOff = s.mode === "contiguous" ? "" : decompose("inner_off", "j", s.innerRank, 4, 6);
+    : [
+      decompose("outer_off", "row", s.outerRank, 0, 2),
+      "let base = p.off + outer_off;",
+      ...Array.from({ length: extra }, (_, i) => {
+        const k = i + 1;
+        return `${decompose(`outer_off${k}`, "row", s.outerRank, 0, 8 + 4 * i)}\n  let base${k} = p_off${k} + outer_off${k};`;
+      }),
+    ].join("\n  "));
+  const innerOff = s.mode === "contiguous" ? "" : [
+    decompose("inner_off", "j", s.innerRank, 4, 6),
+    ...Array.from({ length: extra }, (_, i) => decompose(`inner_off${i + 1}`, "j", s.innerRank, 4, 10 + 4 * i)),
+  ].join("\n  ");
+  /** The value of the element at row position j: a load, or the prologue over every input. */
+  const elementValue = (): string => {
+    const at = (k: number) =>
+      s.mode === "contiguous"
+        ? (k === 0 ? "base + j" : `p_off${k} + row * p.len + j`)
+        : (k === 0 ? "base + inner_off" : `base${k} + inner_off${k}`);
+    if (s.pairsIn) return `src[${at(0)}]`;
+    if (!s.prologue) return loadAs(s.inDtype, `src[${at(0)}]`);
+    const xs = inputs.map((d, k) => loadAs(d, `${k === 0 ? "src" : `src${k}`}[${at(k)}]`));
+    return `f(${xs.join(", ")}, 0u)`;
+  };
   if (s.variant === "thread") {
     lines.push(
       `@compute @workgroup_size(${wg})`,
@@ -261,7 +340,7 @@ export function generateReduce(s: ReduceSpec): string {
       `  ${a.declare}`,
       "  for (var j = 0u; j < p.len; j++) {",
       `  ${innerOff}`,
-      `    ${a.feed(element, "j")}`,
+      `    ${a.feed(elementValue(), "j")}`,
       "  }",
       `  ${a.store("row")}`,
       "}",
@@ -293,7 +372,7 @@ export function generateReduce(s: ReduceSpec): string {
       ...(vector ? vectorLoop(s, a.type) : [
         `  for (var j = start + lid; j < stop; j += ${wg}u) {`,
         `  ${innerOff}`,
-        `    ${a.feed(element, "j")}`,
+        `    ${a.feed(elementValue(), "j")}`,
         "  }",
       ]),
     );

@@ -1,0 +1,690 @@
+/**
+ * Property tests of the elementwise kernels (src/ops/_elementwise_table.ts): every unary and
+ * binary op, every dtype it accepts, against the WASM reference, over random shapes and layouts
+ * (contiguous, broadcast, transposed, sliced with negative steps, 0-d, JS scalars) so that the
+ * vec4, scalar and strided GPU variants all run; the scalar variant is also forced through
+ * `setPlanOverride`.
+ *
+ * Tolerances follow the WGSL accuracy table (f32): each GPU builtin may be off from the exact
+ * value by the stated amount, and the WASM reference (AssemblyScript computing in f64 and rounding
+ * once) is within 0.5 ULP of the exact value, so the GPU-vs-WASM distance gets 0.5 ULP more
+ * (rounded up to whole ULPs). Subnormals: WGSL lets a GPU flush subnormal inputs and results to
+ * zero, so results below 2^-126 compare as zero and a result may instead match the reference
+ * computed with subnormal inputs replaced by ±0 (or, for ops monotone near 0, lie between the
+ * references at ±0 and at ±2^-126: lavapipe's log of a subnormal treats it as a value of exponent
+ * -127, neither the value nor zero).
+ * @module
+ */
+import fc from "fast-check";
+import * as gyre from "../src/mod.ts";
+import {
+  Bag,
+  EXACT,
+  fillFloat,
+  type FloatDomain,
+  FULL,
+  hostData,
+  type LayoutKind,
+  LAYOUTS,
+  makeLayout,
+  MIN_NORMAL,
+  mulberry32,
+  operandOn,
+  property,
+  shapeArb,
+  sizeOf,
+  SPECIALS_F32,
+  type Tol,
+  ulpOf,
+  within,
+} from "./_harness.ts";
+
+type DType = gyre.DType;
+const U = 2 ** -24;
+
+/** How one op is tested. */
+interface OpSpec {
+  /** Operand dtypes drawn (each operand independently, 60% of the time equal to the first). */
+  dtypes: readonly DType[];
+  /** Float values of operand `k`. */
+  domain?: (k: number) => FloatDomain;
+  /** Integer values of operand `k` (full range and specials when absent). */
+  intRange?: (k: number, dtype: DType) => { lo: number; hi: number } | undefined;
+  /** Tolerance of float results; `x` are the operands' values at the element. Exact when absent. */
+  tol?: (x: number[], want: number) => Tol;
+  /** Near zero the op is monotone in each operand (see the module doc on subnormals). */
+  monotone?: boolean;
+  /** ±0 must match exactly (ops that copy or negate the sign bit). */
+  signedZero?: boolean;
+  /** Ops taking `{ alpha }`: its values (the same constant on both devices; x[1] in `tol`). */
+  alpha?: FloatDomain;
+}
+
+const ALL: readonly DType[] = ["float32", "float16", "int32", "uint32", "bool"];
+const NUMERIC = ALL;
+/** Float ops accept every dtype: integers and bools compute in float32. */
+const FLOATS = ALL;
+
+/** Integers small enough to convert to f32 exactly (float ops on integer tensors). */
+const smallInts = (_k: number, dtype: DType) =>
+  dtype === "uint32" ? { lo: 0, hi: 1 << 20 } : { lo: -(1 << 20), hi: 1 << 20 };
+
+const ulps = (n: number): Tol => ({ ulp: Math.ceil(n) });
+
+/**
+ * log and log2 (WGSL): absolute error 2^-21 for x in [0.5, 2], 3 ULP elsewhere (+0.5 reference,
+ * rounded to 4). `scale` converts log to log2 for the absolute bound.
+ */
+const logTol = (scale: number) => (x: number[], _w: number): Tol =>
+  x[0] >= 0.5 && x[0] <= 2 ? { atol: scale * 2 ** -21 + 2 * U, ulp: 4 } : ulps(4);
+
+/** exp and exp2 (WGSL): 3 + 2|x| ULP, +0.5 for the reference. */
+const expTol = (x: number[]): Tol => ulps(3.5 + 2 * Math.abs(x[0]));
+
+const TRIG: FloatDomain = {
+  kind: "uniform",
+  lo: -Math.PI,
+  hi: Math.PI,
+  specials: [NaN, Infinity, -Infinity, 0, -0, 1e-40, -1e-40, Math.PI, -Math.PI, 1.5707963],
+};
+
+const UNARY_SPECS: Record<string, OpSpec> = {
+  // Exact ops: WGSL requires correctly rounded negation, abs, min, max, floor, ceil, round,
+  // multiplication; the reference computes the same f32 operation.
+  neg: { dtypes: NUMERIC, signedZero: true },
+  abs: { dtypes: NUMERIC, signedZero: true },
+  sign: { dtypes: NUMERIC },
+  square: { dtypes: NUMERIC },
+  floor: { dtypes: FLOATS, intRange: smallInts, signedZero: true },
+  ceil: { dtypes: FLOATS, intRange: smallInts, signedZero: true },
+  round: {
+    dtypes: FLOATS,
+    intRange: smallInts,
+    signedZero: true,
+    // Halves exercise round-half-to-even.
+    domain: () => ({
+      ...FULL,
+      specials: [...SPECIALS_F32, 0.5, -0.5, 3.5, -3.5, 4.5, 2.5e6 + 0.5],
+    }),
+  },
+  // 1/x: WGSL division is 2.5 ULP for |x| in [2^-126, 2^126]; larger divisors have no bound
+  // (their reciprocal is subnormal), so the domain stops at 2^120; +0.5 reference = 3 ULP.
+  reciprocal: {
+    dtypes: FLOATS,
+    intRange: smallInts,
+    domain: () => ({ ...FULL, minExp: -120, maxExp: 120 }),
+    tol: () => ulps(3),
+    monotone: true,
+  },
+  exp: {
+    dtypes: FLOATS,
+    intRange: () => ({ lo: -100, hi: 100 }),
+    domain: () => ({ ...FULL, kind: "uniform", lo: -100, hi: 100 }),
+    tol: expTol,
+    monotone: true,
+  },
+  exp2: {
+    dtypes: FLOATS,
+    intRange: () => ({ lo: -150, hi: 130 }),
+    domain: () => ({ ...FULL, kind: "uniform", lo: -150, hi: 130 }),
+    tol: expTol,
+    monotone: true,
+  },
+  log: {
+    dtypes: FLOATS,
+    intRange: smallInts,
+    domain: () => ({ ...FULL, minExp: -40, maxExp: 40, specials: [...SPECIALS_F32, 0.5, 2, 0.75] }),
+    tol: logTol(1),
+    monotone: true,
+  },
+  log2: {
+    dtypes: FLOATS,
+    intRange: smallInts,
+    domain: () => ({ ...FULL, minExp: -40, maxExp: 40, specials: [...SPECIALS_F32, 0.5, 2, 0.75] }),
+    tol: logTol(1 / Math.LN2),
+    monotone: true,
+  },
+  // log1p(x) = log(u) * x / (u - 1), u = 1 + x: for u in [0.5, 2] log's absolute 2^-21 becomes an
+  // absolute 2^-21 * x/(u-1) ~ 2^-21 on the result, plus the multiply and divide (3 ULP);
+  // elsewhere log's 3 ULP plus those 3: 7 ULP.
+  log1p: {
+    dtypes: FLOATS,
+    intRange: () => ({ lo: -1, hi: 1 << 20 }),
+    domain: () => ({
+      kind: "log",
+      minExp: -30,
+      maxExp: 30,
+      specials: [...SPECIALS_F32, -0.5, 1, -0.99, 1e-8, -1e-8],
+    }),
+    tol: (x) => (1 + x[0] >= 0.5 && 1 + x[0] <= 2 ? { atol: 2 ** -20, ulp: 4 } : ulps(7)),
+    monotone: true,
+  },
+  // expm1(x) = (u - 1) * x / log(u), u = exp(x): for u in [0.5, 2] (|x| < ln 2) the error of u
+  // cancels between u - 1 and log(u) and log's absolute 2^-21 leaves ~2^-21 * u <= 2^-20 on the
+  // result; elsewhere exp's (3 + 2|x|) ULP at most doubles through u - 1 (u >= 2 or u <= 0.5), plus
+  // log 3 ULP and the multiply and divide: 12 + 4|x| ULP.
+  expm1: {
+    dtypes: FLOATS,
+    intRange: () => ({ lo: -100, hi: 100 }),
+    domain: () => ({
+      kind: "uniform",
+      lo: -100,
+      hi: 100,
+      specials: [...SPECIALS_F32, 1e-8, -1e-8, 0.25, -0.25, 0.69, -0.69],
+      pSpecial: 0.2,
+    }),
+    tol: (
+      x,
+    ) => (Math.abs(x[0]) < Math.LN2 ? { atol: 2 ** -20, ulp: 4 } : ulps(12 + 4 * Math.abs(x[0]))),
+    monotone: true,
+  },
+  // sqrt (WGSL): inherited from 1 / inverseSqrt(x): 2 + 2.5 ULP, +0.5 reference.
+  sqrt: { dtypes: FLOATS, intRange: smallInts, tol: () => ulps(5), monotone: true },
+  // inverseSqrt (WGSL): 2 ULP, +0.5 reference.
+  rsqrt: { dtypes: FLOATS, intRange: smallInts, tol: () => ulps(3), monotone: true },
+  // sin, cos (WGSL): absolute 2^-11 inside [-pi, pi] and no bound outside, so the domain is
+  // [-pi, pi] (plus NaN and infinities, which must give NaN).
+  sin: {
+    dtypes: FLOATS,
+    intRange: () => ({ lo: -3, hi: 3 }),
+    domain: () => TRIG,
+    tol: () => ({ atol: 2 ** -11 }),
+    monotone: true,
+  },
+  cos: {
+    dtypes: FLOATS,
+    intRange: () => ({ lo: -3, hi: 3 }),
+    domain: () => TRIG,
+    tol: () => ({ atol: 2 ** -11 }),
+    monotone: true,
+  },
+  // tan (WGSL): inherited from sin/cos. With absolute errors e = 2^-11 on both,
+  // |d tan| <= e (1 + |tan x|) / |cos x|, plus the divide's 2.5 ULP; the domain keeps |cos x| >= 0.27
+  // (|x| <= 1.3) so the bound stays meaningful.
+  tan: {
+    dtypes: FLOATS,
+    intRange: () => ({ lo: -1, hi: 1 }),
+    domain: () => ({ ...TRIG, lo: -1.3, hi: 1.3 }),
+    tol: (x) => ({
+      atol: (2 ** -11 * (1 + Math.abs(Math.tan(x[0])))) / Math.abs(Math.cos(x[0])),
+      ulp: 3,
+    }),
+    monotone: true,
+  },
+  // tanh (WGSL): inherited from sinh/cosh = (exp(x) - exp(-x)) / (exp(x) + exp(-x)), each exp
+  // (3 + 2|x|) ULP; relative to cosh that is an absolute ~2 (3 + 2|x|) 2^-24 on tanh, twice for
+  // numerator and denominator, + divide: (3 + 2|x|) 2^-21 with |x| clamped to 15 by g_tanh.
+  tanh: {
+    dtypes: FLOATS,
+    intRange: () => ({ lo: -20, hi: 20 }),
+    domain: () => ({ ...FULL, kind: "uniform", lo: -20, hi: 20 }),
+    tol: (x) => ({ atol: (3 + 2 * Math.min(15, Math.abs(x[0]))) * 2 ** -21, ulp: 3 }),
+    monotone: true,
+  },
+  // sigmoid = 1 / (1 + exp(-x)): exp's (3 + 2|x|) ULP shrinks through 1 + e, + add 0.5, divide
+  // 2.5, reference 0.5: 7 + 2|x| ULP.
+  sigmoid: {
+    dtypes: FLOATS,
+    intRange: () => ({ lo: -100, hi: 100 }),
+    domain: () => ({ ...FULL, kind: "uniform", lo: -100, hi: 100 }),
+    tol: (x) => ulps(7 + 2 * Math.abs(x[0])),
+    monotone: true,
+  },
+  // erf: both devices evaluate the same formula (g_erf / g_erf64), so only f32 evaluation error
+  // counts. |x| < 0.5: a 6-term polynomial, ~8 ULP. Otherwise r = 1 - t exp(p) with |p| <= 20
+  // where the term matters: p's rounding (~20 ULP of 20) plus exp's 3 + 2|p| ULP, relative on a
+  // term <= 0.5, is below 2^-18 absolute.
+  erf: {
+    dtypes: FLOATS,
+    intRange: () => ({ lo: -5, hi: 5 }),
+    domain: () => ({ ...FULL, kind: "uniform", lo: -6, hi: 6 }),
+    tol: (x) => (Math.abs(x[0]) < 0.5 ? ulps(8) : { atol: 2 ** -18 }),
+    monotone: true,
+  },
+  logicalNot: { dtypes: ALL },
+
+  // Activations: the GPU evaluates the prelude formula in f32, the reference the same formula in
+  // f64 rounded once. Each bound sums the WGSL error of the builtins the formula uses, as
+  // propagated to the result, plus RTOL_F32 for the f32 rounding of the formula's constants and
+  // of the final multiply/add/divide.
+  // relu: a selection or max(x, 0), exact (either zero for -0: max's sign of zero is driver's).
+  relu: { dtypes: FLOATS, intRange: smallInts },
+  // hardsigmoid: x / 6 (2.5 ULP of x/6, absolute, kept by the + 0.5) then the add.
+  hardsigmoid: {
+    dtypes: FLOATS,
+    intRange: smallInts,
+    domain: () => ACT,
+    tol: (x) => ({ atol: 3 * ulpOf(x[0] / 6), rtol: RTOL_F32 }),
+  },
+  // hardswish: x + 3 rounds (half an ULP of x + 3, absolute, times |x| / 6), then a multiply and
+  // a divide (3 ULP).
+  hardswish: {
+    dtypes: FLOATS,
+    intRange: smallInts,
+    domain: () => ACT,
+    tol: (x) => ({ atol: (Math.abs(x[0]) * ulpOf(x[0] + 3)) / 6, rtol: 3 * RTOL_F32 }),
+  },
+  // softsign: 1 + |x| (0.5 ULP) and a divide (2.5 ULP).
+  softsign: { dtypes: FLOATS, intRange: smallInts, tol: () => ({ rtol: 4 * RTOL_F32 }) },
+  // silu = x / (1 + exp(-x)): as sigmoid, 7 + 2|x| ULP.
+  silu: {
+    dtypes: FLOATS,
+    intRange: () => ({ lo: -100, hi: 100 }),
+    domain: () => ({ ...ACT, lo: -100, hi: 100 }),
+    tol: (x) => ulps(7 + 2 * Math.abs(x[0])),
+  },
+  // gelu = x/2 (1 + erf(x / sqrt 2)): erf's bound (8 ULP below 0.5, else absolute 2^-18) on the
+  // 1 + erf term, times |x| / 2.
+  gelu: {
+    dtypes: FLOATS,
+    intRange: smallInts,
+    domain: () => ACT,
+    tol: (x) => {
+      const z = x[0] * Math.SQRT1_2;
+      const derf = Math.abs(z) < 0.5 ? 8 * ulpOf(Math.abs(z) * 1.13) : 2 ** -18;
+      return { atol: 0.5 * Math.abs(x[0]) * derf, rtol: 2 * RTOL_F32 };
+    },
+  },
+  // geluTanh = x/2 (1 + tanh(k (x + 0.044715 x^3))): tanh's absolute (3 + 2|t|) 2^-21 (|t| <= 15,
+  // as tanh above) plus the inner polynomial's few ULP of t (tanh' <= 1), times |x| / 2.
+  geluTanh: {
+    dtypes: FLOATS,
+    intRange: smallInts,
+    domain: () => ACT,
+    tol: (x) => {
+      const t = 0.7978845608028654 * (x[0] + 0.044715 * x[0] ** 3);
+      const dt = (3 + 2 * Math.min(15, Math.abs(t))) * 2 ** -21 + 4 * U * Math.abs(t);
+      return { atol: 0.5 * Math.abs(x[0]) * dt, rtol: 2 * RTOL_F32 };
+    },
+  },
+  // softplus = max(x, 0) + log1p(e), e = exp(-|x|) <= 1: log1p's absolute 2^-20 (1 + e in
+  // [1, 2]) plus exp's (3 + 2|x|) ULP of e passed through (d log1p <= de), plus the add.
+  softplus: {
+    dtypes: FLOATS,
+    intRange: () => ({ lo: -100, hi: 100 }),
+    domain: () => ({ ...ACT, lo: -100, hi: 100 }),
+    tol: (x) => {
+      const e = Math.exp(-Math.abs(x[0]));
+      return { atol: 2 ** -20 + e * (3 + 2 * Math.abs(x[0])) * U * 2, rtol: 2 * RTOL_F32 };
+    },
+  },
+  // mish = x tanh(softplus(x)): tanh's absolute (3 + 2 min(15, s)) 2^-21 plus softplus's bound
+  // (tanh' <= 1), times |x|.
+  mish: {
+    dtypes: FLOATS,
+    intRange: () => ({ lo: -100, hi: 100 }),
+    domain: () => ({ ...ACT, lo: -100, hi: 100 }),
+    tol: (x) => {
+      const a = Math.abs(x[0]);
+      const s = Math.max(x[0], 0) + Math.log1p(Math.exp(-a));
+      const ds = 2 ** -20 + Math.exp(-a) * (3 + 2 * a) * U * 2 + 2 * U * s;
+      return { atol: a * ((3 + 2 * Math.min(15, s)) * 2 ** -21 + ds), rtol: 2 * RTOL_F32 };
+    },
+  },
+  // selu = l (x > 0 ? x : a expm1(x)): expm1's bound (above) scaled by l a, two constant multiplies.
+  selu: {
+    dtypes: FLOATS,
+    intRange: () => ({ lo: -100, hi: 100 }),
+    domain: () => ({ ...ACT, lo: -100, hi: 100 }),
+    tol: (x) => expm1Scaled(x[0], 1.0507009873554805 * 1.6732632423543772),
+  },
+  // leakyRelu(x, { alpha }): a selection or one multiply, exact.
+  leakyRelu: {
+    dtypes: FLOATS,
+    intRange: smallInts,
+    domain: () => ACT,
+    alpha: { kind: "uniform", lo: 0, hi: 1, specials: [0, -0, 1, 0.01, 3] },
+  },
+  // elu(x, { alpha }) = x > 0 ? x : alpha expm1(x): expm1's bound scaled by alpha.
+  elu: {
+    dtypes: FLOATS,
+    intRange: () => ({ lo: -100, hi: 100 }),
+    domain: () => ({ ...ACT, lo: -100, hi: 100 }),
+    alpha: { kind: "uniform", lo: 0, hi: 2, specials: [0, 1, -1, 0.5] },
+    tol: (x) => expm1Scaled(x[0], x[1]),
+    monotone: true,
+  },
+};
+
+/** Activations' values: mostly [-8, 8] (where they bend), with every special. */
+const ACT: FloatDomain = { kind: "uniform", lo: -8, hi: 8, specials: SPECIALS_F32, pSpecial: 0.1 };
+/** One f32 rounding, relative: constants rounded to f32 and the final operation. */
+const RTOL_F32 = 2 ** -23;
+
+/** expm1's bound (see expm1 above) times a constant `scale`, plus two multiplies. */
+function expm1Scaled(x: number, scale: number): Tol {
+  if (!(x <= 0)) return { rtol: 2 * RTOL_F32 };
+  const t = Math.abs(x) < Math.LN2 ? { atol: 2 ** -20, ulp: 4 } : ulps(12 + 4 * Math.abs(x));
+  return {
+    atol: Math.abs(scale) * ((t.atol ?? 0) + (t.ulp ?? 0) * ulpOf(Math.expm1(x))),
+    rtol: 3 * RTOL_F32,
+  };
+}
+
+/**
+ * pow (WGSL): inherited from exp2(y * log2(x)). With z = y log2|x|, log2's error d (2^-21
+ * absolute for |x| in [0.5, 2], else 3 ULP of log2|x|) gives |y| d + 0.5 ULP(z) on z, which exp2
+ * turns into a relative ln2 * that; exp2 adds 3 + 2|z| ULP.
+ */
+function powTol(x: number[], _want: number): Tol {
+  const [a, b] = x;
+  const l = Math.log2(Math.abs(a));
+  const z = Math.abs(b * l);
+  if (!Number.isFinite(z)) return ulps(4);
+  const d = Math.abs(a) >= 0.5 && Math.abs(a) <= 2 ? 2 ** -21 : 3 * U * Math.abs(l) * 2;
+  const rel = Math.LN2 * (Math.abs(b) * d + z * U * 2);
+  return { ulp: Math.ceil(4 + 2 * z + rel / U) };
+}
+
+const BINARY_SPECS: Record<string, OpSpec> = {
+  // x + y, x - y, x * y (WGSL): correctly rounded; integers wrap.
+  add: { dtypes: NUMERIC },
+  sub: { dtypes: NUMERIC },
+  mul: { dtypes: NUMERIC },
+  // x / y (WGSL): 2.5 ULP for |y| in [2^-126, 2^126] (no bound outside), +0.5 reference.
+  div: {
+    dtypes: FLOATS,
+    intRange: smallInts,
+    domain: (k) =>
+      k === 0 ? FULL : {
+        kind: "log",
+        minExp: -125,
+        maxExp: 125,
+        specials: [NaN, Infinity, -Infinity, 0, -0, 1, -1, 3],
+      },
+    tol: () => ulps(3),
+    monotone: true,
+  },
+  maximum: { dtypes: NUMERIC },
+  minimum: { dtypes: NUMERIC },
+  // Remainder with the divisor's sign: both devices compute fmod exactly then one correctly
+  // rounded add, so exact; integer mod by 0 (and by -1) gives 0.
+  mod: {
+    dtypes: NUMERIC,
+    domain: (k) =>
+      k === 0 ? FULL : {
+        kind: "log",
+        minExp: -20,
+        maxExp: 20,
+        specials: [NaN, Infinity, -Infinity, 0, -0, 1, -1, 3, 0.1, 1e-40],
+      },
+  },
+  pow: {
+    dtypes: NUMERIC,
+    domain: (k) =>
+      k === 0
+        ? { kind: "log", minExp: -10, maxExp: 10, specials: [...SPECIALS_F32, -2, -3, 10] }
+        : {
+          kind: "uniform",
+          lo: -10,
+          hi: 10,
+          specials: [NaN, Infinity, -Infinity, 0, -0, 1, 2, 3, -1, -2, 0.5, 1e-40],
+          pSpecial: 0.3,
+        },
+    tol: powTol,
+    monotone: true,
+  },
+  equal: { dtypes: ALL },
+  notEqual: { dtypes: ALL },
+  less: { dtypes: ALL },
+  lessEqual: { dtypes: ALL },
+  greater: { dtypes: ALL },
+  greaterEqual: { dtypes: ALL },
+  logicalAnd: { dtypes: ALL },
+  logicalOr: { dtypes: ALL },
+};
+
+type Fn = (...args: gyre.TensorLike[]) => gyre.Tensor;
+const fns = gyre as unknown as Record<string, Fn>;
+const fnsAlpha = gyre as unknown as Record<
+  string,
+  (x: gyre.TensorLike, o: { alpha: number }) => gyre.Tensor
+>;
+
+/** One case of an elementwise property. */
+interface Case {
+  shape: number[];
+  dtypes: DType[];
+  kinds: LayoutKind[];
+  forceScalar: boolean;
+  seed: number;
+}
+
+function caseArb(arity: number, spec: OpSpec, shapes = shapeArb()): fc.Arbitrary<Case> {
+  return fc
+    .record({
+      shape: shapes,
+      first: fc.constantFrom(...spec.dtypes),
+      others: fc.array(fc.option(fc.constantFrom(...spec.dtypes), { freq: 2 }), {
+        minLength: arity,
+        maxLength: arity,
+      }),
+      kinds: fc.array(fc.constantFrom<LayoutKind>(...LAYOUTS), {
+        minLength: arity,
+        maxLength: arity,
+      }),
+      forceScalar: fc.boolean(),
+      seed: fc.integer(),
+    })
+    .map(({ shape, first, others, kinds, forceScalar, seed }) => {
+      if (!kinds.some((k) => k !== "scalar")) kinds[0] = "contiguous";
+      const dtypes = others.map((d, k) => (k === 0 ? first : d ?? first));
+      // A JS scalar is weakly typed: it takes the dtype of the tensor beside it.
+      const strong = dtypes[kinds.findIndex((k) => k !== "scalar")];
+      return {
+        shape,
+        dtypes: dtypes.map((d, k) => (kinds[k] === "scalar" ? strong : d)),
+        kinds,
+        forceScalar,
+        seed,
+      };
+    });
+}
+
+/**
+ * Replaces subnormals by a zero of their sign (a flushing GPU), or by the smallest subnormal or
+ * smallest normal of their sign (the ends of what a GPU that mis-reads subnormals may see); null
+ * when there are none.
+ */
+function replaceSubnormals(
+  data: gyre.TypedArray,
+  to: "zero" | "tiny" | "min",
+): gyre.TypedArray | null {
+  if (!(data instanceof Float32Array)) return null;
+  let any = false;
+  const out = data.map((v) => {
+    if (v !== 0 && Math.abs(v) < MIN_NORMAL) {
+      any = true;
+      const s = v < 0 ? -1 : 1;
+      return to === "zero" ? (s < 0 ? -0 : 0) : to === "tiny" ? s * 2 ** -149 : s * MIN_NORMAL;
+    }
+    return v;
+  });
+  return any ? out : null;
+}
+
+/** Runs `op` on both devices for one case and compares. */
+async function checkCase(op: string, spec: OpSpec, c: Case): Promise<void> {
+  const bag = new Bag();
+  try {
+    const rng = mulberry32(c.seed);
+    const layouts = c.kinds.map((k) => makeLayout(rng, k, c.shape));
+    const bases = layouts.map((l, k) =>
+      hostData(
+        rng,
+        c.dtypes[k],
+        l.kind === "scalar" ? 1 : sizeOf(l.baseShape),
+        // Scalars and 0-d operands become constants or broadcasts: make specials likely there.
+        l.baseShape.length === 0
+          ? { ...(spec.domain?.(k) ?? FULL), pSpecial: 0.5 }
+          : spec.domain?.(k) ?? FULL,
+        spec.intRange?.(k, c.dtypes[k]),
+      )
+    );
+    const alpha = spec.alpha ? fillFloat(rng, new Float32Array(1), spec.alpha)[0] : undefined;
+    const run = (device: gyre.DeviceName, data: gyre.TypedArray[]) => {
+      const args = layouts.map((l, k) => operandOn(bag, device, l, c.dtypes[k], data[k]));
+      if (op === "geluTanh") return bag.add(gyre.gelu(args[0], { approximate: "tanh" }));
+      return bag.add(alpha === undefined ? fns[op](...args) : fnsAlpha[op](args[0], { alpha }));
+    };
+    if (c.forceScalar) gyre.setPlanOverride("elementwise", { variant: "scalar" });
+    const gpu = run("gpu", bases);
+    gyre.setPlanOverride("elementwise", null);
+    const ref = run("wasm", bases);
+    // Alternative references for GPUs that flush subnormal inputs.
+    const alts: gyre.Tensor[] = [];
+    for (const to of spec.monotone ? (["zero", "tiny", "min"] as const) : (["zero"] as const)) {
+      const replaced = bases.map((b) => replaceSubnormals(b, to));
+      if (replaced.some((r) => r)) alts.push(run("wasm", replaced.map((r, k) => r ?? bases[k])));
+    }
+    // Operand values at each output element (tolerances depend on them).
+    const inputs = layouts.map((l, k) => {
+      const o = operandOn(bag, "wasm", l, c.dtypes[k], bases[k]);
+      const t = o instanceof gyre.Tensor
+        ? o
+        : bag.add(gyre.tensor([Number(o)], { shape: [], device: "wasm" }));
+      return bag.add(gyre.broadcastTo(t, gpu.shape));
+    });
+    const [got, want, ...rest] = await gyre.readAll([gpu, ref, ...alts, ...inputs]);
+    const altData = rest.slice(0, alts.length);
+    const xs = rest.slice(alts.length);
+    if (gpu.dtype !== ref.dtype || gpu.shape.join() !== ref.shape.join()) {
+      throw new Error(
+        `${gpu.dtype} [${gpu.shape}] on the GPU, ${ref.dtype} [${ref.shape}] on WASM`,
+      );
+    }
+    const half = gpu.dtype === "float16";
+    const float = half || gpu.dtype === "float32";
+    const opts = { half, signedZero: spec.signedZero, ftz: true };
+    const x = (i: number) => (alpha === undefined ? xs.map((a) => a[i]) : [xs[0][i], alpha]);
+    const ok = (i: number): boolean => {
+      const g = got[i];
+      if (!float) return g === want[i] || altData.some((a) => g === a[i]);
+      const tol = spec.tol ? spec.tol(x(i), want[i]) : EXACT;
+      if (within(g, want[i], tol, opts) || altData.some((a) => within(g, a[i], tol, opts))) {
+        return true;
+      }
+      // Monotone near zero: anything between the references at the smallest subnormal and at
+      // the smallest normal of the subnormal inputs' signs.
+      if (spec.monotone && altData.length === 3) {
+        const [a, b] = [altData[1][i], altData[2][i]];
+        return g >= Math.min(a, b) && g <= Math.max(a, b);
+      }
+      return false;
+    };
+    const label = `${op}(${c.dtypes.join(", ")}) shape [${c.shape}] ${
+      layouts.map((l) => l.describe).join(" | ")
+    }` +
+      `${c.forceScalar ? " [scalar plan]" : ""}`;
+    const bad: string[] = [];
+    let count = 0;
+    for (let i = 0; i < got.length; i++) {
+      if (ok(i)) {
+        continue;
+      }
+      if (++count <= 5) {
+        bad.push(`  [${i}] x=(${x(i).join(", ")}) gpu ${showNum(got[i])} wasm ${showNum(want[i])}`);
+      }
+    }
+    if (count) {
+      throw new Error(`${label}: ${count} of ${got.length} differ\n${bad.join("\n")}`);
+    }
+  } finally {
+    bag.dispose();
+  }
+}
+
+function showNum(v: number): string {
+  return Object.is(v, -0) ? "-0" : String(v);
+}
+
+/** Registers an op's property; `id` must be the literal kernel id (the coverage test reads it). */
+function elementwiseProperty(id: string, numRuns = 24): void {
+  const op = id.slice("elementwise/".length);
+  const spec = UNARY_SPECS[op] ?? BINARY_SPECS[op];
+  const arity = UNARY_SPECS[op] ? 1 : 2;
+  property(
+    id,
+    `GPU matches WASM on random shapes, layouts, dtypes`,
+    caseArb(arity, spec),
+    (c) => checkCase(op, spec, c),
+    { numRuns },
+  );
+}
+
+elementwiseProperty("elementwise/neg");
+elementwiseProperty("elementwise/abs");
+elementwiseProperty("elementwise/sign");
+elementwiseProperty("elementwise/square");
+elementwiseProperty("elementwise/reciprocal");
+elementwiseProperty("elementwise/exp");
+elementwiseProperty("elementwise/exp2");
+elementwiseProperty("elementwise/log");
+elementwiseProperty("elementwise/log2");
+elementwiseProperty("elementwise/log1p");
+elementwiseProperty("elementwise/expm1");
+elementwiseProperty("elementwise/sqrt");
+elementwiseProperty("elementwise/rsqrt");
+elementwiseProperty("elementwise/sin");
+elementwiseProperty("elementwise/cos");
+elementwiseProperty("elementwise/tan");
+elementwiseProperty("elementwise/tanh");
+elementwiseProperty("elementwise/sigmoid");
+elementwiseProperty("elementwise/erf");
+elementwiseProperty("elementwise/floor");
+elementwiseProperty("elementwise/ceil");
+elementwiseProperty("elementwise/round");
+elementwiseProperty("elementwise/logicalNot");
+elementwiseProperty("elementwise/add", 40);
+elementwiseProperty("elementwise/sub");
+elementwiseProperty("elementwise/mul", 40);
+elementwiseProperty("elementwise/div", 40);
+elementwiseProperty("elementwise/maximum");
+elementwiseProperty("elementwise/minimum");
+elementwiseProperty("elementwise/mod", 40);
+elementwiseProperty("elementwise/pow", 40);
+elementwiseProperty("elementwise/equal");
+elementwiseProperty("elementwise/notEqual");
+elementwiseProperty("elementwise/less");
+elementwiseProperty("elementwise/lessEqual");
+elementwiseProperty("elementwise/greater");
+elementwiseProperty("elementwise/greaterEqual");
+elementwiseProperty("elementwise/logicalAnd");
+elementwiseProperty("elementwise/logicalOr");
+elementwiseProperty("elementwise/relu");
+elementwiseProperty("elementwise/hardsigmoid");
+elementwiseProperty("elementwise/hardswish");
+elementwiseProperty("elementwise/softsign");
+elementwiseProperty("elementwise/silu");
+elementwiseProperty("elementwise/gelu");
+elementwiseProperty("elementwise/geluTanh");
+elementwiseProperty("elementwise/softplus");
+elementwiseProperty("elementwise/mish");
+elementwiseProperty("elementwise/selu");
+elementwiseProperty("elementwise/leakyRelu");
+elementwiseProperty("elementwise/elu");
+
+// Above 1 Mi elements: a few runs of representative ops over every layout (lavapipe is a CPU).
+property(
+  ["elementwise/add", "elementwise/exp", "elementwise/mod", "elementwise/maximum"],
+  "GPU matches WASM above 1 Mi elements",
+  fc.record({
+    op: fc.constantFrom("add", "exp", "mod", "maximum"),
+    c: caseArb(
+      2,
+      { dtypes: ["float32", "int32", "float16"] },
+      fc.constantFrom([(1 << 20) + 7], [1025, 1024], [3, 349527]),
+    ),
+  }),
+  ({ op, c }) => {
+    const spec = UNARY_SPECS[op] ?? BINARY_SPECS[op];
+    const arity = UNARY_SPECS[op] ? 1 : 2;
+    const dtypes = c.dtypes.slice(0, arity).map((d) => (spec.dtypes.includes(d) ? d : "float32"));
+    return checkCase(op, spec, {
+      ...c,
+      dtypes,
+      kinds: c.kinds.slice(0, arity).map((k) => (k === "scalar" && arity === 1 ? "contiguous" : k)),
+    });
+  },
+  { numRuns: 4 },
+);

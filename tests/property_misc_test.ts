@@ -1,0 +1,539 @@
+/**
+ * Property tests of the remaining GPU kernels against the WASM reference: `cast` between every
+ * pair of dtypes, `where`, the strided-output "scatter" kernel behind `concat` and `stack`, the
+ * counter-based generators `random.uniform` and `random.normal` (which also exercise the internal
+ * kernels pcgHash, bitwiseXor and shiftRight), and the creation generators `arange`, `linspace`
+ * and `eye` (which exercise floorDiv and mod on uint32).
+ * @module
+ */
+import fc from "fast-check";
+import * as gyre from "../src/mod.ts";
+import {
+  Bag,
+  FULL,
+  halfUlpOf,
+  hostData,
+  type LayoutKind,
+  LAYOUTS,
+  makeLayout,
+  MIN_NORMAL,
+  mulberry32,
+  operandOn,
+  property,
+  shapeArb,
+  show,
+  sizeOf,
+  SPECIALS_F32,
+  ulpOf,
+  within,
+} from "./_harness.ts";
+
+type DType = gyre.DType;
+const DTYPES: readonly DType[] = ["float32", "float16", "int32", "uint32", "bool"];
+const isFloat = (d: DType) => d === "float32" || d === "float16";
+
+/** Compares GPU and WASM results; `tol(i)` gives the allowed ULPs (half ULPs for float16). */
+function compare(
+  label: string,
+  dtype: DType,
+  got: gyre.TypedArray,
+  want: gyre.TypedArray,
+  opts: {
+    ulp?: (i: number) => number;
+    signedZero?: boolean;
+    ftz?: boolean;
+    context?: (i: number) => string;
+  } = {},
+): void {
+  if (got.length !== want.length) {
+    throw new Error(`${label}: ${got.length} vs ${want.length} elements`);
+  }
+  let count = 0;
+  const bad: string[] = [];
+  for (let i = 0; i < got.length; i++) {
+    const ok = isFloat(dtype)
+      ? within(got[i], want[i], { ulp: opts.ulp?.(i) ?? 0 }, {
+        half: dtype === "float16",
+        signedZero: opts.signedZero,
+        ftz: opts.ftz,
+      })
+      : got[i] === want[i];
+    if (ok) continue;
+    if (++count <= 5) {
+      bad.push(`  [${i}] gpu ${show(got[i])} wasm ${show(want[i])} ${opts.context?.(i) ?? ""}`);
+    }
+  }
+  if (count) throw new Error(`${label}: ${count} of ${got.length} differ\n${bad.join("\n")}`);
+}
+
+// ---------------------------------------------------------------------------------------------
+// cast
+
+/**
+ * Values for casts out of `from`: every float special (float -> int saturates and maps NaN to 0
+ * on both devices, gyre's documented semantics, so out-of-range and NaN are in), integers around
+ * 2^24 (where int -> float32 starts rounding) and extremes.
+ */
+const CAST_DOMAIN = {
+  ...FULL,
+  minExp: -30,
+  maxExp: 40,
+  specials: [
+    ...SPECIALS_F32,
+    2147483647,
+    2147483648,
+    -2147483648,
+    -2147483904,
+    4294967295,
+    4294967296,
+    16777217,
+    65504,
+    65520,
+    1e5,
+    -0.75,
+    0.99,
+    6e-8,
+  ],
+  pSpecial: 0.2,
+};
+
+interface CastCase {
+  from: DType;
+  to: DType;
+  shape: number[];
+  kind: LayoutKind;
+  forceScalar: boolean;
+  seed: number;
+}
+
+property(
+  "elementwise/cast",
+  "cast between every pair of dtypes matches WASM",
+  fc.record({
+    from: fc.constantFrom(...DTYPES),
+    to: fc.constantFrom(...DTYPES),
+    shape: shapeArb(),
+    kind: fc.constantFrom<LayoutKind>("contiguous", "transposed", "sliced", "broadcast", "zeroD"),
+    forceScalar: fc.boolean(),
+    seed: fc.integer(),
+  }),
+  async (c: CastCase) => {
+    const bag = new Bag();
+    try {
+      const rng = mulberry32(c.seed);
+      const layout = makeLayout(rng, c.kind, c.shape);
+      const data = hostData(rng, c.from, sizeOf(layout.baseShape), CAST_DOMAIN);
+      const x = (device: gyre.DeviceName) =>
+        operandOn(bag, device, layout, c.from, data) as gyre.Tensor;
+      if (c.forceScalar) gyre.setPlanOverride("elementwise", { variant: "scalar" });
+      const xg = x("gpu");
+      const gpu = bag.add(gyre.cast(xg, c.to));
+      gyre.setPlanOverride("elementwise", null);
+      const xw = x("wasm");
+      const ref = bag.add(gyre.cast(xw, c.to));
+      // The reference on flushed inputs: a GPU may flush subnormals (cast to bool then gives false).
+      const flushed = data instanceof Float32Array
+        ? data.map((v) => (Math.abs(v) < MIN_NORMAL ? 0 : v))
+        : data;
+      const alt = bag.add(
+        gyre.cast(operandOn(bag, "wasm", layout, c.from, flushed) as gyre.Tensor, c.to),
+      );
+      const [got, want, wantFlushed, input] = await gyre.readAll([
+        gpu,
+        ref,
+        alt,
+        bag.add(gyre.cast(xw, "float32")),
+      ]);
+      const label = `cast ${c.from} -> ${c.to} [${c.shape}] ${layout.describe}${
+        c.forceScalar ? " [scalar plan]" : ""
+      }`;
+      if (gpu.dtype !== c.to || ref.dtype !== c.to) {
+        throw new Error(`${label}: dtype ${gpu.dtype} / ${ref.dtype}`);
+      }
+      compare(
+        label,
+        c.to,
+        got,
+        want.map((w, i) => (got[i] === wantFlushed[i] ? got[i] : w)) as gyre.TypedArray,
+        {
+          // Float -> float and int -> float casts round once, correctly, on both devices: exact.
+          // ±0 must survive every float -> float cast.
+          signedZero: isFloat(c.from) && isFloat(c.to),
+          ftz: true,
+          context: (i) => `input ${show(input[i])}`,
+        },
+      );
+    } finally {
+      bag.dispose();
+    }
+  },
+  { numRuns: 60 },
+);
+
+// ---------------------------------------------------------------------------------------------
+// where
+
+property(
+  "elementwise/where",
+  "where(condition, a, b) matches WASM bit for bit, with broadcasting and promotion",
+  fc.record({
+    shape: shapeArb(),
+    dtypes: fc.tuple(
+      fc.constantFrom(...DTYPES),
+      fc.constantFrom(...DTYPES),
+      fc.constantFrom(...DTYPES),
+    ),
+    kinds: fc.tuple(
+      fc.constantFrom<LayoutKind>(...LAYOUTS),
+      fc.constantFrom<LayoutKind>(...LAYOUTS),
+      fc.constantFrom<LayoutKind>(...LAYOUTS),
+    ),
+    forceScalar: fc.boolean(),
+    seed: fc.integer(),
+  }),
+  async ({ shape, dtypes, kinds, forceScalar, seed }) => {
+    const bag = new Bag();
+    try {
+      const rng = mulberry32(seed);
+      const ks = [...kinds];
+      if (!ks.some((k) => k !== "scalar")) ks[1] = "contiguous";
+      const layouts = ks.map((k) => makeLayout(rng, k, shape));
+      // A JS scalar takes its dtype from the tensors beside it (bool conditions read as truth).
+      const ds = dtypes.map((
+        d,
+        k,
+      ) => (ks[k] === "scalar" ? (k === 0 ? "bool" : dtypes[3 - k]) : d)) as DType[];
+      const bases = layouts.map((l, k) =>
+        hostData(rng, ds[k], l.kind === "scalar" ? 1 : sizeOf(l.baseShape), FULL)
+      );
+      const run = (device: gyre.DeviceName) => {
+        const [c, a, b] = layouts.map((l, k) => operandOn(bag, device, l, ds[k], bases[k]));
+        return bag.add(gyre.where(c, a, b));
+      };
+      if (forceScalar) gyre.setPlanOverride("elementwise", { variant: "scalar" });
+      const gpu = run("gpu");
+      gyre.setPlanOverride("elementwise", null);
+      const ref = run("wasm");
+      // A subnormal float condition may read as false on a GPU that flushes subnormals.
+      const flushedCondition = bases[0] instanceof Float32Array
+        ? bases[0].map((v) => (Math.abs(v) < MIN_NORMAL ? 0 : v))
+        : bases[0];
+      const [c, a, b] = layouts.map((l, k) =>
+        operandOn(bag, "wasm", l, ds[k], k === 0 ? flushedCondition : bases[k])
+      );
+      const alt = bag.add(gyre.where(c, a, b));
+      const [got, want, wantFlushed] = await gyre.readAll([gpu, ref, alt]);
+      const label = `where(${ds.join(", ")}) [${shape}] ${
+        layouts.map((l) => l.describe).join(" | ")
+      }`;
+      if (gpu.dtype !== ref.dtype || gpu.shape.join() !== ref.shape.join()) {
+        throw new Error(`${label}: ${gpu.dtype} [${gpu.shape}] vs ${ref.dtype} [${ref.shape}]`);
+      }
+      // A selection copies values: exact, signed zeros, NaN and subnormals included.
+      const same = (x: number, y: number) =>
+        Object.is(x, y) || (Number.isNaN(x) && Number.isNaN(y));
+      compare(
+        label,
+        gpu.dtype,
+        got,
+        want.map((w, i) => (same(got[i], wantFlushed[i]) ? got[i] : w)) as gyre.TypedArray,
+        {
+          signedZero: true,
+        },
+      );
+    } finally {
+      bag.dispose();
+    }
+  },
+  { numRuns: 50 },
+);
+
+// ---------------------------------------------------------------------------------------------
+// concat and stack: the strided-output ("scatter") kernel
+
+property(
+  "elementwise/scatter",
+  "concat and stack of strided views match WASM exactly",
+  fc.record({
+    shape: shapeArb(3, [0, 1, 2, 3, 5, 31, 64, 255, 256, 257, 1025]),
+    parts: fc.array(
+      fc.record({
+        length: fc.constantFrom(0, 1, 2, 3, 7, 256, 257),
+        dtype: fc.constantFrom(...DTYPES),
+        kind: fc.constantFrom<LayoutKind>("contiguous", "transposed", "sliced", "broadcast"),
+      }),
+      { minLength: 1, maxLength: 4 },
+    ),
+    axis: fc.nat(),
+    stack: fc.boolean(),
+    seed: fc.integer(),
+  }),
+  async ({ shape, parts, axis, stack, seed }) => {
+    const bag = new Bag();
+    try {
+      const rng = mulberry32(seed);
+      const base = shape.length ? shape : [1];
+      const rank = base.length;
+      const a = axis % (stack ? rank + 1 : rank);
+      const shapes = parts.map((
+        p,
+      ) => (stack ? base : base.map((d, i) => (i === a ? p.length : d))));
+      const layouts = parts.map((p, k) => makeLayout(rng, p.kind, shapes[k]));
+      const bases = parts.map((p, k) => hostData(rng, p.dtype, sizeOf(layouts[k].baseShape), FULL));
+      const run = (device: gyre.DeviceName) => {
+        const ts = layouts.map((l, k) => {
+          const t = operandOn(bag, device, l, parts[k].dtype, bases[k]) as gyre.Tensor;
+          // A broadcast layout needs materialising to the part's shape as a (stride-0) view.
+          return l.kind === "broadcast" ? bag.add(gyre.broadcastTo(t, shapes[k])) : t;
+        });
+        return bag.add(stack ? gyre.stack(ts, a) : gyre.concat(ts, a));
+      };
+      const gpu = run("gpu");
+      const ref = run("wasm");
+      const [got, want] = await gyre.readAll([gpu, ref]);
+      const label = `${stack ? "stack" : "concat"} axis ${a} of ${
+        parts.map((p, k) => `${p.dtype} ${layouts[k].describe}`).join(" | ")
+      }`;
+      if (gpu.dtype !== ref.dtype || gpu.shape.join() !== ref.shape.join()) {
+        throw new Error(`${label}: ${gpu.dtype} [${gpu.shape}] vs ${ref.dtype} [${ref.shape}]`);
+      }
+      const expected = stack
+        ? [...base.slice(0, a), parts.length, ...base.slice(a)]
+        : base.map((d, i) => (i === a ? parts.reduce((s, p) => s + p.length, 0) : d));
+      if (gpu.shape.join() !== expected.join()) {
+        throw new Error(`${label}: shape [${gpu.shape}], expected [${expected}]`);
+      }
+      // A copy (with promotion casts that are exact or correctly rounded on both devices).
+      compare(label, gpu.dtype, got, want, { signedZero: true });
+    } finally {
+      bag.dispose();
+    }
+  },
+  { numRuns: 50 },
+);
+
+// ---------------------------------------------------------------------------------------------
+// random
+
+const SHAPES_RANDOM = fc.oneof(
+  { weight: 12, arbitrary: shapeArb(3) },
+  { weight: 1, arbitrary: fc.constant([(1 << 20) + 5]) },
+);
+
+/** The host's model of uniform's bits: pcg(pcg(i) ^ key) as src/random.ts documents. */
+function uniformBits(i: number, key: number): number {
+  return gyre.random.pcgHash((gyre.random.pcgHash(i) ^ key) >>> 0);
+}
+
+property(
+  [
+    "elementwise/pcgHash",
+    "elementwise/bitwiseXor",
+    "elementwise/shiftRight",
+    "elementwise/cast",
+    "elementwise/mul",
+    "elementwise/add",
+  ],
+  "random.uniform gives the same numbers on both devices (and as the host model)",
+  fc.record({
+    shape: SHAPES_RANDOM,
+    seed: fc.integer(),
+    range: fc.option(
+      fc.tuple(
+        fc.double({ min: -1e3, max: 1e3, noNaN: true }),
+        fc.double({ min: 0.5, max: 1e3, noNaN: true }),
+      ),
+    ),
+    dtype: fc.constantFrom<DType>("float32", "float16"),
+  }),
+  async ({ shape, seed, range, dtype }) => {
+    const bag = new Bag();
+    try {
+      const options = {
+        seed,
+        dtype,
+        ...(range ? { low: range[0], high: range[0] + range[1] } : {}),
+      };
+      const gpu = bag.add(gyre.random.uniform(shape, { ...options, device: "gpu" }));
+      const ref = bag.add(gyre.random.uniform(shape, { ...options, device: "wasm" }));
+      const [got, want] = await gyre.readAll([gpu, ref]);
+      const label = `uniform(${JSON.stringify(options)}) [${shape}]`;
+      // Default [0, 1): (bits >> 8) converts exactly and * 2^-24 is exact, so bit-exact.
+      // With low/high, u * (high - low) + low is a multiply and an add that a GPU compiler may
+      // fuse into one fma (WGSL does not forbid contraction): that moves the result by at most
+      // the multiply's rounding, 1 ULP (one half-ULP rounding flip for float16).
+      compare(label, dtype, got, want, { ulp: () => (range ? 1 : 0), signedZero: true });
+      if (!range) {
+        // Both devices run the documented hash: check the first few against the host model.
+        const key = gyre.random.pcgHash(seed >>> 0);
+        for (let i = 0; dtype === "float32" && i < Math.min(64, want.length); i++) {
+          const expect = (uniformBits(i, key) >>> 8) * 2 ** -24;
+          if (want[i] !== expect) {
+            throw new Error(`${label}: [${i}] WASM ${want[i]} but the host model gives ${expect}`);
+          }
+        }
+      }
+      // Sanity: within [low, high], up to the rounding of the result to the dtype.
+      const [lo, hi] = range ? [range[0], range[0] + range[1]] : [0, 1];
+      const slack = (v: number) => (dtype === "float16" ? halfUlpOf(v) : ulpOf(v));
+      for (const v of want) {
+        if (!(v >= lo - slack(lo) && v <= hi + slack(hi))) {
+          throw new Error(`${label}: value ${v} out of range`);
+        }
+      }
+    } finally {
+      bag.dispose();
+    }
+  },
+  { numRuns: 25 },
+);
+
+/**
+ * random.normal is Box-Muller: z = sqrt(-2 log u1) cos(2 pi u2) * std + mean. The GPU's builtins
+ * carry WGSL's error bounds and the reference is near exact, so per element (u1, u2 recomputed on
+ * the host from the documented hash):
+ * - log u1: absolute 2^-21 for u1 in [0.5, 1], else 3 ULP; r^2 = -2 log u1 doubles it;
+ * - r = sqrt(r^2): 5 ULP (1 / inverseSqrt) plus the propagated error, which is at most
+ *   d(r^2) / (2r) and never more than sqrt(d(r^2)) (r near 0, u1 near 1);
+ * - cos: absolute 2^-11. WGSL only bounds cos on [-pi, pi] and the angle 2 pi u2 is in [0, 2 pi);
+ *   the same bound is assumed beyond pi (see the report: the angle could be taken in [-pi, pi));
+ * - then |cos| dr + r dcos, and the final multiply-add by std and mean (2 ULP, fma or not).
+ */
+function normalTol(i: number, key: number, std: number, mean: number, z: number): number {
+  const u1 = ((uniformBits(2 * i, key) >>> 8) + 1) * 2 ** -24;
+  const u2 = (uniformBits(2 * i + 1, key) >>> 8) * 2 ** -24;
+  const l = Math.log(u1);
+  const dl = u1 >= 0.5 ? 2 ** -21 : 3 * ulpOf(l);
+  const r = Math.sqrt(-2 * l);
+  const dr2 = 2 * dl;
+  const dr = Math.min(Math.sqrt(dr2), r > 0 ? dr2 / (2 * r) : Infinity) + 5 * ulpOf(r);
+  const c = Math.cos(2 * Math.PI * u2);
+  const dz = Math.abs(c) * dr + r * 2 ** -11 + 2 * ulpOf(r * c);
+  return Math.abs(std) * dz + 2 * ulpOf(z) + 2 * ulpOf(mean);
+}
+
+property(
+  ["elementwise/pcgHash", "elementwise/log", "elementwise/sqrt", "elementwise/cos"],
+  "random.normal matches WASM within the Box-Muller error bound",
+  fc.record({
+    shape: SHAPES_RANDOM,
+    seed: fc.integer(),
+    params: fc.option(
+      fc.tuple(
+        fc.double({ min: -10, max: 10, noNaN: true }),
+        fc.double({ min: 0.1, max: 10, noNaN: true }),
+      ),
+    ),
+    dtype: fc.constantFrom<DType>("float32", "float16"),
+  }),
+  async ({ shape, seed, params, dtype }) => {
+    const bag = new Bag();
+    try {
+      const options = { seed, dtype, ...(params ? { mean: params[0], std: params[1] } : {}) };
+      const gpu = bag.add(gyre.random.normal(shape, { ...options, device: "gpu" }));
+      const ref = bag.add(gyre.random.normal(shape, { ...options, device: "wasm" }));
+      const [got, want] = await gyre.readAll([gpu, ref]);
+      const key = gyre.random.pcgHash(seed >>> 0);
+      const [mean, std] = params ?? [0, 1];
+      const label = `normal(${JSON.stringify(options)}) [${shape}]`;
+      let count = 0;
+      const bad: string[] = [];
+      for (let i = 0; i < got.length; i++) {
+        const atol = normalTol(i, key, std, mean, want[i]);
+        if (within(got[i], want[i], { atol }, { half: dtype === "float16" })) continue;
+        if (++count <= 5) bad.push(`  [${i}] gpu ${got[i]} wasm ${want[i]} (tolerance ${atol})`);
+      }
+      if (count) throw new Error(`${label}: ${count} of ${got.length} differ\n${bad.join("\n")}`);
+      if (want.some((v) => !Number.isFinite(v))) throw new Error(`${label}: non-finite values`);
+    } finally {
+      bag.dispose();
+    }
+  },
+  { numRuns: 25 },
+);
+
+// ---------------------------------------------------------------------------------------------
+// Creation generators
+
+property(
+  [
+    "elementwise/floorDiv",
+    "elementwise/mod",
+    "elementwise/equal",
+    "elementwise/where",
+    "elementwise/cast",
+  ],
+  "arange, linspace and eye match WASM",
+  fc.oneof(
+    fc.record({
+      kind: fc.constant("arange" as const),
+      start: fc.integer({ min: -2000, max: 2000 }),
+      count: fc.constantFrom(0, 1, 2, 255, 256, 257, 1023, 1024, 1025, 4099, (1 << 20) + 1),
+      step: fc.constantFrom(1, 2, -1, -3, 0.5, -0.25, 0.1, 7.3),
+      dtype: fc.option(fc.constantFrom<DType>("float32", "float16", "int32", "uint32")),
+    }),
+    fc.record({
+      kind: fc.constant("linspace" as const),
+      start: fc.integer({ min: -2000, max: 2000 }),
+      count: fc.constantFrom(0, 1, 2, 3, 255, 256, 257, 1025, 4099),
+      step: fc.double({ min: -1e3, max: 1e3, noNaN: true }),
+      dtype: fc.option(fc.constantFrom<DType>("float32", "float16")),
+      endpoint: fc.boolean(),
+    }),
+    fc.record({
+      kind: fc.constant("eye" as const),
+      start: fc.constantFrom(0, 1, 2, 3, 17, 64, 255, 257),
+      count: fc.constantFrom(0, 1, 2, 5, 64, 256, 257, 1025),
+      step: fc.constant(0),
+      dtype: fc.option(fc.constantFrom<DType>("float32", "float16", "int32", "uint32", "bool")),
+    }),
+  ),
+  async (c) => {
+    const bag = new Bag();
+    try {
+      const make = (device: gyre.DeviceName): gyre.Tensor => {
+        const opts = { device, ...(c.dtype ? { dtype: c.dtype } : {}) };
+        switch (c.kind) {
+          case "arange": {
+            // Stops whose integer-step dtype would wrap are avoided: uint32 needs start >= 0.
+            const start = c.dtype === "uint32" ? Math.abs(c.start) : c.start;
+            const stop = start + c.count * c.step;
+            if (c.dtype === "uint32" && (stop < 0 || c.step < 0)) {
+              return gyre.arange(start, start + c.count, 1, opts);
+            }
+            return gyre.arange(start, stop, c.step, opts);
+          }
+          case "linspace":
+            return gyre.linspace(c.start, c.start + c.step, c.count, {
+              ...opts,
+              endpoint: "endpoint" in c ? c.endpoint : true,
+            });
+          case "eye":
+            return gyre.eye(c.start, c.count, opts);
+        }
+      };
+      const gpu = bag.add(make("gpu"));
+      const ref = bag.add(make("wasm"));
+      const [got, want] = await gyre.readAll([gpu, ref]);
+      const label = `${c.kind} ${JSON.stringify(c)} -> ${gpu.dtype} [${gpu.shape}]`;
+      if (gpu.dtype !== ref.dtype || gpu.shape.join() !== ref.shape.join()) {
+        throw new Error(`${label}: ${gpu.dtype} [${gpu.shape}] vs ${ref.dtype} [${ref.shape}]`);
+      }
+      // Integer ranges and eye are exact. Float ranges compute i * step + start, a multiply and
+      // an add a GPU compiler may fuse into one fma: 1 ULP (one half-ULP flip for float16).
+      const floatRange = c.kind !== "eye" &&
+        !(Number.isInteger(c.step) && c.dtype !== "float32" && c.dtype !== "float16");
+      compare(label, gpu.dtype, got, want, { ulp: () => (floatRange ? 1 : 0) });
+      if (c.kind === "eye") {
+        // And the identity pattern itself.
+        for (let i = 0; i < want.length; i++) {
+          const expect = Math.floor(i / c.count) === i % c.count ? 1 : 0;
+          if (want[i] !== expect) throw new Error(`${label}: [${i}] is ${want[i]}`);
+        }
+      }
+    } finally {
+      bag.dispose();
+    }
+  },
+  { numRuns: 40 },
+);
