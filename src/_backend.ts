@@ -35,6 +35,16 @@ export interface View {
   offset: number;
 }
 
+/**
+ * An elementwise expression standing in for a tensor (a fused prologue): `inputs[k]` are views
+ * of one shape read by the expression's input leaf k; its value has dtype `dtype`.
+ */
+export interface FusedSource {
+  expr: Expr;
+  inputs: View[];
+  dtype: DType;
+}
+
 /** Counters that leak tests compare before and after. */
 export interface MemoryStats {
   /** Allocations in use (buffers on the GPU, blocks in WASM memory). */
@@ -67,7 +77,7 @@ export interface Backend {
   reduce(
     op: string,
     reduction: ReduceOp,
-    input: View,
+    input: View | FusedSource,
     axes: readonly number[],
     outDtype: DType,
   ): Storage;

@@ -54,7 +54,7 @@ Deno.test({
     const first = gyre.explain(() => f(a, b), { print: false }).kernels;
     const second = gyre.explain(() => f(a, b), { print: false }).kernels;
     assert.deepEqual(second, first);
-    assert.ok(first.length >= 2, first.map((k) => k.kernel).join(", "));
+    assert.ok(first.length >= 1, first.map((k) => k.kernel).join(", "));
     a.dispose();
     b.dispose();
   },

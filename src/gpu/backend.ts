@@ -6,6 +6,7 @@
  */
 import {
   type Backend,
+  type FusedSource,
   kernelObservers,
   type MemoryStats,
   observeKernel,
@@ -251,56 +252,56 @@ export class GpuBackend implements Backend {
   reduce(
     op: string,
     reduction: ReduceOp,
-    input: View,
+    source: View | FusedSource,
     axes: readonly number[],
     outDtype: DType,
   ): Storage {
-    this._check(op, [input.dtype, outDtype]);
+    // A fused source is an elementwise expression over views of one shape: its first view plays
+    // the plain input's part (shape, layout), the others ride along with their own strides.
+    const views = "expr" in source ? source.inputs : [source];
+    const input = views[0];
+    const prologue = "expr" in source
+      ? { expr: source.expr, inputs: views.map((v) => v.dtype) }
+      : undefined;
+    const valueDtype = prologue ? source.dtype : input.dtype;
+    this._check(op, [...views.map((v) => v.dtype), outDtype]);
     const kept = input.shape.map((_, i) => i).filter((i) => !axes.includes(i));
-    const outer = {
-      shape: kept.map((i) => input.shape[i]),
-      strides: kept.map((i) => input.strides[i]),
-    };
-    const inner = {
-      shape: axes.map((i) => input.shape[i]),
-      strides: axes.map((i) => input.strides[i]),
-    };
+    const split = (v: View) => ({
+      outerStrides: kept.map((i) => v.strides[i]),
+      innerStrides: axes.map((i) => v.strides[i]),
+    });
+    const outer = { shape: kept.map((i) => input.shape[i]), strides: split(input).outerStrides };
+    const inner = { shape: axes.map((i) => input.shape[i]), strides: split(input).innerStrides };
     const rows = sizeOf(outer.shape);
     const rowLength = sizeOf(inner.shape);
     const out = this._alloc(op, outDtype, rows);
     if (rows === 0) return out;
-    // Rows of a contiguous input with the reduced axes last are plain ranges.
-    const contiguous = axes.every((a, i) => a === input.shape.length - axes.length + i) &&
-      isContiguous(input.shape, input.strides);
-    const aligned = contiguous && input.offset % 4 === 0 && rowLength % 4 === 0;
+    // Rows of contiguous inputs with the reduced axes last are plain ranges.
+    const lastAxes = axes.every((a, i) => a === input.shape.length - axes.length + i);
+    const contiguous = lastAxes && views.every((v) => isContiguous(v.shape, v.strides));
+    const aligned = contiguous && rowLength % 4 === 0 && views.every((v) => v.offset % 4 === 0);
     const choice = planReduce(this.caps, { rows, rowLength, aligned });
     // Arg reductions pass (value bits, index) pairs between their two passes: two u32 words each.
     const arg = reduction === "argmax" || reduction === "argmin";
     const accDtype: DType = arg ? "uint32" : outDtype === "float16" ? "float32" : outDtype;
     const run = (
       spec: ReduceSpec,
-      src: GPUBuffer,
-      dst: GPUBuffer,
+      buffers: GPUBuffer[],
       chunks: number,
       uniforms: Uint32Array,
     ) => {
-      const pipeline = this._pipeline(reduceKey(spec), 2, () => generateReduce(spec));
+      const pipeline = this._pipeline(reduceKey(spec), buffers.length, () => generateReduce(spec));
       const invocations = spec.variant === "thread" ? rows : rows * chunks * spec.workgroupSize;
-      this._dispatch(
-        op,
-        pipeline,
-        [src, dst],
-        uniforms,
-        this._grid(invocations, spec.workgroupSize),
-      );
+      this._dispatch(op, pipeline, buffers, uniforms, this._grid(invocations, spec.workgroupSize));
     };
     const first: ReduceSpec = {
       op: reduction,
       inDtype: input.dtype,
       outDtype: choice.chunks > 1 && !arg ? accDtype : outDtype,
-      valueDtype: arg ? input.dtype : undefined,
+      valueDtype: arg ? valueDtype : undefined,
       pairsOut: arg && choice.chunks > 1,
       vec4: choice.vec4 && !arg,
+      prologue,
       mode: contiguous ? "contiguous" : "strided",
       outerRank: outer.shape.length,
       innerRank: inner.shape.length,
@@ -312,33 +313,25 @@ export class GpuBackend implements Backend {
     const chunkLength = choice.vec4
       ? Math.ceil(rowLength / choice.chunks / 4) * 4
       : Math.ceil(rowLength / choice.chunks);
-    const src = (input.storage as GpuStorage).buffer;
+    const sources = views.map((v) => (v.storage as GpuStorage).buffer);
+    const extra = views.slice(1).map((v) => ({ offset: v.offset, ...split(v) }));
+    const firstUniforms = (chunks: number) =>
+      reduceUniforms(rows, rowLength, chunks, chunkLength, input.offset, outer, inner, extra);
     if (choice.chunks === 1) {
-      run(
-        first,
-        src,
-        out.buffer,
-        1,
-        reduceUniforms(rows, rowLength, 1, chunkLength, input.offset, outer, inner),
-      );
+      run(first, [...sources, out.buffer], 1, firstUniforms(1));
       return out;
     }
     const partials = this._alloc(op, accDtype, rows * choice.chunks * (arg ? 2 : 1));
-    run(
-      first,
-      src,
-      partials.buffer,
-      choice.chunks,
-      reduceUniforms(rows, rowLength, choice.chunks, chunkLength, input.offset, outer, inner),
-    );
+    run(first, [...sources, partials.buffer], choice.chunks, firstUniforms(choice.chunks));
     const second: ReduceSpec = {
       ...first,
       inDtype: accDtype,
       outDtype,
-      valueDtype: arg ? (input.dtype === "float16" ? "float32" : input.dtype) : undefined,
+      valueDtype: arg ? (valueDtype === "float16" ? "float32" : valueDtype) : undefined,
       pairsIn: arg,
       pairsOut: false,
       vec4: false,
+      prologue: undefined,
       mode: "contiguous",
       outerRank: 1,
       innerRank: 1,
@@ -346,8 +339,7 @@ export class GpuBackend implements Backend {
     const flat = { shape: [rows], strides: [choice.chunks] };
     run(
       second,
-      partials.buffer,
-      out.buffer,
+      [partials.buffer, out.buffer],
       1,
       reduceUniforms(rows, choice.chunks, 1, choice.chunks, 0, flat, {
         shape: [choice.chunks],

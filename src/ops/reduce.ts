@@ -3,16 +3,31 @@
  * and the reduced axes each row's elements, read through strides without a copy on the GPU.
  * @module
  */
-import type { ReduceOp } from "../_backend.ts";
+import type { FusedSource, ReduceOp, View } from "../_backend.ts";
+import { bind, fusedLabel } from "../_lazy.ts";
 import { normalizeAxes, sizeOf } from "../_shape.ts";
 import { type DType, isFloat } from "../dtype.ts";
 import { ValueError } from "../errors.ts";
 import { runtime } from "../runtime.ts";
 import { Tensor } from "../tensor.ts";
-import { evaluate, runElementwise, type TensorLike } from "./_dispatch.ts";
+import { evaluate, MAX_FUSED_INPUTS, runElementwise, type TensorLike } from "./_dispatch.ts";
 import { E } from "./_expr.ts";
 import { add, cast, div, exp, log, mul, sqrt, square, sub } from "./elementwise.ts";
 import { tidy } from "../tidy.ts";
+
+/**
+ * What a reduction reads: a pending elementwise tensor is fused in as the kernel's prologue (no
+ * intermediate buffer), otherwise the tensor's view.
+ */
+function reduceSource(t: Tensor, op: string): View | FusedSource {
+  const pending = runtime().fusion ? t._pending(op, "x") : null;
+  if (pending && !pending.readsIndex && pending.inputs < MAX_FUSED_INPUTS) {
+    const bound = bind(pending.expr);
+    // A prologue needs a view to take its shape and layout from.
+    if (bound.inputs.length > 0) return { ...bound, dtype: pending.dtype };
+  }
+  return t._view(op, "x");
+}
 
 /** Options of every reduction. */
 export interface ReduceOptions {
@@ -30,7 +45,7 @@ function reduction(op: string, kind: ReduceOp, x: TensorLike, options: ReduceOpt
   const scalarInput = !(x instanceof Tensor);
   const t = asTensor(op, x);
   try {
-    const view = t._view(op, "x");
+    const view = t._meta(op, "x");
     const axes = normalizeAxes(op, options.axis, view.shape.length, "options.axis");
     const kept = view.shape.filter((_, i) => !axes.includes(i));
     const outShape = options.keepdims ? view.shape.map((d, i) => (axes.includes(i) ? 1 : d)) : kept;
@@ -71,10 +86,13 @@ function reduction(op: string, kind: ReduceOp, x: TensorLike, options: ReduceOpt
     let input = t;
     if (view.dtype === "bool") input = cast(t, "int32");
     try {
+      const source = reduceSource(input, op);
+      // Named after the fused prologue too, for profiles and explain.
+      const pending = "expr" in source ? input._pending(op) : null;
       const storage = backend.reduce(
-        op,
+        pending ? `${fusedLabel(pending)}+${op}` : op,
         kind,
-        input._view(op),
+        source,
         axes,
         outDtype === "bool" ? "int32" : outDtype,
       );
@@ -160,11 +178,11 @@ export function min(x: TensorLike, options?: ReduceOptions): Tensor {
  * ```
  */
 export function mean(x: TensorLike, options: ReduceOptions = {}): Tensor {
-  const view = x instanceof Tensor ? x._view("mean", "x") : null;
+  const view = x instanceof Tensor ? x._meta("mean", "x") : null;
   // Checked before a scalar `x` becomes a tensor, which a throw here would leak.
   const axes = normalizeAxes("mean", options.axis, view?.shape.length ?? 0, "options.axis");
   const t = asTensor("mean", x);
-  const shape = t._view("mean").shape;
+  const shape = t._meta("mean").shape;
   const count = sizeOf(axes.map((a) => shape[a]));
   const floating = isFloat(t.dtype) ? t : cast(t, "float32");
   try {
@@ -264,7 +282,7 @@ export function any(x: TensorLike, options: ReduceOptions = {}): Tensor {
 function truthReduction(op: "all" | "any", x: TensorLike, options: ReduceOptions): Tensor {
   return tidy(() => {
     const t = asTensor(op, x);
-    const shape = t._view(op, "x").shape;
+    const shape = t._meta(op, "x").shape;
     const axes = normalizeAxes(op, options.axis, shape.length, "options.axis");
     if (sizeOf(axes.map((a) => shape[a])) === 0) {
       // The empty conjunction is true, the empty disjunction false.
@@ -345,7 +363,7 @@ export function variance(x: TensorLike, options: VarianceOptions = {}): Tensor {
   }
   return tidy(() => {
     const t = asTensor(op, x);
-    const view = t._view(op, "x");
+    const view = t._meta(op, "x");
     const axes = normalizeAxes(op, options.axis, view.shape.length, "options.axis");
     const n = sizeOf(axes.map((a) => view.shape[a]));
     const floating = isFloat(t.dtype) ? t : cast(t, "float32");

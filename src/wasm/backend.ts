@@ -7,6 +7,7 @@
  */
 import {
   type Backend,
+  type FusedSource,
   kernelObservers,
   type MemoryStats,
   observeKernel,
@@ -273,10 +274,28 @@ export class WasmBackend implements Backend {
   reduce(
     op: string,
     reduction: ReduceOp,
-    input: View,
+    source: View | FusedSource,
     axes: readonly number[],
     outDtype: DType,
   ): Storage {
+    if ("expr" in source) {
+      // No fusion on this device: compute the prologue, then reduce it.
+      const shape = source.inputs[0]?.shape ?? [];
+      const temp = this.evaluate(op, source.expr, source.inputs, shape) as WasmStorage;
+      const view: View = {
+        storage: temp,
+        dtype: source.dtype,
+        shape,
+        strides: contiguousStrides(shape),
+        offset: 0,
+      };
+      try {
+        return this.reduce(op, reduction, view, axes, outDtype);
+      } finally {
+        this.free(temp);
+      }
+    }
+    const input = source;
     const kept = input.shape.map((_, i) => i).filter((i) => !axes.includes(i));
     const order = [...kept, ...axes];
     const shape = order.map((i) => input.shape[i]);
