@@ -175,9 +175,10 @@ async function bench(name: string, elements: number, bytes: number, fn: () => gy
 
 // Inputs in each op's domain: positive where a logarithm or root needs it.
 const positive = new Set(["log", "log2", "log1p", "sqrt", "rsqrt"]);
-const a = gyre.random.uniform([big], { seed: 1, low: -2, high: 2 });
-const b = gyre.random.uniform([big], { seed: 2, low: 0.5, high: 2 });
-const bool = a.greater(0);
+const a = gyre.random.uniform([big], { seed: 1, low: -2, high: 2 }).realize();
+const b = gyre.random.uniform([big], { seed: 2, low: 0.5, high: 2 }).realize();
+const bool = a.greater(0).realize();
+const bool2 = b.greater(1).realize();
 for (const op of Object.keys(UNARY)) {
   if (INTERNAL_KERNELS.has(`elementwise/${op}`)) continue;
   const x = op === "logicalNot" ? bool : positive.has(op) ? b : a;
@@ -188,19 +189,27 @@ for (const op of Object.keys(UNARY)) {
 }
 for (const op of Object.keys(BINARY)) {
   if (INTERNAL_KERNELS.has(`elementwise/${op}`)) continue;
+  if (op === "leakyRelu" || op === "elu") {
+    // Activations with a parameter: one tensor in, one out.
+    await bench(`${op} f32`, big, 2 * 4 * big, () => gyre[op](a, { alpha: 0.2 }));
+    continue;
+  }
   const logical = op.startsWith("logical");
   const fn =
     (gyre as unknown as Record<string, (x: gyre.Tensor, y: gyre.Tensor) => gyre.Tensor>)[op];
-  await bench(`${op} f32`, big, 3 * 4 * big, () => logical ? fn(bool, bool) : fn(a, b));
+  // Two distinct inputs: the same tensor twice would be read once.
+  await bench(`${op} f32`, big, 3 * 4 * big, () => logical ? fn(bool, bool2) : fn(a, b));
 }
 await bench("where f32", big, 4 * 4 * big, () => gyre.where(bool, a, b));
 await bench("cast f32->int32", big, 2 * 4 * big, () => a.cast("int32"));
 if (caps.shaderF16) {
-  const h = a.cast("float16");
-  await bench("add f16", big, 3 * 2 * big, () => h.add(h));
+  const h = a.cast("float16").realize();
+  const h2 = b.cast("float16").realize();
+  await bench("add f16", big, 3 * 2 * big, () => h.add(h2));
 }
 const square = Math.sqrt(big) | 0;
 const matrix = a.slice([0, square * square]).reshape([square, square]);
+const column = gyre.sum(matrix, { axis: 1, keepdims: true }).realize(); // contiguous [M, 1]
 await bench(
   "add transposed (strided)",
   square * square,
@@ -248,7 +257,7 @@ await bench(
   "add column broadcast",
   square * square,
   2 * 4 * square * square,
-  () => matrix.add(matrix.slice(null, [0, 1])),
+  () => matrix.add(column),
 );
 await bench(
   `sum rows [${square},${square}] axis 1`,
@@ -269,9 +278,42 @@ await bench(
   () => gyre.concat([a.slice([0, big / 2]), a.slice([big / 2])]),
 );
 
+// Pooling on NCHW images: [32, 64, 224, 224] at full scale.
+{
+  const [n, c, h] = scale === "full" ? [32, 64, 224] : [2, 8, 64];
+  const images = gyre.random.uniform([n, c, h, h], { seed: 5 }).realize();
+  const elements = n * c * h * h;
+  const out2 = elements / 4;
+  await bench(
+    "maxPool2d 2x2/2",
+    elements,
+    4 * (elements + out2),
+    () => gyre.maxPool2d(images, { kernelSize: 2 }),
+  );
+  await bench(
+    "maxPool2d 3x3/2 pad 1",
+    elements,
+    4 * (elements + out2),
+    () => gyre.maxPool2d(images, { kernelSize: 3, stride: 2, padding: 1 }),
+  );
+  await bench(
+    "avgPool2d 2x2/2",
+    elements,
+    4 * (elements + out2),
+    () => gyre.avgPool2d(images, { kernelSize: 2 }),
+  );
+  await bench(
+    "adaptiveAvgPool2d 7x7",
+    elements,
+    4 * elements,
+    () => gyre.adaptiveAvgPool2d(images, 7),
+  );
+  images.dispose();
+}
+
 // Per-op overhead: chains of small adds, read back once, wall clock.
 async function chain(length: number): Promise<number> {
-  const x0 = gyre.ones([1024]);
+  const x0 = gyre.ones([1024]).realize();
   const times: number[] = [];
   for (let s = 0; s < 9; s++) {
     const t0 = performance.now();
