@@ -5,6 +5,8 @@
  * @module
  */
 import type { DeviceCaps } from "./gpu/device.ts";
+import { ValueError } from "./errors.ts";
+import { tiledSharedBytes } from "./gpu/_codegen_matmul.ts";
 
 /** The choice for an elementwise kernel. */
 export interface ElementwiseChoice {
@@ -29,7 +31,13 @@ export interface ReduceChoice {
 }
 
 /** Any plan's result. */
-export type Choice = ElementwiseChoice | ReduceChoice;
+export type Choice =
+  | ElementwiseChoice
+  | ReduceChoice
+  | PoolChoice
+  | ScanChoice
+  | RowsChoice
+  | MatmulChoice;
 
 const overrides: {
   elementwise: Partial<ElementwiseChoice> | null;
@@ -51,10 +59,21 @@ const overrides: {
  * ```
  */
 export function setPlanOverride(
-  kernel: "elementwise" | "reduce",
-  override: Partial<ElementwiseChoice> | Partial<ReduceChoice> | null,
+  kernel: "elementwise" | "reduce" | "pool" | "scan" | "rows" | "matmul",
+  override:
+    | Partial<ElementwiseChoice>
+    | Partial<ReduceChoice>
+    | Partial<PoolChoice>
+    | Partial<ScanChoice>
+    | Partial<RowsChoice>
+    | Partial<MatmulChoice>
+    | null,
 ): void {
-  if (kernel === "elementwise") {
+  if (kernel === "matmul") matmulOverride = override as Partial<MatmulChoice> | null;
+  else if (kernel === "rows") rowsOverride = override as Partial<RowsChoice> | null;
+  else if (kernel === "scan") scanOverride = override as Partial<ScanChoice> | null;
+  else if (kernel === "pool") poolOverride = override as Partial<PoolChoice> | null;
+  else if (kernel === "elementwise") {
     overrides.elementwise = override as Partial<ElementwiseChoice> | null;
   } else overrides.reduce = override as Partial<ReduceChoice> | null;
 }
@@ -89,7 +108,8 @@ export function planElementwise(
 const ELEMENTS_PER_INVOCATION = 32;
 
 /**
- * Reductions: many short rows get one invocation each; otherwise a workgroup per row, and rows so
+ * Reductions: many short rows, or rows adjacent in memory (a reduction over leading axes), get one
+ * invocation each (rows split into chunks when few and long); otherwise a workgroup per row, and rows so
  * long that one workgroup would loop more than {@link ELEMENTS_PER_INVOCATION} times are split
  * into chunks whose partials a second pass combines. Subgroup operations where the device has them.
  *
@@ -101,18 +121,24 @@ const ELEMENTS_PER_INVOCATION = 32;
  */
 export function planReduce(
   caps: DeviceCaps | undefined,
-  problem: { rows: number; rowLength: number; aligned?: boolean },
+  problem: { rows: number; rowLength: number; aligned?: boolean; rowsAdjacent?: boolean },
 ): ReduceChoice {
   const workgroupSize = 256;
   const subgroups = Boolean(caps?.subgroups) && (caps?.subgroupMinSize ?? 0) >= 4 &&
     (caps?.subgroupMaxSize ?? 0) <= workgroupSize;
-  const choice: ReduceChoice = problem.rowLength <= 64 && problem.rows >= 4096
+  // Rows adjacent in memory (a reduction over leading axes): one invocation per row reads
+  // coalesced; enough chunks to keep about 256 Ki invocations busy, each 16 or more elements long.
+  const columns = Boolean(problem.rowsAdjacent) && problem.rows >= 256;
+  const threadChunks = columns
+    ? Math.max(1, Math.min(Math.ceil(262144 / problem.rows), Math.floor(problem.rowLength / 16)))
+    : 1;
+  const choice: ReduceChoice = columns || (problem.rowLength <= 64 && problem.rows >= 4096)
     ? {
       kernel: "reduce",
       variant: "thread",
       subgroups: false,
       workgroupSize,
-      chunks: 1,
+      chunks: threadChunks,
       vec4: false,
     }
     : {
@@ -130,7 +156,571 @@ export function planReduce(
   // Subgroups only where the device has them; chunks only within a row's length.
   if (!caps?.subgroups) choice.subgroups = false;
   choice.chunks = Math.max(1, Math.min(choice.chunks, problem.rowLength));
-  if (choice.variant === "thread") choice.chunks = 1;
   if (!problem.aligned || choice.variant === "thread") choice.vec4 = false;
   return choice;
+}
+
+/** The choice for a 2-D pooling kernel (src/gpu/_codegen_pool.ts). */
+export interface PoolChoice {
+  kernel: "pool";
+  /** "unrolled": the window walk as straight-line code; "looped": loops over uniform sizes. */
+  variant: "unrolled" | "looped";
+  /** Neighbouring outputs along W per invocation (unrolled regular windows only). */
+  outputsPerInvocation: 1 | 2 | 4;
+  /** Aligned vec4 input loads (unrolled regular windows without column padding or dilation). */
+  vec4: boolean;
+  workgroupSize: number;
+}
+
+let poolOverride: Partial<PoolChoice> | null = null;
+
+/** Windows up to 11x11 are unrolled by the rule; an override may unroll up to this many elements. */
+const POOL_UNROLL_RULE = 121;
+const POOL_UNROLL_LIMIT = 256;
+
+/**
+ * Pooling: windows of at most 11x11 elements (121) are unrolled, larger ones loop. Unrolled
+ * regular windows compute several neighbouring outputs per invocation. Where the layout allows
+ * aligned vec4 loads (no column padding or dilation, W and the input offset multiples of 4): 4
+ * outputs when windows do not overlap along W or the stride is 1, else 2, and always enough that
+ * `outputs * strideW` is a multiple of 4, so every invocation starts on a vector. Without vec4: 4
+ * outputs at stride 1 (neighbours share most columns), else 2 (4 scalar outputs straddle sectors
+ * of unaligned rows). Never more outputs than the row needs.
+ * Measured on an H200 (timestamps, float32 unless said; the vec4 copy kernel runs at 3.7 TB/s):
+ * maxPool 2x2/2 on [32, 64, 224, 224]: 121 us (4.2 TB/s) with 4 outputs and vec4, 128 with 2 and
+ * vec4, 154 with 1, 292 looped; float16: 65 us with 4, 84 with 2; W = 222 (no vec4): 143 us with
+ * 2, 190 with 4. 3x3/2 padding 1 on [32, 64, 112, 112]: 39 us with 2, 47 with 1, 58 with 4.
+ * 3x3/1 padding 1 on [32, 64, 56, 56]: 30 us with 4, 34 with 2. 11x11/4 on [32, 64, 224, 224]:
+ * 225 us unrolled, 705 looped. Workgroups of 128, 256 or 512: within 6%.
+ *
+ * @example
+ * ```ts
+ * import { planPool } from "@gyre/gyre";
+ * planPool(undefined, {
+ *   window: "regular", kernel: [2, 2], stride: [2, 2], padding: [0, 0], dilation: [1, 1],
+ *   inWidth: 224, outWidth: 112, alignedOffset: true,
+ * }); // { variant: "unrolled", outputsPerInvocation: 4, vec4: true, ... }
+ * ```
+ */
+export function planPool(
+  caps: DeviceCaps | undefined,
+  problem: {
+    window: "regular" | "adaptive";
+    /** Window rows and columns (adaptive: the largest bin). */
+    kernel: readonly [number, number];
+    stride: readonly [number, number];
+    padding: readonly [number, number];
+    dilation: readonly [number, number];
+    inWidth: number;
+    outWidth: number;
+    /** The input's first element is a multiple of 4. */
+    alignedOffset: boolean;
+  },
+): PoolChoice {
+  const elements = problem.kernel[0] * problem.kernel[1];
+  const regular = problem.window === "regular";
+  const sw = problem.stride[1];
+  const span = problem.dilation[1] * (problem.kernel[1] - 1) + 1;
+  const vec4Layout = regular && problem.padding[1] === 0 && problem.dilation[1] === 1 &&
+    problem.inWidth % 4 === 0 && problem.alignedOffset;
+  const unrolled = elements <= POOL_UNROLL_RULE;
+  // With vec4, an odd stride needs 4 outputs to start every invocation on a vector.
+  const vec4Outputs = span <= sw || sw === 1 || sw % 2 !== 0 ? 4 : 2;
+  let outputs = vec4Layout ? vec4Outputs : sw === 1 ? 4 : 2;
+  while (outputs > 1 && outputs / 2 >= problem.outWidth) outputs /= 2;
+  const choice: PoolChoice = {
+    kernel: "pool",
+    variant: unrolled ? "unrolled" : "looped",
+    outputsPerInvocation: unrolled && regular ? outputs as 1 | 2 | 4 : 1,
+    vec4: unrolled && vec4Layout,
+    workgroupSize: 256,
+    ...poolOverride,
+  };
+  // What the device and the layout allow, whatever an override asks.
+  if (![1, 2, 4].includes(choice.outputsPerInvocation)) choice.outputsPerInvocation = 1;
+  const maxInvocations = caps?.limits.maxComputeInvocationsPerWorkgroup ?? 256;
+  if (
+    !Number.isInteger(choice.workgroupSize) || choice.workgroupSize < 1 ||
+    choice.workgroupSize > maxInvocations
+  ) choice.workgroupSize = 256;
+  if (elements > POOL_UNROLL_LIMIT) choice.variant = "looped";
+  if (choice.variant === "looped" || !regular) choice.outputsPerInvocation = 1;
+  if (
+    choice.variant === "looped" || !vec4Layout ||
+    (choice.outputsPerInvocation * sw) % 4 !== 0
+  ) choice.vec4 = false;
+  return choice;
+}
+
+/** The choice for a scan (cumsum, cumprod, cummax, cummin; src/gpu/_codegen_scan.ts). */
+export interface ScanChoice {
+  kernel: "scan";
+  /**
+   * "row": a workgroup (or a team of its threads) per row, for rows that fit in one tile;
+   * "lookback": one pass over tiles of long rows, each tile taking its prefix from its
+   * predecessors' published aggregates (decoupled look-back; needs forward progress between
+   * workgroups); "multipass": reduce tiles, scan the tile totals, scan tiles with their offsets.
+   */
+  variant: "row" | "lookback" | "multipass";
+  /** Scan across a workgroup with subgroup operations rather than shared memory alone. */
+  subgroups: boolean;
+  workgroupSize: number;
+  /** Elements each invocation holds in registers (a multiple of 4: whole vec4 chunks). */
+  elementsPerThread: number;
+  /**
+   * Scans over an axis that is not the last: "strided" reads and writes through strides;
+   * "transpose" first copies the input with the scan axis last (contiguous, vec4 loads).
+   */
+  layout: "strided" | "transpose";
+}
+
+let scanOverride: Partial<ScanChoice> | null = null;
+
+/**
+ * Scans: a row that fits in one workgroup's tile (256 invocations x 16 elements) is scanned by one
+ * workgroup, or by a team of as few invocations as hold it, many rows per dispatch; longer rows
+ * take the single-pass decoupled look-back, except on fallback adapters (llvmpipe, lavapipe),
+ * which do not promise forward progress between workgroups (a look-back could wait forever on a
+ * workgroup that is never scheduled) and take the three-pass tile scan instead. Axes other than
+ * the last are read and written through strides in place: a transposing copy would add a full
+ * read and write of the tensor to save only the scan's own strided accesses.
+ *
+ * @example
+ * ```ts
+ * import { planScan } from "@gyre/gyre";
+ * planScan(undefined, { rows: 1, rowLength: 1 << 26 }).variant; // "lookback"
+ * ```
+ */
+export function planScan(
+  caps: DeviceCaps | undefined,
+  problem: { rows: number; rowLength: number },
+): ScanChoice {
+  const workgroupSize = 256;
+  const subgroups = Boolean(caps?.subgroups) && (caps?.subgroupMinSize ?? 0) >= 4 &&
+    (caps?.subgroupMaxSize ?? 0) <= 64;
+  const elementsPerThread = 16;
+  const fits = problem.rowLength <= workgroupSize * elementsPerThread;
+  const choice: ScanChoice = {
+    kernel: "scan",
+    variant: fits ? "row" : caps?.isFallbackAdapter ? "multipass" : "lookback",
+    subgroups,
+    workgroupSize,
+    elementsPerThread,
+    layout: "strided",
+    ...scanOverride,
+  };
+  // What the device and the problem allow, whatever an override asks.
+  if (!subgroups) choice.subgroups = false;
+  const sizes = [32, 64, 128, 256, 512, 1024];
+  if (!sizes.includes(choice.workgroupSize)) choice.workgroupSize = workgroupSize;
+  if (caps && choice.workgroupSize > caps.limits.maxComputeInvocationsPerWorkgroup) {
+    choice.workgroupSize = workgroupSize;
+  }
+  if (choice.subgroups && choice.workgroupSize < (caps?.subgroupMaxSize ?? 0)) {
+    choice.subgroups = false;
+  }
+  if (![4, 8, 16, 32].includes(choice.elementsPerThread)) {
+    choice.elementsPerThread = elementsPerThread;
+  }
+  if (
+    choice.variant === "row" && problem.rowLength > choice.workgroupSize * choice.elementsPerThread
+  ) {
+    choice.variant = caps?.isFallbackAdapter ? "multipass" : "lookback";
+  }
+  return choice;
+}
+
+/** How the invocations sharing a row combine a statistic (see src/gpu/_codegen_rows.ts). */
+export type RowsCombine = "none" | "shuffle" | "subgroup" | "shared";
+
+/** The choice for the row kernels of softmax and the normalisations (src/gpu/_codegen_rows.ts). */
+export interface RowsChoice {
+  kernel: "rows";
+  /**
+   * "single": each row is read once into registers, normalised there and written (one pass);
+   * "chunked": rows are split into chunks of `threadsPerRow * registers` units; a pass writes each
+   * chunk's statistics, a second merges them per row, a third normalises (x is read twice).
+   */
+  variant: "single" | "chunked";
+  /** Units of four elements with vector loads (only where the layout allows). */
+  vec4: boolean;
+  /**
+   * Invocations sharing a row (a power of two, 1..1024). 1 gives adjacent invocations adjacent
+   * rows: coalesced when the normalised axis is not the innermost in memory but a kept one is.
+   */
+  threadsPerRow: number;
+  /** Invocations per workgroup (a multiple of `threadsPerRow`; the rest hold other rows). */
+  workgroupSize: number;
+  /** Units each invocation keeps in named registers (single: derived from the row length). */
+  registers: number;
+  /** Combine through subgroup operations where the device has them (false: shared memory). */
+  subgroups: boolean;
+  /** Derived: how a row's invocations combine. */
+  combine: RowsCombine;
+  /** Derived: chunks per row (1 for "single"). */
+  chunks: number;
+  /** Invocations per row in the merging pass of "chunked". */
+  combineThreads: number;
+  /** Derived: how the merging pass combines. */
+  combineStage: RowsCombine;
+}
+
+let rowsOverride: Partial<RowsChoice> | null = null;
+
+/** Registers of one invocation: single passes stop at 8 units by rule, 32 by override. */
+const ROWS_SINGLE_REGISTERS = 8;
+const ROWS_MAX_REGISTERS = 32;
+
+function pow2Ceil(n: number): number {
+  return 2 ** Math.ceil(Math.log2(Math.max(1, n)));
+}
+
+function clampPow2(n: number, lo: number, hi: number): number {
+  return Math.min(hi, Math.max(lo, pow2Ceil(Number.isFinite(n) ? n : lo)));
+}
+
+/**
+ * The lane combine for `threads` invocations per row: a butterfly of shuffles inside one subgroup
+ * when the row's lanes fit in the smallest subgroup, subgroup reductions when every subgroup lies
+ * inside one row, otherwise (or without subgroups) a shared-memory tree.
+ *
+ * @example
+ * ```ts
+ * import { rowsCombine } from "@gyre/gyre";
+ * rowsCombine(undefined, 256, true); // "shared" (no device, no subgroups)
+ * ```
+ */
+export function rowsCombine(
+  caps: DeviceCaps | undefined,
+  threads: number,
+  subgroups: boolean,
+): RowsCombine {
+  if (threads <= 1) return "none";
+  const min = caps?.subgroupMinSize ?? 0;
+  const max = caps?.subgroupMaxSize ?? 0;
+  if (subgroups && caps?.subgroups && min >= 4 && max <= 128) {
+    if (threads <= min) return "shuffle";
+    if (threads >= max) return "subgroup";
+  }
+  return "shared";
+}
+
+/**
+ * Row kernels (softmax, logSoftmax, layerNorm, rmsNorm, groupNorm, batchNorm statistics). A row
+ * of up to 8 units per invocation (units: vec4 where the layout allows) is done in one pass: its
+ * invocations load it once into named registers, combine max/sums through subgroups and shared
+ * memory, and write it, so x is read once and y written once. Lanes per row: one per unit up to
+ * 32 (short rows; 16-element rows take 4 lanes of one vec4 each, so a subgroup's loads are
+ * contiguous), then as many as keep 4 units each (8 for float16) up to 256 (a 4096-wide float32
+ * row: 256 lanes x 4 vec4, 0.040 ms for 4096 x 4096 on an H200, 81% of its copy bandwidth), then
+ * 8 units each up to 1024 lanes (32768 floats). Short rows share a 256-invocation workgroup.
+ * Longer rows, rows whose statistics are wanted (batchNorm training), and few long rows that would
+ * occupy fewer than 64 workgroups are chunked (256 lanes x 4 units per chunk) for parallelism.
+ * When `acrossRows` (the normalised axis is strided and a kept axis is the innermost in memory)
+ * and there are at least 64 rows, each invocation takes a whole row (chunks of 32 elements), so
+ * adjacent invocations read adjacent addresses; reading through strides in place beats a
+ * transposing copy, which would add a full read and write of the tensor.
+ *
+ * @example
+ * ```ts
+ * import { planRows } from "@gyre/gyre";
+ * planRows(undefined, { rows: 4096, rowLength: 4096, vec4: true });
+ * // { variant: "single", threadsPerRow: 256, registers: 4, vec4: true, ... }
+ * ```
+ */
+export function planRows(
+  caps: DeviceCaps | undefined,
+  problem: {
+    rows: number;
+    rowLength: number;
+    /** The layout allows vec4 units. */
+    vec4?: boolean;
+    /** Adjacent rows are adjacent in memory and a row's elements are not. */
+    acrossRows?: boolean;
+    /** Per-row statistics are an output (forces "chunked", whose merge pass writes them). */
+    stats?: boolean;
+    /** Bytes per element (4 by default; 2 for float16). */
+    elementBytes?: number;
+  },
+): RowsChoice {
+  const rows = Math.max(1, problem.rows);
+  const layoutVec4 = Boolean(problem.vec4);
+  const unitsOf = (vec4: boolean) => Math.max(1, Math.ceil(problem.rowLength / (vec4 ? 4 : 1)));
+  let units = unitsOf(layoutVec4);
+  let variant: RowsChoice["variant"] = "single";
+  let threads: number;
+  let registers: number;
+  if (problem.acrossRows && rows >= 64) {
+    threads = 1;
+    registers = pow2Ceil(units);
+    if (units > 32) {
+      variant = "chunked";
+      registers = layoutVec4 ? 8 : 32;
+    }
+  } else {
+    // Units per lane: 4, or 8 for 2-byte elements (the same bytes in flight per lane); short
+    // rows spread over up to 32 lanes with 1 or 2 units each, which keeps a subgroup's loads
+    // contiguous (a lane reading 4 vec4 of its own row strides across 64 bytes per load).
+    const perLane = (problem.elementBytes ?? 4) < 4 ? 8 : 4;
+    threads = clampPow2(Math.ceil(units / perLane), Math.min(32, pow2Ceil(units)), 256);
+    registers = pow2Ceil(Math.ceil(units / threads));
+    if (registers > perLane) {
+      threads = clampPow2(Math.ceil(units / ROWS_SINGLE_REGISTERS), 1, 1024);
+      registers = pow2Ceil(Math.ceil(units / threads));
+    }
+    const workgroups = Math.ceil((rows * threads) / Math.max(256, threads));
+    if (registers > ROWS_SINGLE_REGISTERS || (workgroups < 64 && units > 2048)) {
+      variant = "chunked";
+      threads = 256;
+      registers = 4;
+    }
+  }
+  if (problem.stats) variant = "chunked";
+  const subgroups = Boolean(caps?.subgroups);
+  const choice: RowsChoice = {
+    kernel: "rows",
+    variant,
+    vec4: layoutVec4,
+    threadsPerRow: threads,
+    workgroupSize: Math.max(256, threads),
+    registers,
+    subgroups,
+    combine: "none",
+    chunks: 1,
+    combineThreads: 1,
+    combineStage: "none",
+    ...rowsOverride,
+  };
+  // What the layout and the device allow, whatever an override asks; derived fields last.
+  const maxInvocations = Math.min(1024, caps?.limits.maxComputeInvocationsPerWorkgroup ?? 1024);
+  choice.vec4 = choice.vec4 && layoutVec4;
+  units = unitsOf(choice.vec4);
+  choice.threadsPerRow = clampPow2(choice.threadsPerRow, 1, maxInvocations);
+  choice.workgroupSize = clampPow2(choice.workgroupSize, choice.threadsPerRow, maxInvocations);
+  choice.subgroups = choice.subgroups && subgroups;
+  if (choice.variant === "single") {
+    choice.registers = pow2Ceil(Math.ceil(units / choice.threadsPerRow));
+    if (choice.registers > ROWS_MAX_REGISTERS || problem.stats) {
+      choice.variant = "chunked";
+      choice.registers = 4;
+    }
+  }
+  choice.registers = clampPow2(choice.registers, 1, ROWS_MAX_REGISTERS);
+  choice.chunks = choice.variant === "single"
+    ? 1
+    : Math.ceil(units / (choice.threadsPerRow * choice.registers));
+  if (choice.variant === "single" || rowsOverride?.combineThreads === undefined) {
+    choice.combineThreads = choice.variant === "single" ? 1 : Math.ceil(choice.chunks / 8);
+  }
+  choice.combineThreads = clampPow2(choice.combineThreads, 1, 256);
+  choice.combine = rowsCombine(caps, choice.threadsPerRow, choice.subgroups);
+  choice.combineStage = rowsCombine(caps, choice.combineThreads, choice.subgroups);
+  return choice;
+}
+
+/** The choice for a matrix multiply (src/gpu/_codegen_matmul.ts). */
+export interface MatmulChoice {
+  kernel: "matmul";
+  /**
+   * "tiled": shared-memory tiles, one workgroup per output tile; "splitK": the same kernel over
+   * K ranges writing float32 partials, summed by a second pass; "gemv": M = 1 or N = 1, one
+   * workgroup per block of outputs (an override asking for it elsewhere falls back to "tiled").
+   */
+  variant: "tiled" | "splitK" | "gemv";
+  /** Output tile of a workgroup, and K per shared-memory step. */
+  tileM: number;
+  tileN: number;
+  tileK: number;
+  /** Outputs per invocation along M and N (4, 8 or 16 each). */
+  threadM: number;
+  threadN: number;
+  /** Invocation columns in each group of 32 invocations (a warp's footprint; 1 to 32). */
+  laneColumns: number;
+  /** Two shared buffers: one barrier per K step instead of two. */
+  doubleBuffer: boolean;
+  /** Shared tiles k-major ("interleaved") or one padded row per invocation ("thread"). */
+  sharedLayout: "interleaved" | "thread";
+  /** Read the next K step's fragments from shared memory before this step's products. */
+  prefetch: boolean;
+  /** Tile rows walked together so workgroups in flight share operands in L2 (1: row-major). */
+  swizzle: number;
+  /** vec4 global loads and stores where the layout allows (false forces scalar ones). */
+  vectorLoads: boolean;
+  /** K ranges ("splitK" only; 1 otherwise). */
+  splitK: number;
+  /** gemv: invocations per workgroup. */
+  gemvWorkgroupSize: number;
+  /** gemv: invocations per output (K contiguous) or groups of four outputs per workgroup (outputs contiguous). */
+  gemvWidth: number;
+  /** gemv: reduce through subgroup shuffles (K contiguous form, width within the subgroup size). */
+  subgroups: boolean;
+}
+
+let matmulOverride: Partial<MatmulChoice> | null = null;
+
+/** A tile configuration the matmul rule chooses among. */
+type MatmulTile = Pick<
+  MatmulChoice,
+  "tileM" | "tileN" | "tileK" | "threadM" | "threadN" | "laneColumns"
+>;
+
+/**
+ * The rule's tiles, largest first, measured on an H200 at 4096^3 and smaller (float32, TFLOP/s):
+ * 128x128x8 with 8x16 per invocation 37-39 (8x8: 32; 128x256 or 256x128: 31-32; 128x128x16 with
+ * 8x16: 21, past the registers), 64x128x16 8x8 31 at 2048^3, 64x64 and 32x64 4x4 24 at 1024^3.
+ */
+const MATMUL_TILES: readonly MatmulTile[] = [
+  { tileM: 128, tileN: 128, tileK: 8, threadM: 8, threadN: 16, laneColumns: 2 },
+  { tileM: 64, tileN: 128, tileK: 16, threadM: 8, threadN: 8, laneColumns: 8 },
+  { tileM: 64, tileN: 64, tileK: 16, threadM: 4, threadN: 4, laneColumns: 8 },
+  { tileM: 32, tileN: 64, tileK: 16, threadM: 4, threadN: 4, laneColumns: 8 },
+  { tileM: 32, tileN: 32, tileK: 16, threadM: 4, threadN: 4, laneColumns: 8 },
+];
+
+/**
+ * With float16 accumulation the large tile is 128x128x16 with 8x8 (52 TFLOP/s at 4096^3 on an
+ * H200; 8x16: 46-49, where f32 preferred it).
+ */
+const MATMUL_HALF_LARGE: MatmulTile = {
+  tileM: 128,
+  tileN: 128,
+  tileK: 16,
+  threadM: 8,
+  threadN: 8,
+  laneColumns: 8,
+};
+
+/** Workgroups that keep a large GPU busy (132 SMs, about two each); software adapters need few. */
+const MATMUL_BUSY = 256;
+/** Split K only when each split keeps at least this much of K. */
+const MATMUL_MIN_SPLIT = 1024;
+
+/**
+ * Matrix multiply: M = 1 or N = 1 goes to "gemv". Otherwise the largest tile (128x128 with 8x16
+ * outputs per invocation, down to 32x32 with 4x4) that keeps the device busy, counting K splits:
+ * a tile may take up to `K / 1024` splits when that is what it needs to reach enough workgroups
+ * (small outputs with a long K: 128x128x65536 runs 64x64 tiles in 64 splits). Tiles must fit the
+ * device's workgroup storage (48 KiB on an H200, 32 KiB on lavapipe) and invocation limit: the
+ * rule skips those that do not, and an override that does not is refused with a `ValueError`.
+ *
+ * `transposeA`: A is stored [K, M] (M contiguous); `transposeB`: B is stored [N, K].
+ *
+ * @example
+ * ```ts
+ * import { planMatmul } from "@gyre/gyre";
+ * planMatmul(undefined, { m: 4096, n: 4096, k: 4096, batch: 1, dtype: "float32" }).tileM; // 128
+ * planMatmul(undefined, { m: 1, n: 4096, k: 4096, batch: 1, dtype: "float32" }).variant; // "gemv"
+ * ```
+ */
+export function planMatmul(
+  caps: DeviceCaps | undefined,
+  problem: {
+    m: number;
+    n: number;
+    k: number;
+    batch: number;
+    dtype: "float32" | "float16" | "int32";
+    transposeA?: boolean;
+    transposeB?: boolean;
+    /** float16 accumulation (f16 registers and shared tiles). */
+    halfAccumulate?: boolean;
+  },
+): MatmulChoice {
+  const { m, n, k, batch } = problem;
+  const half = Boolean(problem.halfAccumulate);
+  const busy = caps?.isFallbackAdapter ? 16 : MATMUL_BUSY;
+  const defaults = {
+    doubleBuffer: true,
+    sharedLayout: "thread" as const,
+    prefetch: true,
+    swizzle: 8,
+    vectorLoads: true,
+  };
+  const tiles = half ? [MATMUL_HALF_LARGE, ...MATMUL_TILES.slice(1)] : MATMUL_TILES;
+  const fits = (t: MatmulTile) => matmulFits(caps, { ...t, ...defaults }, half);
+  const usable = tiles.filter(fits);
+  const candidates = usable.length ? usable : [tiles[tiles.length - 1]];
+  const maxSplits = k >= 2 * MATMUL_MIN_SPLIT ? Math.min(64, Math.floor(k / MATMUL_MIN_SPLIT)) : 1;
+  const plans = candidates.map((t) => {
+    const groups = batch * Math.ceil(m / t.tileM) * Math.ceil(n / t.tileN);
+    const splitK = groups >= busy ? 1 : Math.max(1, Math.min(maxSplits, Math.floor(busy / groups)));
+    return { tile: t, splitK, groups: groups * splitK };
+  });
+  const best = plans.find((x) => x.groups >= busy) ?? plans[plans.length - 1];
+  // gemv: the matrix's contiguous axis decides the form; the vector side of M = 1 is A.
+  const matrixKContiguous = m === 1 ? Boolean(problem.transposeB) : !problem.transposeA;
+  const choice: MatmulChoice = {
+    kernel: "matmul",
+    variant: m === 1 || n === 1 ? "gemv" : best.splitK > 1 ? "splitK" : "tiled",
+    ...best.tile,
+    ...defaults,
+    splitK: best.splitK,
+    gemvWorkgroupSize: 256,
+    gemvWidth: matrixKContiguous ? 32 : 4,
+    subgroups: false,
+    ...matmulOverride,
+  };
+  // Shuffles reach only within a subgroup: the width must fit the smallest one.
+  const shuffles = Boolean(caps?.subgroups) && choice.gemvWidth <= (caps?.subgroupMinSize ?? 0);
+  choice.subgroups = shuffles && (matmulOverride?.subgroups ?? true);
+  // What the problem allows, whatever an override asks.
+  if (choice.variant === "gemv" && m !== 1 && n !== 1) choice.variant = "tiled";
+  if (choice.variant !== "splitK") choice.splitK = 1;
+  checkMatmulChoice(caps, choice, half);
+  return choice;
+}
+
+/** Whether a tile fits the device's invocation and workgroup storage limits. */
+function matmulFits(
+  caps: DeviceCaps | undefined,
+  t: MatmulTile & { doubleBuffer: boolean; sharedLayout: "thread" | "interleaved" },
+  half: boolean,
+): boolean {
+  const threads = (t.tileM / t.threadM) * (t.tileN / t.threadN);
+  const bytes = tiledSharedBytes({ ...t, math: half ? "f16" : "f32" });
+  return threads <= (caps?.limits.maxComputeInvocationsPerWorkgroup ?? 256) &&
+    bytes <= (caps?.limits.maxComputeWorkgroupStorageSize ?? 16384);
+}
+
+function checkMatmulChoice(caps: DeviceCaps | undefined, c: MatmulChoice, half: boolean): void {
+  const fail = (field: string, expected: string, received: unknown) => {
+    throw new ValueError({
+      op: "setPlanOverride",
+      argument: `matmul.${field}`,
+      expected,
+      received: String(received),
+    });
+  };
+  const pow2 = (v: number) => Number.isInteger(v) && v > 0 && (v & (v - 1)) === 0;
+  if (![4, 8, 16].includes(c.threadM)) fail("threadM", "4, 8 or 16", c.threadM);
+  if (![4, 8, 16].includes(c.threadN)) fail("threadN", "4, 8 or 16", c.threadN);
+  if (!pow2(c.tileM) || c.tileM < c.threadM) fail("tileM", "a power of two >= threadM", c.tileM);
+  if (!pow2(c.tileN) || c.tileN < c.threadN) fail("tileN", "a power of two >= threadN", c.tileN);
+  if (!pow2(c.tileK) || c.tileK < 4 || c.tileK > 64) fail("tileK", "4, 8, 16, 32 or 64", c.tileK);
+  if (!pow2(c.laneColumns) || c.laneColumns > 32) {
+    fail("laneColumns", "a power of two <= 32", c.laneColumns);
+  }
+  if (!Number.isInteger(c.swizzle) || c.swizzle < 1) fail("swizzle", "an integer >= 1", c.swizzle);
+  if (!Number.isInteger(c.splitK) || c.splitK < 1 || c.splitK > 256) {
+    fail("splitK", "an integer in [1, 256]", c.splitK);
+  }
+  const maxThreads = caps?.limits.maxComputeInvocationsPerWorkgroup ?? 256;
+  const threads = (c.tileM / c.threadM) * (c.tileN / c.threadN);
+  if (c.variant !== "gemv" && threads > maxThreads) {
+    fail("tileM", `tiles of at most ${maxThreads} invocations on this device`, `${threads}`);
+  }
+  const storage = caps?.limits.maxComputeWorkgroupStorageSize ?? 16384;
+  const shared = tiledSharedBytes({ ...c, math: half ? "f16" : "f32" });
+  if (c.variant !== "gemv" && shared > storage) {
+    fail("tileK", `tiles within ${storage} bytes of workgroup storage`, `${shared} bytes`);
+  }
+  if (c.sharedLayout !== "thread" && c.sharedLayout !== "interleaved") {
+    fail("sharedLayout", '"thread" or "interleaved"', c.sharedLayout);
+  }
+  if (!pow2(c.gemvWorkgroupSize) || c.gemvWorkgroupSize > maxThreads) {
+    fail("gemvWorkgroupSize", `a power of two <= ${maxThreads}`, c.gemvWorkgroupSize);
+  }
+  if (!pow2(c.gemvWidth) || c.gemvWidth > c.gemvWorkgroupSize) {
+    fail("gemvWidth", "a power of two <= gemvWorkgroupSize", c.gemvWidth);
+  }
 }

@@ -286,7 +286,9 @@ export function generateReduce(s: ReduceSpec): string {
   );
   inputs.forEach((dtype, k) => {
     const type = k === 0 ? srcType : vector ? `vec4<${storageType(dtype)}>` : storageType(dtype);
-    lines.push(`@group(0) @binding(${k}) var<storage, read> ${k === 0 ? "src" : `src${k}`}: array<${type}>;`);
+    lines.push(
+      `@group(0) @binding(${k}) var<storage, read> ${k === 0 ? "src" : `src${k}`}: array<${type}>;`,
+    );
   });
   lines.push(
     `@group(0) @binding(${inputs.length}) var<storage, read_write> dst: array<${dstType}>;`,
@@ -305,19 +307,22 @@ export function generateReduce(s: ReduceSpec): string {
     if (vector) offsets.push(`let shift${k} = p_off${k} / 4u - p.off / 4u;`);
   }
   const offsetLines = offsets.length ? `${offsets.join("\n  ")}\n  ` : "";
-  const rowBase = offsetLines + (s.mode === "contiguous"
-    ? "let base = p.off + row * p.len;"
-    : [
-      decompose("outer_off", "row", s.outerRank, 0, 2),
-      "let base = p.off + outer_off;",
-      ...Array.from({ length: extra }, (_, i) => {
-        const k = i + 1;
-        return `${decompose(`outer_off${k}`, "row", s.outerRank, 0, 8 + 4 * i)}\n  let base${k} = p_off${k} + outer_off${k};`;
-      }),
-    ].join("\n  "));
+  const rowBase = offsetLines + (s.mode === "contiguous" ? "let base = p.off + row * p.len;" : [
+    decompose("outer_off", "row", s.outerRank, 0, 2),
+    "let base = p.off + outer_off;",
+    ...Array.from({ length: extra }, (_, i) => {
+      const k = i + 1;
+      return `${
+        decompose(`outer_off${k}`, "row", s.outerRank, 0, 8 + 4 * i)
+      }\n  let base${k} = p_off${k} + outer_off${k};`;
+    }),
+  ].join("\n  "));
   const innerOff = s.mode === "contiguous" ? "" : [
     decompose("inner_off", "j", s.innerRank, 4, 6),
-    ...Array.from({ length: extra }, (_, i) => decompose(`inner_off${i + 1}`, "j", s.innerRank, 4, 10 + 4 * i)),
+    ...Array.from(
+      { length: extra },
+      (_, i) => decompose(`inner_off${i + 1}`, "j", s.innerRank, 4, 10 + 4 * i),
+    ),
   ].join("\n  ");
   /** The value of the element at row position j: a load, or the prologue over every input. */
   const elementValue = (): string => {
@@ -334,15 +339,21 @@ export function generateReduce(s: ReduceSpec): string {
     lines.push(
       `@compute @workgroup_size(${wg})`,
       "fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {",
-      `  let row = gid.x + gid.y * nwg.x * ${wg}u;`,
-      "  if (row >= p.rows) { return; }",
+      // Neighbouring invocations take neighbouring rows, so when rows are adjacent in memory
+      // (a reduction over a leading axis) their loads coalesce; chunks split long rows.
+      `  let g = gid.x + gid.y * nwg.x * ${wg}u;`,
+      "  if (g >= p.rows * p.chunks) { return; }",
+      "  let row = g % p.rows;",
+      "  let chunk = g / p.rows;",
+      "  let start = chunk * p.chunk_len;",
+      "  let stop = min(p.len, start + p.chunk_len);",
       `  ${rowBase}`,
       `  ${a.declare}`,
-      "  for (var j = 0u; j < p.len; j++) {",
+      "  for (var j = start; j < stop; j++) {",
       `  ${innerOff}`,
       `    ${a.feed(elementValue(), "j")}`,
       "  }",
-      `  ${a.store("row")}`,
+      `  ${a.store("row * p.chunks + chunk")}`,
       "}",
     );
   } else {

@@ -280,7 +280,10 @@ export class GpuBackend implements Backend {
     const lastAxes = axes.every((a, i) => a === input.shape.length - axes.length + i);
     const contiguous = lastAxes && views.every((v) => isContiguous(v.shape, v.strides));
     const aligned = contiguous && rowLength % 4 === 0 && views.every((v) => v.offset % 4 === 0);
-    const choice = planReduce(this.caps, { rows, rowLength, aligned });
+    // Rows adjacent in memory: the innermost kept axis has stride 1 in every input.
+    const rowsAdjacent = kept.length > 0 && !lastAxes &&
+      views.every((v) => v.strides[kept[kept.length - 1]] === 1);
+    const choice = planReduce(this.caps, { rows, rowLength, aligned, rowsAdjacent });
     // Arg reductions pass (value bits, index) pairs between their two passes: two u32 words each.
     const arg = reduction === "argmax" || reduction === "argmin";
     const accDtype: DType = arg ? "uint32" : outDtype === "float16" ? "float32" : outDtype;
@@ -291,7 +294,9 @@ export class GpuBackend implements Backend {
       uniforms: Uint32Array,
     ) => {
       const pipeline = this._pipeline(reduceKey(spec), buffers.length, () => generateReduce(spec));
-      const invocations = spec.variant === "thread" ? rows : rows * chunks * spec.workgroupSize;
+      const invocations = spec.variant === "thread"
+        ? rows * chunks
+        : rows * chunks * spec.workgroupSize;
       this._dispatch(op, pipeline, buffers, uniforms, this._grid(invocations, spec.workgroupSize));
     };
     const first: ReduceSpec = {
