@@ -231,6 +231,15 @@ for (
   await bench(`${op} ${mid / Mi}Mi f32`, mid, 4 * mid, () => fn(a.slice([0, mid])));
   await bench(`${op} ${big / Mi}Mi f32`, big, 4 * big, () => fn(a));
 }
+// The sum of 16 Mi under several chunk counts (the plan's rule picks 2048): where is the floor?
+{
+  const x = a.slice([0, mid]);
+  for (const chunks of [128, 512, 1024, 4096]) {
+    gyre.setPlanOverride("reduce", { chunks });
+    await bench(`sum ${mid / Mi}Mi f32, ${chunks} chunks`, mid, 4 * mid, () => gyre.sum(x));
+  }
+  gyre.setPlanOverride("reduce", null);
+}
 for (const [op, fn] of [["argmax", gyre.argmax], ["argmin", gyre.argmin]] as const) {
   await bench(`${op} ${big / Mi}Mi f32`, big, 4 * big, () => fn(a));
   await bench(
