@@ -295,6 +295,44 @@ function reductions(): string {
       ].join("\n"),
     );
   }
+  // logsumexp and moments (M2, the sum of squared deviations), in f64 with two passes each.
+  out.push(
+    [
+      "export function reduce_logsumexp_f32(out: usize, x: usize, outer: i32, inner: i32): void {",
+      "  for (let r = 0; r < outer; r++) {",
+      "    const base = x + (<usize>r * <usize>inner << 2);",
+      "    let m: f64 = -Infinity;",
+      "    for (let j = 0; j < inner; j++) {",
+      "      const v = <f64>load<f32>(base + (<usize>j << 2));",
+      "      if (v != v) { m = v; break; }",
+      "      if (v > m) m = v;",
+      "    }",
+      "    let result = m;",
+      "    if (m == m && m != Infinity && m != -Infinity) {",
+      "      let s: f64 = 0;",
+      "      for (let j = 0; j < inner; j++) s += Math.exp(<f64>load<f32>(base + (<usize>j << 2)) - m);",
+      "      result = m + Math.log(s);",
+      "    }",
+      "    store<f32>(out + (<usize>r << 2), <f32>result);",
+      "  }",
+      "}",
+      "",
+      "export function reduce_moments_f32(out: usize, x: usize, outer: i32, inner: i32): void {",
+      "  for (let r = 0; r < outer; r++) {",
+      "    const base = x + (<usize>r * <usize>inner << 2);",
+      "    let s: f64 = 0;",
+      "    for (let j = 0; j < inner; j++) s += <f64>load<f32>(base + (<usize>j << 2));",
+      "    const mean = inner > 0 ? s / <f64>inner : 0;",
+      "    let m2: f64 = 0;",
+      "    for (let j = 0; j < inner; j++) {",
+      "      const d = <f64>load<f32>(base + (<usize>j << 2)) - mean;",
+      "      m2 += d * d;",
+      "    }",
+      "    store<f32>(out + (<usize>r << 2), <f32>m2);",
+      "  }",
+      "}",
+    ].join("\n"),
+  );
   // argmax/argmin: the first index of the extreme value; the first NaN wins (NumPy).
   for (const [op, cmp] of [["argmax", ">"], ["argmin", "<"]] as const) {
     for (const ct of ["f32", "i32", "u32"] as const) {

@@ -12,7 +12,17 @@ import type { Shape } from "./_shape.ts";
 export type DeviceName = "gpu" | "wasm";
 
 /** Reductions every backend implements. */
-export type ReduceOp = "sum" | "prod" | "max" | "min" | "argmax" | "argmin";
+export type ReduceOp =
+  | "sum"
+  | "prod"
+  | "max"
+  | "min"
+  | "argmax"
+  | "argmin"
+  /** log(sum(exp(x))) in one pass, float32 in and out. */
+  | "logsumexp"
+  /** The sum of squared deviations from the mean (M2), one pass, float32 in and out. */
+  | "moments";
 
 /** Device memory shared by one or more tensor views, freed when the last view lets go. */
 export interface Storage {

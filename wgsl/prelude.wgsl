@@ -289,3 +289,41 @@ fn g_leaky_relu(x: f32, alpha: f32) -> f32 {
 fn g_elu(x: f32, alpha: f32) -> f32 {
   return select(alpha * g_expm1(x), x, x > 0.0);
 }
+
+// Stateful reductions (src/gpu/_codegen_reduce.ts).
+
+fn g_lse_merge(a: vec2<f32>, b: vec2<f32>) -> vec2<f32> {
+  // (max, sum of exp(x - max)) pairs. NaN wins; an empty side (-Inf, 0) leaves the other; a term
+  // at the maximum counts exp(0) = 1 even when the maximum is +Inf.
+  if (g_isnan(a.x) || g_isnan(b.x)) { return vec2<f32>(a.x + b.x, 1.0); }
+  let m = max(a.x, b.x);
+  if (m == bitcast<f32>(0xff800000u)) { return vec2<f32>(m, 0.0); }
+  let ea = select(exp(a.x - m), 1.0, a.x == m);
+  let eb = select(exp(b.x - m), 1.0, b.x == m);
+  return vec2<f32>(m, a.y * ea + b.y * eb);
+}
+
+fn g_lse_final(a: vec2<f32>) -> f32 {
+  // Infinite or NaN maxima are the answer themselves.
+  if (g_isnan(a.x) || abs(a.x) == bitcast<f32>(0x7f800000u)) { return a.x; }
+  return a.x + log(a.y);
+}
+
+fn g_moments_seed(v: f32) -> f32 {
+  // M2 of one element: 0, or NaN for an infinity (its deviation from the mean is Inf - Inf).
+  return select(0.0, bitcast<f32>(0x7fc00000u), abs(v) == bitcast<f32>(0x7f800000u));
+}
+
+fn g_moments_merge(a: vec4<f32>, b: vec4<f32>) -> vec4<f32> {
+  // (count, mean, M2) pairs, Chan, Golub and LeVeque's update.
+  let n = a.x + b.x;
+  if (b.x == 0.0) { return a; }
+  if (a.x == 0.0) { return b; }
+  let d = b.y - a.y;
+  let w = b.x / n;
+  var m2 = a.z + b.z + d * d * a.x * w;
+  // An infinite mean on either side: the deviations are undefined.
+  let inf = bitcast<f32>(0x7f800000u);
+  if (abs(a.y) == inf || abs(b.y) == inf) { m2 = bitcast<f32>(0x7fc00000u); }
+  return vec4<f32>(n, a.y + d * w, m2, 0.0);
+}

@@ -13,7 +13,54 @@ import { emitBody } from "./_codegen_elementwise.ts";
 import { computeType, literal, loadAs, preludeFor, storageType, storeAs } from "./_wgsl_types.ts";
 
 /** Reductions with a GPU kernel. */
-export type ReduceOp = "sum" | "prod" | "max" | "min" | "argmax" | "argmin";
+export type ReduceOp =
+  | "sum"
+  | "prod"
+  | "max"
+  | "min"
+  | "argmax"
+  | "argmin"
+  | "logsumexp"
+  | "moments";
+
+/**
+ * Reductions whose accumulator is a small state vector merged pairwise: logsumexp keeps
+ * (running max, sum of exp(x - max)) and reads its input once; moments keeps (count, mean, M2)
+ * and merges with Chan et al.'s parallel update (no cancellation-prone sum of squares), writing
+ * M2 (the sum of squared deviations).
+ */
+const STATEFUL: Record<
+  string,
+  {
+    type: string;
+    identity: string;
+    init: (v: string) => string;
+    merge: string;
+    final: (a: string) => string;
+  }
+> = {
+  logsumexp: {
+    type: "vec2<f32>",
+    identity: "vec2<f32>(bitcast<f32>(0xff800000u), 0.0)",
+    init: (v) => `vec2<f32>(${v}, 1.0)`,
+    merge: "g_lse_merge",
+    final: (a) => `g_lse_final(${a})`,
+  },
+  moments: {
+    type: "vec4<f32>",
+    identity: "vec4<f32>(0.0)",
+    // Centred on the row's first element (see `pivot`). An infinite element makes M2 NaN
+    // (x - mean is Inf - Inf), as NumPy and the reference.
+    init: (v) => `vec4<f32>(1.0, (${v}) - pivot, g_moments_seed(${v}), 0.0)`,
+    merge: "g_moments_merge",
+    final: (a) => `${a}.z`,
+  },
+};
+
+/** The WGSL state type of a stateful reduction (its partials' element type), or undefined. */
+export function stateType(op: ReduceOp): string | undefined {
+  return STATEFUL[op]?.type;
+}
 
 /** Everything the generated code depends on. */
 export interface ReduceSpec {
@@ -129,6 +176,8 @@ export function identity(op: ReduceOp, dtype: DType): number {
     case "argmin":
     case "min":
       return t === "f32" ? Infinity : t === "i32" ? 2147483647 : 4294967295;
+    default:
+      return 0; // stateful reductions start from their own identity vector
   }
 }
 
@@ -149,6 +198,8 @@ function decompose(name: string, index: string, rank: number, shapeVec: number, 
 
 /** How a spec's accumulator is declared, fed, combined and stored. */
 function accumulator(s: ReduceSpec) {
+  const state = STATEFUL[s.op];
+  if (state) return statefulAccumulator(s, state);
   const arg = s.op === "argmax" || s.op === "argmin";
   // Arg reductions carry (value, index); the value type comes from the input (or the partials).
   const valueDtype: DType = arg ? (s.valueDtype ?? "float32") : s.outDtype;
@@ -202,6 +253,30 @@ function accumulator(s: ReduceSpec) {
       return `dst[${to}] = i32(acc_i);`;
     },
     better: arg ? betterFunction(s.op as "argmax" | "argmin", t) : "",
+  };
+}
+
+/** The accumulator of a stateful reduction: one state vector, merged by its op's function. */
+function statefulAccumulator(s: ReduceSpec, state: (typeof STATEFUL)[string]) {
+  const t = state.type;
+  const c = (a: string, b: string) => `${state.merge}(${a}, ${b})`;
+  return {
+    arg: false,
+    type: t,
+    declare: `var acc: ${t} = ${state.identity};`,
+    feed: (v: string, _j: string) => `acc = ${c("acc", s.pairsIn ? v : state.init(v))};`,
+    shuffle: `acc = ${c("acc", "subgroupShuffleXor(acc, mask)")};`,
+    shared: `var<workgroup> shared_acc: array<${t}, ${s.workgroupSize}>;`,
+    put: (k: string) => `shared_acc[${k}] = acc;`,
+    fold: (into: string, k: string) =>
+      `shared_acc[${into}] = ${c(`shared_acc[${into}]`, `shared_acc[${k}]`)};`,
+    get: (k: string) => `acc = shared_acc[${k}];`,
+    store: (
+      to: string,
+    ) => (s.pairsOut
+      ? `dst[${to}] = acc;`
+      : `dst[${to}] = ${storeAs(s.outDtype, state.final("acc"))};`),
+    better: "",
   };
 }
 
@@ -267,13 +342,15 @@ export function generateReduce(s: ReduceSpec): string {
   const wg = s.workgroupSize;
   const a = accumulator(s);
   const half = s.inDtype === "float16" || s.outDtype === "float16";
-  const vector = Boolean(s.vec4) && !a.arg && s.mode === "contiguous" && s.variant === "workgroup";
+  const vector = Boolean(s.vec4) && !a.arg && !STATEFUL[s.op] && s.mode === "contiguous" &&
+    s.variant === "workgroup";
+  const state = stateType(s.op);
   const srcType = s.pairsIn
-    ? "vec2<u32>"
+    ? state ?? "vec2<u32>"
     : vector
     ? `vec4<${storageType(s.inDtype)}>`
     : storageType(s.inDtype);
-  const dstType = s.pairsOut ? "vec2<u32>" : a.arg ? "i32" : storageType(s.outDtype);
+  const dstType = s.pairsOut ? state ?? "vec2<u32>" : a.arg ? "i32" : storageType(s.outDtype);
   const lines: string[] = [];
   const inputs = s.prologue?.inputs ?? [s.inDtype];
   const extra = inputs.length - 1;
@@ -324,6 +401,15 @@ export function generateReduce(s: ReduceSpec): string {
       (_, i) => decompose(`inner_off${i + 1}`, "j", s.innerRank, 4, 10 + 4 * i),
     ),
   ].join("\n  ");
+  /**
+   * moments subtract the row's first element from every element (variance does not change):
+   * with the data centred near 0, the f32 running mean no longer carries the rounding error of
+   * a large offset into M2.
+   */
+  const pivot = () =>
+    s.op === "moments" && !s.pairsIn
+      ? `  var pivot: f32;\n  { let j = 0u;\n  ${innerOff}\n    pivot = ${elementValue()}; }`
+      : "";
   /** The value of the element at row position j: a load, or the prologue over every input. */
   const elementValue = (): string => {
     const at = (k: number) =>
@@ -349,6 +435,7 @@ export function generateReduce(s: ReduceSpec): string {
       "  let stop = min(p.len, start + p.chunk_len);",
       `  ${rowBase}`,
       `  ${a.declare}`,
+      pivot(),
       "  for (var j = start; j < stop; j++) {",
       `  ${innerOff}`,
       `    ${a.feed(elementValue(), "j")}`,
@@ -380,6 +467,7 @@ export function generateReduce(s: ReduceSpec): string {
       "  let stop = min(p.len, start + p.chunk_len);",
       `  ${rowBase}`,
       `  ${a.declare}`,
+      pivot(),
       ...(vector ? vectorLoop(s, a.type) : [
         `  for (var j = start + lid; j < stop; j += ${wg}u) {`,
         `  ${innerOff}`,

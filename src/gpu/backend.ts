@@ -36,7 +36,13 @@ import {
   inputMode,
   vec4Layout,
 } from "./_codegen_elementwise.ts";
-import { generateReduce, reduceKey, type ReduceSpec, reduceUniforms } from "./_codegen_reduce.ts";
+import {
+  generateReduce,
+  reduceKey,
+  type ReduceSpec,
+  reduceUniforms,
+  stateType,
+} from "./_codegen_reduce.ts";
 import type { AcquiredDevice, DeviceCaps } from "./device.ts";
 import { BufferPool } from "./pool.ts";
 
@@ -284,9 +290,19 @@ export class GpuBackend implements Backend {
     const rowsAdjacent = kept.length > 0 && !lastAxes &&
       views.every((v) => v.strides[kept[kept.length - 1]] === 1);
     const choice = planReduce(this.caps, { rows, rowLength, aligned, rowsAdjacent });
-    // Arg reductions pass (value bits, index) pairs between their two passes: two u32 words each.
+    // Arg reductions pass (value bits, index) pairs between their two passes, stateful ones their
+    // state vectors: `words` 32-bit words per partial.
     const arg = reduction === "argmax" || reduction === "argmin";
-    const accDtype: DType = arg ? "uint32" : outDtype === "float16" ? "float32" : outDtype;
+    const state = stateType(reduction);
+    const carried = arg || state !== undefined;
+    const words = state === "vec4<f32>" ? 4 : carried ? 2 : 1;
+    const accDtype: DType = arg
+      ? "uint32"
+      : state
+      ? "float32"
+      : outDtype === "float16"
+      ? "float32"
+      : outDtype;
     const run = (
       spec: ReduceSpec,
       buffers: GPUBuffer[],
@@ -302,9 +318,9 @@ export class GpuBackend implements Backend {
     const first: ReduceSpec = {
       op: reduction,
       inDtype: input.dtype,
-      outDtype: choice.chunks > 1 && !arg ? accDtype : outDtype,
+      outDtype: choice.chunks > 1 && !carried ? accDtype : outDtype,
       valueDtype: arg ? valueDtype : undefined,
-      pairsOut: arg && choice.chunks > 1,
+      pairsOut: carried && choice.chunks > 1,
       vec4: choice.vec4 && !arg,
       prologue,
       mode: contiguous ? "contiguous" : "strided",
@@ -326,14 +342,14 @@ export class GpuBackend implements Backend {
       run(first, [...sources, out.buffer], 1, firstUniforms(1));
       return out;
     }
-    const partials = this._alloc(op, accDtype, rows * choice.chunks * (arg ? 2 : 1));
+    const partials = this._alloc(op, accDtype, rows * choice.chunks * words);
     run(first, [...sources, partials.buffer], choice.chunks, firstUniforms(choice.chunks));
     const second: ReduceSpec = {
       ...first,
       inDtype: accDtype,
       outDtype,
       valueDtype: arg ? (valueDtype === "float16" ? "float32" : valueDtype) : undefined,
-      pairsIn: arg,
+      pairsIn: carried,
       pairsOut: false,
       vec4: false,
       prologue: undefined,

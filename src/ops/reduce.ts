@@ -12,7 +12,7 @@ import { runtime } from "../runtime.ts";
 import { Tensor } from "../tensor.ts";
 import { evaluate, MAX_FUSED_INPUTS, runElementwise, type TensorLike } from "./_dispatch.ts";
 import { E } from "./_expr.ts";
-import { add, cast, div, exp, log, mul, sqrt, square, sub } from "./elementwise.ts";
+import { cast, div, mul, sqrt } from "./elementwise.ts";
 import { tidy } from "../tidy.ts";
 
 /**
@@ -57,7 +57,7 @@ function reduction(op: string, kind: ReduceOp, x: TensorLike, options: ReduceOpt
       : view.dtype;
     const count = sizeOf(axes.map((a) => view.shape[a]));
     if (count === 0 && sizeOf(kept) > 0) {
-      if (kind !== "sum" && kind !== "prod") {
+      if (kind !== "sum" && kind !== "prod" && kind !== "logsumexp" && kind !== "moments") {
         throw new ValueError({
           op,
           argument: "x",
@@ -70,7 +70,8 @@ function reduction(op: string, kind: ReduceOp, x: TensorLike, options: ReduceOpt
     if (count === 0) {
       // The identity, made on the input's device (not the default one) directly in the output
       // shape: a broadcast view of a scalar here used to leak the scalar's storage.
-      const fill = kind === "prod" ? 1 : 0;
+      // Empty sums are 0, products 1, logsumexp -Inf (the log of an empty sum), M2 0.
+      const fill = kind === "prod" ? 1 : kind === "logsumexp" ? -Infinity : 0;
       return evaluate(op, device, E.constant(fill, outDtype), [], outShape);
     }
     if (axes.length === 0 && arg) return evaluate(op, device, E.constant(0, "int32"), [], outShape);
@@ -311,26 +312,8 @@ export function logsumexp(x: TensorLike, options: ReduceOptions = {}): Tensor {
   const op = "logsumexp";
   return tidy(() => {
     const t = asTensor(op, x);
-    const floating = isFloat(t.dtype) ? t : cast(t, "float32");
-    const peak = reduction(op, "max", floating, { axis: options.axis, keepdims: true });
-    // A row whose maximum is infinite shifts by 0, so -Inf rows stay -Inf and +Inf stays +Inf.
-    const shift = runElementwise(
-      op,
-      [peak],
-      ["x"],
-      ([m]) =>
-        E.where(
-          E.binary("less", E.unary("abs", m), E.constant(Infinity, m.dtype), "bool"),
-          m,
-          E.constant(0, m.dtype),
-        ),
-    );
-    const total = sum(exp(sub(floating, shift)), {
-      axis: options.axis,
-      keepdims: options.keepdims,
-    });
-    const kept = options.keepdims ? shift : shift.reshape(total.shape);
-    return add(log(total), kept);
+    // One pass: the kernel keeps (running max, sum of exp(x - max)).
+    return reduction(op, "logsumexp", isFloat(t.dtype) ? t : cast(t, "float32"), options);
   });
 }
 
@@ -367,12 +350,13 @@ export function variance(x: TensorLike, options: VarianceOptions = {}): Tensor {
     const axes = normalizeAxes(op, options.axis, view.shape.length, "options.axis");
     const n = sizeOf(axes.map((a) => view.shape[a]));
     const floating = isFloat(t.dtype) ? t : cast(t, "float32");
-    const centre = mean(floating, { axis: options.axis, keepdims: true });
-    const squares = sum(square(sub(floating, centre)), {
+    // One pass: the kernel merges (count, mean, M2) states; the division by n - ddof fuses into
+    // whatever reads the result.
+    const m2 = reduction(op, "moments", floating, {
       axis: options.axis,
       keepdims: options.keepdims,
     });
-    return n - ddof > 0 ? div(squares, n - ddof) : mul(squares, NaN);
+    return n - ddof > 0 ? div(m2, n - ddof) : mul(m2, NaN);
   });
 }
 
