@@ -12,6 +12,7 @@ import { GpuProfiler } from "../src/gpu/profiler.ts";
 import { WGSL } from "../src/gpu/_wgsl_bundle.ts";
 import { BINARY, UNARY } from "../src/ops/_elementwise_table.ts";
 import { INTERNAL_KERNELS } from "../src/kernels.ts";
+import { kernelObservers } from "../src/_backend.ts";
 
 const args = Deno.args;
 const flag = (name: string, fallback: string) => {
@@ -54,17 +55,15 @@ async function timeKernel(
   const once = () => gyre.tidy(() => fn())?.realize().dispose();
   once(); // compile and warm the pool
   await gyre.sync();
-  profiler.start();
-  for (let r = 0; r < runs; r++) once();
+  // Each run's dispatches share one timed pass: the GPU time of the whole op.
+  let dispatches = 0;
+  const count = () => dispatches++;
+  kernelObservers.add(count);
+  profiler.startGroups();
+  for (let r = 0; r < runs; r++) profiler.group("op", once);
+  kernelObservers.delete(count);
   const timings = await profiler.stop();
-  const per = timings.length / runs;
-  const totals: number[] = [];
-  for (let r = 0; r < runs; r++) {
-    let ns = 0;
-    for (let k = 0; k < per; k++) ns += timings[r * per + k].nanoseconds;
-    totals.push(ns);
-  }
-  return { us: median(totals) / 1000, dispatches: per };
+  return { us: median(timings.map((t) => t.nanoseconds)) / 1000, dispatches: dispatches / runs };
 }
 
 // The yardstick: a plain vec4 copy kernel and the queue's buffer copy, both timestamp-timed.

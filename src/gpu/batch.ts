@@ -78,15 +78,16 @@ export class CommandBatch {
   }
 
   /** Compiles a kernel whose bindings are `storageCount - 1` inputs, an output and a uniform. */
-  compile(code: string, storageCount: number): Kernel {
-    let layouts = this.#layouts.get(storageCount);
+  compile(code: string, storageCount: number, writable = 1): Kernel {
+    const layoutKey = storageCount * 16 + writable;
+    let layouts = this.#layouts.get(layoutKey);
     if (!layouts) {
       const entries: GPUBindGroupLayoutEntry[] = [];
       for (let b = 0; b < storageCount; b++) {
         entries.push({
           binding: b,
           visibility: GPUShaderStage.COMPUTE,
-          buffer: { type: b === storageCount - 1 ? "storage" : "read-only-storage" },
+          buffer: { type: b >= storageCount - writable ? "storage" : "read-only-storage" },
         });
       }
       entries.push({
@@ -99,7 +100,7 @@ export class CommandBatch {
         bindGroup,
         pipeline: this.#device.createPipelineLayout({ bindGroupLayouts: [bindGroup] }),
       };
-      this.#layouts.set(storageCount, layouts);
+      this.#layouts.set(layoutKey, layouts);
     }
     const module = this.#device.createShaderModule({ code });
     const pipeline = this.#device.createComputePipeline({
@@ -107,6 +108,13 @@ export class CommandBatch {
       compute: { module, entryPoint: "main" },
     });
     return { pipeline, layout: layouts.bindGroup };
+  }
+
+  #layoutIds = new WeakMap<GPUBindGroupLayout, number>();
+  #layoutId(layout: GPUBindGroupLayout): number {
+    let id = this.#layoutIds.get(layout);
+    if (id === undefined) this.#layoutIds.set(layout, (id = this.#nextBufferId++));
+    return id;
   }
 
   #id(buffer: GPUBuffer): number {
@@ -135,7 +143,8 @@ export class CommandBatch {
     // pass when both share a layout, so a 96-byte elementwise block after a 160-byte reduce block
     // failed validation. Every Params struct fits its slot, so the slot's size satisfies any.
     const uniformBytes = Math.ceil(uniforms.byteLength / UNIFORM_ALIGN) * UNIFORM_ALIGN;
-    let key = `${this.#id(slot.buffer)}:${uniformBytes}`;
+    // The layout is part of the key: one set of buffers can be bound under several layouts.
+    let key = `${this.#layoutId(kernel.layout)}:${this.#id(slot.buffer)}:${uniformBytes}`;
     for (const b of buffers) key += `,${this.#id(b)}`;
     let bindGroup = this.#bindGroups.get(key);
     if (!bindGroup) {
@@ -153,7 +162,16 @@ export class CommandBatch {
     }
     const pipeline = kernel.pipeline;
     let pass = this.#pass;
-    if (timestamp) {
+    if (this.#group && !pass) {
+      // The first dispatch of a timed group opens the pass its timestamps bracket.
+      pass = this.#pass = encoder.beginComputePass({
+        timestampWrites: {
+          querySet: this.#group.querySet,
+          beginningOfPassWriteIndex: this.#group.begin,
+          endOfPassWriteIndex: this.#group.end,
+        },
+      });
+    } else if (timestamp) {
       pass?.end();
       this.#pass = null;
       pass = encoder.beginComputePass({
@@ -172,9 +190,33 @@ export class CommandBatch {
     if (timestamp) pass.end();
     this.#dispatches++;
     this.totalDispatches++;
-    if (this.#dispatches >= MAX_DISPATCHES || this.#pool.deferredBytes >= MAX_DEFERRED_BYTES) {
+    if (
+      !this.#group &&
+      (this.#dispatches >= MAX_DISPATCHES || this.#pool.deferredBytes >= MAX_DEFERRED_BYTES)
+    ) {
       this.submit();
     }
+  }
+
+  #group: TimestampSlot | null = null;
+
+  /**
+   * Times a group of dispatches as one: every dispatch until `endTimedGroup` runs in one compute
+   * pass whose begin and end timestamps go to `slot` (as the dispatches of one op run when not
+   * profiled, with the GPU's own barriers between them).
+   */
+  beginTimedGroup(slot: TimestampSlot): void {
+    this.open();
+    this.#pass?.end();
+    this.#pass = null;
+    this.#group = slot;
+  }
+
+  /** Closes the timed group's pass. */
+  endTimedGroup(): void {
+    this.#pass?.end();
+    this.#pass = null;
+    this.#group = null;
   }
 
   /** An encoder with no pass open, for copies and query resolves. */

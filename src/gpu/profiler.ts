@@ -57,7 +57,33 @@ export class GpuProfiler {
     };
   }
 
-  /** Stops timing and returns each timed dispatch in order. */
+  /**
+   * Times `fn`'s dispatches as one group (one pass, one pair of timestamps): the GPU time of a
+   * whole op, however many kernels it launches. Use between `start` and `stop`; `fn` must make
+   * its work run (realize its results).
+   */
+  group<T>(label: string, fn: () => T): T {
+    const i = this.#kernels.length;
+    if (i >= this.#capacity) return fn();
+    this.#kernels.push(label);
+    const saved = this.#backend.profiler;
+    this.#backend.profiler = null;
+    this.#backend.batch.beginTimedGroup({ querySet: this.#querySet, begin: 2 * i, end: 2 * i + 1 });
+    try {
+      return fn();
+    } finally {
+      this.#backend.batch.endTimedGroup();
+      this.#backend.profiler = saved;
+    }
+  }
+
+  /** Starts recording without timing each dispatch (for `group`). */
+  startGroups(): void {
+    this.#backend.flush();
+    this.#kernels = [];
+  }
+
+  /** Stops timing and returns each timed dispatch (or group) in order. */
   async stop(): Promise<DispatchTiming[]> {
     this.#backend.profiler = null;
     const count = this.#kernels.length;
