@@ -1,3 +1,7 @@
 // The WASM kernel module's entry: everything exported here is callable from src/wasm/.
 // Built by scripts/build.ts with asc (SIMD on, memory imported from JS).
 export * from "./_generated";
+export * from "./pool";
+export * from "./scan";
+export * from "./norm";
+export * from "./gemm";

@@ -68,7 +68,7 @@ export const KERNELS: readonly KernelEntry[] = [
     gpu: { generator: "gpu/_codegen_elementwise.ts", variants: ["strided-output"] },
     plan: "planElementwise",
   },
-  ...["sum", "prod", "max", "min", "argmax", "argmin"].map((op) => ({
+  ...["sum", "prod", "max", "min", "argmax", "argmin", "logsumexp", "moments"].map((op) => ({
     id: `reduce/${op}`,
     wasmReference: `reduce_${op}_`,
     gpu: {
@@ -76,6 +76,60 @@ export const KERNELS: readonly KernelEntry[] = [
       variants: ["workgroup-subgroup", "workgroup-shared", "thread", "two-pass"],
     },
     plan: "planReduce",
+  })),
+  ...[
+    ["maxPool2d", "pool_max_"],
+    ["avgPool2d", "pool_avg_"],
+    ["adaptiveMaxPool2d", "pool_adaptive_max_"],
+    ["adaptiveAvgPool2d", "pool_adaptive_avg_"],
+  ].map(([op, wasm]) => ({
+    id: `pool/${op}`,
+    wasmReference: wasm,
+    gpu: { generator: "gpu/_codegen_pool.ts", variants: ["unrolled", "unrolled-vec4", "looped"] },
+    plan: "planPool",
+  })),
+  ...["sum", "prod", "max", "min"].map((op) => ({
+    id: `scan/cum${op}`,
+    wasmReference: `scan_${op}_`,
+    gpu: {
+      generator: "gpu/_codegen_scan.ts",
+      variants: ["row", "lookback", "multipass", "strided", "transpose"],
+    },
+    plan: "planScan",
+  })),
+  ...[
+    ["softmax", "softmax_rows_f32"],
+    ["logSoftmax", "softmax_rows_f32"],
+    ["layerNorm", "layer_norm_rows_f32"],
+    ["rmsNorm", "layer_norm_rows_f32"],
+    ["groupNorm", "layer_norm_rows_f32"],
+    ["batchNorm", "layer_norm_rows_f32"],
+  ].map(([op, wasm]) => ({
+    id: `norm/${op}`,
+    wasmReference: wasm,
+    gpu: {
+      generator: "gpu/_codegen_rows.ts",
+      variants: [
+        "single-vec4",
+        "single",
+        "strided",
+        "across-rows",
+        "chunked",
+        "shuffle",
+        "subgroup",
+        "shared",
+      ],
+    },
+    plan: "planRows",
+  })),
+  ...[["matmul", "gemm_"], ["linear", "gemm_f32"]].map(([op, wasm]) => ({
+    id: `matmul/${op}`,
+    wasmReference: wasm,
+    gpu: {
+      generator: "gpu/_codegen_matmul.ts",
+      variants: ["tiled", "tiled-single-buffer", "split-k", "gemv-dot", "gemv-column"],
+    },
+    plan: "planMatmul",
   })),
 ];
 

@@ -156,6 +156,11 @@ export function planReduce(
   // Subgroups only where the device has them; chunks only within a row's length.
   if (!caps?.subgroups) choice.subgroups = false;
   choice.chunks = Math.max(1, Math.min(choice.chunks, problem.rowLength));
+  // One invocation never walks more than 16 Ki elements: a long serial loop wastes the GPU, and
+  // lavapipe stops any shader loop after 65535 iterations.
+  if (choice.variant === "thread") {
+    choice.chunks = Math.max(choice.chunks, Math.ceil(problem.rowLength / 16384));
+  }
   if (!problem.aligned || choice.variant === "thread") choice.vec4 = false;
   return choice;
 }
@@ -268,10 +273,20 @@ export interface ScanChoice {
   /** Elements each invocation holds in registers (a multiple of 4: whole vec4 chunks). */
   elementsPerThread: number;
   /**
+   * Look-back: predecessor states each lane of the reading subgroup reads per round trip, so a
+   * window spans subgroup size x this many tiles.
+   */
+  lookbackStates: number;
+  /**
    * Scans over an axis that is not the last: "strided" reads and writes through strides;
    * "transpose" first copies the input with the scan axis last (contiguous, vec4 loads).
    */
   layout: "strided" | "transpose";
+  /**
+   * Look-back: sub-tiles per look-back. Above 1 a workgroup reduces its sub-tiles, looks back once,
+   * then reads them again (from L2) to scan: the look-back's latency is paid once per sub-tiles.
+   */
+  subTiles: number;
 }
 
 let scanOverride: Partial<ScanChoice> | null = null;
@@ -307,6 +322,8 @@ export function planScan(
     workgroupSize,
     elementsPerThread,
     layout: "strided",
+    lookbackStates: 1,
+    subTiles: 1,
     ...scanOverride,
   };
   // What the device and the problem allow, whatever an override asks.
@@ -319,9 +336,12 @@ export function planScan(
   if (choice.subgroups && choice.workgroupSize < (caps?.subgroupMaxSize ?? 0)) {
     choice.subgroups = false;
   }
-  if (![4, 8, 16, 32].includes(choice.elementsPerThread)) {
+  const perThread = choice.elementsPerThread;
+  if (!Number.isInteger(perThread) || perThread % 4 !== 0 || perThread < 4 || perThread > 32) {
     choice.elementsPerThread = elementsPerThread;
   }
+  if (![1, 2, 4, 8, 16].includes(choice.lookbackStates)) choice.lookbackStates = 1;
+  if (![1, 2, 3, 4, 6, 8].includes(choice.subTiles)) choice.subTiles = 1;
   if (
     choice.variant === "row" && problem.rowLength > choice.workgroupSize * choice.elementsPerThread
   ) {

@@ -13,6 +13,8 @@ import { DisposedError } from "./errors.ts";
 import * as ew from "./ops/elementwise.ts";
 import * as act from "./ops/activations.ts";
 import * as red from "./ops/reduce.ts";
+import * as pool from "./ops/pool.ts";
+import * as norm from "./ops/norm.ts";
 import * as sh from "./ops/shape.ts";
 import { readAll, toNested } from "./ops/read.ts";
 import type { ArgReduceOptions, ReduceOptions, VarianceOptions } from "./ops/reduce.ts";
@@ -409,6 +411,55 @@ export class Tensor {
   }
   softsign(): Tensor {
     return act.softsign(this);
+  }
+
+  // Softmax and normalisation.
+  softmax(options?: norm.SoftmaxOptions): Tensor {
+    return norm.softmax(this, options);
+  }
+  logSoftmax(options?: norm.SoftmaxOptions): Tensor {
+    return norm.logSoftmax(this, options);
+  }
+  layerNorm(options?: norm.LayerNormOptions): Tensor {
+    return norm.layerNorm(this, options);
+  }
+  rmsNorm(options?: norm.RmsNormOptions): Tensor {
+    return norm.rmsNorm(this, options);
+  }
+  groupNorm(options: norm.GroupNormOptions): Tensor {
+    return norm.groupNorm(this, options);
+  }
+  batchNorm(options: norm.BatchNormOptions & { training: true }): norm.BatchNormTrainingResult;
+  batchNorm(options?: norm.BatchNormOptions & { training?: false }): Tensor;
+  batchNorm(options: norm.BatchNormOptions = {}): Tensor | norm.BatchNormTrainingResult {
+    return norm.batchNorm(this, options);
+  }
+
+  // Pooling (NCHW or CHW).
+  maxPool2d(options: pool.MaxPool2dOptions & { returnIndices: true }): pool.PoolWithIndices;
+  maxPool2d(options: pool.MaxPool2dOptions & { returnIndices?: false }): Tensor;
+  maxPool2d(options: pool.MaxPool2dOptions): Tensor | pool.PoolWithIndices {
+    return pool.maxPool2d(this, options);
+  }
+  avgPool2d(options: pool.AvgPool2dOptions): Tensor {
+    return pool.avgPool2d(this, options);
+  }
+  adaptiveAvgPool2d(outputSize: pool.AdaptiveSize): Tensor {
+    return pool.adaptiveAvgPool2d(this, outputSize);
+  }
+  adaptiveMaxPool2d(
+    outputSize: pool.AdaptiveSize,
+    options: pool.AdaptiveMaxPool2dOptions & { returnIndices: true },
+  ): pool.PoolWithIndices;
+  adaptiveMaxPool2d(
+    outputSize: pool.AdaptiveSize,
+    options?: pool.AdaptiveMaxPool2dOptions & { returnIndices?: false },
+  ): Tensor;
+  adaptiveMaxPool2d(
+    outputSize: pool.AdaptiveSize,
+    options: pool.AdaptiveMaxPool2dOptions = {},
+  ): Tensor | pool.PoolWithIndices {
+    return pool.adaptiveMaxPool2d(this, outputSize, options);
   }
 
   // Shapes and views.

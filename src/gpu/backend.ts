@@ -156,9 +156,9 @@ export class GpuBackend implements Backend {
   }
 
   /** New pooled storage. For op modules. */
-  _alloc(op: string, dtype: DType, length: number): GpuStorage {
+  _alloc(op: string, dtype: DType, length: number, kernelOutput = true): GpuStorage {
     this.batch.open();
-    const buffer = this.pool.acquire(length * storageBytes(dtype), op);
+    const buffer = this.pool.acquire(length * storageBytes(dtype), op, kernelOutput);
     const storage = new GpuStorage(this, buffer, length, dtype);
     this.#owners.set(buffer, storage);
     this.recorder?.allocated(buffer, storage);
@@ -188,7 +188,8 @@ export class GpuBackend implements Backend {
 
   upload(dtype: DType, data: TypedArray): Storage {
     this._check("tensor", [dtype]);
-    const storage = this._alloc("tensor", dtype, data.length);
+    // Written by the queue before the pending batch runs: never a buffer that batch still reads.
+    const storage = this._alloc("tensor", dtype, data.length, false);
     this.recorder?.uploaded(storage.buffer);
     if (data.length === 0) return storage;
     let bytes: ArrayBufferView;

@@ -68,9 +68,25 @@ export class BufferPool {
   }
 
   /** A buffer of at least `bytes` bytes, reused when one of its class is free. */
-  acquire(bytes: number, op = "allocate"): GPUBuffer {
+  /**
+   * A buffer of at least `bytes` bytes. `kernelOutput`: the caller only writes it from kernels
+   * recorded after this call, which the GPU runs after every earlier recorded reader, so a buffer
+   * released into the pending batch may serve (the memory planner's reuse); uploads through
+   * `queue.writeBuffer` run before the batch and must not take one.
+   */
+  acquire(bytes: number, op = "allocate", kernelOutput = false): GPUBuffer {
     this.check(bytes, op);
     const size = sizeClass(bytes);
+    if (kernelOutput) {
+      const i = this.#deferred.findLastIndex((b) => b.size === size);
+      if (i >= 0) {
+        const [buffer] = this.#deferred.splice(i, 1);
+        this.#deferredBytes -= size;
+        this.#stats.liveBuffers++;
+        this.#stats.liveBytes += size;
+        return buffer;
+      }
+    }
     const list = this.#free.get(size);
     let buffer = list?.pop();
     if (buffer) {

@@ -1,0 +1,514 @@
+/**
+ * Matmul benchmark: for each shape, the plan's own choice and several forced variants
+ * (`setPlanOverride("matmul", ...)`), each timed with GPU timestamps (`GpuProfiler` groups: all of
+ * a product's dispatches in one timed pass): a sustained warm-up first so the clocks are up, then
+ * one submit per run so consecutive products cannot overlap (a pass's begin timestamp would then
+ * count time spent behind the previous one); the median and best of the runs. Every variant's result is spot-checked against f64 dot products.
+ * Prints TFLOP/s per variant and writes JSON and Markdown to `--out`.
+ *
+ * `--device wasm` times the WASM GEMM instead (wall clock, single thread).
+ *
+ * Shapes are written M x N x K (A is M x K, B is K x N).
+ *
+ * Usage: deno run -A bench/matmul.ts [--scale small|full] [--out bench/results] [--runs N]
+ *        [--device gpu|wasm] [--only <substring of a shape label>]
+ * @module
+ */
+import * as gyre from "../src/mod.ts";
+import { GpuProfiler } from "../src/gpu/profiler.ts";
+import { kernelObservers } from "../src/_backend.ts";
+
+const args = Deno.args;
+const flag = (name: string, fallback: string) => {
+  const i = args.indexOf(`--${name}`);
+  return i >= 0 ? args[i + 1] : fallback;
+};
+const scale = flag("scale", "full");
+const outDir = flag("out", "bench/results");
+const device = flag("device", "gpu");
+const only = flag("only", "");
+const full = scale === "full";
+const runs = Number(flag("runs", full ? "10" : "3"));
+/** Milliseconds of sustained work before each timed set. */
+const warmMs = full ? 300 : 20;
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[s.length >> 1] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+
+/** Deterministic host data in [-1, 1). */
+function hostData(n: number, seed: number): Float32Array {
+  const out = new Float32Array(n);
+  let a = seed >>> 0;
+  for (let i = 0; i < n; i++) {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    out[i] = ((t ^ (t >>> 14)) >>> 0) / 2147483648 - 1;
+  }
+  return out;
+}
+
+/** Rounds to float16 values (the data a float16 tensor holds). */
+function toHalf(x: Float32Array): Float32Array {
+  return x.map((v) => {
+    if (v === 0) return 0;
+    const q = 2 ** (Math.max(Math.floor(Math.log2(Math.abs(v))), -14) - 10);
+    return Math.round(v / q) * q;
+  });
+}
+
+interface Shape {
+  label: string;
+  batch: number;
+  m: number;
+  n: number;
+  k: number;
+  dtype: "float32" | "float16";
+  accumulate?: "float16";
+  /** Call `linear` with bias and gelu instead of matmul (the fused epilogue). */
+  linear?: boolean;
+  variants: Record<string, Partial<gyre.MatmulChoice>>;
+}
+
+const tile = (
+  tileM: number,
+  tileN: number,
+  tileK: number,
+  threadM: number,
+  threadN: number,
+  extra: Partial<gyre.MatmulChoice> = {},
+): Partial<gyre.MatmulChoice> => ({
+  variant: "tiled",
+  tileM,
+  tileN,
+  tileK,
+  threadM,
+  threadN,
+  laneColumns: 8,
+  ...extra,
+});
+const SQUARE = {
+  "128x128x8 t8x16": tile(128, 128, 8, 8, 16, { laneColumns: 2 }),
+  "128x128x16 t8x8": tile(128, 128, 16, 8, 8),
+  "64x128x16 t8x8": tile(64, 128, 16, 8, 8),
+  "64x64x16 t4x4": tile(64, 64, 16, 4, 4),
+  "32x32x16 t4x4": tile(32, 32, 16, 4, 4),
+};
+const SKINNY = {
+  "32x64x16 t4x4": tile(32, 64, 16, 4, 4),
+  "64x64x16 t4x4 split2": { ...tile(64, 64, 16, 4, 4), variant: "splitK" as const, splitK: 2 },
+  "64x128x16 t8x8 split4": { ...tile(64, 128, 16, 8, 8), variant: "splitK" as const, splitK: 4 },
+  "128x128x8 t8x16 split8": {
+    ...tile(128, 128, 8, 8, 16, { laneColumns: 2 }),
+    variant: "splitK" as const,
+    splitK: 8,
+  },
+};
+const VECTOR = {
+  "gemv width 2": { gemvWidth: 2 },
+  "gemv width 8": { gemvWidth: 8 },
+  "gemv width 32": { gemvWidth: 32 },
+  "tiled 32x32": tile(32, 32, 16, 4, 4),
+};
+
+function shapes(): Shape[] {
+  const f32 = (
+    label: string,
+    m: number,
+    n: number,
+    k: number,
+    variants: Shape["variants"],
+    batch = 1,
+  ): Shape => ({ label, batch, m, n, k, dtype: "float32", variants });
+  if (!full) {
+    return [
+      f32("64^3", 64, 64, 64, { "32x32x16 t4x4": SQUARE["32x32x16 t4x4"] }),
+      f32("128^3", 128, 128, 128, SQUARE),
+      f32("256x256x32", 256, 256, 32, { "64x64x16 t4x4": SQUARE["64x64x16 t4x4"] }),
+      f32("32x256x1024", 32, 256, 1024, SKINNY),
+      f32("1x256x256", 1, 256, 256, VECTOR),
+      f32("batched 4 x 64^3", 64, 64, 64, { "32x32x16 t4x4": SQUARE["32x32x16 t4x4"] }, 4),
+      { ...f32("128^3 f16", 128, 128, 128, {}), dtype: "float16" },
+      { ...f32("128^3 f16 acc16", 128, 128, 128, {}), dtype: "float16", accumulate: "float16" },
+      { ...f32("linear 128^3 bias+gelu", 128, 128, 128, {}), linear: true },
+    ];
+  }
+  return [
+    f32("256^3", 256, 256, 256, { "32x32x16 t4x4": SQUARE["32x32x16 t4x4"], ...SKINNY }),
+    f32("512^3", 512, 512, 512, SQUARE),
+    f32("1024^3", 1024, 1024, 1024, SQUARE),
+    f32("2048^3", 2048, 2048, 2048, SQUARE),
+    f32("4096^3", 4096, 4096, 4096, {
+      ...SQUARE,
+      "128x128x8 t8x16 single buffer": tile(128, 128, 8, 8, 16, {
+        laneColumns: 2,
+        doubleBuffer: false,
+      }),
+      "128x128x8 t16x8": tile(128, 128, 8, 16, 8),
+      "128x128x16 t8x8 interleaved": tile(128, 128, 16, 8, 8, { sharedLayout: "interleaved" }),
+      "128x128x8 t8x16 lanes 1": tile(128, 128, 8, 8, 16, { laneColumns: 1 }),
+      "128x128x8 t8x16 lanes 8": tile(128, 128, 8, 8, 16, { laneColumns: 8 }),
+      "128x128x4 t8x16": tile(128, 128, 4, 8, 16, { laneColumns: 2 }),
+      "128x128x8 t8x16 swizzle 2": tile(128, 128, 8, 8, 16, { laneColumns: 2, swizzle: 2 }),
+      "128x128x8 t8x16 no prefetch": tile(128, 128, 8, 8, 16, { laneColumns: 2, prefetch: false }),
+    }),
+    f32("8192^3", 8192, 8192, 8192, {
+      "128x128x8 t8x16": SQUARE["128x128x8 t8x16"],
+      "128x128x16 t8x8": SQUARE["128x128x16 t8x8"],
+    }),
+    f32("4096x4096x64", 4096, 4096, 64, SQUARE),
+    f32("64x4096x4096", 64, 4096, 4096, SKINNY),
+    f32("1x4096x4096", 1, 4096, 4096, VECTOR),
+    f32("4096x1x4096", 4096, 1, 4096, VECTOR),
+    f32("8192x8192x256", 8192, 8192, 256, SQUARE),
+    f32("128x128x65536", 128, 128, 65536, {
+      "64x64x16 t4x4 split64": { ...SKINNY["64x64x16 t4x4 split2"], splitK: 64 },
+      "32x32x16 t4x4 split16": { ...tile(32, 32, 16, 4, 4), variant: "splitK", splitK: 16 },
+      "32x32x16 t4x4 no split": tile(32, 32, 16, 4, 4),
+    }),
+    f32("batched 32 x 512^3", 512, 512, 512, SQUARE, 32),
+    {
+      ...f32("4096^3 f16", 4096, 4096, 4096, {
+        "128x128x8 t8x16": SQUARE["128x128x8 t8x16"],
+        "128x128x16 t8x8": SQUARE["128x128x16 t8x8"],
+      }),
+      dtype: "float16",
+    },
+    {
+      ...f32("4096^3 f16 acc16", 4096, 4096, 4096, {
+        "128x128x16 t8x8": SQUARE["128x128x16 t8x8"],
+        "128x128x8 t8x16": SQUARE["128x128x8 t8x16"],
+        "128x128x16 t8x16": tile(128, 128, 16, 8, 16),
+        "128x256x16 t8x8": tile(128, 256, 16, 8, 8),
+        "128x128x32 t8x8": tile(128, 128, 32, 8, 8),
+        "128x128x16 t16x8": tile(128, 128, 16, 16, 8),
+        "128x128x16 t8x8 lanes 2": tile(128, 128, 16, 8, 8, { laneColumns: 2 }),
+        "128x128x16 t8x8 interleaved": tile(128, 128, 16, 8, 8, { sharedLayout: "interleaved" }),
+      }),
+      dtype: "float16",
+      accumulate: "float16",
+    },
+    { ...f32("linear 4096^3 bias+gelu", 4096, 4096, 4096, {}), linear: true },
+    { ...f32("linear 1x4096x4096 bias+gelu", 1, 4096, 4096, {}), linear: true },
+  ];
+}
+
+interface Row {
+  shape: string;
+  variant: string;
+  choice: string;
+  dispatches: number;
+  medianMs: number;
+  bestMs: number;
+  tflops: number;
+  bestTflops: number;
+  maxError: number;
+}
+
+function describeChoice(c: gyre.MatmulChoice): string {
+  if (c.variant === "gemv") return `gemv width ${c.gemvWidth}${c.subgroups ? " subgroups" : ""}`;
+  return `${c.variant} ${c.tileM}x${c.tileN}x${c.tileK} t${c.threadM}x${c.threadN}` +
+    `${c.splitK > 1 ? ` split${c.splitK}` : ""}${c.doubleBuffer ? "" : " single"}` +
+    `${c.sharedLayout === "interleaved" ? " interleaved" : ""}`;
+}
+
+if (device === "wasm") {
+  await benchWasm();
+  Deno.exit(0);
+}
+
+const rt = await gyre.init({ device: "gpu" });
+const gpu = rt.gpu!;
+const caps = rt.caps!;
+const profiler = new GpuProfiler(gpu);
+const rows: Row[] = [];
+const failures: string[] = [];
+
+/**
+ * Times `fn` (one product) `runs` times. The warm-up keeps the GPU busy: each wait for the GPU
+ * costs the host at least 11 ms, during which an idle GPU drops its clock (an H200 idles at 345 MHz
+ * and ramps to 1980 MHz only under sustained load), so enough products go out per wait to cover
+ * about 30 ms at 20 TFLOP/s.
+ */
+async function timeProduct(
+  fn: () => gyre.Tensor,
+  flops: number,
+): Promise<{ times: number[]; dispatches: number }> {
+  const perWait = Math.max(2, Math.min(1000, Math.ceil((0.03 * 20e12) / flops)));
+  const start = performance.now();
+  do {
+    for (let i = 0; i < perWait; i++) {
+      gyre.tidy(() => {
+        fn();
+      });
+      gyre.flush();
+    }
+    await gyre.sync();
+  } while (performance.now() - start < warmMs);
+  // Each run's dispatches (two for split K) share one timed pass, as they run unprofiled; one
+  // submit per run.
+  let dispatches = 0;
+  const count = () => dispatches++;
+  kernelObservers.add(count);
+  profiler.startGroups();
+  for (let r = 0; r < runs; r++) {
+    profiler.group("matmul", () =>
+      gyre.tidy(() => {
+        fn();
+      }));
+    gyre.flush();
+  }
+  kernelObservers.delete(count);
+  const times = (await profiler.stop()).map((t) => t.nanoseconds / 1e6);
+  return { times, dispatches: dispatches / runs };
+}
+
+for (const s of shapes()) {
+  if (only && !s.label.includes(only)) continue;
+  const aHost = hostData(s.batch * s.m * s.k, 1);
+  const bHost = hostData(s.batch * s.k * s.n, 2);
+  const biasHost = hostData(s.n, 3);
+  const batchShape = s.batch > 1 ? [s.batch] : [];
+  const a = gyre.tensor(aHost, { shape: [...batchShape, s.m, s.k], dtype: s.dtype });
+  // linear takes the weight as [N, K]: the same B, stored transposed.
+  const b = s.linear
+    ? gyre.tensor(bHost, { shape: [s.k, s.n], dtype: s.dtype }).transpose().clone()
+    : gyre.tensor(bHost, { shape: [...batchShape, s.k, s.n], dtype: s.dtype });
+  const bias = gyre.tensor(biasHost, { dtype: s.dtype });
+  const [aData, bData] = s.dtype === "float16" ? [toHalf(aHost), toHalf(bHost)] : [aHost, bHost];
+  const options = s.accumulate ? { accumulate: s.accumulate } : {};
+  const product = () =>
+    s.linear
+      ? gyre.linear(a, b, { ...options, bias, activation: "gelu" })
+      : gyre.matmul(a, b, options);
+  const flops = 2 * s.batch * s.m * s.n * s.k;
+  const variants: [string, Partial<gyre.MatmulChoice> | null][] = [
+    ["plan", null],
+    ...Object.entries(s.variants),
+  ];
+  for (const [name, override] of variants) {
+    gyre.setPlanOverride("matmul", override);
+    try {
+      const choice = gyre.planMatmul(caps, {
+        m: s.m,
+        n: s.n,
+        k: s.k,
+        batch: s.batch,
+        dtype: s.dtype,
+        transposeB: Boolean(s.linear),
+        halfAccumulate: Boolean(s.accumulate),
+      });
+      const { times, dispatches } = await timeProduct(product, flops);
+      const c = product();
+      const maxError = await spotCheck(c, s, aData, bData, biasHost);
+      c.dispose();
+      const med = median(times);
+      const best = Math.min(...times);
+      const row: Row = {
+        shape: s.label,
+        variant: name,
+        choice: describeChoice(choice),
+        dispatches,
+        medianMs: med,
+        bestMs: best,
+        tflops: flops / med / 1e9,
+        bestTflops: flops / best / 1e9,
+        maxError,
+      };
+      rows.push(row);
+      console.error(
+        `${s.label.padEnd(28)} ${name.padEnd(30)} ${row.choice.padEnd(36)} ${
+          med.toFixed(3).padStart(9)
+        } ms ${row.tflops.toFixed(2).padStart(7)} TFLOP/s (best ${row.bestTflops.toFixed(2)}) err ${
+          maxError.toExponential(1)
+        }`,
+      );
+    } catch (e) {
+      const message = e instanceof Error ? e.message : String(e);
+      console.error(`${s.label} ${name}: FAILED ${message}`);
+      failures.push(`${s.label} ${name}: ${message}`);
+    } finally {
+      gyre.setPlanOverride("matmul", null);
+    }
+  }
+  a.dispose();
+  b.dispose();
+  bias.dispose();
+}
+
+/**
+ * Largest error of 16 random outputs against f64 dot products, relative to sum |a_i b_i|
+ * (linear: after bias and gelu, relative to the same scale plus |bias|).
+ */
+async function spotCheck(
+  c: gyre.Tensor,
+  s: Shape,
+  a: Float32Array,
+  b: Float32Array,
+  bias: Float32Array,
+): Promise<number> {
+  const picks = Array.from({ length: 16 }, (_, t) => ({
+    batch: (t * 7) % s.batch,
+    i: Math.floor(((t * 0.618034) % 1) * s.m),
+    j: Math.floor(((t * 0.414214) % 1) * s.n),
+  }));
+  const views = picks.map(({ batch, i, j }) => {
+    const flat = c.reshape([s.batch * s.m, s.n]);
+    const v = flat.slice([batch * s.m + i, batch * s.m + i + 1], [j, j + 1]);
+    flat.dispose();
+    return v;
+  });
+  const got = await gyre.readAll(views);
+  views.forEach((v) => v.dispose());
+  let worst = 0;
+  picks.forEach(({ batch, i, j }, t) => {
+    let sum = 0, scale = 0;
+    for (let p = 0; p < s.k; p++) {
+      const x = a[(batch * s.m + i) * s.k + p] * b[(batch * s.k + p) * s.n + j];
+      sum += x;
+      scale += Math.abs(x);
+    }
+    let want = sum;
+    if (s.linear) {
+      const z = sum + bias[j];
+      want = 0.5 * z * (1 + erf(z / Math.SQRT2));
+      scale += Math.abs(bias[j]);
+    }
+    worst = Math.max(worst, Math.abs(got[t][0] - want) / Math.max(scale, 1e-30));
+  });
+  return worst;
+}
+
+/** erf to ~1e-7 (Abramowitz and Stegun 7.1.26 is too coarse for the check; this is a series/fraction). */
+function erf(x: number): number {
+  const z = Math.abs(x);
+  let r: number;
+  if (z < 2) {
+    let term = z, sum = z;
+    for (let n = 1; n < 60; n++) {
+      term *= -z * z / n;
+      sum += term / (2 * n + 1);
+    }
+    r = (2 / Math.sqrt(Math.PI)) * sum;
+  } else {
+    // Continued fraction for erfc.
+    let f = 0;
+    for (let n = 60; n >= 1; n--) f = n / 2 / (z + f);
+    r = 1 - Math.exp(-z * z) / Math.sqrt(Math.PI) / (z + f);
+  }
+  return x < 0 ? -r : r;
+}
+
+const clocks = await gpuClocks();
+const result = {
+  device: caps.description,
+  date: new Date().toISOString(),
+  deno: Deno.version.deno,
+  scale,
+  runs,
+  notation: "M x N x K: A is M x K, B is K x N; TFLOP/s counts 2 M N K per product",
+  gpuClocks: clocks,
+  rows,
+  failures,
+};
+const slug = caps.description.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-|-$/g, "");
+await Deno.mkdir(outDir, { recursive: true });
+await Deno.writeTextFile(
+  `${outDir}/matmul-${slug}-${scale}.json`,
+  JSON.stringify(result, null, 2) + "\n",
+);
+const md = [
+  `# Matmul on ${caps.description}`,
+  "",
+  `${result.date}, Deno ${result.deno}, scale ${scale}. Each variant: a ${warmMs} ms warm-up, then ` +
+  `${runs} runs timed with GPU timestamps, one submit each; median (best). Shapes M x N x K. ` +
+  `"plan" is the rule's own choice. Error: largest of 16 outputs against f64, relative to ` +
+  `sum |a b|.`,
+  ...(clocks ? ["", `GPU after the run: ${clocks}`] : []),
+  ...(failures.length ? ["", "Failures:", ...failures.map((f) => `- ${f}`)] : []),
+  "",
+  "| shape | variant | kernel | dispatches | median ms | TFLOP/s | best TFLOP/s | error |",
+  "|---|---|---|---:|---:|---:|---:|---:|",
+  ...rows.map((r) =>
+    `| ${r.shape} | ${r.variant} | ${r.choice} | ${r.dispatches} | ${r.medianMs.toFixed(3)} | ${
+      r.tflops.toFixed(2)
+    } | ${r.bestTflops.toFixed(2)} | ${r.maxError.toExponential(1)} |`
+  ),
+  "",
+].join("\n");
+await Deno.writeTextFile(`${outDir}/matmul-${slug}-${scale}.md`, md);
+console.log(md);
+profiler.destroy();
+Deno.exit(0);
+
+/** SM clock, temperature and throttle reasons from nvidia-smi, when there is one. */
+async function gpuClocks(): Promise<string | null> {
+  try {
+    const out = await new Deno.Command("nvidia-smi", {
+      args: [
+        "--query-gpu=clocks.sm,clocks.max.sm,temperature.gpu,power.draw,clocks_throttle_reasons.active",
+        "--format=csv,noheader",
+      ],
+    }).output();
+    return out.success ? new TextDecoder().decode(out.stdout).trim() : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Wall-clock times of the WASM GEMM (one thread), best of several runs. */
+async function benchWasm(): Promise<void> {
+  await gyre.init({ device: "wasm" });
+  const sizes = full ? [256, 512, 1024, 2048] : [128, 256, 512, 1024];
+  const wasmRows: { shape: string; bestMs: number; medianMs: number; gflops: number }[] = [];
+  for (const n of sizes) {
+    for (const transpose of [false, true]) {
+      const a = gyre.tensor(hostData(n * n, 1), { shape: [n, n] });
+      const b = gyre.tensor(hostData(n * n, 2), { shape: [n, n] });
+      const times: number[] = [];
+      const count = n <= 512 ? 9 : 5;
+      for (let r = 0; r < count; r++) {
+        const t0 = performance.now();
+        const c = gyre.matmul(a, b, { transposeB: transpose });
+        await c.data();
+        times.push(performance.now() - t0);
+        c.dispose();
+      }
+      a.dispose();
+      b.dispose();
+      const best = Math.min(...times.slice(1));
+      const label = `${n}^3${transpose ? " (B transposed)" : ""}`;
+      wasmRows.push({
+        shape: label,
+        bestMs: best,
+        medianMs: median(times.slice(1)),
+        gflops: (2 * n ** 3) / best / 1e6,
+      });
+      console.error(
+        `wasm ${label}: best ${best.toFixed(1)} ms, ${
+          (2 * n ** 3 / best / 1e6).toFixed(1)
+        } GFLOP/s`,
+      );
+    }
+  }
+  const md = [
+    "# WASM GEMM (single thread, wall clock including the read-back)",
+    "",
+    "| shape | best ms | median ms | GFLOP/s |",
+    "|---|---:|---:|---:|",
+    ...wasmRows.map((r) =>
+      `| ${r.shape} | ${r.bestMs.toFixed(1)} | ${r.medianMs.toFixed(1)} | ${r.gflops.toFixed(1)} |`
+    ),
+    "",
+  ].join("\n");
+  await Deno.mkdir(outDir, { recursive: true });
+  await Deno.writeTextFile(`${outDir}/matmul-wasm-${scale}.md`, md);
+  await Deno.writeTextFile(
+    `${outDir}/matmul-wasm-${scale}.json`,
+    JSON.stringify({ date: new Date().toISOString(), rows: wasmRows }, null, 2) + "\n",
+  );
+  console.log(md);
+}

@@ -1,0 +1,969 @@
+/**
+ * Generates the WGSL of every matrix-multiply kernel: one parameterised generator, three kernel
+ * kinds.
+ *
+ * - `tiled`: C[b] = A[b] @ B[b] by output tiles of tileM x tileN per workgroup, K walked in steps
+ *   of tileK through shared memory. Each invocation owns threadM x threadN outputs held in named
+ *   `vec4` registers (`acc_<row>_<column group>`), and the inner product over a K step is emitted
+ *   as straight-line code: naga does not unroll loops, and an array indexed in a loop would live
+ *   in local memory (see ../shared/notes/webgpu-on-deno.md). Shared tiles are k-major (A is stored
+ *   transposed) so that every register load is one conflict-free `vec4` read; an invocation's rows
+ *   and columns are spread as groups of four `threadsM * 4` (`threadsN * 4`) apart, so neighbouring
+ *   invocations read neighbouring vectors. Global loads are `vec4` along whichever axis is
+ *   contiguous when the layout allows it, else scalar through strides; tiles at the edges are
+ *   padded with zeros, so the inner loop has no bounds checks. Loads for the next K step are issued
+ *   before the current one is computed (register prefetch); with `doubleBuffer` they land in a
+ *   second shared buffer, one barrier per step instead of two. A split-K launch writes float32
+ *   partials of a K range each, which the `splitReduce` kernel sums.
+ * - `gemv`: M = 1 or N = 1, a matrix W (`outputs x K`) times a vector. "dot": K contiguous, a group
+ *   of `threadsPerOutput` invocations reads one row with `vec4` loads and reduces through subgroup
+ *   shuffles or shared memory. "column": outputs contiguous, each invocation owns four adjacent
+ *   outputs and a slice of K, reduced across slices in shared memory.
+ * - `splitReduce`: sums split-K partials and applies the epilogue.
+ *
+ * Every kind ends in the same epilogue hook: a WGSL expression of the f32 value and its output
+ * row and column (bias, activation; later, fused elementwise ops), written with the output.
+ * @module
+ */
+import { preludeFor, storageType } from "./_wgsl_types.ts";
+
+/** Storage dtypes with a matmul kernel. */
+export type MatmulDType = "float32" | "float16" | "int32";
+
+/**
+ * Code applied to each output element before it is stored. `apply` receives WGSL expressions of
+ * the accumulated value (f32, or i32 for int32), the output row and the output column (u32), and
+ * returns the value to store (same type). Extra read-only inputs (a bias) are bound after A and B
+ * as `array<type>` named `name`; `p.e_off` holds the offset the caller put in the uniforms.
+ */
+export interface MatmulEpilogue {
+  /** Part of the pipeline cache key: equal keys must generate equal code. */
+  key: string;
+  /** Extra read-only storage bindings, bound after A and B in this order. */
+  bindings: readonly { name: string; type: string }[];
+  apply(value: string, row: string, col: string): string;
+}
+
+/** How one operand tile is fetched from global memory. */
+export interface OperandLoad {
+  /** The axis along which consecutive invocations read consecutive elements. */
+  along: "k" | "outer";
+  /** Aligned `vec4` loads along that axis (its stride 1, the other strides and offset multiples of 4, its length a multiple of 4). */
+  vec4: boolean;
+}
+
+/** A tiled kernel. */
+export interface TiledSpec {
+  kind: "tiled";
+  dtype: MatmulDType;
+  /** Register type of the inner product: f32, f16 (float16 accumulation) or i32. */
+  math: "f32" | "f16" | "i32";
+  tileM: number;
+  tileN: number;
+  tileK: number;
+  threadM: number;
+  threadN: number;
+  /** Invocation columns within each group of 32 consecutive invocations (the warp's shape). */
+  laneColumns: number;
+  doubleBuffer: boolean;
+  /**
+   * Shared tile layout. "interleaved": k-major rows of the whole tile. "thread": one padded row
+   * per invocation row (A) or column (B) holding exactly the fragments it reads, so the inner
+   * loop takes one pointer per K step and reads at constant indices (naga clamps every dynamic
+   * index into a fixed-size array; constant ones it leaves alone).
+   */
+  sharedLayout: "interleaved" | "thread";
+  /** Read the next K step's fragments from shared memory before this step's products. */
+  prefetch: boolean;
+  /** Tile rows walked together (grouped order, for L2 reuse); 1 is row-major. */
+  swizzle: number;
+  a: OperandLoad;
+  b: OperandLoad;
+  /** `vec4` output stores (N a multiple of 4). */
+  vectorStore: boolean;
+  /** Batch axes decomposed in the kernel (0: one matrix; 1: a flat batch; up to 6). */
+  batchRank: number;
+  /** Write float32 partials of a K range per split (the epilogue then runs in `splitReduce`). */
+  split: boolean;
+  epilogue: MatmulEpilogue | null;
+}
+
+/** A matrix-vector kernel. */
+export interface GemvSpec {
+  kind: "gemv";
+  dtype: MatmulDType;
+  /** "dot": the matrix's K axis is contiguous; "column": its output axis is. */
+  form: "dot" | "column";
+  /** `vec4` matrix loads along the contiguous axis (and, for "dot", of the vector). */
+  vec4: boolean;
+  workgroupSize: number;
+  /** "dot": invocations per output (a power of two); "column": output groups per workgroup. */
+  width: number;
+  /** "dot": reduce with subgroup shuffles (width at most the subgroup size). */
+  subgroups: boolean;
+  /** Which output coordinate the matrix's outputs are: N (M = 1) or M (N = 1). */
+  outputs: "n" | "m";
+  batchRank: number;
+  epilogue: MatmulEpilogue | null;
+}
+
+/** The pass that sums split-K partials. */
+export interface SplitReduceSpec {
+  kind: "splitReduce";
+  dtype: MatmulDType;
+  /** Four outputs per invocation (N a multiple of 4). */
+  vec4: boolean;
+  workgroupSize: number;
+  epilogue: MatmulEpilogue | null;
+}
+
+/** Any matmul kernel. */
+export type MatmulSpec = TiledSpec | GemvSpec | SplitReduceSpec;
+
+/** Cache key of a spec. */
+export function matmulKey(s: MatmulSpec): string {
+  const epi = s.epilogue ? `|e:${s.epilogue.key}` : "";
+  switch (s.kind) {
+    case "tiled":
+      return `mm|${s.dtype}|${s.math}|${s.tileM}x${s.tileN}x${s.tileK}|${s.threadM}x${s.threadN}|l${s.laneColumns}|${
+        s.doubleBuffer ? "db" : "sb"
+      }|${s.sharedLayout}${s.prefetch ? "|pf" : ""}|sw${s.swizzle}|a${s.a.along}${
+        s.a.vec4 ? 4 : 1
+      }|b${s.b.along}${s.b.vec4 ? 4 : 1}|${s.vectorStore ? "vs" : "ss"}|br${s.batchRank}${
+        s.split ? "|split" : ""
+      }${epi}`;
+    case "gemv":
+      return `mv|${s.dtype}|${s.form}|${s.vec4 ? 4 : 1}|wg${s.workgroupSize}|w${s.width}|${
+        s.subgroups ? "sg" : "sh"
+      }|${s.outputs}|br${s.batchRank}${epi}`;
+    case "splitReduce":
+      return `mr|${s.dtype}|${s.vec4 ? 4 : 1}|wg${s.workgroupSize}${epi}`;
+  }
+}
+
+/** Uniform words: 16 scalars, then batch shape, A batch strides and B batch strides (8 each). */
+const U_WORDS = 16 + 3 * 8;
+
+/** The uniform block's scalar fields. */
+export interface MatmulUniforms {
+  m: number;
+  n: number;
+  k: number;
+  batches: number;
+  /** tiled: output tiles along M and N. gemv: workgroups per matrix in `tilesM`. */
+  tilesM: number;
+  tilesN: number;
+  splits: number;
+  /** K elements per split (a multiple of tileK). */
+  kChunk: number;
+  /** Offsets and strides in elements. gemv: A is the matrix (outer = output axis), B the vector. */
+  aOffset: number;
+  bOffset: number;
+  aOuterStride: number;
+  aKStride: number;
+  bKStride: number;
+  bOuterStride: number;
+  /** First element of the epilogue's extra inputs (`p.e_off`), e.g. a bias view's offset. */
+  epilogueOffset: number;
+  batchShape: readonly number[];
+  aBatchStrides: readonly number[];
+  bBatchStrides: readonly number[];
+}
+
+/** Packs the uniform block for one dispatch. */
+export function matmulUniforms(u: MatmulUniforms): Uint32Array {
+  const w = new Uint32Array(U_WORDS);
+  w.set([
+    u.m,
+    u.n,
+    u.k,
+    u.batches,
+    u.tilesM,
+    u.tilesN,
+    u.splits,
+    u.kChunk,
+    u.aOffset,
+    u.bOffset,
+    u.aOuterStride,
+    u.aKStride,
+    u.bKStride,
+    u.bOuterStride,
+    u.epilogueOffset,
+  ]);
+  u.batchShape.forEach((d, i) => (w[16 + i] = d));
+  u.aBatchStrides.forEach((d, i) => (w[24 + i] = d));
+  u.bBatchStrides.forEach((d, i) => (w[32 + i] = d));
+  return w;
+}
+
+const PARAMS =
+  "struct Params { m: u32, n: u32, k: u32, batches: u32, tiles_m: u32, tiles_n: u32, " +
+  "splits: u32, k_chunk: u32, a_off: u32, b_off: u32, a_so: u32, a_sk: u32, b_sk: u32, b_so: u32, " +
+  "e_off: u32, pad: u32, dims: array<vec4<u32>, 6> }";
+
+function dim(word: number): string {
+  return `p.dims[${word >> 2}][${word & 3}]`;
+}
+
+/** Offsets of batch `batch` into A and B (`a_batch`, `b_batch`), from the batch axes' strides. */
+function batchOffsets(rank: number, batch: string): string[] {
+  if (rank === 0) return ["let a_batch = 0u;", "let b_batch = 0u;"];
+  if (rank === 1) {
+    return [`let a_batch = ${batch} * ${dim(8)};`, `let b_batch = ${batch} * ${dim(16)};`];
+  }
+  const lines = ["var a_batch = 0u;", "var b_batch = 0u;", `var batch_rest = ${batch};`];
+  for (let d = rank - 1; d >= 0; d--) {
+    const index = d > 0 ? `batch_rest % ${dim(d)}` : "batch_rest";
+    lines.push(
+      `{ let i = ${index}; a_batch += i * ${dim(8 + d)}; b_batch += i * ${dim(16 + d)};` +
+        (d > 0 ? ` batch_rest = batch_rest / ${dim(d)}; }` : " }"),
+    );
+  }
+  return lines;
+}
+
+function epilogueBindings(e: MatmulEpilogue | null, first: number): string[] {
+  return (e?.bindings ?? []).map((b, i) =>
+    `@group(0) @binding(${first + i}) var<storage, read> ${b.name}: array<${b.type}>;`
+  );
+}
+
+function apply(e: MatmulEpilogue | null, value: string, row: string, col: string): string {
+  return e ? e.apply(value, row, col) : value;
+}
+
+function halfNeeded(s: MatmulSpec): boolean {
+  return s.dtype === "float16" || (s.kind === "tiled" && s.math === "f16");
+}
+
+function finish(lines: string[]): string {
+  const main = lines.join("\n");
+  return `${main}\n${preludeFor(main)}\n`;
+}
+
+/** Generates the WGSL source of a spec. */
+export function generateMatmul(s: MatmulSpec): string {
+  switch (s.kind) {
+    case "tiled":
+      return generateTiled(s);
+    case "gemv":
+      return generateGemv(s);
+    case "splitReduce":
+      return generateSplitReduce(s);
+  }
+}
+
+/** Shared memory bytes a tiled spec uses (checked against the device limit by the plan). */
+export function tiledSharedBytes(
+  s: Pick<
+    TiledSpec,
+    "tileM" | "tileN" | "tileK" | "threadM" | "threadN" | "doubleBuffer" | "math" | "sharedLayout"
+  >,
+): number {
+  const element = s.math === "f16" ? 2 : 4;
+  const buffers = s.doubleBuffer ? 2 : 1;
+  if (s.sharedLayout === "interleaved") {
+    return (s.tileM + s.tileN) * s.tileK * element * buffers;
+  }
+  const rows = (tile: number, thread: number, perK: number) =>
+    (tile / thread) * threadRow(s.tileK * perK, tile / thread);
+  return (rows(s.tileM, s.threadM, aVectorsPerK(s)) + rows(s.tileN, s.threadN, s.threadN / 4)) * 4 *
+    element * buffers;
+}
+
+/**
+ * vec4s per k in an invocation's row of A in the "thread" layout: threadM / 4, or threadM / 2 with
+ * float16 accumulation, where each value is stored twice as a half pair (a, a). The products then
+ * splat a value by a swizzle of a register it already holds, `vec4(p.xy, p.xy)`, not by packing a
+ * scalar into both halves of a register each time (on an H200, 86 TFLOP/s of packed f16 FMA
+ * instead of 51).
+ */
+function aVectorsPerK(s: Pick<TiledSpec, "math" | "sharedLayout" | "threadM">): number {
+  return s.sharedLayout === "thread" && s.math === "f16" ? s.threadM / 2 : s.threadM / 4;
+}
+
+/**
+ * vec4s in one invocation's row of a "thread" layout tile: its fragments for every k, plus one of
+ * padding when several rows exist, so that rows start in different banks (an odd count of 16-byte
+ * vectors puts eight consecutive rows in eight different 16-byte bank groups).
+ */
+function threadRow(fragments: number, rows: number): number {
+  return rows > 1 && fragments % 2 === 0 ? fragments + 1 : fragments;
+}
+
+/** Invocations of a tiled spec's workgroup. */
+export function tiledThreads(
+  s: Pick<TiledSpec, "tileM" | "tileN" | "threadM" | "threadN">,
+): number {
+  return (s.tileM / s.threadM) * (s.tileN / s.threadN);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tiled
+
+interface OperandNames {
+  /** "a" or "b". */
+  x: string;
+  /** Global buffer. */
+  buffer: string;
+  /** Shared array. */
+  shared: string;
+  /** Tile extent along the outer axis (M for A, N for B). */
+  tile: number;
+  /** Uniform bound of the outer axis. */
+  bound: string;
+  /** Uniform stride of the outer axis and of K. */
+  outerStride: string;
+  kStride: string;
+  /** First outer coordinate of the workgroup's tile. */
+  origin: string;
+  load: OperandLoad;
+  /** Invocations along the outer axis, and outputs each owns along it. */
+  threads: number;
+  thread: number;
+}
+
+function generateTiled(s: TiledSpec): string {
+  const threads = tiledThreads(s);
+  const threadsM = s.tileM / s.threadM;
+  const threadsN = s.tileN / s.threadN;
+  const T = s.math;
+  const store = storageType(s.dtype);
+  // Split-K partials are kept in the accumulator's precision (f32, or i32 for int32).
+  const partType = T === "i32" ? "i32" : "f32";
+  const outType = s.split ? partType : store;
+  const zero = T === "i32" ? "0" : T === "f16" ? "0.0h" : "0.0";
+  const lines: string[] = [];
+  if (halfNeeded(s)) lines.push("enable f16;");
+  const extra = s.epilogue?.bindings.length ?? 0;
+  lines.push(
+    PARAMS,
+    `@group(0) @binding(0) var<storage, read> a_src: array<${
+      s.a.vec4 ? `vec4<${store}>` : store
+    }>;`,
+    `@group(0) @binding(1) var<storage, read> b_src: array<${
+      s.b.vec4 ? `vec4<${store}>` : store
+    }>;`,
+    ...epilogueBindings(s.split ? null : s.epilogue, 2),
+    `@group(0) @binding(${2 + (s.split ? 0 : extra)}) var<storage, read_write> c_dst: array<${
+      s.vectorStore ? `vec4<${outType}>` : outType
+    }>;`,
+    `@group(0) @binding(${3 + (s.split ? 0 : extra)}) var<uniform> p: Params;`,
+  );
+  const buffers = s.doubleBuffer ? 2 : 1;
+  const aWords = (s.tileK * s.tileM) / 4;
+  const bWords = (s.tileK * s.tileN) / 4;
+  lines.push(
+    ...(s.sharedLayout === "thread"
+      ? [
+        `var<workgroup> a_tile: array<array<vec4<${T}>, ${
+          threadRow(s.tileK * aVectorsPerK(s), threadsM)
+        }>, ${threadsM * buffers}>;`,
+        `var<workgroup> b_tile: array<array<vec4<${T}>, ${
+          threadRow(s.tileK * (s.threadN / 4), threadsN)
+        }>, ${threadsN * buffers}>;`,
+      ]
+      : [
+        `var<workgroup> a_tile: array<vec4<${T}>, ${aWords * buffers}>;`,
+        `var<workgroup> b_tile: array<vec4<${T}>, ${bWords * buffers}>;`,
+      ]),
+    `@compute @workgroup_size(${threads})`,
+    "fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, " +
+      "@builtin(local_invocation_index) lid: u32) {",
+    "  let g = wid.x + wid.y * nwg.x;",
+    "  let tiles = p.tiles_m * p.tiles_n;",
+    "  let per_matrix = tiles * p.splits;",
+    "  let batch = g / per_matrix;",
+    // The whole workgroup leaves together, so the barriers below stay in uniform control flow.
+    "  if (batch >= p.batches) { return; }",
+    "  let in_matrix = g % per_matrix;",
+    "  let split = in_matrix / tiles;",
+    "  let t = in_matrix % tiles;",
+  );
+  // Grouped tile order: `swizzle` tile rows are walked column by column, so the workgroups in
+  // flight share A rows and B columns in L2.
+  if (s.swizzle > 1) {
+    lines.push(
+      `  let group_size = ${s.swizzle}u * p.tiles_n;`,
+      `  let first_m = (t / group_size) * ${s.swizzle}u;`,
+      `  let rows_in_group = min(p.tiles_m - first_m, ${s.swizzle}u);`,
+      "  let tile_m = first_m + (t % group_size) % rows_in_group;",
+      "  let tile_n = (t % group_size) / rows_in_group;",
+    );
+  } else {
+    lines.push("  let tile_m = t / p.tiles_n;", "  let tile_n = t % p.tiles_n;");
+  }
+  lines.push(
+    `  let m0 = tile_m * ${s.tileM}u;`,
+    `  let n0 = tile_n * ${s.tileN}u;`,
+    ...batchOffsets(s.batchRank, "batch").map((l) => `  ${l}`),
+    "  let k_begin = split * p.k_chunk;",
+    "  let k_end = min(k_begin + p.k_chunk, p.k);",
+    `  let k_tiles = select(0u, (k_end - k_begin + ${
+      s.tileK - 1
+    }u) / ${s.tileK}u, k_end > k_begin);`,
+  );
+  // Invocation coordinates: groups of 32 consecutive invocations cover laneColumns x
+  // (32 / laneColumns) invocations of the grid, the warp's footprint in the shared tiles.
+  const lanes = Math.min(32, threads);
+  const laneColumns = Math.min(s.laneColumns, threadsN, lanes);
+  if (
+    threads % 32 === 0 && lanes % laneColumns === 0 && threadsN % laneColumns === 0 &&
+    threadsM % (lanes / laneColumns) === 0 && laneColumns !== threadsN
+  ) {
+    const warpsN = threadsN / laneColumns;
+    lines.push(
+      "  let lane = lid % 32u;",
+      "  let warp = lid / 32u;",
+      `  let tx = (warp % ${warpsN}u) * ${laneColumns}u + lane % ${laneColumns}u;`,
+      `  let ty = (warp / ${warpsN}u) * ${32 / laneColumns}u + lane / ${laneColumns}u;`,
+    );
+  } else {
+    lines.push(`  let tx = lid % ${threadsN}u;`, `  let ty = lid / ${threadsN}u;`);
+  }
+  const a: OperandNames = {
+    x: "a",
+    buffer: "a_src",
+    shared: "a_tile",
+    tile: s.tileM,
+    bound: "p.m",
+    outerStride: "p.a_so",
+    kStride: "p.a_sk",
+    origin: "m0",
+    load: s.a,
+    threads: threadsM,
+    thread: s.threadM,
+  };
+  const b: OperandNames = {
+    x: "b",
+    buffer: "b_src",
+    shared: "b_tile",
+    tile: s.tileN,
+    bound: "p.n",
+    outerStride: "p.b_so",
+    kStride: "p.b_sk",
+    origin: "n0",
+    load: s.b,
+    threads: threadsN,
+    thread: s.threadN,
+  };
+  const aLoads = operandLoads(s, a, threads);
+  const bLoads = operandLoads(s, b, threads);
+  lines.push(...aLoads.setup, ...bLoads.setup);
+  for (let r = 0; r < s.threadM; r++) {
+    for (let d = 0; d < s.threadN / 4; d++) {
+      lines.push(`  var acc_${r}_${d} = vec4<${T}>(${zero});`);
+    }
+  }
+  const loadAll = (k0: string) => [...aLoads.fetch(k0), ...bLoads.fetch(k0)];
+  const storeAll = (
+    buffer: string,
+  ) => [...aLoads.put(buffer, aWords), ...bLoads.put(buffer, bWords)];
+  const compute = computeStep(s, threadsM, threadsN, aWords, bWords);
+  lines.push(
+    "  if (k_tiles > 0u) {",
+    ...loadAll("k_begin").map((l) => `    ${l}`),
+    ...storeAll("0u").map((l) => `    ${l}`),
+    "  }",
+    "  workgroupBarrier();",
+    "  var buffer = 0u;",
+    "  for (var kt = 0u; kt < k_tiles; kt++) {",
+    "    let more = kt + 1u < k_tiles;",
+    // Next step's global loads go out before this step's arithmetic.
+    `    if (more) {`,
+    ...loadAll(`k_begin + (kt + 1u) * ${s.tileK}u`).map((l) => `      ${l}`),
+    "    }",
+    ...compute.map((l) => `    ${l}`),
+  );
+  if (s.doubleBuffer) {
+    lines.push(
+      "    buffer = 1u - buffer;",
+      "    if (more) {",
+      ...storeAll("buffer").map((l) => `      ${l}`),
+      "    }",
+      "    workgroupBarrier();",
+    );
+  } else {
+    lines.push(
+      "    workgroupBarrier();",
+      "    if (more) {",
+      ...storeAll("0u").map((l) => `      ${l}`),
+      "    }",
+      "    workgroupBarrier();",
+    );
+  }
+  lines.push("  }");
+  lines.push(...tiledEpilogue(s, threadsM, threadsN));
+  lines.push("}");
+  return finish(lines);
+}
+
+/**
+ * The global loads of one operand's tile: `setup` runs once (per-invocation offsets and bounds),
+ * `fetch(k0)` loads the tile at K offset `k0` into registers, `put(buffer)` writes them to shared
+ * memory (k-major: element (k, o) at vec4 `k * tile/4 + o/4`, lane `o % 4`).
+ */
+function operandLoads(s: TiledSpec, o: OperandNames, threads: number) {
+  const T = s.math;
+  const store = storageType(s.dtype);
+  const convert = (v: string, vector: boolean) =>
+    T === store ? v : vector ? `vec4<${T}>(${v})` : `${T}(${v})`;
+  const zero = T === "i32" ? "0" : T === "f16" ? "0.0h" : "0.0";
+  const tk = s.tileK;
+  const words = o.load.vec4 ? (o.tile * tk) / 4 : o.tile * tk;
+  const count = Math.ceil(words / threads);
+  const lastActive = words - (count - 1) * threads;
+  const setup: string[] = [];
+  const fetch: (k0: string) => string[] = (k0) => {
+    const out: string[] = [];
+    for (let i = 0; i < count; i++) {
+      const guard = i === count - 1 && lastActive < threads ? `lid < ${lastActive}u && ` : "";
+      const v = `${o.x}_reg${i}`;
+      const kIndex = `${k0} + ${o.x}_k${i}`;
+      const inK = `${kIndex} < k_end`;
+      const address = o.load.along === "k"
+        ? `${o.x}_base${i} + ${o.load.vec4 ? `(${k0}) / 4u` : `(${k0}) * ${o.kStride}`}`
+        : `${o.x}_base${i} + ${
+          o.load.vec4 ? `(${k0}) * (${o.kStride} / 4u)` : `(${k0}) * ${o.kStride}`
+        }`;
+      out.push(
+        `${v} = ${o.load.vec4 ? `vec4<${T}>(${zero})` : zero};`,
+        `if (${guard}${o.x}_in${i} && ${inK}) { ${v} = ${
+          convert(`${o.buffer}[${address}]`, o.load.vec4)
+        }; }`,
+      );
+    }
+    return out;
+  };
+  const thread = s.sharedLayout === "thread";
+  // Half pairs: A with float16 accumulation in the "thread" layout (see aVectorsPerK).
+  const pairs = thread && o.x === "a" && s.math === "f16";
+  const groups = pairs ? o.thread / 2 : o.thread / 4;
+  const put = (buffer: string, sharedWords: number) => {
+    const out: string[] = [];
+    // "interleaved": one flat array, buffers `sharedWords` apart; "thread": rows, buffers
+    // `threads` rows apart, and the vectors of k + 1 `groups` further along a row.
+    const base = buffer === "0u" ? "" : `${buffer} * ${sharedWords}u + `;
+    const row = buffer === "0u" ? `${o.x}_owner` : `${buffer} * ${o.threads}u + ${o.x}_owner`;
+    const at = (i: number, j: number) =>
+      thread
+        ? `${o.shared}[${row}${i}][${o.x}_slot${i}${j ? ` + ${j * groups}u` : ""}]`
+        : `${o.shared}[${base}${o.x}_slot${i}${j ? ` + ${(j * o.tile) / 4}u` : ""}]`;
+    for (let i = 0; i < count; i++) {
+      const guard = i === count - 1 && lastActive < threads ? `if (lid < ${lastActive}u) ` : "";
+      const v = `${o.x}_reg${i}`;
+      if (pairs) {
+        // Each value twice, in the pair of its lane: vector lane / 2, components 2 (lane % 2) + 0, 1.
+        const pair = (j: number, value: string, lane: string) => {
+          const vector = `${o.shared}[${row}${i}][${o.x}_slot${i} + ${j ? `${j * groups}u + ` : ""}${lane} / 2u]`;
+          return `${vector}[(${lane} % 2u) * 2u] = ${value}; ${vector}[(${lane} % 2u) * 2u + 1u] = ${value};`;
+        };
+        if (o.load.vec4 && o.load.along === "outer") {
+          const at0 = `${o.shared}[${row}${i}][${o.x}_slot${i}]`;
+          const at1 = `${o.shared}[${row}${i}][${o.x}_slot${i} + 1u]`;
+          out.push(
+            `${guard}{ ${at0} = ${v}.xxyy; ${at1} = ${v}.zzww; }`,
+          );
+        } else if (o.load.vec4) {
+          const writes = [0, 1, 2, 3].map((j) => pair(j, `${v}[${j}]`, `${o.x}_lane${i}`));
+          out.push(`${guard}{ ${writes.join(" ")} }`);
+        } else {
+          out.push(`${guard}{ ${pair(0, v, `${o.x}_lane${i}`)} }`);
+        }
+      } else if (o.load.vec4 && o.load.along === "outer") {
+        out.push(`${guard}{ ${at(i, 0)} = ${v}; }`);
+      } else if (o.load.vec4) {
+        // Four consecutive k of one outer index: four scalar writes, one per k row.
+        const writes = [0, 1, 2, 3].map((j) => `${at(i, j)}[${o.x}_lane${i}] = ${v}[${j}];`);
+        out.push(`${guard}{ ${writes.join(" ")} }`);
+      } else {
+        out.push(`${guard}{ ${at(i, 0)}[${o.x}_lane${i}] = ${v}; }`);
+      }
+    }
+    return out;
+  };
+  for (let i = 0; i < count; i++) {
+    const idx = `lid + ${i * threads}u`;
+    let outer: string, k: string;
+    if (o.load.along === "k") {
+      // Consecutive invocations walk K (the contiguous axis) first.
+      const perRow = o.load.vec4 ? tk / 4 : tk;
+      outer = `(${idx}) / ${perRow}u`;
+      k = o.load.vec4 ? `((${idx}) % ${perRow}u) * 4u` : `(${idx}) % ${perRow}u`;
+    } else {
+      const perRow = o.load.vec4 ? o.tile / 4 : o.tile;
+      k = `(${idx}) / ${perRow}u`;
+      outer = o.load.vec4 ? `((${idx}) % ${perRow}u) * 4u` : `(${idx}) % ${perRow}u`;
+    }
+    setup.push(
+      `  let ${o.x}_o${i} = ${outer};`,
+      `  let ${o.x}_k${i} = ${k};`,
+      `  let ${o.x}_in${i} = ${o.origin} + ${o.x}_o${i} < ${o.bound};`,
+      `  var ${o.x}_reg${i}: ${o.load.vec4 ? `vec4<${T}>` : T};`,
+    );
+    const start =
+      `p.${o.x}_off + ${o.x}_batch + (${o.origin} + ${o.x}_o${i}) * ${o.outerStride} + ${o.x}_k${i} * ${o.kStride}`;
+    // vec4 bases are in vec4 units; every term is a multiple of 4 by the layout's eligibility.
+    setup.push(`  let ${o.x}_base${i} = ${o.load.vec4 ? `(${start}) / 4u` : start};`);
+    // Where element (k, outer) of this K step goes: "interleaved", vec4 `k * tile/4 + outer/4`;
+    // "thread", the row of the invocation owning vector outer/4 (vectors are dealt round-robin),
+    // at fragment `k * groups + outer/4 / threads`. Then lane outer % 4.
+    if (thread) {
+      const group = `(${o.x}_o${i} / 4u) / ${o.threads}u`;
+      setup.push(
+        `  let ${o.x}_owner${i} = (${o.x}_o${i} / 4u) % ${o.threads}u;`,
+        `  let ${o.x}_slot${i} = ${o.x}_k${i} * ${groups}u + ${pairs ? `${group} * 2u` : group};`,
+      );
+    } else {
+      setup.push(`  let ${o.x}_slot${i} = ${o.x}_k${i} * ${o.tile / 4}u + ${o.x}_o${i} / 4u;`);
+    }
+    if (!(o.load.vec4 && o.load.along === "outer")) {
+      setup.push(`  let ${o.x}_lane${i} = ${o.x}_o${i} % 4u;`);
+    }
+  }
+  return { setup, fetch, put };
+}
+
+/** One K step's inner products, fully unrolled over tileK, threadM and threadN / 4. */
+function computeStep(
+  s: TiledSpec,
+  threadsM: number,
+  threadsN: number,
+  aWords: number,
+  bWords: number,
+): string[] {
+  const T = s.math;
+  const thread = s.sharedLayout === "thread";
+  const out: string[] = thread
+    ? [
+      `let a_frag = &a_tile[buffer * ${threadsM}u + ty];`,
+      `let b_frag = &b_tile[buffer * ${threadsN}u + tx];`,
+    ]
+    : [`let a_read = buffer * ${aWords}u + ty;`, `let b_read = buffer * ${bWords}u + tx;`];
+  const groupsM = s.threadM / 4;
+  const groupsN = s.threadN / 4;
+  const aPerK = aVectorsPerK(s);
+  const pairs = aPerK !== groupsM;
+  // Fragment registers of step kk are named a<kk>_<c> and b<kk>_<d>.
+  const loads = (kk: number) => {
+    const lines: string[] = [];
+    for (let c = 0; c < aPerK; c++) {
+      lines.push(
+        thread
+          ? `let a${kk}_${c} = (*a_frag)[${kk * aPerK + c}];`
+          : `let a${kk}_${c} = a_tile[a_read + ${kk * (s.tileM / 4) + c * threadsM}u];`,
+      );
+    }
+    for (let d = 0; d < groupsN; d++) {
+      lines.push(
+        thread
+          ? `let b${kk}_${d} = (*b_frag)[${kk * groupsN + d}];`
+          : `let b${kk}_${d} = b_tile[b_read + ${kk * (s.tileN / 4) + d * threadsN}u];`,
+      );
+    }
+    return lines;
+  };
+  const products = (kk: number) => {
+    const lines: string[] = [];
+    for (let c = 0; c < groupsM; c++) {
+      for (let i = 0; i < 4; i++) {
+        for (let d = 0; d < groupsN; d++) {
+          const acc = `acc_${c * 4 + i}_${d}`;
+          const lane = `a${kk}_${c}[${i}]`;
+          // Half pairs: row 4c + i is pair vector 2c + i / 2, swizzle xy or zw.
+          const half = `a${kk}_${2 * c + (i >> 1)}.${i & 1 ? "zw" : "xy"}`;
+          const splat = pairs ? `vec4<${T}>(${half}, ${half})` : `vec4<${T}>(${lane})`;
+          lines.push(
+            T === "i32"
+              ? `${acc} = ${acc} + vec4<i32>(${lane}) * b${kk}_${d};`
+              : `${acc} = fma(${splat}, b${kk}_${d}, ${acc});`,
+          );
+        }
+      }
+    }
+    return lines;
+  };
+  // With `prefetch`, step kk + 1's fragments are read before step kk's products, so shared
+  // memory latency overlaps arithmetic within one invocation.
+  if (s.prefetch) out.push(...loads(0));
+  for (let kk = 0; kk < s.tileK; kk++) {
+    if (s.prefetch) {
+      if (kk + 1 < s.tileK) out.push(...loads(kk + 1));
+      out.push(products(kk).join(" "));
+    } else out.push([...loads(kk), ...products(kk)].join(" "));
+  }
+  return out;
+}
+
+function tiledEpilogue(s: TiledSpec, threadsM: number, threadsN: number): string[] {
+  const out: string[] = [];
+  const store = storageType(s.dtype);
+  const toValue = (v: string) => (s.math === "f16" ? `f32(${v})` : v);
+  const toStore = (v: string) => (s.split ? v : store === "f16" ? `f16(${v})` : v);
+  const epilogue = s.split ? null : s.epilogue;
+  // Partials of split s live at s * batches * M * N.
+  out.push(
+    s.split
+      ? "  let c_base = (split * p.batches + batch) * p.m * p.n;"
+      : "  let c_base = batch * p.m * p.n;",
+  );
+  for (let c = 0; c < s.threadM / 4; c++) {
+    for (let i = 0; i < 4; i++) {
+      const r = c * 4 + i;
+      out.push(`  { let row = m0 + ${c * threadsM * 4 + i}u + ty * 4u;`, "    if (row < p.m) {");
+      for (let d = 0; d < s.threadN / 4; d++) {
+        const acc = `acc_${r}_${d}`;
+        out.push(`      { let col = n0 + ${d * threadsN * 4}u + tx * 4u;`);
+        const value = (j: number) =>
+          toStore(apply(epilogue, toValue(`${acc}[${j}]`), "row", j ? `(col + ${j}u)` : "col"));
+        if (s.vectorStore) {
+          const type = s.split ? (s.math === "i32" ? "i32" : "f32") : store;
+          out.push(
+            `        if (col < p.n) { c_dst[(c_base + row * p.n + col) / 4u] = vec4<${type}>(${
+              [0, 1, 2, 3].map(value).join(", ")
+            }); }`,
+          );
+        } else {
+          for (let j = 0; j < 4; j++) {
+            out.push(
+              `        if (col + ${j}u < p.n) { c_dst[c_base + row * p.n + col + ${j}u] = ${
+                value(j)
+              }; }`,
+            );
+          }
+        }
+        out.push("      }");
+      }
+      out.push("    }", "  }");
+    }
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Matrix-vector
+
+/** Independent matrix loads per invocation per loop step: memory-level parallelism. */
+const GEMV_UNROLL = 4;
+
+function generateGemv(s: GemvSpec): string {
+  const store = storageType(s.dtype);
+  const T = s.dtype === "int32" ? "i32" : "f32";
+  const zero = T === "i32" ? "0" : "0.0";
+  const wg = s.workgroupSize;
+  const extra = s.epilogue?.bindings.length ?? 0;
+  const widen = (v: string, vector: boolean) =>
+    store === T ? v : vector ? `vec4<${T}>(${v})` : `${T}(${v})`;
+  const vectorVec4 = s.form === "dot" && s.vec4;
+  const outVec4 = s.form === "column" && s.vec4;
+  const lines: string[] = [];
+  if (halfNeeded(s)) lines.push("enable f16;");
+  lines.push(
+    PARAMS,
+    `@group(0) @binding(0) var<storage, read> w_src: array<${s.vec4 ? `vec4<${store}>` : store}>;`,
+    `@group(0) @binding(1) var<storage, read> v_src: array<${
+      vectorVec4 ? `vec4<${store}>` : store
+    }>;`,
+    ...epilogueBindings(s.epilogue, 2),
+    `@group(0) @binding(${2 + extra}) var<storage, read_write> c_dst: array<${
+      outVec4 ? `vec4<${store}>` : store
+    }>;`,
+    `@group(0) @binding(${3 + extra}) var<uniform> p: Params;`,
+    `var<workgroup> partial: array<${s.form === "column" ? `vec4<${T}>` : T}, ${wg}>;`,
+  );
+  const builtins = [
+    "@builtin(workgroup_id) wid: vec3<u32>",
+    "@builtin(num_workgroups) nwg: vec3<u32>",
+    "@builtin(local_invocation_index) lid: u32",
+  ];
+  lines.push(
+    `@compute @workgroup_size(${wg})`,
+    `fn main(${builtins.join(", ")}) {`,
+    "  let g = wid.x + wid.y * nwg.x;",
+    "  let batch = g / p.tiles_m;",
+    "  if (batch >= p.batches) { return; }",
+    "  let group = g % p.tiles_m;",
+    ...batchOffsets(s.batchRank, "batch").map((l) => `  ${l}`),
+    // The matrix's output axis is A's outer axis in the uniforms; the vector is B.
+    `  let outputs = ${s.outputs === "n" ? "p.n" : "p.m"};`,
+    "  let w_base = p.a_off + a_batch;",
+    "  let v_base = p.b_off + b_batch;",
+  );
+  const position = (o: string) => (s.outputs === "n" ? ["0u", o] : [o, "0u"]);
+  if (s.form === "dot") {
+    const width = s.width;
+    lines.push(
+      `  let lane = lid % ${width}u;`,
+      `  let o = group * ${wg / width}u + lid / ${width}u;`,
+      `  var sum: ${T} = ${zero};`,
+      "  if (o < outputs) {",
+      "    let row = w_base + o * p.a_so;",
+    );
+    if (s.vec4) {
+      // Four vec4 loads of each operand in flight per step (GEMV_UNROLL), then the rest.
+      const steps = [...Array(GEMV_UNROLL).keys()];
+      lines.push(
+        "    let k4 = p.k / 4u;",
+        "    let row4 = row / 4u;",
+        "    let v4 = v_base / 4u;",
+        `    var k = lane;`,
+        `    for (; k + ${(GEMV_UNROLL - 1) * width}u < k4; k += ${GEMV_UNROLL * width}u) {`,
+        ...steps.map((j) => `      let w${j} = ${widen(`w_src[row4 + k + ${j * width}u]`, true)};`),
+        ...steps.map((j) => `      let x${j} = ${widen(`v_src[v4 + k + ${j * width}u]`, true)};`),
+        `      sum += ${steps.map((j) => `dot(w${j}, x${j})`).join(" + ")};`,
+        "    }",
+        `    for (; k < k4; k += ${width}u) { sum += dot(${widen("w_src[row4 + k]", true)}, ${
+          widen("v_src[v4 + k]", true)
+        }); }`,
+      );
+    } else {
+      lines.push(
+        `    for (var k = lane; k < p.k; k += ${width}u) {`,
+        `      sum += ${widen("w_src[row + k * p.a_sk]", false)} * ${
+          widen("v_src[v_base + k * p.b_sk]", false)
+        };`,
+        "    }",
+      );
+    }
+    lines.push("  }");
+    if (s.subgroups) {
+      for (let mask = width >> 1; mask > 0; mask >>= 1) {
+        lines.push(`  sum += subgroupShuffleXor(sum, ${mask}u);`);
+      }
+    } else {
+      lines.push("  partial[lid] = sum;", "  workgroupBarrier();");
+      for (let half = width >> 1; half > 0; half >>= 1) {
+        lines.push(
+          `  if (lane < ${half}u) { partial[lid] = partial[lid] + partial[lid + ${half}u]; }`,
+          "  workgroupBarrier();",
+        );
+      }
+      lines.push("  sum = partial[lid];");
+    }
+    const [row, col] = position("o");
+    const value = apply(s.epilogue, "sum", row, col);
+    lines.push(
+      `  if (lane == 0u && o < outputs) { c_dst[batch * outputs + o] = ${
+        store === "f16" ? `f16(${value})` : value
+      }; }`,
+      "}",
+    );
+    return finish(lines);
+  }
+  // Column form: `width` groups of four outputs per workgroup, wg / width slices of K.
+  const width = s.width;
+  const slices = wg / width;
+  lines.push(
+    `  let slice = lid / ${width}u;`,
+    `  let o = (group * ${width}u + lid % ${width}u) * 4u;`,
+    `  var sum = vec4<${T}>(${zero});`,
+    "  if (o < outputs) {",
+  );
+  if (s.vec4) {
+    lines.push(
+      "    let col4 = (w_base + o) / 4u;",
+      "    let step4 = p.a_sk / 4u;",
+      `    var k = slice;`,
+      `    for (; k + ${(GEMV_UNROLL - 1) * slices}u < p.k; k += ${GEMV_UNROLL * slices}u) {`,
+      ...[...Array(GEMV_UNROLL).keys()].map((j) =>
+        `      let w${j} = ${widen(`w_src[col4 + (k + ${j * slices}u) * step4]`, true)};`
+      ),
+      ...[...Array(GEMV_UNROLL).keys()].map((j) =>
+        `      sum += w${j} * ${widen(`v_src[v_base + (k + ${j * slices}u) * p.b_sk]`, false)};`
+      ),
+      "    }",
+      `    for (; k < p.k; k += ${slices}u) { sum += ${widen("w_src[col4 + k * step4]", true)} * ${
+        widen("v_src[v_base + k * p.b_sk]", false)
+      }; }`,
+    );
+  } else {
+    lines.push(
+      `    for (var k = slice; k < p.k; k += ${slices}u) {`,
+      "      let x = " + widen("v_src[v_base + k * p.b_sk]", false) + ";",
+      "      let at = w_base + k * p.a_sk + o * p.a_so;",
+      ...[0, 1, 2, 3].map((j) =>
+        `      if (o + ${j}u < outputs) { sum[${j}] += ${
+          widen(`w_src[at + ${j}u * p.a_so]`, false)
+        } * x; }`
+      ),
+      "    }",
+    );
+  }
+  lines.push(
+    "  }",
+    "  partial[lid] = sum;",
+    "  workgroupBarrier();",
+  );
+  for (let half = slices >> 1; half > 0; half >>= 1) {
+    lines.push(
+      `  if (slice < ${half}u) { partial[lid] = partial[lid] + partial[lid + ${half * width}u]; }`,
+      "  workgroupBarrier();",
+    );
+  }
+  const value = (j: number) => {
+    const [row, col] = position(j ? `(o + ${j}u)` : "o");
+    const v = apply(s.epilogue, `total[${j}]`, row, col);
+    return store === "f16" ? `f16(${v})` : v;
+  };
+  lines.push("  if (slice == 0u && o < outputs) {", "    let total = partial[lid];");
+  if (outVec4) {
+    lines.push(
+      `    c_dst[(batch * outputs + o) / 4u] = vec4<${store}>(${
+        [0, 1, 2, 3].map(value).join(", ")
+      });`,
+    );
+  } else {
+    for (let j = 0; j < 4; j++) {
+      lines.push(
+        `    if (o + ${j}u < outputs) { c_dst[batch * outputs + o + ${j}u] = ${value(j)}; }`,
+      );
+    }
+  }
+  lines.push("  }", "}");
+  return finish(lines);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Split-K reduction
+
+function generateSplitReduce(s: SplitReduceSpec): string {
+  const store = storageType(s.dtype);
+  const extra = s.epilogue?.bindings.length ?? 0;
+  const partType = s.dtype === "int32" ? "i32" : "f32";
+  const lines: string[] = [];
+  if (halfNeeded(s)) lines.push("enable f16;");
+  lines.push(
+    PARAMS,
+    `@group(0) @binding(0) var<storage, read> part: array<${
+      s.vec4 ? `vec4<${partType}>` : partType
+    }>;`,
+    ...epilogueBindings(s.epilogue, 1),
+    `@group(0) @binding(${1 + extra}) var<storage, read_write> c_dst: array<${
+      s.vec4 ? `vec4<${store}>` : store
+    }>;`,
+    `@group(0) @binding(${2 + extra}) var<uniform> p: Params;`,
+    `@compute @workgroup_size(${s.workgroupSize})`,
+    "fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {",
+    `  let i = gid.x + gid.y * nwg.x * ${s.workgroupSize}u;`,
+    `  let total = p.batches * p.m * p.n${s.vec4 ? " / 4u" : ""};`,
+    "  if (i >= total) { return; }",
+    "  var sum = part[i];",
+    "  for (var split = 1u; split < p.splits; split++) { sum += part[split * total + i]; }",
+    `  let e = i${s.vec4 ? " * 4u" : ""} % (p.m * p.n);`,
+    "  let row = e / p.n;",
+    "  let col = e % p.n;",
+  );
+  const value = (v: string, j: number) => {
+    const out = apply(s.epilogue, v, "row", j ? `(col + ${j}u)` : "col");
+    return store === "f16" ? `f16(${out})` : out;
+  };
+  if (s.vec4) {
+    lines.push(
+      `  c_dst[i] = vec4<${store}>(${[0, 1, 2, 3].map((j) => value(`sum[${j}]`, j)).join(", ")});`,
+    );
+  } else {
+    lines.push(`  c_dst[i] = ${value("sum", 0)};`);
+  }
+  lines.push("}");
+  return finish(lines);
+}

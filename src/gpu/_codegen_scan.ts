@@ -1,0 +1,734 @@
+/**
+ * Generates the WGSL of the scan kernels (cumsum, cumprod, cummax, cummin). The input is seen as
+ * rows (every axis but the scan axis, read through strides or as contiguous vec4s) of `len`
+ * elements. A row is cut into tiles; a tile is scanned by a team of T invocations, each holding
+ * E elements as E/4 vec4 registers with straight-line code (naga does not unroll loops, and an
+ * indexed register array would spill to local memory).
+ *
+ * Inside a team, invocations form clusters of `min(T, subgroup size)` lanes. A cluster owns a
+ * contiguous segment of the tile and reads it lane-striped (chunk c of lane l is vec4 number
+ * `c * width + l` of the segment), so every load and store of a subgroup is one coalesced block.
+ * Each chunk is scanned inside its vec4, then across the cluster with subgroup operations
+ * (`subgroupInclusiveAdd` for sums, a shuffle-up ladder for the others), carrying the running
+ * total from chunk to chunk; cluster totals are then scanned across the team in shared memory.
+ * Without subgroups a cluster is one invocation.
+ *
+ * One generator, three uses (the scan plan picks among them):
+ * - `prefix: "none"`: the tile is the whole row (the `row` variant; many teams per workgroup);
+ * - `prefix: "lookback"`: single-pass decoupled look-back (Merrill and Garland). Tiles take ids
+ *   from an atomic counter, publish their aggregate, look back over their predecessors' published
+ *   states for an exclusive prefix, and publish their inclusive prefix;
+ * - `stage: "reduce"` then `prefix: "offsets"`: the multipass fallback (tile totals, a scan of the
+ *   totals, then each tile scanned from its offset).
+ *
+ * Look-back states: each tile owns two 32-bit atomic words; each carries a 2-bit status in bits
+ * 16-17 (0: nothing yet, 1: aggregate, 2: inclusive prefix) and one 16-bit half of the value's
+ * bits. A reader accepts a state only when both words show the same status: statuses only grow
+ * and each is written once, so equal statuses mean both halves come from the same publication.
+ * No ordering between the two words is needed, hence no memory barriers (WGSL's atomics are
+ * relaxed) and no 64-bit atomics. A predecessor that stays silent for a bounded number of reads
+ * is reduced by the reader itself, so the look-back never depends on another workgroup running.
+ *
+ * Subgroups are assumed to be runs of consecutive `local_invocation_index` (subgroup k holds
+ * invocations k * size .. k * size + size - 1), as on NVIDIA, AMD, Intel and lavapipe with 1-d
+ * workgroups; the reduce generator assumes the same.
+ * @module
+ */
+import type { DType } from "../dtype.ts";
+import { literal, preludeFor } from "./_wgsl_types.ts";
+
+/** Scan operators. */
+export type ScanOp = "sum" | "prod" | "max" | "min";
+
+/**
+ * What the scan computes in: its register type and identities. "bool" computes in u32 with the
+ * identities of "any" (max) and "all" (min).
+ */
+export type ScanType = "f32" | "i32" | "u32" | "bool";
+
+/** Everything the generated code depends on. */
+export interface ScanSpec {
+  op: ScanOp;
+  type: ScanType;
+  /** Storage dtype of the input (bool: u32 words). */
+  inDtype: DType;
+  /** Storage dtype of the output (scan stage) or of the tile totals (reduce stage). */
+  outDtype: DType;
+  /** "scan" writes every output; "reduce" writes one total per tile (multipass, first pass). */
+  stage: "scan" | "reduce";
+  /** Where a tile's exclusive prefix comes from (scan stage). */
+  prefix: "none" | "offsets" | "lookback";
+  /** "vec4": rows contiguous and 4-aligned, read as vec4s; "strided": through strides. */
+  inMode: "vec4" | "strided";
+  /** "vec4": contiguous rows; "strided": the scan axis has stride `inner` in the output. */
+  outMode: "vec4" | "strided";
+  /** Axes that make up a row index (strided input), at most 7. */
+  rowRank: number;
+  exclusive: boolean;
+  reverse: boolean;
+  subgroups: boolean;
+  workgroupSize: number;
+  /** Elements per invocation, a multiple of 4. */
+  elementsPerThread: number;
+  /** Invocations per tile: a power of two dividing the workgroup (the workgroup for tiled uses). */
+  teamSize: number;
+  /** Look-back: predecessor states each reading lane reads per round trip. */
+  lookbackStates: number;
+  /**
+   * Look-back: sub-tiles (of T x E elements) per tile. Above 1 the workgroup first reduces its
+   * sub-tiles, looks back once for all of them, then reads them again (from L2) to scan and store.
+   */
+  subTiles: number;
+}
+
+/** Cache key of a spec. */
+export function scanKey(s: ScanSpec): string {
+  return [
+    "scan",
+    s.op,
+    s.type,
+    `${s.inDtype}>${s.outDtype}`,
+    s.stage,
+    s.prefix,
+    s.inMode,
+    s.outMode,
+    `r${s.rowRank}`,
+    s.exclusive ? "ex" : "in",
+    s.reverse ? "rev" : "fwd",
+    s.subgroups ? "sg" : "sh",
+    `wg${s.workgroupSize}`,
+    `e${s.elementsPerThread}`,
+    `t${s.teamSize}`,
+    `lb${s.lookbackStates}`,
+    `st${s.subTiles}`,
+  ].join("|");
+}
+
+/** Uniform words: rows, len, inner, tiles, in_off, in_step, total, pad, row shape, row strides. */
+const U_WORDS = 8 + 2 * 8;
+
+/** The per-dispatch parameters. */
+export interface ScanParams {
+  rows: number;
+  len: number;
+  /** Output stride of the scan axis (strided output), else 1. */
+  inner: number;
+  /** Tiles per row. */
+  tiles: number;
+  /** Input offset and stride along the scan axis, in elements. */
+  inOffset: number;
+  inStep: number;
+  /** Tiles of all rows (tiled uses). */
+  total: number;
+  /** Shape and input strides of the axes that index a row (strided input). */
+  rowShape: readonly number[];
+  rowStrides: readonly number[];
+}
+
+/** Packs the uniform block for one dispatch (negative strides wrap, as u32 arithmetic expects). */
+export function scanUniforms(p: ScanParams): Uint32Array {
+  const u = new Uint32Array(U_WORDS);
+  u.set([p.rows, p.len, p.inner, p.tiles, p.inOffset >>> 0, p.inStep >>> 0, p.total]);
+  p.rowShape.forEach((d, i) => (u[8 + i] = d));
+  p.rowStrides.forEach((d, i) => (u[16 + i] = d >>> 0));
+  return u;
+}
+
+/** Identity of the scan in its register type; `exact` gives -0 for float sums (see below). */
+export function scanIdentity(op: ScanOp, type: ScanType): number {
+  switch (op) {
+    case "sum":
+      // -0 is the exact additive identity (-0 + x == x for every x, -0 included); +0 would turn a
+      // leading -0 into +0. The exclusive scan's first output is still written as +0.
+      return type === "f32" ? -0 : 0;
+    case "prod":
+      return 1;
+    case "max":
+      return type === "f32" ? -Infinity : type === "i32" ? -2147483648 : 0;
+    case "min":
+      return type === "f32"
+        ? Infinity
+        : type === "i32"
+        ? 2147483647
+        : type === "u32"
+        ? 4294967295
+        : 1;
+  }
+}
+
+/** WGSL register type of a scan type. */
+function registerType(type: ScanType): string {
+  return type === "bool" ? "u32" : type;
+}
+
+/** The dtype a scan type's values are stored as between passes (tile totals, offsets). */
+export function accumulatorDtype(type: ScanType): DType {
+  return type === "f32" ? "float32" : type === "i32" ? "int32" : "uint32";
+}
+
+function storageElement(dtype: DType): string {
+  return dtype === "float16"
+    ? "f16"
+    : dtype === "float32"
+    ? "f32"
+    : dtype === "int32"
+    ? "i32"
+    : "u32";
+}
+
+/** The combine functions: `a` is the earlier operand (order matters for max/min ties). */
+function combineFunctions(op: ScanOp, type: ScanType): string {
+  const t = registerType(type);
+  const v = `vec4<${t}>`;
+  let scalar: string, vector: string;
+  if (op === "sum" || op === "prod") {
+    const sign = op === "sum" ? "+" : "*";
+    scalar = `a ${sign} b`;
+    vector = `a ${sign} b`;
+  } else if (type === "f32") {
+    // PyTorch: the later element wins ties, and a NaN, once seen, stays (the latest NaN wins).
+    // NaN is tested on the bits: `x != x` can be folded away by fast-math drivers.
+    const cmp = op === "max" ? ">=" : "<=";
+    scalar = `select(a, b, g_isnan(b) || (!g_isnan(a) && b ${cmp} a))`;
+    vector = `select(a, b, nan4(b) | (!nan4(a) & (b ${cmp} a)))`;
+  } else {
+    scalar = `${op}(a, b)`;
+    vector = `${op}(a, b)`;
+  }
+  const lines = [
+    `fn c1(a: ${t}, b: ${t}) -> ${t} { return ${scalar}; }`,
+    `fn c4(a: ${v}, b: ${v}) -> ${v} { return ${vector}; }`,
+  ];
+  if (type === "f32" && (op === "max" || op === "min")) {
+    lines.unshift(
+      "fn nan4(x: vec4<f32>) -> vec4<bool> { return (bitcast<vec4<u32>>(x) & vec4(0x7fffffffu)) > vec4(0x7f800000u); }",
+    );
+  }
+  return lines.join("\n");
+}
+
+/** Bits of a register value as u32, and back. */
+function toBits(type: ScanType, x: string): string {
+  return type === "f32" || type === "i32" ? `bitcast<u32>(${x})` : x;
+}
+function fromBits(type: ScanType, x: string): string {
+  return type === "f32" ? `bitcast<f32>(${x})` : type === "i32" ? `bitcast<i32>(${x})` : x;
+}
+
+/** Converts a loaded storage value (scalar or vec4) to the register type. */
+function loadAs(inDtype: DType, type: ScanType, x: string, vector: boolean): string {
+  const t = registerType(type);
+  const target = vector ? `vec4<${t}>` : t;
+  if (storageElement(inDtype) === t) return x;
+  return `${target}(${x})`;
+}
+
+/** Converts a register value (scalar or vec4) to the output storage type. */
+function storeAs(outDtype: DType, type: ScanType, x: string, vector: boolean): string {
+  const e = storageElement(outDtype);
+  if (e === registerType(type)) return x;
+  return vector ? `vec4<${e}>(${x})` : `${e}(${x})`;
+}
+
+/** Offset of row `row` in the input: its coordinates over the row axes times their strides. */
+function rowOffset(rank: number): string {
+  if (rank === 0) return "let row_off = 0u;";
+  const lines = ["var row_off = 0u;", "var rest = row;"];
+  for (let d = rank - 1; d >= 0; d--) {
+    const dim = `p.row_shape[${d >> 2}][${d & 3}]`;
+    const stride = `p.row_strides[${d >> 2}][${d & 3}]`;
+    lines.push(
+      d > 0
+        ? `row_off += (rest % ${dim}) * ${stride}; rest = rest / ${dim};`
+        : `row_off += rest * ${stride};`,
+    );
+  }
+  return lines.join("\n  ");
+}
+
+/** Generates the WGSL source of a spec. */
+export function generateScan(s: ScanSpec): string {
+  const t = registerType(s.type);
+  const wg = s.workgroupSize;
+  const T = s.teamSize;
+  const id = literal(scanIdentity(s.op, s.type), accumulatorDtype(s.type));
+  // The exclusive scan's first output: the identity, but +0 rather than the internal -0.
+  const firstOut = s.op === "sum" && s.type === "f32" ? "0.0" : null;
+  const half = s.inDtype === "float16" || s.outDtype === "float16";
+  const lookback = s.prefix === "lookback";
+  const tiled = T === wg && s.prefix !== "none";
+  const inElem = storageElement(s.inDtype);
+  const outElem = storageElement(s.outDtype);
+  const lines: string[] = [];
+  if (half) lines.push("enable f16;");
+  lines.push(
+    "struct Params { rows: u32, len: u32, inner: u32, tiles: u32, in_off: u32, in_step: u32, total: u32, pad0: u32, row_shape: array<vec4<u32>, 2>, row_strides: array<vec4<u32>, 2> }",
+    `@group(0) @binding(0) var<storage, read> src: array<${
+      s.inMode === "vec4" ? `vec4<${inElem}>` : inElem
+    }>;`,
+  );
+  let binding = 1;
+  if (s.prefix === "offsets" && s.stage === "scan") {
+    lines.push(
+      `@group(0) @binding(${binding++}) var<storage, read> offsets: array<${t}>;`,
+    );
+  }
+  if (lookback) {
+    lines.push(
+      `@group(0) @binding(${binding++}) var<storage, read_write> flags: array<atomic<u32>>;`,
+    );
+  }
+  const dstElem = s.stage === "reduce" ? t : s.outMode === "vec4" ? `vec4<${outElem}>` : outElem;
+  lines.push(
+    `@group(0) @binding(${binding++}) var<storage, read_write> dst: array<${dstElem}>;`,
+    `@group(0) @binding(${binding}) var<uniform> p: Params;`,
+    `var<workgroup> sh: array<${t}, ${wg}>;`,
+    combineFunctions(s.op, s.type),
+    loadFunction(s),
+  );
+  if (lookback) {
+    lines.push(
+      "var<workgroup> tile_id: u32;",
+      `var<workgroup> tile_prefix: ${t};`,
+      "// Status (1 aggregate, 2 inclusive prefix) and value of tile v; status 0 until both words agree.",
+      "fn read_state(v: u32) -> vec2<u32> {",
+      "  let w0 = atomicLoad(&flags[1u + 2u * v]);",
+      "  let w1 = atomicLoad(&flags[2u + 2u * v]);",
+      "  let status = select(0u, w0 >> 16u, (w0 >> 16u) == (w1 >> 16u));",
+      "  return vec2(status, (w0 & 0xffffu) | (w1 << 16u));",
+      "}",
+      `fn publish(v: u32, status: u32, value: ${t}) {`,
+      `  let bits = ${toBits(s.type, "value")};`,
+      "  atomicStore(&flags[1u + 2u * v], (status << 16u) | (bits & 0xffffu));",
+      "  atomicStore(&flags[2u + 2u * v], (status << 16u) | (bits >> 16u));",
+      "}",
+    );
+  }
+  if (s.subgroups) {
+    // Inclusive scan within clusters of `width` lanes (a power of two dividing the subgroup).
+    const ladder = [
+      "  var s = v;",
+      "  for (var d = 1u; d < width; d = d << 1u) {",
+      "    let up = subgroupShuffleUp(s, d);",
+      "    s = select(s, c1(up, s), (lane & (width - 1u)) >= d);",
+      "  }",
+      "  return s;",
+    ];
+    lines.push(
+      `fn cluster_scan(v: ${t}, lane: u32, width: u32, sg_size: u32) -> ${t} {`,
+      ...(s.op === "sum" ? ["  if (width == sg_size) { return subgroupInclusiveAdd(v); }"] : []),
+      ...ladder,
+      "}",
+    );
+    if (lookback) {
+      // Reduction over the whole subgroup in lane order: a higher lane is an earlier tile.
+      lines.push(
+        `fn ordered_reduce(v: ${t}, lane: u32, sg_size: u32) -> ${t} {`,
+        ...(s.op === "sum"
+          ? ["  return subgroupAdd(v);"]
+          : s.op === "prod"
+          ? ["  return subgroupMul(v);"]
+          : [
+            "  var r = v;",
+            "  for (var m = 1u; m < sg_size; m = m << 1u) {",
+            "    let other = subgroupShuffleXor(r, m);",
+            "    r = select(c1(other, r), c1(r, other), (lane & m) != 0u);",
+            "  }",
+            "  return r;",
+          ]),
+        "}",
+      );
+    }
+  }
+
+  const builtins = [
+    "@builtin(workgroup_id) wid: vec3<u32>",
+    "@builtin(num_workgroups) nwg: vec3<u32>",
+    "@builtin(local_invocation_index) lid: u32",
+  ];
+  if (s.subgroups) {
+    builtins.push(
+      "@builtin(subgroup_size) sg_size: u32",
+      "@builtin(subgroup_invocation_id) sg_lane: u32",
+    );
+  }
+  const body: string[] = [];
+  const emit = (...xs: string[]) => body.push(...xs.map((x) => `  ${x}`));
+  emit("let g = wid.x + wid.y * nwg.x;");
+  if (lookback) {
+    emit(
+      "if (lid == 0u) { tile_id = atomicAdd(&flags[0], 1u); }",
+      "let v = workgroupUniformLoad(&tile_id);",
+      // Extra workgroups of a folded grid take ids past the end and leave together.
+      "if (v >= p.total) { return; }",
+      "let row = v / p.tiles;",
+      "let tile = v % p.tiles;",
+      "let row_ok = true;",
+      "let tl = lid;",
+    );
+  } else if (tiled) {
+    emit(
+      "if (g >= p.total) { return; }",
+      "let row = g / p.tiles;",
+      "let tile = g % p.tiles;",
+      "let row_ok = true;",
+      "let tl = lid;",
+    );
+  } else {
+    // Teams of T invocations, one row each; spare teams of the last workgroup still take part in
+    // the barriers.
+    emit(
+      `let row = g * ${wg / T}u + lid / ${T}u;`,
+      "let tile = 0u;",
+      "let row_ok = row < p.rows;",
+      `let tl = lid % ${T}u;`,
+    );
+  }
+  if (s.subgroups) {
+    emit(`let width = min(${T}u, sg_size);`, "let lane = sg_lane;");
+  } else {
+    emit("let width = 1u;", "let lane = 0u;");
+  }
+  emit(
+    "let lic = tl % width;",
+    "let q = tl / width;",
+    "let cid = lid / width;",
+    `let cpt = ${T}u / width;`,
+    `let clusters = ${wg}u / width;`,
+  );
+  // Row bases.
+  if (s.inMode === "vec4") emit("let ibase = p.in_off + row * p.len;");
+  else emit(rowOffset(s.rowRank), "let ibase = p.in_off + row_off;");
+  if (s.stage === "scan") {
+    if (s.outMode === "vec4") emit("let obase = row * p.len;");
+    else emit("let obase = (row / p.inner) * p.len * p.inner + row % p.inner;");
+  }
+  if (lookback && s.subTiles > 1) {
+    body.push(...subTiledLookback(s, firstOut).map((x) => `  ${x}`), "}");
+    const main = [
+      ...lines,
+      `@compute @workgroup_size(${wg})`,
+      `fn main(${builtins.join(", ")}) {`,
+      ...body,
+    ].join("\n");
+    return `${main}\n${preludeFor(main)}\n`;
+  }
+  body.push(...tileBlock(s).map((x) => `  ${x}`));
+  if (s.stage === "reduce") {
+    emit("if (lid == 0u) { dst[row * p.tiles + tile] = team_total; }");
+  } else {
+    if (s.prefix === "none") emit("let left = cluster_prefix;");
+    else if (s.prefix === "offsets") {
+      emit(
+        `let tile_prefix = select(offsets[row * p.tiles + tile], ${id}, tile == 0u);`,
+        "let left = c1(tile_prefix, cluster_prefix);",
+      );
+    } else {
+      body.push(...lookbackBlock(s).map((x) => `  ${x}`));
+      emit("let left = c1(workgroupUniformLoad(&tile_prefix), cluster_prefix);");
+    }
+    body.push(...outputBlock(s, firstOut).map((x) => `  ${x}`));
+  }
+  body.push("}");
+  const main = [
+    ...lines,
+    `@compute @workgroup_size(${wg})`,
+    `fn main(${builtins.join(", ")}) {`,
+    ...body,
+  ].join("\n");
+  return `${main}\n${preludeFor(main)}\n`;
+}
+
+/**
+ * `load4(ibase, j)`: logical elements j..j+3 of the row at `ibase` (the identity past its end),
+ * read as one vec4 or through the stride, mirrored for reverse scans.
+ */
+function loadFunction(s: ScanSpec): string {
+  const t = registerType(s.type);
+  const id = literal(scanIdentity(s.op, s.type), accumulatorDtype(s.type));
+  const out = [`fn load4(ibase: u32, j: u32) -> vec4<${t}> {`, `  var x = vec4<${t}>(${id});`];
+  if (s.inMode === "vec4") {
+    const index = s.reverse ? "(ibase + p.len - 4u - j) / 4u" : "(ibase + j) / 4u";
+    const loaded = loadAs(s.inDtype, s.type, `src[${index}]`, true);
+    out.push(`  if (j < p.len) { x = ${loaded}${s.reverse ? ".wzyx" : ""}; }`);
+  } else {
+    for (let k = 0; k < 4; k++) {
+      const pos = s.reverse ? `(p.len - 1u - (j + ${k}u))` : `(j + ${k}u)`;
+      const loaded = loadAs(s.inDtype, s.type, `src[ibase + ${pos} * p.in_step]`, false);
+      out.push(`  if (j + ${k}u < p.len) { x[${k}] = ${loaded}; }`);
+    }
+  }
+  out.push("  return x;", "}");
+  return out.join("\n");
+}
+
+/**
+ * Loads this invocation's chunks of the tile and scans them: per invocation `x{c}` (each vec4
+ * scanned), `pre{c}` (chunk c's exclusive prefix within the cluster), then `cluster_prefix` (the
+ * cluster's exclusive prefix within the team) and `team_total`.
+ */
+function tileBlock(s: ScanSpec, tile = "tile"): string[] {
+  const E = s.elementsPerThread;
+  const C = E / 4;
+  const T = s.teamSize;
+  const t = registerType(s.type);
+  const id = literal(scanIdentity(s.op, s.type), accumulatorDtype(s.type));
+  const out: string[] = [];
+  out.push(`let j_base = ${tile} * ${T * E}u + q * width * ${E}u + lic * 4u;`);
+  for (let c = 0; c < C; c++) {
+    out.push(
+      `let j${c} = j_base + ${c * 4}u * width;`,
+      `var x${c} = vec4<${t}>(${id});`,
+      `if (row_ok) { x${c} = load4(ibase, j${c}); }`,
+    );
+  }
+  // Scan inside each vec4, then across the cluster, carrying chunk totals.
+  for (let c = 0; c < C; c++) {
+    out.push(
+      `x${c}.y = c1(x${c}.x, x${c}.y);`,
+      `x${c}.z = c1(x${c}.y, x${c}.z);`,
+      `x${c}.w = c1(x${c}.z, x${c}.w);`,
+    );
+  }
+  for (let c = 0; c < C; c++) {
+    if (s.subgroups) {
+      out.push(
+        `let inc${c} = cluster_scan(x${c}.w, lane, width, sg_size);`,
+        `let exc${c} = select(subgroupShuffleUp(inc${c}, 1u), ${id}, lic == 0u);`,
+        `let tot${c} = subgroupShuffle(inc${c}, lane | (width - 1u));`,
+      );
+    } else {
+      out.push(`let exc${c} = ${id};`, `let tot${c} = x${c}.w;`);
+    }
+    if (c === 0) out.push("let pre0 = exc0;", "var carry = tot0;");
+    else out.push(`let pre${c} = c1(carry, exc${c});`, `carry = c1(carry, tot${c});`);
+  }
+  // Cluster totals, scanned across the team in shared memory (Hillis-Steele over clusters).
+  out.push(
+    "if (lic == width - 1u) { sh[cid] = carry; }",
+    "workgroupBarrier();",
+    "for (var d = 1u; d < cpt; d = d << 1u) {",
+    "  let in_team = lid < clusters && (lid % cpt) >= d;",
+    `  var value = ${id};`,
+    "  if (in_team) { value = c1(sh[lid - d], sh[lid]); }",
+    "  workgroupBarrier();",
+    "  if (in_team) { sh[lid] = value; }",
+    "  workgroupBarrier();",
+    "}",
+    `let cluster_prefix = select(${id}, sh[max(cid, 1u) - 1u], q > 0u);`,
+    "let team_total = sh[(cid / cpt) * cpt + cpt - 1u];",
+  );
+  return out;
+}
+
+/** Reads of a silent predecessor's state before the readers reduce that tile themselves. */
+const SPIN_LIMIT = 128;
+
+/**
+ * The decoupled look-back, run by the readers: the first subgroup (a window of subgroup size x
+ * `lookbackStates` predecessors per round trip, lane l reading the states at distances
+ * l * W .. l * W + W - 1) or, without subgroups, invocation 0 (one at a time). They combine
+ * published states back to the nearest inclusive prefix. A predecessor still silent
+ * after {@link SPIN_LIMIT} reads is reduced by the readers from its input (the "decoupled
+ * fallback" of Smith, Levien and Owens), so no workgroup waits on one that may not be running:
+ * correct without forward progress, and on lavapipe, which silently ends an invocation's loops
+ * after 65535 iterations in all (measured), so a long spin would stop with a wrong prefix.
+ * The fallback runs without barriers: lane l reduces one contiguous segment of the tile in order.
+ */
+function lookbackBlock(s: ScanSpec, total = "team_total"): string[] {
+  const id = literal(scanIdentity(s.op, s.type), accumulatorDtype(s.type));
+  const value = (bits: string) => fromBits(s.type, bits);
+  const tileSize = s.teamSize * s.elementsPerThread * s.subTiles;
+  const out: string[] = [
+    // The aggregate (a row's first tile: its inclusive prefix) goes out before looking back.
+    `if (lid == 0u) { publish(v, select(1u, 2u, tile == 0u), ${total}); }`,
+    "let first = v - tile;",
+  ];
+  if (s.subgroups) {
+    // Lane l reads the W states at distances l * W + i (i < W) behind the tile: tile
+    // `base - 1 - distance`. Distances order the window: a larger one is an earlier tile.
+    const W = s.lookbackStates;
+    const reads: string[] = [];
+    const found: string[] = [];
+    for (let i = 0; i < W; i++) {
+      reads.push(
+        `      if (st${i}.x == 0u) { st${i} = read_state(u32(want${i})); }`,
+      );
+      found.push(
+        `      if (st${i}.x == 2u) { my_prefix = min(my_prefix, lane * ${W}u + ${i}u); }`,
+        `      if (st${i}.x == 0u) { my_missing = min(my_missing, lane * ${W}u + ${i}u); }`,
+      );
+    }
+    const combineMine: string[] = [];
+    for (let i = W - 1; i >= 0; i--) {
+      combineMine.push(
+        `    if (i32(lane * ${W}u + ${i}u) <= upto) { mine = c1(mine, ${value(`st${i}.y`)}); }`,
+      );
+    }
+    out.push(
+      "if (tile > 0u && lid < sg_size) {",
+      `  var acc = ${id};`,
+      "  var base = v;",
+      "  let none = 0xffffffffu;",
+      // The first read covers the nearest predecessor only, which has usually published its
+      // inclusive prefix; a whole window is read only when it has not.
+      "  var reach = 0u;",
+      "  loop {",
+      // Within reach, a state past the row's first tile reads as an inclusive prefix of the
+      // identity; the others start missing and are read until published (a read state only
+      // advances, and an aggregate stays valid, so only missing ones are read again: waiting lanes
+      // load the L2 as little as possible). Out of reach: an ignored identity aggregate.
+      ...Array.from({ length: W }, (_, i) => [
+        `    let want${i} = i32(base) - 1 - i32(lane * ${W}u + ${i}u);`,
+        `    var st${i} = select(vec2(1u, ${toBits(s.type, id)}), vec2(0u), lane * ${W}u + ${i}u <= reach);`,
+        `    if (want${i} < i32(first) && lane * ${W}u + ${i}u <= reach) { st${i} = vec2(2u, ${
+          toBits(s.type, id)
+        }); }`,
+      ]).flat(),
+      "    var nearest_prefix = none;",
+      "    var nearest_missing = none;",
+      `    for (var k = 0u; k < ${SPIN_LIMIT}u; k++) {`,
+      ...reads,
+      "      var my_prefix = none;",
+      "      var my_missing = none;",
+      ...found,
+      "      nearest_prefix = subgroupMin(my_prefix);",
+      "      nearest_missing = subgroupMin(my_missing);",
+      "      if (nearest_missing >= nearest_prefix) { break; }",
+      "    }",
+      // Usable states: through the nearest prefix when no gap precedes it, else up to the gap.
+      "    let ready = nearest_missing >= nearest_prefix;",
+      "    let whole = select(i32(reach), i32(nearest_prefix), nearest_prefix != none);",
+      "    let upto = select(i32(nearest_missing) - 1, whole, ready);",
+      `    var mine = ${id};`,
+      ...combineMine,
+      "    acc = c1(ordered_reduce(mine, lane, sg_size), acc);",
+      "    if (ready && nearest_prefix != none) { break; }",
+      `    if (ready) { base = base - reach - 1u; reach = sg_size * ${W}u - 1u; continue; }`,
+      // Reduce the silent tile: lane l takes segment sg_size - 1 - l (a higher lane is earlier).
+      "    let silent = base - 1u - nearest_missing;",
+      `    let segment = ${tileSize}u / sg_size;`,
+      `    let start = (silent - first) * ${tileSize}u + (sg_size - 1u - lane) * segment;`,
+      `    var part = ${id};`,
+      "    for (var k = 0u; k < segment; k += 4u) {",
+      "      let c = load4(ibase, start + k);",
+      "      part = c1(c1(c1(c1(part, c.x), c.y), c.z), c.w);",
+      "    }",
+      "    acc = c1(ordered_reduce(part, lane, sg_size), acc);",
+      "    base = silent;",
+      "  }",
+      "  if (lane == 0u) {",
+      `    publish(v, 2u, c1(acc, ${total}));`,
+      "    tile_prefix = acc;",
+      "  }",
+      "}",
+    );
+  } else {
+    out.push(
+      "if (tile > 0u && lid == 0u) {",
+      `  var acc = ${id};`,
+      "  var j = v - 1u;",
+      "  loop {",
+      "    var state = vec2(0u);",
+      `    for (var k = 0u; k < ${SPIN_LIMIT}u && state.x == 0u; k++) { state = read_state(j); }`,
+      "    if (state.x == 0u) {",
+      `      var part = ${id};`,
+      `      for (var k = 0u; k < ${tileSize}u; k += 4u) {`,
+      `        let c = load4(ibase, (j - first) * ${tileSize}u + k);`,
+      "        part = c1(c1(c1(c1(part, c.x), c.y), c.z), c.w);",
+      "      }",
+      "      state = vec2(1u, " + toBits(s.type, "part") + ");",
+      "    }",
+      `    acc = c1(${value("state.y")}, acc);`,
+      "    if (state.x == 2u) { break; }",
+      "    j = j - 1u;",
+      "  }",
+      `  publish(v, 2u, c1(acc, ${total}));`,
+      "  tile_prefix = acc;",
+      "}",
+    );
+  }
+  out.push(`if (tile == 0u && lid == 0u) { tile_prefix = ${id}; }`);
+  return out;
+}
+
+/**
+ * The look-back over tiles of S sub-tiles: the sub-tiles are scanned once for their totals (their
+ * data leaves registers), the look-back runs once for the whole tile, then each sub-tile is read
+ * again (from L2, where it just was) and scanned from the running prefix. The look-back's latency
+ * is paid once per S sub-tiles without holding S sub-tiles in registers.
+ */
+function subTiledLookback(s: ScanSpec, firstOut: string | null): string[] {
+  const S = s.subTiles;
+  const id = literal(scanIdentity(s.op, s.type), accumulatorDtype(s.type));
+  const indent = (xs: string[]) => xs.map((x) => `  ${x}`);
+  return [
+    `var tile_total = ${id};`,
+    `for (var sub = 0u; sub < ${S}u; sub++) {`,
+    // The previous sub-tile's reads of `sh` come before this one's writes.
+    "  workgroupBarrier();",
+    ...indent(tileBlock(s, `(tile * ${S}u + sub)`)),
+    "  tile_total = c1(tile_total, team_total);",
+    "}",
+    ...lookbackBlock(s, "tile_total"),
+    "var run = workgroupUniformLoad(&tile_prefix);",
+    `for (var sub = 0u; sub < ${S}u; sub++) {`,
+    "  workgroupBarrier();",
+    ...indent(tileBlock(s, `(tile * ${S}u + sub)`)),
+    "  let left = c1(run, cluster_prefix);",
+    ...indent(outputBlock(s, firstOut)),
+    "  run = c1(run, team_total);",
+    "}",
+  ];
+}
+
+/** Combines each chunk with the invocation's prefix and stores it. */
+function outputBlock(s: ScanSpec, firstOut: string | null): string[] {
+  const C = s.elementsPerThread / 4;
+  const id = literal(scanIdentity(s.op, s.type), accumulatorDtype(s.type));
+  const out: string[] = [];
+  for (let c = 0; c < C; c++) {
+    out.push(`let lp${c} = c1(left, pre${c});`);
+    let value: string;
+    if (s.exclusive) {
+      out.push(
+        `var y${c} = c4(vec4(lp${c}), vec4(${id}, x${c}.x, x${c}.y, x${c}.z));`,
+        `y${c}.x = lp${c};`,
+      );
+      if (firstOut) out.push(`if (j${c} == 0u) { y${c}.x = ${firstOut}; }`);
+      value = `y${c}`;
+    } else {
+      value = `c4(vec4(lp${c}), x${c})`;
+    }
+    if (s.outMode === "vec4") {
+      const index = s.reverse ? `(obase + p.len - 4u - j${c}) / 4u` : `(obase + j${c}) / 4u`;
+      const stored = storeAs(s.outDtype, s.type, `${value}${s.reverse ? ".wzyx" : ""}`, true);
+      out.push(`if (row_ok && j${c} < p.len) { dst[${index}] = ${stored}; }`);
+    } else {
+      out.push(`let z${c} = ${value};`);
+      for (let k = 0; k < 4; k++) {
+        const pos = s.reverse ? `(p.len - 1u - (j${c} + ${k}u))` : `(j${c} + ${k}u)`;
+        const stored = storeAs(s.outDtype, s.type, `z${c}[${k}]`, false);
+        out.push(
+          `if (row_ok && j${c} + ${k}u < p.len) { dst[obase + ${pos} * p.inner] = ${stored}; }`,
+        );
+      }
+    }
+  }
+  return out;
+}
+
+/** A kernel that zeroes `p.n` u32 words (the look-back's counter and tile states). */
+export function generateZero(): string {
+  return [
+    "struct Params { n: u32 }",
+    "@group(0) @binding(0) var<storage, read_write> words: array<u32>;",
+    "@group(0) @binding(1) var<uniform> p: Params;",
+    "@compute @workgroup_size(256)",
+    "fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {",
+    "  let i = gid.x + gid.y * nwg.x * 256u;",
+    "  if (i < p.n) { words[i] = 0u; }",
+    "}",
+    "",
+  ].join("\n");
+}

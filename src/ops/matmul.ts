@@ -1,0 +1,809 @@
+/**
+ * Matrix products: `matmul` with NumPy's semantics (1-D operands promoted and the added axis
+ * removed, batch axes broadcast, any M, N, K including 0) plus transpose options read through
+ * strides, and `linear` (`x @ weight^T + bias`, then an activation), whose bias and activation run
+ * in the GPU kernel's epilogue rather than as extra dispatches.
+ *
+ * The GPU runs the kernels of src/gpu/_codegen_matmul.ts as `planMatmul` chooses (tiled,
+ * split-K, or matrix-vector for M = 1 or N = 1); WASM runs the packed SIMD GEMM of asm/gemm.ts.
+ * Both read operands through their strides (transposed and broadcast views cost no copy); views
+ * with negative strides are copied first.
+ * @module
+ */
+import type { View } from "../_backend.ts";
+import { contiguousStrides, type Shape, sizeOf } from "../_shape.ts";
+import { type DType, promoteTypes } from "../dtype.ts";
+import { describe, DeviceError, DTypeError, ShapeError, ValueError } from "../errors.ts";
+import type { GpuBackend, GpuStorage } from "../gpu/backend.ts";
+import {
+  type GemvSpec,
+  generateMatmul,
+  type MatmulDType,
+  type MatmulEpilogue,
+  matmulKey,
+  type MatmulSpec,
+  type MatmulUniforms,
+  matmulUniforms,
+  type SplitReduceSpec,
+  type TiledSpec,
+  tiledThreads,
+} from "../gpu/_codegen_matmul.ts";
+import { loadAs, storageType } from "../gpu/_wgsl_types.ts";
+import { planMatmul } from "../plans.ts";
+import { runtime } from "../runtime.ts";
+import { Tensor } from "../tensor.ts";
+import type { Value, WasmBackend, WasmStorage } from "../wasm/backend.ts";
+import { UNARY } from "./_elementwise_table.ts";
+import { E, type Expr } from "./_expr.ts";
+import { evaluate } from "./_dispatch.ts";
+import { cast } from "./elementwise.ts";
+import { clone } from "./shape.ts";
+
+// Re-exported so that the single `export *` of this module in mod.ts also exports the plan.
+export { type MatmulChoice, planMatmul } from "../plans.ts";
+
+/** Options of {@link matmul}. */
+export interface MatmulOptions {
+  /** Use the transpose of a's last two axes (a view: no copy). Ignored for a 1-D `a`. */
+  transposeA?: boolean;
+  /** Use the transpose of b's last two axes (a view: no copy). Ignored for a 1-D `b`. */
+  transposeB?: boolean;
+  /**
+   * Accumulator precision for float16 operands: "float32" (default) or "float16" (f16 registers
+   * and shared tiles on the GPU: faster, with error growing like K * 2^-11). WASM always
+   * accumulates in float32, which is never less accurate.
+   */
+  accumulate?: "float32" | "float16";
+}
+
+/** Activations {@link linear} can apply in the kernel's epilogue. */
+export type LinearActivation = "relu" | "gelu" | "silu" | "tanh" | "sigmoid";
+
+/** Options of {@link linear}. */
+export interface LinearOptions {
+  /** Added to every row: shape [out] (or anything that broadcasts to it from one axis). */
+  bias?: Tensor;
+  /** Applied after the bias; "gelu" is the exact (erf) form. Default: none. */
+  activation?: LinearActivation | "none";
+  /** As {@link MatmulOptions.accumulate}. */
+  accumulate?: "float32" | "float16";
+}
+
+const DTYPES: readonly DType[] = ["float32", "float16", "int32"];
+const ACTIVATIONS: readonly string[] = ["relu", "gelu", "silu", "tanh", "sigmoid", "none"];
+
+/** A validated product: operand views broadcast to `[...batch, M, K]` and `[...batch, K, N]`. */
+interface Problem {
+  dtype: MatmulDType;
+  m: number;
+  n: number;
+  k: number;
+  batch: number[];
+  outShape: number[];
+  halfAccumulate: boolean;
+}
+
+/** Operands after validation, with what must be disposed afterwards. */
+interface Operands {
+  a: View;
+  b: View;
+  temps: Tensor[];
+}
+
+function checkTensor(op: string, argument: string, x: unknown): Tensor {
+  if (!(x instanceof Tensor)) {
+    throw new ValueError({ op, argument, expected: "a Tensor", received: describe(x) });
+  }
+  return x;
+}
+
+function checkFlag(op: string, argument: string, value: unknown): boolean {
+  if (value === undefined) return false;
+  if (typeof value !== "boolean") {
+    throw new ValueError({ op, argument, expected: "a boolean", received: describe(value) });
+  }
+  return value;
+}
+
+function checkAccumulate(op: string, value: unknown, dtype: DType): boolean {
+  if (value === undefined || value === "float32") return false;
+  if (value !== "float16") {
+    throw new ValueError({
+      op,
+      argument: "options.accumulate",
+      expected: '"float32" or "float16"',
+      received: describe(value),
+    });
+  }
+  if (dtype !== "float16") {
+    throw new ValueError({
+      op,
+      argument: "options.accumulate",
+      expected: '"float16" only with float16 operands',
+      received: `"float16" with ${dtype} operands`,
+    });
+  }
+  return true;
+}
+
+/**
+ * Validates a product (nothing is allocated before every check passes) and returns its shape
+ * facts. `aShape`/`bShape` are the operands' shapes as given.
+ */
+function validate(
+  op: string,
+  a: Tensor,
+  b: Tensor,
+  options: { transposeA?: unknown; transposeB?: unknown; accumulate?: unknown },
+  names: [string, string] = ["a", "b"],
+): Problem & { transposeA: boolean; transposeB: boolean; aShape: Shape; bShape: Shape } {
+  const am = a._meta(op, names[0]);
+  const bm = b._meta(op, names[1]);
+  const transposeA = checkFlag(op, "options.transposeA", options.transposeA);
+  const transposeB = checkFlag(op, "options.transposeB", options.transposeB);
+  if (am.device !== bm.device) {
+    throw new DeviceError({
+      op,
+      argument: names[1],
+      expected: `a tensor on the same device as ${names[0]} ("${am.device}"); use .to()`,
+      received: `a tensor on "${bm.device}"`,
+    });
+  }
+  for (const [m, name] of [[am, names[0]], [bm, names[1]]] as const) {
+    if (!DTYPES.includes(m.dtype)) {
+      throw new DTypeError({
+        op,
+        argument: name,
+        expected: "float32, float16 or int32",
+        received: m.dtype,
+      });
+    }
+    if (m.shape.length === 0) {
+      throw new ShapeError({
+        op,
+        argument: name,
+        expected: "a tensor of rank >= 1 (for a scalar factor use mul)",
+        received: "shape []",
+      });
+    }
+  }
+  const dtype = promoteTypes(am.dtype, bm.dtype) as MatmulDType;
+  const halfAccumulate = checkAccumulate(op, options.accumulate, dtype);
+  // 1-D operands: a [K] is a row [1, K], b [K] a column [K, 1]; transposing them changes nothing.
+  const aMatrix = am.shape.length === 1 ? [1, am.shape[0]] : [...am.shape];
+  const bMatrix = bm.shape.length === 1 ? [bm.shape[0], 1] : [...bm.shape];
+  if (transposeA && am.shape.length > 1) swapLast(aMatrix);
+  if (transposeB && bm.shape.length > 1) swapLast(bMatrix);
+  const [m, k] = aMatrix.slice(-2);
+  const [k2, n] = bMatrix.slice(-2);
+  const shapes = `${names[0]} ${describe(am.shape)}${transposeA ? " (transposed)" : ""}, ${
+    names[1]
+  } ${describe(bm.shape)}${transposeB ? " (transposed)" : ""}`;
+  if (k !== k2) {
+    throw new ShapeError({
+      op,
+      argument: names[1],
+      expected: `${
+        bm.shape.length === 1 ? "length" : "a second-to-last axis"
+      } of ${k} to match the last axis of ${names[0]}`,
+      received: `${k2} (shapes ${shapes})`,
+    });
+  }
+  const aBatch = aMatrix.slice(0, -2);
+  const bBatch = bMatrix.slice(0, -2);
+  const rank = Math.max(aBatch.length, bBatch.length);
+  const batch: number[] = [];
+  for (let i = 0; i < rank; i++) {
+    const da = aBatch[aBatch.length - rank + i] ?? 1;
+    const db = bBatch[bBatch.length - rank + i] ?? 1;
+    if (da !== db && da !== 1 && db !== 1) {
+      throw new ShapeError({
+        op,
+        argument: names[1],
+        expected: `batch axes that broadcast with ${names[0]}'s ${describe(aBatch)}`,
+        received: `${describe(bBatch)} (shapes ${shapes})`,
+      });
+    }
+    batch.push(da === 1 ? db : da);
+  }
+  const outShape = [...batch];
+  if (am.shape.length > 1) outShape.push(m);
+  if (bm.shape.length > 1) outShape.push(n);
+  return {
+    dtype,
+    m,
+    n,
+    k,
+    batch,
+    outShape,
+    halfAccumulate,
+    transposeA,
+    transposeB,
+    aShape: am.shape,
+    bShape: bm.shape,
+  };
+}
+
+function swapLast(shape: number[]): void {
+  const r = shape.length;
+  [shape[r - 2], shape[r - 1]] = [shape[r - 1], shape[r - 2]];
+}
+
+/**
+ * The operands as views of `[...batch, M, K]` and `[...batch, K, N]`: promoted to the common
+ * dtype, 1-D ones given their unit axis, transposes applied to the strides, batch axes broadcast
+ * (stride 0), axes of length 1 given stride 0, negative strides copied away.
+ */
+function operandViews(
+  op: string,
+  a: Tensor,
+  b: Tensor,
+  p: ReturnType<typeof validate>,
+): Operands {
+  const temps: Tensor[] = [];
+  const prepare = (t: Tensor, matrix: (v: View) => View): View => {
+    let x = t;
+    if (x._meta(op).dtype !== p.dtype) temps.push(x = cast(x, p.dtype));
+    if (x._view(op).strides.some((s) => s < 0)) temps.push(x = clone(x));
+    return matrix(x._view(op));
+  };
+  const batchView = (v: View, rows: number, cols: number): View => {
+    const lead = p.batch.length - (v.shape.length - 2);
+    const shape = [...p.batch, rows, cols];
+    const strides = shape.map((d, i) => {
+      if (d === 1) return 0;
+      const j = i - lead;
+      return j < 0 || v.shape[j] === 1 ? 0 : v.strides[j];
+    });
+    return { ...v, shape, strides };
+  };
+  const aView = prepare(a, (v) => {
+    let shape = [...v.shape];
+    let strides = [...v.strides];
+    if (shape.length === 1) {
+      shape = [1, shape[0]];
+      strides = [0, strides[0]];
+    } else if (p.transposeA) {
+      swapLast(shape);
+      swapLast(strides);
+    }
+    return batchView({ ...v, shape, strides }, p.m, p.k);
+  });
+  const bView = prepare(b, (v) => {
+    let shape = [...v.shape];
+    let strides = [...v.strides];
+    if (shape.length === 1) {
+      shape = [shape[0], 1];
+      strides = [strides[0], 0];
+    } else if (p.transposeB) {
+      swapLast(shape);
+      swapLast(strides);
+    }
+    return batchView({ ...v, shape, strides }, p.k, p.n);
+  });
+  return { a: aView, b: bView, temps };
+}
+
+/** Batch axes with length-1 axes dropped and neighbours merged where both operands allow. */
+function collapseBatch(
+  shape: readonly number[],
+  aStrides: readonly number[],
+  bStrides: readonly number[],
+): { shape: number[]; a: number[]; b: number[] } {
+  const out = { shape: [] as number[], a: [] as number[], b: [] as number[] };
+  for (let i = 0; i < shape.length; i++) {
+    if (shape[i] === 1) continue;
+    const last = out.shape.length - 1;
+    if (
+      last >= 0 &&
+      out.a[last] === aStrides[i] * shape[i] &&
+      out.b[last] === bStrides[i] * shape[i]
+    ) {
+      out.shape[last] *= shape[i];
+      out.a[last] = aStrides[i];
+      out.b[last] = bStrides[i];
+    } else {
+      out.shape.push(shape[i]);
+      out.a.push(aStrides[i]);
+      out.b.push(bStrides[i]);
+    }
+  }
+  return out;
+}
+
+/** What the epilogue adds: a bias (already a contiguous view of [N]) and an activation. */
+interface EpilogueParts {
+  bias: View | null;
+  activation: LinearActivation | null;
+}
+
+function gpuEpilogue(parts: EpilogueParts): MatmulEpilogue | null {
+  if (!parts.bias && !parts.activation) return null;
+  const bias = parts.bias;
+  const activation = parts.activation;
+  return {
+    key: `${bias ? `bias:${bias.dtype}` : ""}|${activation ?? ""}`,
+    bindings: bias ? [{ name: "bias", type: storageType(bias.dtype) }] : [],
+    apply(value, _row, col) {
+      let x = value;
+      if (bias) x = `(${x} + ${loadAs(bias.dtype, `bias[p.e_off + ${col}]`)})`;
+      if (activation) x = UNARY[activation].wgsl.f32!(x, "");
+      return x;
+    },
+  };
+}
+
+/** Runs a validated, non-empty product with K > 0 on the GPU; returns [...batch, M, N] storage. */
+function runGpu(
+  op: string,
+  backend: GpuBackend,
+  p: Problem,
+  x: Operands,
+  parts: EpilogueParts,
+): GpuStorage {
+  backend._check(op, [p.dtype]);
+  const { m, n, k } = p;
+  const r = p.batch.length;
+  const batches = sizeOf(p.batch);
+  const collapsed = collapseBatch(p.batch, x.a.strides.slice(0, r), x.b.strides.slice(0, r));
+  const batchRank = collapsed.shape.length;
+  const [aOuter, aK] = [x.a.strides[r], x.a.strides[r + 1]];
+  const [bK, bOuter] = [x.b.strides[r], x.b.strides[r + 1]];
+  const choice = planMatmul(backend.caps, {
+    m,
+    n,
+    k,
+    batch: batches,
+    dtype: p.dtype,
+    transposeA: aK !== 1 && aOuter === 1,
+    transposeB: bK === 1 && bOuter !== 1,
+    halfAccumulate: p.halfAccumulate,
+  });
+  const epilogue = gpuEpilogue(parts);
+  const extraBuffers = parts.bias ? [(parts.bias.storage as GpuStorage).buffer] : [];
+  const aligned = (offset: number, strides: readonly number[]) =>
+    choice.vectorLoads && offset % 4 === 0 && strides.every((s) => s % 4 === 0);
+  const out = backend._alloc(op, p.dtype, batches * m * n);
+  const base: Omit<MatmulUniforms, "tilesM" | "tilesN" | "splits" | "kChunk"> = {
+    m,
+    n,
+    k,
+    batches,
+    aOffset: x.a.offset,
+    bOffset: x.b.offset,
+    aOuterStride: aOuter,
+    aKStride: aK,
+    bKStride: bK,
+    bOuterStride: bOuter,
+    epilogueOffset: parts.bias?.offset ?? 0,
+    batchShape: collapsed.shape,
+    aBatchStrides: collapsed.a,
+    bBatchStrides: collapsed.b,
+  };
+  const aBuffer = (x.a.storage as GpuStorage).buffer;
+  const bBuffer = (x.b.storage as GpuStorage).buffer;
+  const dispatch = (
+    spec: MatmulSpec,
+    buffers: GPUBuffer[],
+    u: MatmulUniforms,
+    groups: number,
+    threads: number,
+  ) => {
+    const pipeline = backend._pipeline(matmulKey(spec), buffers.length, () => generateMatmul(spec));
+    backend._dispatch(
+      op,
+      pipeline,
+      buffers,
+      matmulUniforms(u),
+      backend._grid(groups * threads, threads),
+    );
+  };
+
+  if (choice.variant === "gemv") {
+    // M = 1: the matrix is B (its outputs along N) and the vector A's row; N = 1: the matrix is
+    // A and the vector B's column. The uniforms' A slot holds the matrix, the B slot the vector.
+    const byN = m === 1;
+    const outputs = byN ? n : m;
+    const w = byN
+      ? { view: x.b, outer: bOuter, kStride: bK, batch: collapsed.b, buffer: bBuffer }
+      : { view: x.a, outer: aOuter, kStride: aK, batch: collapsed.a, buffer: aBuffer };
+    const v = byN
+      ? { view: x.a, kStride: aK, batch: collapsed.a, buffer: aBuffer }
+      : { view: x.b, kStride: bK, batch: collapsed.b, buffer: bBuffer };
+    const form = w.kStride === 1 || w.outer !== 1 ? "dot" : "column";
+    const vec4 = form === "dot"
+      ? k % 4 === 0 && w.kStride === 1 && v.kStride === 1 &&
+        aligned(w.view.offset, [w.outer, ...w.batch]) &&
+        aligned(v.view.offset, v.batch)
+      : outputs % 4 === 0 && aligned(w.view.offset, [w.kStride, ...w.batch]);
+    const width = Math.min(choice.gemvWidth, choice.gemvWorkgroupSize);
+    const spec: GemvSpec = {
+      kind: "gemv",
+      dtype: p.dtype,
+      form,
+      vec4,
+      workgroupSize: choice.gemvWorkgroupSize,
+      width,
+      subgroups: form === "dot" && choice.subgroups,
+      outputs: byN ? "n" : "m",
+      batchRank,
+      epilogue,
+    };
+    const perGroup = form === "dot" ? choice.gemvWorkgroupSize / width : 4 * width;
+    const groups = Math.ceil(outputs / perGroup);
+    dispatch(
+      spec,
+      [w.buffer, v.buffer, ...extraBuffers, out.buffer],
+      {
+        ...base,
+        tilesM: groups,
+        tilesN: 1,
+        splits: 1,
+        kChunk: k,
+        aOffset: w.view.offset,
+        bOffset: v.view.offset,
+        aOuterStride: w.outer,
+        aKStride: w.kStride,
+        bKStride: v.kStride,
+        bOuterStride: 0,
+        aBatchStrides: w.batch,
+        bBatchStrides: v.batch,
+      },
+      groups * batches,
+      choice.gemvWorkgroupSize,
+    );
+    return out;
+  }
+
+  const loadOf = (
+    outerStride: number,
+    kStride: number,
+    offset: number,
+    batch: number[],
+    outerLength: number,
+  ) => {
+    const along: "k" | "outer" = kStride === 1
+      ? "k"
+      : outerStride === 1
+      ? "outer"
+      : Math.abs(kStride) <= Math.abs(outerStride)
+      ? "k"
+      : "outer";
+    const vec4 = along === "k"
+      ? kStride === 1 && k % 4 === 0 && aligned(offset, [outerStride, ...batch])
+      : outerStride === 1 && outerLength % 4 === 0 && aligned(offset, [kStride, ...batch]);
+    return { along, vec4 };
+  };
+  const tilesM = Math.ceil(m / choice.tileM);
+  const tilesN = Math.ceil(n / choice.tileN);
+  // Split K into chunks of whole tile steps; partials must fit one binding.
+  let splits = choice.variant === "splitK" ? choice.splitK : 1;
+  const partialBytes = 4 * batches * m * n;
+  splits = Math.max(
+    1,
+    Math.min(splits, Math.floor(backend.caps.limits.maxStorageBufferBindingSize / partialBytes)),
+  );
+  const kChunk = Math.ceil(Math.ceil(k / splits) / choice.tileK) * choice.tileK;
+  splits = Math.ceil(k / kChunk);
+  const spec: TiledSpec = {
+    kind: "tiled",
+    dtype: p.dtype,
+    math: p.dtype === "int32" ? "i32" : p.halfAccumulate ? "f16" : "f32",
+    tileM: choice.tileM,
+    tileN: choice.tileN,
+    tileK: choice.tileK,
+    threadM: choice.threadM,
+    threadN: choice.threadN,
+    laneColumns: choice.laneColumns,
+    doubleBuffer: choice.doubleBuffer,
+    sharedLayout: choice.sharedLayout,
+    prefetch: choice.prefetch,
+    swizzle: choice.swizzle,
+    a: loadOf(aOuter, aK, x.a.offset, collapsed.a, m),
+    b: loadOf(bOuter, bK, x.b.offset, collapsed.b, n),
+    vectorStore: choice.vectorLoads && n % 4 === 0,
+    batchRank,
+    split: splits > 1,
+    epilogue,
+  };
+  const threads = tiledThreads(spec);
+  const uniforms: MatmulUniforms = { ...base, tilesM, tilesN, splits, kChunk };
+  const groups = batches * tilesM * tilesN * splits;
+  if (splits === 1) {
+    dispatch(spec, [aBuffer, bBuffer, ...extraBuffers, out.buffer], uniforms, groups, threads);
+    return out;
+  }
+  const partials = backend._alloc(
+    op,
+    p.dtype === "int32" ? "int32" : "float32",
+    splits * batches * m * n,
+  );
+  dispatch(spec, [aBuffer, bBuffer, partials.buffer], uniforms, groups, threads);
+  const reduce: SplitReduceSpec = {
+    kind: "splitReduce",
+    dtype: p.dtype,
+    vec4: spec.vectorStore,
+    workgroupSize: 256,
+    epilogue,
+  };
+  const elements = reduce.vec4 ? (batches * m * n) / 4 : batches * m * n;
+  dispatch(
+    reduce,
+    [partials.buffer, ...extraBuffers, out.buffer],
+    uniforms,
+    Math.ceil(elements / 256),
+    256,
+  );
+  backend.free(partials);
+  return out;
+}
+
+/** Runs a validated, non-empty product with K > 0 on WASM; returns [...batch, M, N] storage of the compute dtype (float32 for float16). */
+function runWasm(op: string, backend: WasmBackend, p: Problem, x: Operands): WasmStorage {
+  const { m, n, k } = p;
+  const compute: DType = p.dtype === "int32" ? "int32" : "float32";
+  const r = p.batch.length;
+  // float16 is widened to float32 first (a contiguous copy; the product is O(K) times larger).
+  const widen = (v: View): Value =>
+    v.dtype === "float16"
+      ? backend._cast(op, { view: v, temp: false }, "float32", v.shape)
+      : { view: v, temp: false };
+  const a = widen(x.a);
+  const b = widen(x.b);
+  const out = backend._alloc(op, compute, sizeOf(p.batch) * m * n);
+  const workspaceBytes =
+    (backend._kernel("gemm_workspace") as unknown as (...args: number[]) => number)(m, n, k);
+  const workspace = backend._alloc(op, "float32", Math.ceil(workspaceBytes / 4));
+  try {
+    const kernel = backend._kernel(compute === "int32" ? "gemm_i32" : "gemm_f32");
+    const aPtr = backend._pointer(a.view);
+    const bPtr = backend._pointer(b.view);
+    const aStrides = broadcastStrides(a.view, x.a);
+    const bStrides = broadcastStrides(b.view, x.b);
+    const index = new Array<number>(r).fill(0);
+    const count = sizeOf(p.batch);
+    for (let i = 0; i < count; i++) {
+      let aOff = 0, bOff = 0;
+      for (let d = 0; d < r; d++) {
+        aOff += index[d] * aStrides[d];
+        bOff += index[d] * bStrides[d];
+      }
+      kernel(
+        out.ptr + i * m * n * 4,
+        aPtr + aOff * 4,
+        bPtr + bOff * 4,
+        m,
+        n,
+        k,
+        aStrides[r],
+        aStrides[r + 1],
+        bStrides[r],
+        bStrides[r + 1],
+        workspace.ptr,
+      );
+      for (let d = r - 1; d >= 0; d--) {
+        if (++index[d] < p.batch[d]) break;
+        index[d] = 0;
+      }
+    }
+  } finally {
+    backend.free(workspace);
+    backend._release(a);
+    backend._release(b);
+  }
+  return out;
+}
+
+/** Strides of a (possibly widened, hence contiguous) operand, keeping the broadcast zeros. */
+function broadcastStrides(v: View, original: View): number[] {
+  if (v === original) return [...v.strides];
+  // A widened copy is contiguous over the original (broadcast) shape: recompute its strides,
+  // and keep stride 0 where the original broadcast or had length 1.
+  const strides = contiguousStrides(v.shape);
+  return strides.map((s, i) => (original.strides[i] === 0 ? 0 : s));
+}
+
+/** Validated inputs of `linear`'s epilogue. */
+function linearParts(op: string, options: LinearOptions, p: Problem, device: string): {
+  bias: Tensor | null;
+  activation: LinearActivation | null;
+} {
+  const activation = options.activation ?? "none";
+  if (typeof activation !== "string" || !ACTIVATIONS.includes(activation)) {
+    throw new ValueError({
+      op,
+      argument: "options.activation",
+      expected: '"relu", "gelu", "silu", "tanh", "sigmoid" or "none"',
+      received: describe(activation),
+    });
+  }
+  let bias: Tensor | null = null;
+  if (options.bias !== undefined) {
+    bias = checkTensor(op, "options.bias", options.bias);
+    const meta = bias._meta(op, "options.bias");
+    if (meta.device !== device) {
+      throw new DeviceError({
+        op,
+        argument: "options.bias",
+        expected: `a tensor on the same device as x ("${device}"); use .to()`,
+        received: `a tensor on "${meta.device}"`,
+      });
+    }
+    if (meta.dtype !== "float32" && meta.dtype !== "float16") {
+      throw new DTypeError({
+        op,
+        argument: "options.bias",
+        expected: "float32 or float16",
+        received: meta.dtype,
+      });
+    }
+    if (meta.shape.length !== 1 || meta.shape[0] !== p.n) {
+      throw new ShapeError({
+        op,
+        argument: "options.bias",
+        expected: `shape [${p.n}] (weight's first axis)`,
+        received: `shape ${describe(meta.shape)}`,
+      });
+    }
+  }
+  return { bias, activation: activation === "none" ? null : activation as LinearActivation };
+}
+
+/** Runs a validated product with an optional epilogue on the operands' device. */
+function product(
+  op: string,
+  a: Tensor,
+  b: Tensor,
+  p: ReturnType<typeof validate>,
+  bias: Tensor | null,
+  activation: LinearActivation | null,
+): Tensor {
+  const device = a._meta(op).device;
+  const size = sizeOf(p.outShape);
+  const epilogueExpr = (value: Expr, biasLeaf: Expr | null): Expr => {
+    let e = E.cast(value, "float32");
+    if (biasLeaf) e = E.binary("add", e, E.cast(biasLeaf, "float32"));
+    if (activation) e = E.unary(activation, e);
+    return E.cast(e, p.dtype);
+  };
+  if (size === 0 || p.k === 0) {
+    // No products to sum: zeros, through the epilogue.
+    const zero = E.constant(0, p.dtype);
+    if (!bias && !activation) return evaluate(op, device, zero, [], p.outShape);
+    const inputs: View[] = [];
+    let leaf: Expr | null = null;
+    if (bias) {
+      const view = bias._view(op, "options.bias");
+      inputs.push(broadcastLast(view, p.outShape));
+      leaf = E.input(0, view.dtype);
+    }
+    return evaluate(op, device, epilogueExpr(zero, leaf), inputs, p.outShape);
+  }
+  // Refuse an output the device cannot hold before anything is allocated.
+  runtime().backend(device, op).checkAllocation(op, p.dtype, size);
+  const x = operandViews(op, a, b, p);
+  let biasTensor = bias;
+  try {
+    if (a._view(op).storage.backend.name === "gpu") {
+      if (biasTensor) {
+        const v = biasTensor._view(op);
+        if (v.strides[0] !== 1 && p.n > 1) x.temps.push(biasTensor = clone(biasTensor));
+      }
+      const backend = a._view(op).storage.backend as GpuBackend;
+      const storage = runGpu(op, backend, p, x, {
+        bias: biasTensor ? biasTensor._view(op) : null,
+        activation,
+      });
+      return Tensor._fromStorage(storage, p.dtype, p.outShape);
+    }
+    const backend = a._view(op).storage.backend as WasmBackend;
+    const storage = runWasm(op, backend, p, x);
+    const compute: DType = p.dtype === "int32" ? "int32" : "float32";
+    const result = Tensor._fromStorage(storage, compute, p.outShape);
+    if (!biasTensor && !activation && compute === p.dtype) return result;
+    try {
+      const inputs: View[] = [result._view(op)];
+      let leaf: Expr | null = null;
+      if (biasTensor) {
+        const view = biasTensor._view(op, "options.bias");
+        inputs.push(broadcastLast(view, p.outShape));
+        leaf = E.input(1, view.dtype);
+      }
+      return evaluate(op, device, epilogueExpr(E.input(0, compute), leaf), inputs, p.outShape);
+    } finally {
+      result.dispose();
+    }
+  } finally {
+    for (const t of x.temps) t.dispose();
+  }
+}
+
+/** A 1-D view along the last axis of `shape` (stride 0 elsewhere). */
+function broadcastLast(v: View, shape: readonly number[]): View {
+  const strides = shape.map((d, i) => (i === shape.length - 1 && d !== 1 ? v.strides[0] : 0));
+  return { ...v, shape: [...shape], strides };
+}
+
+/**
+ * Matrix product with NumPy's `matmul` semantics: the last two axes multiply
+ * (`[..., M, K] @ [..., K, N] -> [..., M, N]`), the others broadcast; a 1-D `a` is a row and a 1-D
+ * `b` a column, and the added axis is removed from the result. `transposeA`/`transposeB` use the
+ * transpose of the last two axes, read through strides (as are transposed views). float32,
+ * float16 (float32 accumulation unless `accumulate: "float16"`) and int32 (wrapping); mixed dtypes
+ * promote. K = 0 gives zeros.
+ *
+ * Errors: {@link ShapeError} (argument "b") when inner axes differ or batch axes do not broadcast,
+ * and for rank-0 operands; {@link DTypeError} for bool and uint32.
+ *
+ * @example
+ * ```ts
+ * import * as gyre from "@gyre/gyre";
+ * const a = gyre.tensor([[1, 2, 3], [4, 5, 6]]);
+ * const b = gyre.tensor([[1, 0], [0, 1], [1, 1]]);
+ * const c = gyre.matmul(a, b); // [[4, 5], [10, 11]]
+ * const d = gyre.matmul(a, a, { transposeB: true }); // a @ a^T, shape [2, 2]
+ * ```
+ */
+export function matmul(a: Tensor, b: Tensor, options: MatmulOptions = {}): Tensor {
+  const op = "matmul";
+  checkTensor(op, "a", a);
+  checkTensor(op, "b", b);
+  if (typeof options !== "object" || options === null) {
+    throw new ValueError({
+      op,
+      argument: "options",
+      expected: "an options object",
+      received: describe(options),
+    });
+  }
+  const p = validate(op, a, b, options);
+  return product(op, a, b, p, null, null);
+}
+
+/**
+ * A fully connected layer: `x @ weight^T + bias`, then `activation`, with weight [out, in] (as
+ * PyTorch's `nn.Linear`), x [..., in] and bias [out]. On the GPU, bias and activation run in the
+ * matmul kernel's epilogue: one dispatch (two when K is split). float32 and float16.
+ *
+ * @example
+ * ```ts
+ * import * as gyre from "@gyre/gyre";
+ * const x = gyre.tensor([[1, 2]]);
+ * const w = gyre.tensor([[1, 0], [0, 1], [1, -1]]);
+ * const y = gyre.linear(x, w, { bias: gyre.tensor([0, 1, 0]), activation: "relu" }); // [[1, 3, 0]]
+ * ```
+ */
+export function linear(x: Tensor, weight: Tensor, options: LinearOptions = {}): Tensor {
+  const op = "linear";
+  checkTensor(op, "x", x);
+  checkTensor(op, "weight", weight);
+  if (typeof options !== "object" || options === null) {
+    throw new ValueError({
+      op,
+      argument: "options",
+      expected: "an options object",
+      received: describe(options),
+    });
+  }
+  const wm = weight._meta(op, "weight");
+  if (wm.shape.length !== 2) {
+    throw new ShapeError({
+      op,
+      argument: "weight",
+      expected: "a 2-D [out, in] tensor",
+      received: `shape ${describe(wm.shape)}`,
+    });
+  }
+  for (const [t, name] of [[x, "x"], [weight, "weight"]] as const) {
+    const dtype = t._meta(op, name).dtype;
+    if (dtype !== "float32" && dtype !== "float16") {
+      throw new DTypeError({ op, argument: name, expected: "float32 or float16", received: dtype });
+    }
+  }
+  const p = validate(op, x, weight, { transposeB: true, accumulate: options.accumulate }, [
+    "x",
+    "weight",
+  ]);
+  const parts = linearParts(op, options, p, x._meta(op).device);
+  return product(op, x, weight, p, parts.bias, parts.activation);
+}

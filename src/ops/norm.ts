@@ -1,0 +1,894 @@
+/**
+ * Softmax and normalisation: `softmax`, `logSoftmax`, `layerNorm`, `rmsNorm`, `groupNorm` and
+ * `batchNorm`, with PyTorch semantics. All but inference-mode batchNorm are row operations: the
+ * normalised axes of a (float32 or float16) tensor form rows, which the GPU runs through the row
+ * kernels of src/gpu/_codegen_rows.ts (one fused pass per row where a row fits in registers,
+ * chunk statistics plus a normalising pass where it does not; see `planRows`) and WASM through
+ * asm/norm.ts. Axes other than the last are read through strides in place, never copied first.
+ * Inference-mode batchNorm is one fused elementwise kernel over the given running statistics.
+ * @module
+ */
+import type { Storage, View } from "../_backend.ts";
+import {
+  broadcastShapes,
+  contiguousStrides,
+  isContiguous,
+  normalizeAxes,
+  normalizeAxis,
+  sameShape,
+  sizeOf,
+} from "../_shape.ts";
+import { describe, DeviceError, DTypeError, ShapeError, ValueError } from "../errors.ts";
+import type { GpuBackend, GpuStorage } from "../gpu/backend.ts";
+import {
+  generateRows,
+  rowKey,
+  type RowKind,
+  type RowSpec,
+  type RowStage,
+  rowUniforms,
+  type UnitAxes,
+} from "../gpu/_codegen_rows.ts";
+import { planRows } from "../plans.ts";
+import { Tensor } from "../tensor.ts";
+import type { Value, WasmBackend, WasmStorage } from "../wasm/backend.ts";
+import { broadcastView, evaluate, runElementwise } from "./_dispatch.ts";
+import { E, type Expr } from "./_expr.ts";
+
+export { planRows, type RowsChoice, type RowsCombine, rowsCombine } from "../plans.ts";
+
+// ---------------------------------------------------------------------------------------------
+// Options and results.
+
+/**
+ * Options of {@link softmax} and {@link logSoftmax}.
+ *
+ * @example
+ * ```ts
+ * import * as gyre from "@gyre/gyre";
+ * const options: gyre.SoftmaxOptions = { axis: 0 };
+ * ```
+ */
+export interface SoftmaxOptions {
+  /** The axis to normalise over (negative counts from the end). Default -1. */
+  axis?: number;
+}
+
+/**
+ * Options of {@link layerNorm}.
+ *
+ * @example
+ * ```ts
+ * import * as gyre from "@gyre/gyre";
+ * const options: gyre.LayerNormOptions = { axis: [-2, -1], eps: 1e-6 };
+ * ```
+ */
+export interface LayerNormOptions {
+  /** Axes to normalise over, any set (negative counts from the end). Default -1. */
+  axis?: number | readonly number[];
+  /** Scale, broadcastable to the normalised axes' shape (in increasing axis order). */
+  weight?: Tensor;
+  /** Shift, broadcastable to the normalised axes' shape. */
+  bias?: Tensor;
+  /** Added to the variance. Default 1e-5. */
+  eps?: number;
+}
+
+/**
+ * Options of {@link rmsNorm}.
+ *
+ * @example
+ * ```ts
+ * import * as gyre from "@gyre/gyre";
+ * const options: gyre.RmsNormOptions = { weight: gyre.ones([8]) };
+ * ```
+ */
+export interface RmsNormOptions {
+  /** Axes to normalise over. Default -1. */
+  axis?: number | readonly number[];
+  /** Scale, broadcastable to the normalised axes' shape. */
+  weight?: Tensor;
+  /** Added to the mean square. Default 1e-6. */
+  eps?: number;
+}
+
+/**
+ * Options of {@link groupNorm}.
+ *
+ * @example
+ * ```ts
+ * import * as gyre from "@gyre/gyre";
+ * const options: gyre.GroupNormOptions = { groups: 32, eps: 1e-5 };
+ * ```
+ */
+export interface GroupNormOptions {
+  /** Groups the channels (axis 1) are split into; must divide the channel count. */
+  groups: number;
+  /** Per-channel scale, shape [C]. */
+  weight?: Tensor;
+  /** Per-channel shift, shape [C]. */
+  bias?: Tensor;
+  /** Added to the variance. Default 1e-5. */
+  eps?: number;
+}
+
+/**
+ * Options of {@link batchNorm}.
+ *
+ * @example
+ * ```ts
+ * import * as gyre from "@gyre/gyre";
+ * const options: gyre.BatchNormOptions = { training: true, momentum: 0.1 };
+ * ```
+ */
+export interface BatchNormOptions {
+  /** Running mean, shape [C]: required for inference; in training, updated with `momentum`. */
+  mean?: Tensor;
+  /** Running variance, shape [C]: required for inference; in training, updated likewise. */
+  variance?: Tensor;
+  /** Per-channel scale, shape [C]. */
+  weight?: Tensor;
+  /** Per-channel shift, shape [C]. */
+  bias?: Tensor;
+  /** Added to the variance. Default 1e-5. */
+  eps?: number;
+  /** Normalise with the batch's own statistics. Default false. */
+  training?: boolean;
+  /** Weight of the batch statistics in the running ones (training). Default 0.1. */
+  momentum?: number;
+}
+
+/**
+ * What training-mode {@link batchNorm} returns.
+ *
+ * @example
+ * ```ts
+ * import * as gyre from "@gyre/gyre";
+ * const r: gyre.BatchNormTrainingResult = gyre.batchNorm(gyre.ones([2, 3]), { training: true });
+ * ```
+ */
+export interface BatchNormTrainingResult {
+  /** The normalised input. */
+  output: Tensor;
+  /** Per-channel batch mean, float32 [C]. */
+  mean: Tensor;
+  /** Per-channel biased batch variance (divided by n), float32 [C]: what normalised `output`. */
+  variance: Tensor;
+  /** The unbiased batch variance (divided by n - 1), float32 [C]: what PyTorch folds into running_var. */
+  unbiasedVariance: Tensor;
+  /** `(1 - momentum) * options.mean + momentum * mean`, when running statistics were given. */
+  runningMean?: Tensor;
+  /** `(1 - momentum) * options.variance + momentum * unbiasedVariance`, likewise. */
+  runningVariance?: Tensor;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Validation.
+
+function checkInput(op: string, x: unknown): View {
+  if (!(x instanceof Tensor)) {
+    throw new ValueError({ op, argument: "x", expected: "a Tensor", received: describe(x) });
+  }
+  const view = x._view(op, "x");
+  if (view.dtype !== "float32" && view.dtype !== "float16") {
+    throw new DTypeError({
+      op,
+      argument: "x",
+      expected: "a float32 or float16 tensor",
+      received: view.dtype,
+    });
+  }
+  return view;
+}
+
+function checkEps(op: string, eps: unknown): number {
+  if (typeof eps !== "number" || !Number.isFinite(eps) || eps < 0) {
+    throw new ValueError({
+      op,
+      argument: "options.eps",
+      expected: "a finite number >= 0",
+      received: describe(eps),
+    });
+  }
+  return eps;
+}
+
+/**
+ * Checks an affine tensor (weight, bias, running statistics): a float tensor on x's device that
+ * broadcasts to `shape` (exactly `shape` when `exact`).
+ */
+function checkParameter(
+  op: string,
+  argument: string,
+  t: unknown,
+  x: View,
+  shape: readonly number[],
+  exact = false,
+): Tensor | null {
+  if (t === undefined || t === null) return null;
+  if (!(t instanceof Tensor)) {
+    throw new ValueError({ op, argument, expected: "a Tensor", received: describe(t) });
+  }
+  const view = t._view(op, argument);
+  if (view.dtype !== "float32" && view.dtype !== "float16") {
+    throw new DTypeError({
+      op,
+      argument,
+      expected: "a float32 or float16 tensor",
+      received: view.dtype,
+    });
+  }
+  if (view.storage.backend !== x.storage.backend) {
+    throw new DeviceError({
+      op,
+      argument,
+      expected: `a tensor on the same device as x ("${x.storage.backend.name}"); use .to()`,
+      received: `a tensor on "${view.storage.backend.name}"`,
+    });
+  }
+  const expected = exact
+    ? `shape [${shape.join(", ")}]`
+    : `a shape that broadcasts to [${shape.join(", ")}] (the normalised axes)`;
+  let fits = exact ? sameShape(view.shape, shape) : view.shape.length <= shape.length;
+  if (fits && !exact) {
+    try {
+      fits = sameShape(broadcastShapes(op, shape, view.shape, argument), shape);
+    } catch {
+      fits = false;
+    }
+  }
+  if (!fits) {
+    throw new ShapeError({ op, argument, expected, received: `[${view.shape.join(", ")}]` });
+  }
+  return t;
+}
+
+/**
+ * The parameter as a float32 contiguous tensor of `shape` at offset 0 (what the kernels index):
+ * `t` itself when it already is one, else a copy the caller disposes.
+ */
+function prepareParameter(op: string, t: Tensor, shape: readonly number[]): Tensor {
+  const view = t._view(op);
+  if (
+    view.dtype === "float32" && view.offset === 0 && sameShape(view.shape, shape) &&
+    isContiguous(view.shape, view.strides)
+  ) return t;
+  return evaluate(
+    op,
+    view.storage.backend.name,
+    E.cast(E.input(0, view.dtype), "float32"),
+    [broadcastView(view, shape)],
+    shape,
+  );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Row jobs: what both devices run.
+
+/** One row operation over the `axes` of `x`. */
+interface RowJob {
+  op: string;
+  kind: RowKind;
+  x: View;
+  /** Normalised axes, sorted. */
+  axes: readonly number[];
+  eps: number;
+  weight: View | null;
+  bias: View | null;
+  /** Affine index (row % period) * scale + j / divisor; null for element j of the row. */
+  indexed: { period: number; scale: number; divisor: number } | null;
+  /** Also return per-row statistics (mean at [r], variance at [rows + r], float32). */
+  stats: boolean;
+}
+
+interface RowResult {
+  output: Storage;
+  stats: Storage | null;
+}
+
+/** Axes of one group (kept or normalised) with unit strides merged and length-1 axes dropped. */
+function mergeAxes(
+  x: View,
+  axes: readonly number[],
+  outStrides: readonly number[],
+): { shape: number[]; inStrides: number[]; outStrides: number[] } {
+  const merged = { shape: [] as number[], inStrides: [] as number[], outStrides: [] as number[] };
+  for (const a of axes) {
+    const d = x.shape[a];
+    if (d === 1) continue;
+    const last = merged.shape.length - 1;
+    if (
+      last >= 0 && merged.inStrides[last] === x.strides[a] * d &&
+      merged.outStrides[last] === outStrides[a] * d
+    ) {
+      merged.shape[last] *= d;
+      merged.inStrides[last] = x.strides[a];
+      merged.outStrides[last] = outStrides[a];
+    } else {
+      merged.shape.push(d);
+      merged.inStrides.push(x.strides[a]);
+      merged.outStrides.push(outStrides[a]);
+    }
+  }
+  return merged;
+}
+
+/** How a job's rows lie in memory, as the GPU kernels see them. */
+function rowLayout(job: RowJob) {
+  const x = job.x;
+  const outStrides = contiguousStrides(x.shape);
+  const kept = x.shape.map((_, i) => i).filter((i) => !job.axes.includes(i));
+  const outer = mergeAxes(x, kept, outStrides);
+  const inner = mergeAxes(x, job.axes, outStrides);
+  const rows = sizeOf(kept.map((i) => x.shape[i]));
+  const len = sizeOf(job.axes.map((i) => x.shape[i]));
+  const last = inner.shape.length - 1;
+  const contiguous =
+    (last < 0 || (last === 0 && inner.inStrides[0] === 1 && inner.outStrides[0] === 1)) &&
+    (outer.shape.length === 0 ||
+      (outer.shape.length === 1 && outer.inStrides[0] === len && outer.outStrides[0] === len));
+  const by4 = (v: number) => v % 4 === 0;
+  let vec4 = x.offset % 4 === 0 &&
+    (contiguous ? by4(len) : last >= 0 && inner.inStrides[last] === 1 &&
+      inner.outStrides[last] === 1 && by4(inner.shape[last]) &&
+      inner.inStrides.slice(0, last).every(by4) && inner.outStrides.slice(0, last).every(by4) &&
+      outer.inStrides.every(by4) && outer.outStrides.every(by4));
+  // Indexed affine parameters are splat over a vec4, which must not straddle two channels.
+  if (job.indexed && (job.weight || job.bias)) vec4 &&= by4(job.indexed.divisor);
+  const acrossRows = !contiguous && last >= 0 && Math.abs(inner.inStrides[last]) !== 1 &&
+    outer.shape.length > 0 && Math.abs(outer.inStrides[outer.shape.length - 1]) === 1;
+  return { rows, len, outer, inner, contiguous, vec4, acrossRows };
+}
+
+/** Axes in units of `v` elements (the innermost normalised axis is the vectorised one). */
+function toUnits(axes: UnitAxes, v: number, inner: boolean): UnitAxes {
+  if (v === 1) return axes;
+  const last = axes.shape.length - 1;
+  return {
+    shape: axes.shape.map((d, i) => (inner && i === last ? d / v : d)),
+    inStrides: axes.inStrides.map((s, i) => (inner && i === last ? s : s / v)),
+    outStrides: axes.outStrides.map((s, i) => (inner && i === last ? s : s / v)),
+  };
+}
+
+function runRows(job: RowJob): RowResult {
+  const backend = job.x.storage.backend;
+  return backend.name === "gpu"
+    ? runRowsGpu(backend as GpuBackend, job)
+    : runRowsWasm(backend as WasmBackend, job);
+}
+
+/** The GPU path: one dispatch ("single") or partial, combine and apply ("chunked"). */
+function runRowsGpu(backend: GpuBackend, job: RowJob): RowResult {
+  const { op, x } = job;
+  backend._check(op, [x.dtype]);
+  const layout = rowLayout(job);
+  const { rows, len } = layout;
+  const n = rows * len;
+  const output = backend._alloc(op, x.dtype, n);
+  if (n === 0) return { output, stats: job.stats ? backend._alloc(op, "float32", 2 * rows) : null };
+  const choice = planRows(backend.caps, {
+    rows,
+    rowLength: len,
+    vec4: layout.vec4,
+    acrossRows: layout.acrossRows,
+    stats: job.stats,
+    elementBytes: x.dtype === "float16" ? 2 : 4,
+  });
+  const v = choice.vec4 ? 4 : 1;
+  const units = len / v;
+  const t = choice.threadsPerRow;
+  const chunkUnits = choice.variant === "single" ? units : t * choice.registers;
+  const uniforms = rowUniforms({
+    rows,
+    units,
+    chunks: choice.chunks,
+    chunkUnits,
+    inOffset: x.offset / v,
+    eps: job.eps,
+    period: job.indexed?.period ?? 1,
+    scale: job.indexed?.scale ?? 0,
+    divisor: job.indexed?.divisor ?? 1,
+    len,
+    chunkLen: chunkUnits * v,
+    outer: toUnits(layout.outer, v, false),
+    inner: toUnits(layout.inner, v, true),
+  });
+  const base: Omit<RowSpec, "stage"> = {
+    kind: job.kind,
+    dtype: x.dtype as "float32" | "float16",
+    strided: !layout.contiguous,
+    outerRank: layout.contiguous ? 0 : layout.outer.shape.length,
+    innerRank: layout.contiguous ? 0 : layout.inner.shape.length,
+    vec4: choice.vec4,
+    threadsPerRow: t,
+    workgroupSize: choice.workgroupSize,
+    registers: choice.registers,
+    combine: choice.combine,
+    weight: job.weight !== null,
+    bias: job.bias !== null,
+    affineIndexed: job.indexed !== null,
+  };
+  const buffer = (view: View) => (view.storage as GpuStorage).buffer;
+  const affine = [job.weight, job.bias].filter((w): w is View => w !== null).map(buffer);
+  const run = (spec: RowSpec, buffers: GPUBuffer[], items: number) => {
+    const pipeline = backend._pipeline(rowKey(spec), buffers.length, () => generateRows(spec));
+    const perGroup = spec.workgroupSize / spec.threadsPerRow;
+    const invocations = Math.ceil(items / perGroup) * spec.workgroupSize;
+    backend._dispatch(
+      op,
+      pipeline,
+      buffers,
+      uniforms,
+      backend._grid(invocations, spec.workgroupSize),
+    );
+  };
+  if (choice.variant === "single") {
+    run({ ...base, stage: "single" }, [buffer(x), ...affine, output.buffer], rows);
+    return { output, stats: null };
+  }
+  const items = rows * choice.chunks;
+  const partials = backend._alloc(op, "float32", 2 * items);
+  const stats = backend._alloc(op, "float32", 2 * rows);
+  // Statistics do not depend on the affine parameters: one partial kernel serves all variants.
+  const stage = (s: RowStage): RowSpec => ({
+    ...base,
+    stage: s,
+    weight: s === "apply" && base.weight,
+    bias: s === "apply" && base.bias,
+    affineIndexed: s === "apply" && base.affineIndexed,
+  });
+  run(stage("partial"), [buffer(x), partials.buffer], items);
+  run(
+    {
+      kind: job.kind === "logSoftmax" ? "softmax" : job.kind === "rmsNorm" ? "layerNorm" : job.kind,
+      stage: "combine",
+      dtype: "float32",
+      strided: false,
+      outerRank: 0,
+      innerRank: 0,
+      vec4: false,
+      threadsPerRow: choice.combineThreads,
+      workgroupSize: 256,
+      registers: 1,
+      combine: choice.combineStage,
+      weight: false,
+      bias: false,
+      affineIndexed: false,
+    },
+    [partials.buffer, stats.buffer],
+    rows,
+  );
+  run(stage("apply"), [buffer(x), ...affine, stats.buffer, output.buffer], items);
+  backend.free(partials);
+  if (job.stats) return { output, stats };
+  backend.free(stats);
+  return { output, stats: null };
+}
+
+/** The WASM path: rows made contiguous float32 (normalised axes last), then asm/norm.ts. */
+function runRowsWasm(backend: WasmBackend, job: RowJob): RowResult {
+  const { op, x, axes } = job;
+  const kept = x.shape.map((_, i) => i).filter((i) => !axes.includes(i));
+  const order = [...kept, ...axes];
+  const shape = order.map((i) => x.shape[i]);
+  const rows = sizeOf(kept.map((i) => x.shape[i]));
+  const len = sizeOf(axes.map((i) => x.shape[i]));
+  const n = rows * len;
+  let value: Value = {
+    view: { ...x, shape, strides: order.map((i) => x.strides[i]) },
+    temp: false,
+  };
+  if (x.dtype !== "float32" || !isContiguous(shape, value.view.strides)) {
+    value = backend._cast(op, value, "float32", shape);
+  }
+  const out = backend._alloc(op, "float32", n);
+  const stats = job.stats ? backend._alloc(op, "float32", 2 * rows) : null;
+  const pointer = (v: View | null) => (v ? backend._pointer(v) : 0);
+  if (n > 0) {
+    const input = backend._pointer(value.view);
+    if (job.kind === "softmax" || job.kind === "logSoftmax") {
+      backend._kernel("softmax_rows_f32")(
+        out.ptr,
+        input,
+        rows,
+        len,
+        job.kind === "logSoftmax" ? 1 : 0,
+      );
+    } else {
+      backend._kernel("layer_norm_rows_f32")(
+        out.ptr,
+        input,
+        rows,
+        len,
+        job.eps,
+        pointer(job.weight),
+        pointer(job.bias),
+        job.indexed?.period ?? 1,
+        job.indexed?.scale ?? 0,
+        job.indexed?.divisor ?? 1,
+        stats ? stats.ptr : 0,
+        job.kind === "layerNorm" ? 1 : 0,
+      );
+    }
+  }
+  backend._release(value);
+  // Back to x's axis order and dtype.
+  const permuted = contiguousStrides(shape);
+  const strides = new Array<number>(x.shape.length);
+  order.forEach((axis, k) => (strides[axis] = permuted[k]));
+  if (x.dtype === "float32" && isContiguous(x.shape, strides)) return { output: out, stats };
+  const logical: Value = {
+    view: { storage: out, dtype: "float32", shape: x.shape, strides, offset: 0 },
+    temp: true,
+  };
+  return {
+    output: backend._cast(op, logical, x.dtype, x.shape).view.storage as WasmStorage,
+    stats,
+  };
+}
+
+/** Runs a row job with prepared affine tensors, disposing the copies it made. */
+function rowOp(
+  job: Omit<RowJob, "weight" | "bias">,
+  affine: { weight: Tensor | null; bias: Tensor | null; shape: readonly number[] },
+): RowResult {
+  const temps: Tensor[] = [];
+  const prepare = (t: Tensor | null) => {
+    if (!t) return null;
+    const p = prepareParameter(job.op, t, affine.shape);
+    if (p !== t) temps.push(p);
+    return p._view(job.op);
+  };
+  try {
+    return runRows({ ...job, weight: prepare(affine.weight), bias: prepare(affine.bias) });
+  } finally {
+    for (const t of temps) t.dispose();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The ops.
+
+function softmaxLike(op: "softmax" | "logSoftmax", x: Tensor, options: SoftmaxOptions): Tensor {
+  const view = checkInput(op, x);
+  const axis = options.axis ?? -1;
+  // A 0-d tensor is a row of one element (PyTorch accepts dim -1 or 0 for it).
+  const scalar = view.shape.length === 0;
+  const normalised = normalizeAxis(op, axis, Math.max(1, view.shape.length), "options.axis");
+  const rowView: View = scalar ? { ...view, shape: [1], strides: [1] } : view;
+  const { output } = rowOp(
+    { op, kind: op, x: rowView, axes: [normalised], eps: 0, indexed: null, stats: false },
+    { weight: null, bias: null, shape: [] },
+  );
+  return Tensor._fromStorage(output, view.dtype, view.shape);
+}
+
+/**
+ * Softmax over `axis`: exp(x - max) / sum(exp(x - max)), max-shifted so large inputs do not
+ * overflow. As in PyTorch, a row containing NaN or +inf, or of nothing but -inf, is all NaN.
+ * float32 or float16 (computed in float32).
+ *
+ * @example
+ * ```ts
+ * import * as gyre from "@gyre/gyre";
+ * const p = gyre.softmax(gyre.tensor([1, 2, 3])); // [0.0900, 0.2447, 0.6652]
+ * ```
+ */
+export function softmax(x: Tensor, options: SoftmaxOptions = {}): Tensor {
+  return softmaxLike("softmax", x, options);
+}
+
+/**
+ * Log-softmax over `axis`: (x - max) - log(sum(exp(x - max))), more accurate than
+ * `log(softmax(x))` for very negative entries. Special values as {@link softmax}; -inf entries of
+ * an otherwise finite row stay -inf.
+ *
+ * @example
+ * ```ts
+ * import * as gyre from "@gyre/gyre";
+ * const l = gyre.logSoftmax(gyre.tensor([[0, 0]]), { axis: 1 }); // [[-0.6931, -0.6931]]
+ * ```
+ */
+export function logSoftmax(x: Tensor, options: SoftmaxOptions = {}): Tensor {
+  return softmaxLike("logSoftmax", x, options);
+}
+
+function normOverAxes(
+  op: "layerNorm" | "rmsNorm",
+  x: Tensor,
+  options: LayerNormOptions,
+  defaultEps: number,
+): Tensor {
+  const view = checkInput(op, x);
+  const axes = normalizeAxes(op, options.axis ?? -1, view.shape.length, "options.axis");
+  const eps = checkEps(op, options.eps ?? defaultEps);
+  const shape = axes.map((a) => view.shape[a]);
+  const weight = checkParameter(op, "options.weight", options.weight, view, shape);
+  const bias = op === "layerNorm"
+    ? checkParameter(op, "options.bias", options.bias, view, shape)
+    : null;
+  const { output } = rowOp(
+    { op, kind: op, x: view, axes, eps, indexed: null, stats: false },
+    { weight, bias, shape },
+  );
+  return Tensor._fromStorage(output, view.dtype, view.shape);
+}
+
+/**
+ * Layer normalisation over `axis` (the last by default; any set of axes): (x - mean) /
+ * sqrt(var + eps) with the biased variance (two-pass: mean first, then squared deviations), then
+ * `* weight + bias`, both broadcast to the normalised axes' shape.
+ *
+ * @example
+ * ```ts
+ * import * as gyre from "@gyre/gyre";
+ * const y = gyre.layerNorm(gyre.tensor([1, 2, 3, 4]), { eps: 0 });
+ * // [-1.3416, -0.4472, 0.4472, 1.3416]
+ * ```
+ */
+export function layerNorm(x: Tensor, options: LayerNormOptions = {}): Tensor {
+  return normOverAxes("layerNorm", x, options, 1e-5);
+}
+
+/**
+ * RMS normalisation over `axis`: x / sqrt(mean(x^2) + eps) * weight. Inputs whose squares
+ * overflow float32 (|x| > 1.8e19) give 0 or NaN, as in PyTorch's float32 arithmetic.
+ *
+ * @example
+ * ```ts
+ * import * as gyre from "@gyre/gyre";
+ * const y = gyre.rmsNorm(gyre.tensor([3, 4]), { eps: 0 }); // [0.8485, 1.1314]
+ * ```
+ */
+export function rmsNorm(x: Tensor, options: RmsNormOptions = {}): Tensor {
+  return normOverAxes("rmsNorm", x, options, 1e-6);
+}
+
+function checkChannels(op: string, view: View): number {
+  if (view.shape.length < 2) {
+    throw new ShapeError({
+      op,
+      argument: "x",
+      expected: "a tensor of shape [N, C, ...] (at least 2 axes)",
+      received: `[${view.shape.join(", ")}]`,
+    });
+  }
+  return view.shape[1];
+}
+
+/**
+ * Group normalisation of an [N, C, ...] tensor: the C channels are split into `groups` groups and
+ * each (sample, group) is normalised over its channels and all spatial positions (biased
+ * variance), then scaled and shifted per channel.
+ *
+ * @example
+ * ```ts
+ * import * as gyre from "@gyre/gyre";
+ * const x = gyre.tensor([[1, 3, 10, 20]]); // N = 1, C = 4
+ * const y = gyre.groupNorm(x, { groups: 2, eps: 0 }); // [[-1, 1, -1, 1]]
+ * ```
+ */
+export function groupNorm(x: Tensor, options: GroupNormOptions): Tensor {
+  const op = "groupNorm";
+  const view = checkInput(op, x);
+  const channels = checkChannels(op, view);
+  const groups = options?.groups;
+  if (typeof groups !== "number" || !Number.isInteger(groups) || groups < 1) {
+    throw new ValueError({
+      op,
+      argument: "options.groups",
+      expected: "a positive integer",
+      received: describe(groups),
+    });
+  }
+  if (channels % groups !== 0) {
+    throw new ValueError({
+      op,
+      argument: "options.groups",
+      expected: `a divisor of the channel count ${channels}`,
+      received: String(groups),
+    });
+  }
+  const eps = checkEps(op, options.eps ?? 1e-5);
+  const weight = checkParameter(op, "options.weight", options.weight, view, [channels], true);
+  const bias = checkParameter(op, "options.bias", options.bias, view, [channels], true);
+  // [N, C, ...S] seen as [N, G, C/G, ...S] (a view: splitting an axis never needs a copy).
+  const perGroup = channels / groups;
+  const [n, , ...spatial] = view.shape;
+  const [sn, sc, ...spatialStrides] = view.strides;
+  const grouped: View = {
+    ...view,
+    shape: [n, groups, perGroup, ...spatial],
+    strides: [sn, sc * perGroup, sc, ...spatialStrides],
+  };
+  const axes = grouped.shape.map((_, i) => i).slice(2);
+  const { output } = rowOp(
+    {
+      op,
+      kind: "layerNorm",
+      x: grouped,
+      axes,
+      eps,
+      indexed: { period: groups, scale: perGroup, divisor: sizeOf(spatial) },
+      stats: false,
+    },
+    { weight, bias, shape: [channels] },
+  );
+  return Tensor._fromStorage(output, view.dtype, view.shape);
+}
+
+/** A [C] parameter as a view broadcast along x's channel axis (axis 1). */
+function channelView(p: View, shape: readonly number[]): View {
+  const lifted: View = {
+    ...p,
+    shape: [p.shape[0], ...shape.slice(2).map(() => 1)],
+    strides: [p.strides[0], ...shape.slice(2).map(() => 0)],
+  };
+  return broadcastView(lifted, shape);
+}
+
+function checkMomentum(op: string, momentum: unknown): number {
+  if (typeof momentum !== "number" || !(momentum >= 0 && momentum <= 1)) {
+    throw new ValueError({
+      op,
+      argument: "options.momentum",
+      expected: "a number in [0, 1]",
+      received: describe(momentum),
+    });
+  }
+  return momentum;
+}
+
+/**
+ * Batch normalisation of an [N, C, ...] tensor over the batch and spatial axes, per channel.
+ *
+ * Inference (`training` false, the default): `(x - mean) / sqrt(variance + eps) * weight + bias`
+ * with the given running `mean` and `variance` (both required), as one fused elementwise kernel;
+ * returns the output tensor.
+ *
+ * Training: normalises with the batch's own mean and biased variance and returns
+ * {@link BatchNormTrainingResult}: the output, the batch mean, the biased batch variance (what
+ * the output was normalised with), the unbiased one (n / (n - 1) times it, what PyTorch folds into
+ * `running_var`), and, when `mean` and `variance` are given, the updated running statistics
+ * `(1 - momentum) * running + momentum * batch` (inputs are never modified). Like PyTorch, training
+ * needs more than one value per channel.
+ *
+ * @example
+ * ```ts
+ * import * as gyre from "@gyre/gyre";
+ * const x = gyre.tensor([[1, 10], [3, 30]]); // N = 2, C = 2
+ * const { output, mean } = gyre.batchNorm(x, { training: true, eps: 0 });
+ * // output [[-1, -1], [1, 1]], mean [2, 20]
+ * ```
+ */
+export function batchNorm(
+  x: Tensor,
+  options: BatchNormOptions & { training: true },
+): BatchNormTrainingResult;
+export function batchNorm(x: Tensor, options: BatchNormOptions & { training?: false }): Tensor;
+export function batchNorm(
+  x: Tensor,
+  options: BatchNormOptions,
+): Tensor | BatchNormTrainingResult;
+export function batchNorm(
+  x: Tensor,
+  options: BatchNormOptions = {},
+): Tensor | BatchNormTrainingResult {
+  const op = "batchNorm";
+  const view = checkInput(op, x);
+  const channels = checkChannels(op, view);
+  const eps = checkEps(op, options.eps ?? 1e-5);
+  const training = options.training ?? false;
+  if (typeof training !== "boolean") {
+    throw new ValueError({
+      op,
+      argument: "options.training",
+      expected: "a boolean",
+      received: describe(training),
+    });
+  }
+  const momentum = checkMomentum(op, options.momentum ?? 0.1);
+  const shape = [channels];
+  const mean = checkParameter(op, "options.mean", options.mean, view, shape, true);
+  const variance = checkParameter(op, "options.variance", options.variance, view, shape, true);
+  const weight = checkParameter(op, "options.weight", options.weight, view, shape, true);
+  const bias = checkParameter(op, "options.bias", options.bias, view, shape, true);
+  if (!training || mean || variance) {
+    for (const [name, given] of [["mean", mean], ["variance", variance]] as const) {
+      if (given) continue;
+      throw new ValueError({
+        op,
+        argument: `options.${name}`,
+        expected: training
+          ? "both running statistics or neither"
+          : `the running ${name} (inference normalises with the running statistics)`,
+        received: "none",
+      });
+    }
+  }
+  if (!training) {
+    return batchNormInference(view, { mean: mean!, variance: variance!, weight, bias }, eps);
+  }
+
+  const rows = channels;
+  const len = sizeOf(view.shape) / Math.max(1, channels);
+  if (channels > 0 && len < 2) {
+    throw new ValueError({
+      op,
+      argument: "x",
+      expected: "more than 1 value per channel when training (N times the spatial size)",
+      received: `[${view.shape.join(", ")}]`,
+    });
+  }
+  const axes = view.shape.map((_, i) => i).filter((i) => i !== 1);
+  const result = rowOp(
+    {
+      op,
+      kind: "layerNorm",
+      x: view,
+      axes,
+      eps,
+      indexed: { period: Math.max(1, rows), scale: 1, divisor: Math.max(1, len) },
+      stats: true,
+    },
+    { weight, bias, shape },
+  );
+  const output = Tensor._fromStorage(result.output, view.dtype, view.shape);
+  // Both statistics share one storage: means at [0, C), variances at [C, 2C).
+  const statsStorage = result.stats!;
+  const statView = (offset: number): Tensor =>
+    new Tensor({ storage: statsStorage, dtype: "float32", shape, strides: [1], offset });
+  const batchMean = statView(0);
+  const batchVariance = statView(rows);
+  const correction = len / Math.max(1, len - 1);
+  const unbiasedVariance = runElementwise(
+    op,
+    [batchVariance],
+    ["variance"],
+    ([v]) => E.binary("mul", v, E.constant(correction, "float32")),
+  );
+  const out: BatchNormTrainingResult = {
+    output,
+    mean: batchMean,
+    variance: batchVariance,
+    unbiasedVariance,
+  };
+  if (mean && variance) {
+    const blend = (running: Tensor, batch: Tensor, name: string) =>
+      runElementwise(op, [running, batch], [name, "batch"], ([r, b], dtypes) => {
+        const f = (e: Expr) => E.cast(e, "float32");
+        const c = (value: number) => E.constant(value, "float32");
+        const mixed = E.binary(
+          "add",
+          E.binary("mul", f(r), c(1 - momentum)),
+          E.binary("mul", f(b), c(momentum)),
+        );
+        return E.cast(mixed, dtypes[0]);
+      });
+    out.runningMean = blend(mean, batchMean, "options.mean");
+    out.runningVariance = blend(variance, unbiasedVariance, "options.variance");
+  }
+  return out;
+}
+
+function batchNormInference(
+  x: View,
+  p: { mean: Tensor; variance: Tensor; weight: Tensor | null; bias: Tensor | null },
+  eps: number,
+): Tensor {
+  const op = "batchNorm";
+  const inputs: View[] = [x];
+  const leaf = (t: Tensor) => {
+    const view = t._view(op);
+    inputs.push(channelView(view, x.shape));
+    return E.cast(E.input(inputs.length - 1, view.dtype), "float32");
+  };
+  const xf = E.cast(E.input(0, x.dtype), "float32");
+  const centred = E.binary("sub", xf, leaf(p.mean));
+  const rstd = E.unary("rsqrt", E.binary("add", leaf(p.variance), E.constant(eps, "float32")));
+  let y = E.binary("mul", centred, rstd);
+  if (p.weight) y = E.binary("mul", y, leaf(p.weight));
+  if (p.bias) y = E.binary("add", y, leaf(p.bias));
+  return evaluate(op, x.storage.backend.name, E.cast(y, x.dtype), inputs, x.shape);
+}

@@ -1,0 +1,443 @@
+/**
+ * Property tests of the matmul kernels against the WASM GEMM (itself checked against an f64
+ * triple loop in tests/matmul_test.ts): random M, N, K (1, primes, around tile multiples),
+ * broadcast batches, 1-D operands, transposes by option and by strided view, float32, float16
+ * (float32 and float16 accumulation) and int32, with every plan variant forced through
+ * `setPlanOverride("matmul", ...)`: tiles from 32x32 to 128x128 with 4 to 16 outputs per
+ * invocation, single and double buffering, scalar loads, split-K, and both matrix-vector forms.
+ *
+ * Tolerance (float32): each device's sum of K products has an error of at most
+ * gamma_K * (|A| |B|)_ij with gamma_K = K u / (1 - K u), u = 2^-24, whatever the order of the sum
+ * (Higham, Accuracy and Stability of Numerical Algorithms, 3.5), so the two differ by at most
+ * 2 gamma_K (|A| |B|)_ij, computed here elementwise in f64; results are compared after flushing
+ * subnormals (a GPU may flush them). float16 storage with float32 accumulation adds one half-
+ * precision rounding of the result on each side: one float16 ulp. float16 accumulation rounds
+ * every multiply-add to half precision: (K + 2) 2^-11 (|A| |B|)_ij. int32 wraps identically:
+ * exact.
+ * @module
+ */
+import fc from "fast-check";
+import * as gyre from "../src/mod.ts";
+import {
+  Bag,
+  halfUlpOf,
+  MIN_NORMAL,
+  mulberry32,
+  pick,
+  property,
+  randInt,
+  rt,
+  show,
+} from "./_harness.ts";
+
+type DType = "float32" | "float16" | "int32";
+type Transpose = "none" | "option" | "view";
+
+/** Lengths: 1, primes, around the tile sizes (4 to 128) and their multiples. */
+const LENGTHS = [1, 2, 3, 4, 5, 7, 8, 13, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129] as const;
+
+/** Every plan variant and several tiles, forced on the GPU (null: the plan's own rule). */
+const TILED: readonly (Partial<gyre.MatmulChoice> | null)[] = [
+  null,
+  { variant: "tiled", tileM: 128, tileN: 128, tileK: 8, threadM: 8, threadN: 8 },
+  { variant: "tiled", tileM: 64, tileN: 64, tileK: 16, threadM: 4, threadN: 4, laneColumns: 4 },
+  { variant: "tiled", tileM: 32, tileN: 64, tileK: 8, threadM: 4, threadN: 4, swizzle: 1 },
+  { variant: "tiled", tileM: 64, tileN: 32, tileK: 4, threadM: 8, threadN: 4, doubleBuffer: false },
+  { variant: "tiled", tileM: 64, tileN: 128, tileK: 8, threadM: 8, threadN: 16, laneColumns: 16 },
+  { variant: "tiled", tileM: 32, tileN: 32, tileK: 8, threadM: 4, threadN: 4, vectorLoads: false },
+  { variant: "splitK", splitK: 3, tileM: 32, tileN: 32, tileK: 4, threadM: 4, threadN: 4 },
+  { variant: "splitK", splitK: 7, tileM: 64, tileN: 64, tileK: 8, threadM: 8, threadN: 8 },
+];
+
+const GEMV: readonly (Partial<gyre.MatmulChoice> | null)[] = [
+  null,
+  { gemvWidth: 1, gemvWorkgroupSize: 64 },
+  { gemvWidth: 4 },
+  { gemvWidth: 8, subgroups: false },
+  { gemvWidth: 32, gemvWorkgroupSize: 128 },
+  { gemvWidth: 8, vectorLoads: false },
+  { variant: "tiled", tileM: 32, tileN: 32, tileK: 8, threadM: 4, threadN: 4 },
+  { variant: "splitK", splitK: 4, tileM: 32, tileN: 32, tileK: 4, threadM: 4, threadN: 4 },
+];
+
+interface Case {
+  m: number;
+  n: number;
+  k: number;
+  /** Batch shape of the output; each operand takes a suffix with some axes set to 1. */
+  batch: number[];
+  aOneD: boolean;
+  bOneD: boolean;
+  transposeA: Transpose;
+  transposeB: Transpose;
+  /** Read A through a step-2 slice (strides that allow no vec4 loads). */
+  slicedA: boolean;
+  dtype: DType;
+  halfAccumulate: boolean;
+  override: Partial<gyre.MatmulChoice> | null;
+  /** Probability of NaN or an infinity in each input element. */
+  special: number;
+  seed: number;
+}
+
+function caseArb(
+  overrides: readonly (Partial<gyre.MatmulChoice> | null)[],
+  vector: boolean,
+): fc.Arbitrary<Case> {
+  return fc.record({
+    m: fc.constantFrom(...LENGTHS),
+    n: fc.constantFrom(...LENGTHS),
+    k: fc.constantFrom(...LENGTHS),
+    batch: fc.array(fc.integer({ min: 1, max: 3 }), { maxLength: 2 }),
+    oneD: fc.constantFrom(0, 0, 0, 1, 2),
+    transposeA: fc.constantFrom<Transpose>("none", "option", "view"),
+    transposeB: fc.constantFrom<Transpose>("none", "option", "view"),
+    slicedA: fc.boolean(),
+    dtype: fc.constantFrom<DType>("float32", "float32", "float16", "int32"),
+    halfAccumulate: fc.boolean(),
+    override: fc.constantFrom(...overrides),
+    special: fc.constantFrom(0, 0, 0.02),
+    seed: fc.integer(),
+  }).map((c) => {
+    let m: number = c.m, n: number = c.n;
+    if (vector) {
+      // Matrix-vector products: M = 1 (vector on the left) or N = 1.
+      if (c.seed & 1) m = 1;
+      else n = 1;
+    }
+    // Keep each case small enough for a software adapter.
+    let k: number = c.k;
+    const batch = c.oneD ? 1 : c.batch.reduce((x, y) => x * y, 1);
+    while (m * n * k * batch > 400_000 && k > 1) k = Math.ceil(k / 2);
+    return {
+      m,
+      n,
+      k,
+      batch: c.oneD ? [] : c.batch,
+      aOneD: c.oneD === 1 && m === 1,
+      bOneD: c.oneD === 2 && n === 1,
+      transposeA: c.transposeA,
+      transposeB: c.transposeB,
+      slicedA: c.slicedA,
+      dtype: c.dtype,
+      halfAccumulate: c.dtype === "float16" && c.halfAccumulate,
+      override: c.override,
+      special: c.dtype === "int32" || c.halfAccumulate ? 0 : c.special,
+      seed: c.seed,
+    };
+  });
+}
+
+/** An operand batch shape: a suffix of `batch` with some axes set to 1. */
+function operandBatch(rng: () => number, batch: readonly number[]): number[] {
+  return batch.slice(randInt(rng, 0, batch.length)).map((d) => (rng() < 0.3 ? 1 : d));
+}
+
+/** Host values: small integers scaled by 1/8 (exact in float16), with optional NaN and infinities. */
+function values(rng: () => number, n: number, dtype: DType, special: number): Float32Array {
+  const out = new Float32Array(n);
+  for (let i = 0; i < n; i++) {
+    if (special > 0 && rng() < special) out[i] = pick(rng, [NaN, Infinity, -Infinity]);
+    else if (dtype === "int32") out[i] = randInt(rng, -1000, 1000) * (rng() < 0.01 ? 1e6 : 1);
+    else {
+      // float16 keeps to a range where neither the inputs nor the sums overflow.
+      const spread = dtype === "float16" ? 4 : 20;
+      out[i] = randInt(rng, -64, 64) / 8 * (rng() < 0.1 ? 2 ** randInt(rng, -spread, spread) : 1);
+    }
+  }
+  return out;
+}
+
+/**
+ * Builds an operand of logical shape [...batch, rows, cols] (or [cols]/[rows] for 1-D) on
+ * `device`, stored as `transpose` asks, and returns it with its logical row-major host data.
+ */
+function operand(
+  bag: Bag,
+  device: gyre.DeviceName,
+  dtype: DType,
+  shape: number[],
+  data: Float32Array,
+  transpose: Transpose,
+  sliced: boolean,
+): { tensor: gyre.Tensor; transposeOption: boolean } {
+  const rank = shape.length;
+  if (rank < 2) {
+    return { tensor: bag.add(gyre.tensor(data, { shape, dtype, device })), transposeOption: false };
+  }
+  const rows = shape[rank - 2], cols = shape[rank - 1];
+  const batch = shape.slice(0, rank - 2);
+  const count = batch.reduce((x, y) => x * y, 1);
+  // Stored transposed: [..., cols, rows].
+  const stored = transpose === "none" ? data : new Float32Array(data.length);
+  if (transpose !== "none") {
+    for (let b = 0; b < count; b++) {
+      for (let i = 0; i < rows; i++) {
+        for (let j = 0; j < cols; j++) {
+          stored[b * rows * cols + j * rows + i] = data[b * rows * cols + i * cols + j];
+        }
+      }
+    }
+  }
+  const storedShape = transpose === "none" ? shape : [...batch, cols, rows];
+  let t: gyre.Tensor;
+  if (sliced) {
+    // Every other element of a twice-as-long last axis.
+    const last = storedShape[rank - 1];
+    const wide = new Float32Array(stored.length * 2);
+    for (let i = 0; i < stored.length; i++) wide[2 * i] = stored[i];
+    const base = bag.add(
+      gyre.tensor(wide, { shape: [...storedShape.slice(0, -1), 2 * last], dtype, device }),
+    );
+    t = bag.add(base.slice(...storedShape.slice(0, -1).map(() => null), [0, 2 * last, 2]));
+  } else {
+    t = bag.add(gyre.tensor(stored, { shape: storedShape, dtype, device }));
+  }
+  if (transpose === "view") {
+    const perm = [...Array(rank).keys()];
+    [perm[rank - 2], perm[rank - 1]] = [perm[rank - 1], perm[rank - 2]];
+    return { tensor: bag.add(t.transpose(perm)), transposeOption: false };
+  }
+  return { tensor: t, transposeOption: transpose === "option" };
+}
+
+/** Rounds to the dtype's values (float16 operands hold half-precision values). */
+function toDType(x: Float32Array, dtype: DType): Float32Array {
+  if (dtype !== "float16") return x;
+  return x.map((v) => {
+    if (!Number.isFinite(v) || v === 0) return v;
+    const e = Math.max(Math.floor(Math.log2(Math.abs(v))), -14);
+    const q = 2 ** (e - 10);
+    const r = Math.round(v / q) * q;
+    return Math.abs(r) > 65504 ? Math.sign(r) * Infinity : r;
+  });
+}
+
+async function checkCase(
+  c: Case,
+  linearOptions?: { activation: gyre.LinearActivation | "none"; bias: boolean },
+) {
+  const bag = new Bag();
+  try {
+    const rng = mulberry32(c.seed);
+    const aBatch = operandBatch(rng, c.batch);
+    // linear's weight is one [n, k] matrix.
+    const bBatch = linearOptions ? [] : operandBatch(rng, c.batch);
+    const aShape = c.aOneD ? [c.k] : [...aBatch, c.m, c.k];
+    if (c.aOneD) aBatch.length = 0;
+    const bShape = c.bOneD ? [c.k] : [...bBatch, c.k, c.n];
+    if (c.bOneD) bBatch.length = 0;
+    const size = (s: number[]) => s.reduce((x, y) => x * y, 1);
+    const aData = toDType(values(rng, size(aShape), c.dtype, c.special), c.dtype);
+    const bData = toDType(values(rng, size(bShape), c.dtype, c.special), c.dtype);
+    const biasData = toDType(values(rng, c.n, c.dtype, 0), c.dtype);
+    const options = { accumulate: c.halfAccumulate ? "float16" as const : undefined };
+    const run = (device: gyre.DeviceName) => {
+      const a = operand(bag, device, c.dtype, aShape, aData, c.transposeA, c.slicedA);
+      if (linearOptions) {
+        // linear(x, weight): weight is [n, k], i.e. B transposed.
+        const weight = new Float32Array(c.n * c.k);
+        for (let i = 0; i < c.k; i++) {
+          for (let j = 0; j < c.n; j++) weight[j * c.k + i] = bData[i * c.n + j];
+        }
+        const w = bag.add(gyre.tensor(weight, { shape: [c.n, c.k], dtype: c.dtype, device }));
+        const bias = linearOptions.bias
+          ? bag.add(gyre.tensor(biasData, { shape: [c.n], dtype: c.dtype, device }))
+          : undefined;
+        return bag.add(
+          gyre.linear(a.tensor, w, { ...options, bias, activation: linearOptions.activation }),
+        );
+      }
+      const b = operand(bag, device, c.dtype, bShape, bData, c.transposeB, false);
+      return bag.add(gyre.matmul(a.tensor, b.tensor, {
+        ...options,
+        transposeA: a.transposeOption,
+        transposeB: b.transposeOption,
+      }));
+    };
+    gyre.setPlanOverride("matmul", c.override);
+    let gpu: gyre.Tensor;
+    try {
+      gpu = run("gpu");
+    } finally {
+      gyre.setPlanOverride("matmul", null);
+    }
+    const wasm = run("wasm");
+    const [got, want] = await gyre.readAll([gpu, wasm]);
+    if (gpu.dtype !== wasm.dtype || gpu.shape.join() !== wasm.shape.join()) {
+      throw new Error(`dtype/shape ${gpu.dtype} [${gpu.shape}] vs ${wasm.dtype} [${wasm.shape}]`);
+    }
+    // (|A| |B|)_ij in f64 over the broadcast batch, for the tolerance. The output's batch is
+    // the operands' broadcast (both may have 1 where c.batch does not).
+    const rank = Math.max(aBatch.length, bBatch.length);
+    const batch = [...Array(rank).keys()].map((i) =>
+      Math.max(aBatch[aBatch.length - rank + i] ?? 1, bBatch[bBatch.length - rank + i] ?? 1)
+    );
+    const count = size(batch);
+    const scale = new Float64Array(count * c.m * c.n);
+    // linear: the pre-activation value z = x . w + bias in f64.
+    const preActivation = new Float64Array(count * c.m * c.n);
+    const offsetIn = (shape: number[], b: number) => {
+      // Row-major offset of batch index b (of `batch`) into an operand whose batch axes are the
+      // trailing `shape.length - 2` axes of `batch`, broadcast where 1.
+      const own = shape.length - 2;
+      if (own <= 0) return 0;
+      let off = 0, rest = b, stride = shape[own] * shape[own + 1];
+      for (let d = batch.length - 1, j = own - 1; d >= 0; d--, j--) {
+        const i = rest % batch[d];
+        rest = Math.floor(rest / batch[d]);
+        if (j >= 0) {
+          if (shape[j] !== 1) off += i * stride;
+          stride *= shape[j];
+        }
+      }
+      return off;
+    };
+    for (let b = 0; b < count; b++) {
+      const ao = offsetIn(aShape, b), bo = offsetIn(bShape, b);
+      for (let i = 0; i < c.m; i++) {
+        for (let j = 0; j < c.n; j++) {
+          let s = 0, dot = 0;
+          for (let p = 0; p < c.k; p++) {
+            const x = aData[ao + i * c.k + p] * bData[bo + p * c.n + j];
+            s += Math.abs(x);
+            dot += x;
+          }
+          scale[(b * c.m + i) * c.n + j] = s;
+          preActivation[(b * c.m + i) * c.n + j] = dot + (linearOptions?.bias ? biasData[j] : 0);
+        }
+      }
+    }
+    const u = c.halfAccumulate ? 2 ** -11 : 2 ** -24;
+    const gamma = c.halfAccumulate ? (c.k + 2) * u : (2 * c.k * u) / (1 - c.k * u);
+    // linear: the product's error passes through the bias add (one rounding of z) and the
+    // activation, whose slope is at most 1.13 (gelu; silu 1.1, tanh 1, sigmoid 1/4). On top, each
+    // device's own evaluation of the activation at z, as bounded in property_elementwise_test.ts
+    // (f32 formula on the GPU, f64 in the reference): sigmoid and silu 7 + 2|z| ULP, tanh
+    // (3 + 2|z|) 2^-21 absolute, gelu 2^-18 |z| / 2 absolute (erf's bound), relu exact.
+    const slope = !linearOptions || linearOptions.activation === "none"
+      ? 1
+      : { relu: 1, gelu: 1.13, silu: 1.1, tanh: 1, sigmoid: 0.25 }[linearOptions.activation];
+    const activationError = (z: number, result: number) => {
+      const ulp = Math.max(Math.abs(result), MIN_NORMAL) * 2 ** -23;
+      switch (linearOptions?.activation) {
+        case "sigmoid":
+        case "silu":
+          return (7 + 2 * Math.abs(z)) * ulp;
+        case "tanh":
+          return (3 + 2 * Math.min(15, Math.abs(z))) * 2 ** -21 + 2 * ulp;
+        case "gelu":
+          return (Math.abs(z) * 2 ** -18) / 2 + 8 * ulp;
+        default:
+          return 0;
+      }
+    };
+    const ftz = (x: number) => (Math.abs(x) < MIN_NORMAL ? 0 : x);
+    let bad = 0;
+    const lines: string[] = [];
+    for (let i = 0; i < got.length; i++) {
+      const g = ftz(got[i]), w = ftz(want[i]);
+      let ok: boolean;
+      if (c.dtype === "int32") ok = g === w;
+      else if (Number.isNaN(g) || Number.isNaN(w)) ok = Number.isNaN(g) && Number.isNaN(w);
+      else if (!Number.isFinite(g) || !Number.isFinite(w)) ok = g === w;
+      else {
+        const half = c.dtype === "float16" ? halfUlpOf(w) : 0;
+        const z = preActivation[i];
+        const zRounding = linearOptions ? 2 * Math.max(Math.abs(z), MIN_NORMAL) * 2 ** -24 : 0;
+        ok = Math.abs(g - w) <=
+          slope * (gamma * scale[i] + zRounding) + activationError(z, w) + half + 1e-30;
+      }
+      if (!ok && ++bad <= 4) {
+        lines.push(`  [${i}] gpu ${show(got[i])} wasm ${show(want[i])} |A||B| ${scale[i]}`);
+      }
+    }
+    if (bad) {
+      throw new Error(
+        `${bad} of ${got.length} differ: a [${aShape}] ${c.transposeA}${
+          c.slicedA ? " sliced" : ""
+        }, b [${bShape}] ${c.transposeB}, ` +
+          `${c.dtype}${c.halfAccumulate ? " acc16" : ""}, override ${JSON.stringify(c.override)}\n${
+            lines.join("\n")
+          }`,
+      );
+    }
+  } finally {
+    bag.dispose();
+  }
+}
+
+property(
+  "matmul/matmul",
+  "tiled and split-K products match the WASM GEMM within 2 gamma_K |A||B|",
+  caseArb(TILED, false),
+  (c) => checkCase(c),
+  { numRuns: 40 },
+);
+
+property(
+  "matmul/matmul",
+  "matrix-vector products (M = 1 or N = 1) in every gemv form and width",
+  caseArb(GEMV, true),
+  (c) => checkCase(c),
+  { numRuns: 30 },
+);
+
+property(
+  "matmul/linear",
+  "linear's fused bias and activation match the WASM GEMM plus elementwise epilogue",
+  fc.tuple(
+    caseArb([...TILED, ...GEMV.slice(1, 3)], false),
+    fc.constantFrom<gyre.LinearActivation | "none">(
+      "none",
+      "relu",
+      "gelu",
+      "silu",
+      "tanh",
+      "sigmoid",
+    ),
+    fc.boolean(),
+  ).map(([c, activation, bias]) => ({
+    c: {
+      ...c,
+      dtype: c.dtype === "int32" ? "float32" as const : c.dtype,
+      bOneD: false,
+      transposeA: c.transposeA === "option" ? "view" as const : c.transposeA,
+      transposeB: "none" as const,
+      special: 0,
+      batch: c.aOneD ? [] : c.batch,
+      // Some cases as matrix-vector products (x one row).
+      m: c.seed % 3 === 0 ? 1 : c.m,
+    },
+    activation,
+    bias,
+  })),
+  ({ c, activation, bias }) => checkCase(c, { activation, bias }),
+  { numRuns: 30 },
+);
+
+property(
+  "matmul/matmul",
+  "one product of about 1e8 multiply-adds (float32, the plan's own choice) matches WASM",
+  fc.record({ seed: fc.integer(), shape: fc.constantFrom([509, 384, 512], [512, 509, 383]) }),
+  ({ seed, shape: [m, n, k] }) =>
+    checkCase({
+      m,
+      n,
+      k,
+      batch: [],
+      aOneD: false,
+      bOneD: false,
+      transposeA: "none",
+      transposeB: "option",
+      slicedA: false,
+      dtype: "float32",
+      halfAccumulate: false,
+      override: null,
+      special: 0,
+      seed,
+    }),
+  { numRuns: 1 },
+);
+
+void rt;

@@ -1,0 +1,290 @@
+/**
+ * Scans (cumsum, cumprod, cummax, cummin) with hand-computed values on every device: exclusive and
+ * reverse, identities per dtype, NaN and signed zeros, integer wraparound, bools, axes of any rank,
+ * strided inputs, empty and 0-d tensors, float16 rounding, errors without leaks, and on the GPU
+ * the plan's rule and every forced variant on a row long enough to take many tiles.
+ */
+import assert from "node:assert/strict";
+import * as gyre from "../src/mod.ts";
+import { devices, expectTensor, liveCounts } from "./_devices.ts";
+
+const DEVICES = await devices();
+const INT_MIN = -2147483648;
+const INT_MAX = 2147483647;
+const UINT_MAX = 4294967295;
+
+function test(name: string, fn: (device: gyre.DeviceName) => Promise<void> | void): void {
+  for (const device of DEVICES) {
+    Deno.test({
+      name: `${name} [${device}]`,
+      // The GPU device is shared by the whole file (see tests/_harness.ts).
+      sanitizeOps: false,
+      sanitizeResources: false,
+      fn: () => fn(device),
+    });
+  }
+}
+
+test("cumsum: inclusive, exclusive, reverse and both", async (device) => {
+  const x = gyre.tensor([1, 2, 3], { device });
+  await expectTensor(gyre.cumsum(x), [3], "float32", [1, 3, 6]);
+  await expectTensor(gyre.cumsum(x, { exclusive: true }), [3], "float32", [0, 1, 3]);
+  await expectTensor(gyre.cumsum(x, { reverse: true }), [3], "float32", [6, 5, 3]);
+  await expectTensor(gyre.cumsum(x, { exclusive: true, reverse: true }), [3], "float32", [5, 3, 0]);
+  x.dispose();
+});
+
+test("cumprod: inclusive, exclusive, reverse", async (device) => {
+  const x = gyre.tensor([1, 2, 3, 4], { device });
+  await expectTensor(gyre.cumprod(x), [4], "float32", [1, 2, 6, 24]);
+  await expectTensor(gyre.cumprod(x, { exclusive: true }), [4], "float32", [1, 1, 2, 6]);
+  await expectTensor(gyre.cumprod(x, { reverse: true }), [4], "float32", [24, 24, 12, 4]);
+  x.dispose();
+});
+
+test("cummax/cummin: running extremes; once NaN appears it stays", async (device) => {
+  const x = gyre.tensor([1, 3, 2, NaN, 5], { device });
+  await expectTensor(gyre.cummax(x), [5], "float32", [1, 3, 3, NaN, NaN]);
+  await expectTensor(gyre.cummin(x), [5], "float32", [1, 1, 1, NaN, NaN]);
+  await expectTensor(gyre.cummax(x, { reverse: true }), [5], "float32", [NaN, NaN, NaN, NaN, 5]);
+  await expectTensor(gyre.cummin(x, { exclusive: true }), [5], "float32", [Infinity, 1, 1, 1, NaN]);
+  x.dispose();
+  const y = gyre.tensor([NaN, -Infinity, 7], { device });
+  await expectTensor(gyre.cummin(y), [3], "float32", [NaN, NaN, NaN]);
+  y.dispose();
+});
+
+test("signed zeros: cumsum keeps a leading -0; cummax takes the later of tied zeros", async (device) => {
+  const z = gyre.tensor([-0, -0, 0], { device });
+  await expectTensor(gyre.cumsum(z), [3], "float32", [-0, -0, 0]);
+  // The exclusive first output is the identity written as +0.
+  await expectTensor(gyre.cumsum(z, { exclusive: true }), [3], "float32", [0, -0, -0]);
+  await expectTensor(gyre.cummax(z), [3], "float32", [-0, -0, 0]);
+  await expectTensor(gyre.cummin(z, { reverse: true }), [3], "float32", [-0, -0, 0]);
+  z.dispose();
+  const w = gyre.tensor([0, -0], { device });
+  await expectTensor(gyre.cummax(w), [2], "float32", [0, -0]);
+  w.dispose();
+});
+
+test("exclusive identities per dtype", async (device) => {
+  const f = gyre.tensor([5, 6], { device });
+  await expectTensor(gyre.cummax(f, { exclusive: true }), [2], "float32", [-Infinity, 5]);
+  await expectTensor(gyre.cumprod(f, { exclusive: true }), [2], "float32", [1, 5]);
+  f.dispose();
+  const i = gyre.tensor([5, 6], { device, dtype: "int32" });
+  await expectTensor(gyre.cummax(i, { exclusive: true }), [2], "int32", [INT_MIN, 5]);
+  await expectTensor(gyre.cummin(i, { exclusive: true }), [2], "int32", [INT_MAX, 5]);
+  await expectTensor(gyre.cumsum(i, { exclusive: true }), [2], "int32", [0, 5]);
+  await expectTensor(gyre.cumprod(i, { exclusive: true }), [2], "int32", [1, 5]);
+  i.dispose();
+  const u = gyre.tensor([5, 6], { device, dtype: "uint32" });
+  await expectTensor(gyre.cummax(u, { exclusive: true }), [2], "uint32", [0, 5]);
+  await expectTensor(gyre.cummin(u, { exclusive: true }), [2], "uint32", [UINT_MAX, 5]);
+  u.dispose();
+  const b = gyre.tensor([true, false], { device });
+  await expectTensor(gyre.cummax(b, { exclusive: true }), [2], "bool", [0, 1]);
+  await expectTensor(gyre.cummin(b, { exclusive: true }), [2], "bool", [1, 1]);
+  b.dispose();
+});
+
+test("integers wrap around", async (device) => {
+  const i = gyre.tensor([INT_MAX, 1, 1], { device, dtype: "int32" });
+  await expectTensor(gyre.cumsum(i), [3], "int32", [INT_MAX, INT_MIN, INT_MIN + 1]);
+  i.dispose();
+  const p = gyre.tensor([65536, 65536, 3], { device, dtype: "int32" });
+  await expectTensor(gyre.cumprod(p), [3], "int32", [65536, 0, 0]);
+  p.dispose();
+  const u = gyre.tensor([UINT_MAX, 2], { device, dtype: "uint32" });
+  await expectTensor(gyre.cumsum(u), [2], "uint32", [UINT_MAX, 1]);
+  // 65536 * 65537 = 2^32 + 65536.
+  await expectTensor(
+    gyre.cumprod(gyre.tensor([65536, 65537], { device, dtype: "uint32" })),
+    [
+      2,
+    ],
+    "uint32",
+    [65536, 65536],
+  );
+  u.dispose();
+});
+
+test("bools: sums and products count in int32, max and min stay bool", async (device) => {
+  const b = gyre.tensor([true, false, true, true], { device });
+  await expectTensor(gyre.cumsum(b), [4], "int32", [1, 1, 2, 3]);
+  await expectTensor(gyre.cumprod(b), [4], "int32", [1, 0, 0, 0]);
+  await expectTensor(gyre.cumsum(b, { reverse: true }), [4], "int32", [3, 2, 2, 1]);
+  await expectTensor(gyre.cummax(gyre.tensor([false, true, false], { device })), [3], "bool", [
+    0,
+    1,
+    1,
+  ]);
+  await expectTensor(gyre.cummin(b), [4], "bool", [1, 0, 0, 0]);
+  b.dispose();
+});
+
+test("axes: first, last, negative, and the middle of a 3-d tensor", async (device) => {
+  const x = gyre.tensor([[1, 2], [3, 4]], { device });
+  await expectTensor(gyre.cumsum(x, { axis: 0 }), [2, 2], "float32", [1, 2, 4, 6]);
+  await expectTensor(gyre.cumsum(x), [2, 2], "float32", [1, 3, 3, 7]);
+  await expectTensor(gyre.cumsum(x, { axis: -2, reverse: true }), [2, 2], "float32", [4, 6, 3, 4]);
+  x.dispose();
+  const y = gyre.tidy(() =>
+    gyre.arange(12, undefined, 1, { device, dtype: "float32" }).reshape([2, 3, 2])
+  );
+  const negated = y.mul(-1);
+  await expectTensor(gyre.cumsum(y, { axis: 1 }), [2, 3, 2], "float32", [
+    0,
+    1,
+    2,
+    4,
+    6,
+    9,
+    6,
+    7,
+    14,
+    16,
+    24,
+    27,
+  ]);
+  await expectTensor(gyre.cummax(negated, { axis: 1, exclusive: true }), [2, 3, 2], "float32", [
+    -Infinity,
+    -Infinity,
+    -0,
+    -1,
+    -0,
+    -1,
+    -Infinity,
+    -Infinity,
+    -6,
+    -7,
+    -6,
+    -7,
+  ]);
+  y.dispose();
+  negated.dispose();
+});
+
+test("strided inputs: a transpose, a negative-step slice and a broadcast", async (device) => {
+  const x = gyre.tensor([[1, 2], [3, 4]], { device });
+  const t = x.transpose();
+  await expectTensor(gyre.cumsum(t, { axis: 1 }), [2, 2], "float32", [1, 4, 2, 6]);
+  const r = gyre.tensor([1, 2, 3, 4], { device });
+  const s = r.slice([null, null, -1]);
+  await expectTensor(gyre.cumsum(s), [4], "float32", [4, 7, 9, 10]);
+  const b = gyre.tensor([2], { device }).broadcastTo([3, 4]);
+  await expectTensor(gyre.cumprod(b, { axis: 0 }), [3, 4], "float32", [
+    2,
+    2,
+    2,
+    2,
+    4,
+    4,
+    4,
+    4,
+    8,
+    8,
+    8,
+    8,
+  ]);
+  for (const v of [x, t, r, s, b]) v.dispose();
+});
+
+test("empty axes and 0-d tensors", async (device) => {
+  await expectTensor(gyre.cumsum(gyre.zeros([0], { device })), [0], "float32", []);
+  await expectTensor(
+    gyre.cummax(gyre.zeros([2, 0], { device }), { axis: 1 }),
+    [2, 0],
+    "float32",
+    [],
+  );
+  await expectTensor(
+    gyre.cumprod(gyre.zeros([0, 3], { device }), { axis: 1 }),
+    [0, 3],
+    "float32",
+    [],
+  );
+  const s = gyre.tensor(5, { device });
+  await expectTensor(gyre.cumsum(s), [], "float32", [5]);
+  await expectTensor(gyre.cummax(s, { axis: 0 }), [], "float32", [5]);
+  await expectTensor(gyre.cumsum(s, { axis: -1, exclusive: true }), [], "float32", [0]);
+  s.dispose();
+  await expectTensor(gyre.cumsum(true), [], "int32", [1]);
+});
+
+test("float16: f32 arithmetic, rounded to half once per output", async (device) => {
+  if (device === "gpu" && !gyre.runtime().caps?.shaderF16) return;
+  // In half precision 2048 + 1 rounds back to 2048 at every step; in f32 the running sum is
+  // exact and only each stored output rounds: 2049 -> 2048, 2050 -> 2050.
+  const h = gyre.tensor([1, 2048, 1], { device, dtype: "float16" });
+  await expectTensor(gyre.cumsum(h), [3], "float16", [1, 2048, 2050]);
+  await expectTensor(gyre.cummax(h, { reverse: true }), [3], "float16", [2048, 2048, 1]);
+  h.dispose();
+});
+
+test("errors name the op and the argument; nothing leaks", (device) => {
+  const x = gyre.zeros([2, 3], { device });
+  const before = liveCounts();
+  assert.throws(() => gyre.cumsum(x, { axis: 2 }), gyre.AxisError);
+  assert.throws(() => gyre.cumsum(x, { axis: -3 }), gyre.AxisError);
+  assert.throws(() => gyre.cumprod(x, { axis: 0.5 }), gyre.AxisError);
+  assert.throws(
+    () => gyre.cummax(x, { exclusive: "yes" as unknown as boolean }),
+    (e: unknown) =>
+      e instanceof gyre.ValueError && e.op === "cummax" && e.argument === "options.exclusive",
+  );
+  assert.throws(() => gyre.cummin(x, 1 as unknown as gyre.ScanOptions), gyre.ValueError);
+  assert.throws(() => gyre.cumsum(3, { axis: 1 }), gyre.AxisError);
+  assert.deepEqual(liveCounts(), before);
+  x.dispose();
+  assert.throws(() => gyre.cumsum(x), gyre.DisposedError);
+});
+
+if (DEVICES.includes("gpu")) {
+  const caps = gyre.runtime().caps!;
+
+  Deno.test("planScan: a tile per row when it fits, else look-back, multipass on fallback", () => {
+    const fast = { ...caps, isFallbackAdapter: false };
+    const slow = { ...caps, isFallbackAdapter: true };
+    assert.equal(gyre.planScan(fast, { rows: 1000, rowLength: 4096 }).variant, "row");
+    assert.equal(gyre.planScan(fast, { rows: 1, rowLength: 1 << 26 }).variant, "lookback");
+    assert.equal(gyre.planScan(slow, { rows: 1, rowLength: 1 << 26 }).variant, "multipass");
+    gyre.setPlanOverride("scan", { variant: "row" });
+    try {
+      // A row longer than a tile cannot be forced into one.
+      assert.equal(gyre.planScan(slow, { rows: 1, rowLength: 5000 }).variant, "multipass");
+      assert.equal(gyre.planScan(slow, { rows: 1, rowLength: 3000 }).variant, "row");
+    } finally {
+      gyre.setPlanOverride("scan", null);
+    }
+  });
+
+  Deno.test({
+    name: "every variant scans 100003 ones in tiles of 128 [gpu]",
+    sanitizeOps: false,
+    sanitizeResources: false,
+    fn: async () => {
+      const n = 100003;
+      const ones = gyre.ones([n], { device: "gpu", dtype: "int32" });
+      const want = Int32Array.from({ length: n }, (_, i) => n - i);
+      for (const variant of ["lookback", "multipass"] as const) {
+        for (const subgroups of [true, false]) {
+          gyre.setPlanOverride("scan", {
+            variant,
+            subgroups,
+            workgroupSize: 32,
+            elementsPerThread: 4,
+          });
+          try {
+            const y = gyre.cumsum(ones, { reverse: true });
+            assert.deepEqual(await y.data(), want, `${variant} subgroups ${subgroups}`);
+            y.dispose();
+          } finally {
+            gyre.setPlanOverride("scan", null);
+          }
+        }
+      }
+      ones.dispose();
+    },
+  });
+}
