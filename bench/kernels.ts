@@ -286,6 +286,29 @@ await bench(
   () => gyre.concat([a.slice([0, big / 2]), a.slice([big / 2])]),
 );
 
+// Softmax and the norms: 4096 x 4096 (the issue's target shape) and 8192 x 8192 (256 MiB).
+for (const side of scale === "full" ? [4096, 8192] : [512]) {
+  const x = a.slice([0, side * side]).reshape([side, side]);
+  const bytes = 2 * 4 * side * side;
+  const label = `[${side},${side}]`;
+  await bench(`softmax ${label}`, side * side, bytes, () => gyre.softmax(x));
+  await bench(`logSoftmax ${label}`, side * side, bytes, () => gyre.logSoftmax(x));
+  await bench(`layerNorm ${label}`, side * side, bytes, () => gyre.layerNorm(x));
+  await bench(`rmsNorm ${label}`, side * side, bytes, () => gyre.rmsNorm(x));
+}
+// Scans: 16 Mi and 64 Mi (the issue's target), and rows of a matrix.
+for (const n of [mid, big]) {
+  const x = a.slice([0, n]);
+  await bench(`cumsum ${n / Mi}Mi f32`, n, 2 * 4 * n, () => gyre.cumsum(x));
+}
+await bench(
+  `cumsum rows [${square},${square}]`,
+  square * square,
+  2 * 4 * square * square,
+  () => gyre.cumsum(matrix, { axis: 1 }),
+);
+await bench(`cummax ${big / Mi}Mi f32`, big, 2 * 4 * big, () => gyre.cummax(a));
+
 // Pooling on NCHW images: [32, 64, 224, 224] at full scale.
 {
   const [n, c, h] = scale === "full" ? [32, 64, 224] : [2, 8, 64];

@@ -14,6 +14,9 @@ import {
   randomData,
   refAdd,
   refChain,
+  refCumsum,
+  refMatmulRows,
+  refRows,
   refSum,
   runCases,
   sizesFor,
@@ -55,7 +58,12 @@ async function main() {
     for (const t of held.splice(0)) t.dispose();
   };
 
-  for (const [name, n] of [["add_16Mi", sizes.add16], ["add_64Mi", sizes.add64]] as const) {
+  for (
+    const [name, n] of [["add_16Mi", sizes.add16], [
+      "add_64Mi",
+      sizes.add64,
+    ]] as const
+  ) {
     let a: gyre.Tensor, b: gyre.Tensor, ha: Float32Array, hb: Float32Array;
     const op = () => gyre.add(a, b);
     cases.push({
@@ -97,8 +105,100 @@ async function main() {
       teardown: free,
     });
   }
-  for (const name of ["softmax_4096x4096", "cumsum_16Mi", "layerNorm_4096x4096", "matmul_4096"]) {
-    cases.push({ kind: "missing", name, note: "not in gyre yet (issues 3 and 4)" });
+  // Row ops, the scan and the product: same data, sizes and checks as the peers' cases.
+  for (
+    const [name, shape, seed, lo, hi, op, check] of [
+      [
+        "softmax_4096x4096",
+        sizes.softmax,
+        3,
+        -4,
+        4,
+        (x: gyre.Tensor) => gyre.softmax(x, { axis: -1 }),
+        "softmax",
+      ],
+      [
+        "layerNorm_4096x4096",
+        sizes.layerNorm,
+        6,
+        -2,
+        3,
+        (x: gyre.Tensor) => gyre.layerNorm(x, { eps: 1e-5 }),
+        "layerNorm",
+      ],
+    ] as const
+  ) {
+    const [rows, cols] = shape;
+    let x: gyre.Tensor, hx: Float32Array;
+    const fn = () => op(x);
+    cases.push({
+      kind: "op",
+      name,
+      shape: [rows, cols],
+      reps: opts.reps ?? sizes.reps.rows,
+      setup: () => {
+        hx = randomData(rows * cols, seed, lo, hi);
+        x = gyre.tensor(hx, { shape: [rows, cols] });
+        held.push(x);
+      },
+      check: async () => {
+        const got = (await readOnce(fn)).subarray(0, 4 * cols);
+        return check === "softmax"
+          ? compare(got, refRows("softmax", hx, cols, 4), 1e-7, 1e-4)
+          : compare(got, refRows("layerNorm", hx, cols, 4), 1e-4, 1e-3);
+      },
+      run: opRunner(fn),
+      teardown: free,
+    });
+  }
+  {
+    const n = sizes.cumsum;
+    let x: gyre.Tensor, hx: Float32Array;
+    const fn = () => gyre.cumsum(x, { axis: 0 });
+    cases.push({
+      kind: "op",
+      name: "cumsum_16Mi",
+      shape: [n],
+      reps: opts.reps ?? sizes.reps.elementwise,
+      setup: () => {
+        hx = randomData(n, 5);
+        x = gyre.tensor(hx);
+        held.push(x);
+      },
+      check: async () =>
+        compare(
+          await readOnce(fn),
+          refCumsum(hx),
+          1e-5 * Math.sqrt(n) * Math.log2(n),
+          1e-4,
+        ),
+      run: opRunner(fn),
+      teardown: free,
+    });
+  }
+  {
+    const n = sizes.matmul;
+    let a: gyre.Tensor, b: gyre.Tensor, ha: Float32Array, hb: Float32Array;
+    const fn = () => gyre.matmul(a, b);
+    cases.push({
+      kind: "op",
+      name: "matmul_4096",
+      shape: [n, n, n],
+      reps: opts.reps ?? sizes.reps.matmul,
+      setup: () => {
+        ha = randomData(n * n, 7);
+        hb = randomData(n * n, 8);
+        a = gyre.tensor(ha, { shape: [n, n] });
+        b = gyre.tensor(hb, { shape: [n, n] });
+        held.push(a, b);
+      },
+      check: async () => {
+        const got = (await readOnce(fn)).subarray(0, 2 * n);
+        return compare(got, refMatmulRows(ha, hb, n, 2), 1e-5 * n, 1e-3);
+      },
+      run: opRunner(fn),
+      teardown: free,
+    });
   }
   for (const len of [100, 1100]) {
     const n = sizes.chainElems;
@@ -125,7 +225,8 @@ async function main() {
         y = gyre.tensor(hy);
         held.push(x0, y);
       },
-      check: async () => compare(await chain(), refChain(hx, hy, len), 1e-5 * len, 1e-5),
+      check: async () =>
+        compare(await chain(), refChain(hx, hy, len), 1e-5 * len, 1e-5),
       run: async () => {
         await chain();
       },
