@@ -113,7 +113,7 @@ export class CommandBatch {
   #layoutIds = new WeakMap<GPUBindGroupLayout, number>();
   #layoutId(layout: GPUBindGroupLayout): number {
     let id = this.#layoutIds.get(layout);
-    if (id === undefined) this.#layoutIds.set(layout, (id = this.#nextBufferId++));
+    if (id === undefined) this.#layoutIds.set(layout, id = this.#nextBufferId++);
     return id;
   }
 
