@@ -83,7 +83,7 @@ export class Tensor {
    */
   _view(op = "use", argument = "tensor"): View {
     this.#live(op, argument);
-    if (this.#pending) this.#materialize(op);
+    if (this.#pending) this.#materialize();
     return this.#view!;
   }
 
@@ -93,7 +93,7 @@ export class Tensor {
     return this.#pending;
   }
 
-  #materialize(op: string): void {
+  #materialize(): void {
     const p = this.#pending!;
     const { expr, inputs } = bind(p.expr);
     // Named after every op folded in, so profiles and `explain` show what one kernel does.

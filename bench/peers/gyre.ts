@@ -225,8 +225,7 @@ async function main() {
         y = gyre.tensor(hy);
         held.push(x0, y);
       },
-      check: async () =>
-        compare(await chain(), refChain(hx, hy, len), 1e-5 * len, 1e-5),
+      check: async () => compare(await chain(), refChain(hx, hy, len), 1e-5 * len, 1e-5),
       run: async () => {
         await chain();
       },
