@@ -93,7 +93,7 @@ export const KERNELS: readonly KernelEntry[] = [
     wasmReference: `scan_${op}_`,
     gpu: {
       generator: "gpu/_codegen_scan.ts",
-      variants: ["row", "lookback", "multipass", "strided", "transpose"],
+      variants: ["row", "lookback", "multipass", "strided", "columns", "transpose"],
     },
     plan: "planScan",
   })),

@@ -104,8 +104,11 @@ export function planElementwise(
   return choice;
 }
 
-/** Elements one invocation should accumulate before the workgroup combine. */
-const ELEMENTS_PER_INVOCATION = 32;
+/**
+ * Elements one invocation should accumulate before the workgroup combine. On the H200 a sum of
+ * 16 Mi took 25.1 us with 512 chunks (128 per invocation) against 26.1 us with 2048 (32).
+ */
+const ELEMENTS_PER_INVOCATION = 128;
 
 /**
  * Reductions: many short rows, or rows adjacent in memory (a reduction over leading axes), get one
@@ -116,7 +119,7 @@ const ELEMENTS_PER_INVOCATION = 32;
  * @example
  * ```ts
  * import { planReduce } from "@gyre/gyre";
- * planReduce(undefined, { rows: 1, rowLength: 1 << 24 }).chunks; // 2048
+ * planReduce(undefined, { rows: 1, rowLength: 1 << 24 }).chunks; // 512
  * ```
  */
 export function planReduce(
@@ -278,10 +281,12 @@ export interface ScanChoice {
    */
   lookbackStates: number;
   /**
-   * Scans over an axis that is not the last: "strided" reads and writes through strides;
-   * "transpose" first copies the input with the scan axis last (contiguous, vec4 loads).
+   * Scans over an axis that is not the last: "strided" reads and writes through strides, each row
+   * scanned by the variant above; "columns" gives each row (column) one invocation that walks
+   * the axis, so neighbouring invocations read neighbouring elements; "transpose" first copies
+   * the input with the scan axis last (contiguous, vec4 loads).
    */
-  layout: "strided" | "transpose";
+  layout: "strided" | "columns" | "transpose";
   /**
    * Look-back: sub-tiles per look-back. Above 1 a workgroup reduces its sub-tiles, looks back once,
    * then reads them again (from L2) to scan: the look-back's latency is paid once per sub-tiles.
@@ -295,20 +300,25 @@ let scanOverride: Partial<ScanChoice> | null = null;
  * Scans: a row that fits in one workgroup's tile (256 invocations x 16 elements) is scanned by one
  * workgroup, or by a team of as few invocations as hold it, many rows per dispatch; longer rows
  * take the single-pass decoupled look-back, except on fallback adapters (llvmpipe, lavapipe),
- * which do not promise forward progress between workgroups (a look-back could wait forever on a
- * workgroup that is never scheduled) and take the three-pass tile scan instead. Axes other than
- * the last are read and written through strides in place: a transposing copy would add a full
- * read and write of the tensor to save only the scan's own strided accesses.
+ * which do not promise forward progress between workgroups and take the three-pass tile scan.
+ * Inner axes (`inner`: elements after the scan axis, 1 for the last axis) with at least 4096 rows
+ * use "columns", one invocation per row walking the axis, so a subgroup reads 32 neighbouring
+ * columns at once; with fewer rows there are too few invocations for that, and rows read with a
+ * stride of 8 or more are first copied with the axis last ("transpose"). Measured on an H200
+ * (64 Mi float32, cumsum): [256, 262144] over axis 0 took 156 us as columns, 891 us strided and
+ * 2323 us transposed; [16384, 4096] over axis 0 (4096 rows) 2559 us as columns, 2576 us
+ * transposed and 7341 us strided (these three under a neighbour's load: about 2.5x slow).
  *
  * @example
  * ```ts
  * import { planScan } from "@gyre/gyre";
  * planScan(undefined, { rows: 1, rowLength: 1 << 26 }).variant; // "lookback"
+ * planScan(undefined, { rows: 65536, rowLength: 1000, inner: 256 }).layout; // "columns"
  * ```
  */
 export function planScan(
   caps: DeviceCaps | undefined,
-  problem: { rows: number; rowLength: number },
+  problem: { rows: number; rowLength: number; inner?: number },
 ): ScanChoice {
   const workgroupSize = 256;
   const subgroups = Boolean(caps?.subgroups) && (caps?.subgroupMinSize ?? 0) >= 4 &&
@@ -321,7 +331,13 @@ export function planScan(
     subgroups,
     workgroupSize,
     elementsPerThread,
-    layout: "strided",
+    layout: (problem.inner ?? 1) <= 1
+      ? "strided"
+      : problem.rows >= 4096
+      ? "columns"
+      : (problem.inner ?? 1) >= 8
+      ? "transpose"
+      : "strided",
     lookbackStates: 1,
     subTiles: 1,
     ...scanOverride,
@@ -543,7 +559,8 @@ export interface MatmulChoice {
   kernel: "matmul";
   /**
    * "tiled": shared-memory tiles, one workgroup per output tile; "splitK": the same kernel over
-   * K ranges writing float32 partials, summed by a second pass; "gemv": M = 1 or N = 1, one
+   * K ranges writing partials (float32; int32 for int32), summed by a second pass that also runs
+   * the epilogue; "gemv": M = 1 or N = 1, one
    * workgroup per block of outputs (an override asking for it elsewhere falls back to "tiled").
    */
   variant: "tiled" | "splitK" | "gemv";
@@ -585,9 +602,10 @@ type MatmulTile = Pick<
 >;
 
 /**
- * The rule's tiles, largest first, measured on an H200 at 4096^3 and smaller (float32, TFLOP/s):
- * 128x128x8 with 8x16 per invocation 37-39 (8x8: 32; 128x256 or 256x128: 31-32; 128x128x16 with
- * 8x16: 21, past the registers), 64x128x16 8x8 31 at 2048^3, 64x64 and 32x64 4x4 24 at 1024^3.
+ * The rule's tiles, largest first. Measured on an H200 (float32 TFLOP/s, bench/results/matmul-*):
+ * 128x128x8 with 8x16 per invocation 39.0 at 4096^3, 39.4 at 8192^3, 37.9 at 2048^3 (8x8: 32;
+ * 16x8: 37.9; 128x256 or 256x128: 31-32; 128x128x16 with 8x16: 21, past the registers); 64x64 4x4
+ * 26.9 at 1024^3 (64x128 8x8: 27.1); 32x32 4x4 11.2 at 512^3, where launch latency dominates.
  */
 const MATMUL_TILES: readonly MatmulTile[] = [
   { tileM: 128, tileN: 128, tileK: 8, threadM: 8, threadN: 16, laneColumns: 2 },
@@ -598,8 +616,8 @@ const MATMUL_TILES: readonly MatmulTile[] = [
 ];
 
 /**
- * With float16 accumulation the large tile is 128x128x16 with 8x8 (52 TFLOP/s at 4096^3 on an
- * H200; 8x16: 46-49, where f32 preferred it).
+ * With float16 accumulation the large tile is 128x128x16 with 8x8 (51.8 TFLOP/s at 4096^3 on an
+ * H200; 8x16: 46-48, where float32 prefers it; 128x256: 46-50).
  */
 const MATMUL_HALF_LARGE: MatmulTile = {
   tileM: 128,

@@ -15,6 +15,8 @@ import * as act from "./ops/activations.ts";
 import * as red from "./ops/reduce.ts";
 import * as pool from "./ops/pool.ts";
 import * as norm from "./ops/norm.ts";
+import * as scan from "./ops/scan.ts";
+import * as mm from "./ops/matmul.ts";
 import * as sh from "./ops/shape.ts";
 import { readAll, toNested } from "./ops/read.ts";
 import type { ArgReduceOptions, ReduceOptions, VarianceOptions } from "./ops/reduce.ts";
@@ -433,6 +435,28 @@ export class Tensor {
   batchNorm(options?: norm.BatchNormOptions & { training?: false }): Tensor;
   batchNorm(options: norm.BatchNormOptions = {}): Tensor | norm.BatchNormTrainingResult {
     return norm.batchNorm(this, options);
+  }
+
+  // Scans.
+  cumsum(options?: scan.ScanOptions): Tensor {
+    return scan.cumsum(this, options);
+  }
+  cumprod(options?: scan.ScanOptions): Tensor {
+    return scan.cumprod(this, options);
+  }
+  cummax(options?: scan.ScanOptions): Tensor {
+    return scan.cummax(this, options);
+  }
+  cummin(options?: scan.ScanOptions): Tensor {
+    return scan.cummin(this, options);
+  }
+
+  // Matrix products.
+  matmul(b: Tensor, options?: mm.MatmulOptions): Tensor {
+    return mm.matmul(this, b, options);
+  }
+  linear(weight: Tensor, options?: mm.LinearOptions): Tensor {
+    return mm.linear(this, weight, options);
   }
 
   // Pooling (NCHW or CHW).

@@ -372,7 +372,7 @@ property(
   "tiled and split-K products match the WASM GEMM within 2 gamma_K |A||B|",
   caseArb(TILED, false),
   (c) => checkCase(c),
-  { numRuns: 40 },
+  { numRuns: 60 },
 );
 
 property(
@@ -380,7 +380,7 @@ property(
   "matrix-vector products (M = 1 or N = 1) in every gemv form and width",
   caseArb(GEMV, true),
   (c) => checkCase(c),
-  { numRuns: 30 },
+  { numRuns: 60 },
 );
 
 property(

@@ -249,6 +249,11 @@ if (DEVICES.includes("gpu")) {
     assert.equal(gyre.planScan(fast, { rows: 1000, rowLength: 4096 }).variant, "row");
     assert.equal(gyre.planScan(fast, { rows: 1, rowLength: 1 << 26 }).variant, "lookback");
     assert.equal(gyre.planScan(slow, { rows: 1, rowLength: 1 << 26 }).variant, "multipass");
+    // Inner axes: columns with many rows; with few, a transposing copy unless the stride is short.
+    assert.equal(gyre.planScan(fast, { rows: 4096, rowLength: 9, inner: 2 }).layout, "columns");
+    assert.equal(gyre.planScan(fast, { rows: 16, rowLength: 1e5, inner: 16 }).layout, "transpose");
+    assert.equal(gyre.planScan(fast, { rows: 2, rowLength: 1e5, inner: 2 }).layout, "strided");
+    assert.equal(gyre.planScan(fast, { rows: 1e5, rowLength: 9 }).layout, "strided");
     gyre.setPlanOverride("scan", { variant: "row" });
     try {
       // A row longer than a tile cannot be forced into one.

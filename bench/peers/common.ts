@@ -266,6 +266,9 @@ export interface MissingCase {
 
 export type Case = OpCase | TotalCase | MissingCase;
 
+/** Set by runCases: whether the library keeps every result of a sample alive (jax-js). */
+let holdsResults = false;
+
 async function measure(c: OpCase | TotalCase, opts: Options): Promise<number> {
   const times: number[] = [];
   if (c.kind === "op") {
@@ -277,10 +280,11 @@ async function measure(c: OpCase | TotalCase, opts: Options): Promise<number> {
     // Each sample ends with one wait for the GPU (about 11 ms in Deno). Unless --reps fixes R,
     // issue enough ops per sample that the wait is under a twentieth of it, whoever is measured.
     const batchMs = performance.now() - t0;
-    // A library may hold all R results until the wait (jax-js does): cap R at 8 GiB of inputs.
+    // jax-js holds all R results until the wait: for it, cap R at 8 GiB of inputs. The others
+    // free each result as the next is issued.
     if (opts.reps === undefined && batchMs < 20 * 11) {
       const inputBytes = 4 * c.shape.reduce((a, b) => a * b, 1);
-      const cap = Math.max(c.reps, Math.floor(8 * 2 ** 30 / inputBytes));
+      const cap = holdsResults ? Math.max(c.reps, Math.floor(8 * 2 ** 30 / inputBytes)) : Infinity;
       c.reps = Math.min(2000, cap, Math.ceil((c.reps * 20 * 11) / Math.max(batchMs, 1)));
     }
     for (let s = 0; s < opts.samples; s++) {
@@ -308,6 +312,7 @@ export async function runCases(
   opts: Options,
   device?: GPUDevice,
 ): Promise<Report> {
+  holdsResults = header.peer === "jax-js";
   // WebGPU validation errors (e.g. a binding over maxStorageBufferBindingSize)
   // do not throw: the dispatch is dropped and the library returns garbage.
   // Count them per case; a case that produced any reports ms: null.

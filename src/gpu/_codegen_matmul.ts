@@ -267,19 +267,8 @@ export function tiledSharedBytes(
   }
   const rows = (tile: number, thread: number, perK: number) =>
     (tile / thread) * threadRow(s.tileK * perK, tile / thread);
-  return (rows(s.tileM, s.threadM, aVectorsPerK(s)) + rows(s.tileN, s.threadN, s.threadN / 4)) * 4 *
+  return (rows(s.tileM, s.threadM, s.threadM / 4) + rows(s.tileN, s.threadN, s.threadN / 4)) * 4 *
     element * buffers;
-}
-
-/**
- * vec4s per k in an invocation's row of A in the "thread" layout: threadM / 4, or threadM / 2 with
- * float16 accumulation, where each value is stored twice as a half pair (a, a). The products then
- * splat a value by a swizzle of a register it already holds, `vec4(p.xy, p.xy)`, not by packing a
- * scalar into both halves of a register each time (on an H200, 86 TFLOP/s of packed f16 FMA
- * instead of 51).
- */
-function aVectorsPerK(s: Pick<TiledSpec, "math" | "sharedLayout" | "threadM">): number {
-  return s.sharedLayout === "thread" && s.math === "f16" ? s.threadM / 2 : s.threadM / 4;
 }
 
 /**
@@ -357,7 +346,7 @@ function generateTiled(s: TiledSpec): string {
     ...(s.sharedLayout === "thread"
       ? [
         `var<workgroup> a_tile: array<array<vec4<${T}>, ${
-          threadRow(s.tileK * aVectorsPerK(s), threadsM)
+          threadRow(s.tileK * (s.threadM / 4), threadsM)
         }>, ${threadsM * buffers}>;`,
         `var<workgroup> b_tile: array<array<vec4<${T}>, ${
           threadRow(s.tileK * (s.threadN / 4), threadsN)
@@ -536,9 +525,7 @@ function operandLoads(s: TiledSpec, o: OperandNames, threads: number) {
     return out;
   };
   const thread = s.sharedLayout === "thread";
-  // Half pairs: A with float16 accumulation in the "thread" layout (see aVectorsPerK).
-  const pairs = thread && o.x === "a" && s.math === "f16";
-  const groups = pairs ? o.thread / 2 : o.thread / 4;
+  const groups = o.thread / 4;
   const put = (buffer: string, sharedWords: number) => {
     const out: string[] = [];
     // "interleaved": one flat array, buffers `sharedWords` apart; "thread": rows, buffers
@@ -552,25 +539,7 @@ function operandLoads(s: TiledSpec, o: OperandNames, threads: number) {
     for (let i = 0; i < count; i++) {
       const guard = i === count - 1 && lastActive < threads ? `if (lid < ${lastActive}u) ` : "";
       const v = `${o.x}_reg${i}`;
-      if (pairs) {
-        // Each value twice, in the pair of its lane: vector lane / 2, components 2 (lane % 2) + 0, 1.
-        const pair = (j: number, value: string, lane: string) => {
-          const vector = `${o.shared}[${row}${i}][${o.x}_slot${i} + ${j ? `${j * groups}u + ` : ""}${lane} / 2u]`;
-          return `${vector}[(${lane} % 2u) * 2u] = ${value}; ${vector}[(${lane} % 2u) * 2u + 1u] = ${value};`;
-        };
-        if (o.load.vec4 && o.load.along === "outer") {
-          const at0 = `${o.shared}[${row}${i}][${o.x}_slot${i}]`;
-          const at1 = `${o.shared}[${row}${i}][${o.x}_slot${i} + 1u]`;
-          out.push(
-            `${guard}{ ${at0} = ${v}.xxyy; ${at1} = ${v}.zzww; }`,
-          );
-        } else if (o.load.vec4) {
-          const writes = [0, 1, 2, 3].map((j) => pair(j, `${v}[${j}]`, `${o.x}_lane${i}`));
-          out.push(`${guard}{ ${writes.join(" ")} }`);
-        } else {
-          out.push(`${guard}{ ${pair(0, v, `${o.x}_lane${i}`)} }`);
-        }
-      } else if (o.load.vec4 && o.load.along === "outer") {
+      if (o.load.vec4 && o.load.along === "outer") {
         out.push(`${guard}{ ${at(i, 0)} = ${v}; }`);
       } else if (o.load.vec4) {
         // Four consecutive k of one outer index: four scalar writes, one per k row.
@@ -609,10 +578,9 @@ function operandLoads(s: TiledSpec, o: OperandNames, threads: number) {
     // "thread", the row of the invocation owning vector outer/4 (vectors are dealt round-robin),
     // at fragment `k * groups + outer/4 / threads`. Then lane outer % 4.
     if (thread) {
-      const group = `(${o.x}_o${i} / 4u) / ${o.threads}u`;
       setup.push(
         `  let ${o.x}_owner${i} = (${o.x}_o${i} / 4u) % ${o.threads}u;`,
-        `  let ${o.x}_slot${i} = ${o.x}_k${i} * ${groups}u + ${pairs ? `${group} * 2u` : group};`,
+        `  let ${o.x}_slot${i} = ${o.x}_k${i} * ${groups}u + (${o.x}_o${i} / 4u) / ${o.threads}u;`,
       );
     } else {
       setup.push(`  let ${o.x}_slot${i} = ${o.x}_k${i} * ${o.tile / 4}u + ${o.x}_o${i} / 4u;`);
@@ -642,15 +610,13 @@ function computeStep(
     : [`let a_read = buffer * ${aWords}u + ty;`, `let b_read = buffer * ${bWords}u + tx;`];
   const groupsM = s.threadM / 4;
   const groupsN = s.threadN / 4;
-  const aPerK = aVectorsPerK(s);
-  const pairs = aPerK !== groupsM;
   // Fragment registers of step kk are named a<kk>_<c> and b<kk>_<d>.
   const loads = (kk: number) => {
     const lines: string[] = [];
-    for (let c = 0; c < aPerK; c++) {
+    for (let c = 0; c < groupsM; c++) {
       lines.push(
         thread
-          ? `let a${kk}_${c} = (*a_frag)[${kk * aPerK + c}];`
+          ? `let a${kk}_${c} = (*a_frag)[${kk * groupsM + c}];`
           : `let a${kk}_${c} = a_tile[a_read + ${kk * (s.tileM / 4) + c * threadsM}u];`,
       );
     }
@@ -670,13 +636,10 @@ function computeStep(
         for (let d = 0; d < groupsN; d++) {
           const acc = `acc_${c * 4 + i}_${d}`;
           const lane = `a${kk}_${c}[${i}]`;
-          // Half pairs: row 4c + i is pair vector 2c + i / 2, swizzle xy or zw.
-          const half = `a${kk}_${2 * c + (i >> 1)}.${i & 1 ? "zw" : "xy"}`;
-          const splat = pairs ? `vec4<${T}>(${half}, ${half})` : `vec4<${T}>(${lane})`;
           lines.push(
             T === "i32"
               ? `${acc} = ${acc} + vec4<i32>(${lane}) * b${kk}_${d};`
-              : `${acc} = fma(${splat}, b${kk}_${d}, ${acc});`,
+              : `${acc} = fma(vec4<${T}>(${lane}), b${kk}_${d}, ${acc});`,
           );
         }
       }

@@ -75,6 +75,12 @@ export interface ScanSpec {
   /** Look-back: predecessor states each reading lane reads per round trip. */
   lookbackStates: number;
   /**
+   * Row variant with teams of one invocation: walk rows longer than E in chunks of E, carrying
+   * the running value (the `columns` layout for inner axes: neighbouring invocations scan
+   * neighbouring columns, so every load and store of a subgroup is coalesced).
+   */
+  columns: boolean;
+  /**
    * Look-back: sub-tiles (of T x E elements) per tile. Above 1 the workgroup first reduces its
    * sub-tiles, looks back once for all of them, then reads them again (from L2) to scan and store.
    */
@@ -101,6 +107,7 @@ export function scanKey(s: ScanSpec): string {
     `t${s.teamSize}`,
     `lb${s.lookbackStates}`,
     `st${s.subTiles}`,
+    s.columns ? "col" : "",
   ].join("|");
 }
 
@@ -403,6 +410,30 @@ export function generateScan(s: ScanSpec): string {
     if (s.outMode === "vec4") emit("let obase = row * p.len;");
     else emit("let obase = (row / p.inner) * p.len * p.inner + row % p.inner;");
   }
+  if (s.columns) {
+    body.push(
+      ...[
+        `var run = ${id};`,
+        `for (var chunk = 0u; chunk < (p.len + ${
+          s.elementsPerThread - 1
+        }u) / ${s.elementsPerThread}u; chunk++) {`,
+        "  workgroupBarrier();",
+        ...tileBlock(s, "chunk").map((x) => `  ${x}`),
+        "  let left = c1(run, cluster_prefix);",
+        ...outputBlock(s, firstOut).map((x) => `  ${x}`),
+        "  run = c1(run, team_total);",
+        "}",
+      ].map((x) => `  ${x}`),
+      "}",
+    );
+    const main = [
+      ...lines,
+      `@compute @workgroup_size(${wg})`,
+      `fn main(${builtins.join(", ")}) {`,
+      ...body,
+    ].join("\n");
+    return `${main}\n${preludeFor(main)}\n`;
+  }
   if (lookback && s.subTiles > 1) {
     body.push(...subTiledLookback(s, firstOut).map((x) => `  ${x}`), "}");
     const main = [
@@ -580,7 +611,9 @@ function lookbackBlock(s: ScanSpec, total = "team_total"): string[] {
       // load the L2 as little as possible). Out of reach: an ignored identity aggregate.
       ...Array.from({ length: W }, (_, i) => [
         `    let want${i} = i32(base) - 1 - i32(lane * ${W}u + ${i}u);`,
-        `    var st${i} = select(vec2(1u, ${toBits(s.type, id)}), vec2(0u), lane * ${W}u + ${i}u <= reach);`,
+        `    var st${i} = select(vec2(1u, ${
+          toBits(s.type, id)
+        }), vec2(0u), lane * ${W}u + ${i}u <= reach);`,
         `    if (want${i} < i32(first) && lane * ${W}u + ${i}u <= reach) { st${i} = vec2(2u, ${
           toBits(s.type, id)
         }); }`,

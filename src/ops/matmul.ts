@@ -50,8 +50,9 @@ export interface MatmulOptions {
   transposeB?: boolean;
   /**
    * Accumulator precision for float16 operands: "float32" (default) or "float16" (f16 registers
-   * and shared tiles on the GPU: faster, with error growing like K * 2^-11). WASM always
-   * accumulates in float32, which is never less accurate.
+   * and shared tiles in the GPU's tiled kernels: faster, with error growing like K * 2^-11). The
+   * matrix-vector kernels (M = 1 or N = 1, bound by memory) and WASM always accumulate in float32,
+   * which is never less accurate.
    */
   accumulate?: "float32" | "float16";
 }

@@ -6,7 +6,9 @@
  * On the GPU the rows (every axis but the scan axis) are read through strides and the plan
  * (`planScan`) picks one of three kernels from src/gpu/_codegen_scan.ts: a workgroup or a team of
  * invocations per row, a single-pass decoupled look-back for long rows, or the multipass tile scan
- * where the adapter does not promise forward progress between workgroups. On WASM the input is
+ * where the adapter does not promise forward progress between workgroups. Inner axes with many
+ * rows give each row one invocation walking the axis ("columns", coalesced across neighbouring
+ * rows); with few rows, a strided one is first copied with the axis last. On WASM the input is
  * first copied with the scan axis last and contiguous, scanned row by row (asm/scan.ts) and
  * copied back into the input's axis order.
  * @module
@@ -312,6 +314,7 @@ function scanRows(
     teamSize: wg,
     lookbackStates: 1,
     subTiles: 1,
+    columns: false,
   };
   const params: ScanParams = {
     rows,
@@ -328,6 +331,12 @@ function scanRows(
     const pipeline = gpu._pipeline(scanKey(s), buffers.length, () => generateScan(s));
     gpu._dispatch(op, pipeline, buffers, scanUniforms(uniforms), gpu._grid(groups * wg, wg));
   };
+  if (output.inner > 1 && choice.layout === "columns") {
+    // One invocation per column, walking the axis in chunks.
+    const s = { ...spec, teamSize: 1, columns: len > perThread };
+    standard(s, [input.buffer, output.buffer], { ...params, tiles: 1 }, Math.ceil(rows / wg));
+    return;
+  }
   if (variant === "row") {
     // The smallest power-of-two team that holds a row; many teams (rows) per workgroup.
     const team = Math.min(wg, nextPowerOfTwo(Math.ceil(len / perThread)));
@@ -419,7 +428,7 @@ function gpuScan(
   const rows = n / len;
   const inner = sizeOf(shape.slice(axis + 1));
   const rowAxes = [...shape.keys()].filter((i) => i !== axis);
-  const choice = planScan(gpu.caps, { rows, rowLength: len });
+  const choice = planScan(gpu.caps, { rows, rowLength: len, inner });
   const out = gpu._alloc(op, outDtype, n);
   let temp: GpuStorage | null = null;
   let input: ScanInput = {
