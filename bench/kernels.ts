@@ -140,7 +140,11 @@ console.error(
   } GB/s`,
 );
 
+// --only REGEX: time only the kernels whose names match (to re-measure a few).
+const only = args.includes("--only") ? new RegExp(flag("only", "")) : null;
+
 async function bench(name: string, elements: number, bytes: number, fn: () => gyre.Tensor | void) {
+  if (only && !only.test(name)) return;
   let timed;
   try {
     timed = await timeKernel(fn);
