@@ -5,10 +5,25 @@
  * tensor is needed, when `bind` numbers the distinct views into kernel inputs.
  * @module
  */
-import type { Backend, View } from "./_backend.ts";
+import type { Backend, Storage, View } from "./_backend.ts";
 import type { Shape } from "./_shape.ts";
 import type { DType } from "./dtype.ts";
 import { E, type Expr, postOrder, readsIndex, substitute } from "./ops/_expr.ts";
+
+/**
+ * A kernel whose output feeds a pending expression as its `producer` leaf (a matrix product):
+ * at launch the rest of the expression runs inside that kernel, as its epilogue.
+ */
+export interface Producer {
+  /** The producer's op, e.g. "matmul". */
+  op: string;
+  dtype: DType;
+  /**
+   * Launches the kernel with `epilogue` (over the product's value as input 0 and `inputs` as
+   * inputs 1...) folded in, or returns null when it cannot fold that epilogue in.
+   */
+  run(label: string, epilogue: Expr | null, inputs: View[]): Storage | null;
+}
 
 /** An elementwise computation recorded but not run yet. */
 export interface Pending {
@@ -30,6 +45,8 @@ export interface Pending {
   inputs: number;
   /** Reads the element index, so it cannot be re-broadcast to another shape. */
   readsIndex: boolean;
+  /** The producer kernel whose output the expression reads, if any (at most one). */
+  producer: Producer | null;
 }
 
 /** A new pending node holding references on its views and children. */
@@ -40,6 +57,7 @@ export function makePending(
   shape: Shape,
   views: View[],
   children: Pending[],
+  producer: Producer | null = null,
 ): Pending {
   for (const v of views) v.storage.refs++;
   for (const c of children) c.refs++;
@@ -61,6 +79,7 @@ export function makePending(
     nodes,
     inputs,
     readsIndex: children.some((c) => c.readsIndex) || (children.length === 0 && readsIndex(expr)),
+    producer: producer ?? children.find((c) => c.producer)?.producer ?? null,
   };
 }
 
@@ -73,18 +92,23 @@ export function releasePending(p: Pending): void {
   for (const c of p.children) releasePending(c);
 }
 
-/** The expression with views numbered into kernel inputs (identical views share one input). */
-export function bind(expr: Expr): { expr: Expr; inputs: View[] } {
+/**
+ * The expression with views numbered into kernel inputs (identical views share one input). With
+ * `producerFirst`, the producer leaf is input 0 and views start at 1 (an epilogue's numbering).
+ */
+export function bind(expr: Expr, producerFirst = false): { expr: Expr; inputs: View[] } {
   const inputs: View[] = [];
+  const base = producerFirst ? 1 : 0;
   const bound = substitute(expr, (leaf) => {
     if (leaf.kind === "input") return leaf;
+    if (leaf.kind === "producer") return E.input(0, leaf.dtype);
     const view = leaf.view;
     let k = inputs.findIndex((v) =>
       v.storage === view.storage && v.offset === view.offset && v.dtype === view.dtype &&
       v.strides.length === view.strides.length && v.strides.every((s, i) => s === view.strides[i])
     );
     if (k < 0) k = inputs.push(view) - 1;
-    return E.input(k, leaf.dtype);
+    return E.input(k + base, leaf.dtype);
   });
   return { expr: bound, inputs };
 }

@@ -97,9 +97,34 @@ export class Tensor {
 
   #materialize(): void {
     const p = this.#pending!;
-    const { expr, inputs } = bind(p.expr);
     // Named after every op folded in, so profiles and `explain` show what one kernel does.
-    const storage = p.backend.evaluate(fusedLabel(p), expr, inputs, p.shape);
+    const label = fusedLabel(p);
+    let storage: Storage | null = null;
+    if (p.producer) {
+      // The producer kernel runs with the rest of the expression as its epilogue, or, where it
+      // cannot take that epilogue, alone into a temporary the expression then reads.
+      const { expr, inputs } = bind(p.expr, true);
+      const plain = expr.kind === "input" && expr.index === 0 && expr.dtype === p.producer.dtype;
+      storage = p.producer.run(label, plain ? null : expr, inputs);
+      if (!storage) {
+        const temp = p.producer.run(p.producer.op, null, [])!;
+        const tempView: View = {
+          storage: temp,
+          dtype: p.producer.dtype,
+          shape: p.shape,
+          strides: contiguousStrides(p.shape),
+          offset: 0,
+        };
+        try {
+          storage = p.backend.evaluate(label, expr, [tempView, ...inputs], p.shape);
+        } finally {
+          p.backend.free(temp);
+        }
+      }
+    } else {
+      const { expr, inputs } = bind(p.expr);
+      storage = p.backend.evaluate(label, expr, inputs, p.shape);
+    }
     this.#pending = null;
     pendingTensors.delete(this);
     releasePending(p);

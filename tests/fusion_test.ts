@@ -265,3 +265,65 @@ Deno.test("fusion: random expression trees, fused equal op by op (both devices)"
     { seed: SEED, numRuns: 40 },
   );
 });
+
+Deno.test({
+  name: "fusion: relu(matmul(a, b) + bias) is one dispatch, and a residual add folds in too",
+  ignore: !hasGpu,
+  fn: async () => {
+    const a = gyre.random.normal([64, 48], { seed: 11, device: "gpu" }).realize();
+    const b = gyre.random.normal([48, 40], { seed: 12, device: "gpu" }).realize();
+    const bias = gyre.random.normal([40], { seed: 13, device: "gpu" }).realize();
+    const res = gyre.random.normal([64, 40], { seed: 14, device: "gpu" }).realize();
+    let y: gyre.Tensor | null = null;
+    assert.equal(
+      gpuDispatches(() => (y = gyre.tidy(() => gyre.relu(gyre.matmul(a, b).add(bias).add(res))))),
+      1,
+    );
+    const { kernels } = gyre.explain(() => gyre.tidy(() => gyre.matmul(a, b).mul(2).sub(res)), {
+      print: false,
+    });
+    assert.deepEqual(kernels.map((k) => k.kernel), ["matmul+mul+sub"]);
+    // The same on WASM, op by op: the fused epilogue computes the same function.
+    const [av, bv, biasv, resv, yv] = await gyre.readAll([a, b, bias, res, y!]);
+    for (let i = 0; i < 64; i += 7) {
+      for (let j = 0; j < 40; j += 3) {
+        let dot = 0;
+        for (let k = 0; k < 48; k++) dot += av[i * 48 + k] * bv[k * 40 + j];
+        const want = Math.max(dot + biasv[j] + resv[i * 40 + j], 0);
+        assert.ok(Math.abs(yv[i * 40 + j] - want) <= 1e-4 * (1 + Math.abs(want)), `${i},${j}`);
+      }
+    }
+    for (const t of [a, b, bias, res, y!]) t.dispose();
+  },
+});
+
+Deno.test({
+  name: "fusion: epilogues that cannot run in the product's kernel fall back correctly",
+  ignore: !hasGpu,
+  fn: async () => {
+    const a = gyre.random.normal([2, 16, 8], { seed: 21, device: "gpu" }).realize();
+    const b = gyre.random.normal([8, 12], { seed: 22, device: "gpu" }).realize();
+    const perBatch = gyre.random.normal([2, 16, 12], { seed: 23, device: "gpu" }).realize();
+    const results = gyre.tidy(() => [
+      gyre.matmul(a, b).greater(0), // bool result: the product's dtype cannot store it
+      gyre.matmul(a, b).add(perBatch), // varies along the batch axis
+      gyre.sum(gyre.matmul(a, b), { axis: -1 }), // a reduction reads the product
+    ]);
+    const fused = await gyre.readAll(results);
+    gyre.runtime().fusion = false;
+    let eager: Float32Array[];
+    try {
+      const again = gyre.tidy(() => [
+        gyre.matmul(a, b).greater(0),
+        gyre.matmul(a, b).add(perBatch),
+        gyre.sum(gyre.matmul(a, b), { axis: -1 }),
+      ]);
+      eager = (await gyre.readAll(again)) as Float32Array[];
+      again.forEach((t) => t.dispose());
+    } finally {
+      gyre.runtime().fusion = true;
+    }
+    fused.forEach((f, k) => assert.deepEqual(Array.from(f), Array.from(eager[k]), `result ${k}`));
+    for (const t of [a, b, perBatch, ...results]) t.dispose();
+  },
+});

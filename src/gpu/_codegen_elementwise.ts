@@ -135,6 +135,7 @@ export function emitBody(root: Expr): string {
         names.set(e, `x${e.index}`);
         continue;
       case "view":
+      case "producer":
         throw new Error("internal: a pending expression reached the code generator unbound");
       case "const":
         names.set(e, opaqueConstant(e.value, e.dtype));

@@ -42,6 +42,8 @@ export interface MatmulEpilogue {
   /** Extra read-only storage bindings, bound after A and B in this order. */
   bindings: readonly { name: string; type: string }[];
   apply(value: string, row: string, col: string): string;
+  /** Module-scope WGSL the expression needs (helper functions), emitted after the bindings. */
+  declarations?: string;
 }
 
 /** How one operand tile is fetched from global memory. */
@@ -225,7 +227,7 @@ function batchOffsets(rank: number, batch: string): string[] {
 function epilogueBindings(e: MatmulEpilogue | null, first: number): string[] {
   return (e?.bindings ?? []).map((b, i) =>
     `@group(0) @binding(${first + i}) var<storage, read> ${b.name}: array<${b.type}>;`
-  );
+  ).concat(e?.declarations ? [e.declarations] : []);
 }
 
 function apply(e: MatmulEpilogue | null, value: string, row: string, col: string): string {

@@ -11,14 +11,7 @@ import { describe, DeviceError, ValueError } from "../errors.ts";
 import { runtime } from "../runtime.ts";
 import { Tensor } from "../tensor.ts";
 import { E, type Expr, substitute } from "./_expr.ts";
-import {
-  bind,
-  fusedLabel,
-  makePending,
-  type Pending,
-  releasePending,
-  remapViews,
-} from "../_lazy.ts";
+import { makePending, type Pending, remapViews } from "../_lazy.ts";
 
 /** A tensor or a JS scalar standing for one. */
 export type TensorLike = Tensor | number | boolean;
@@ -123,9 +116,17 @@ export function runElementwise(
   const fusion = runtime().fusion;
   const views: View[] = [];
   const children: Pending[] = [];
+  let producer: Pending["producer"] = null;
   const leaves = ops.map((o, i) => {
     if (!o.tensor) return E.constant(o.scalar, o.dtype);
-    const pending = fusion ? o.tensor._pending(op, names[i]) : null;
+    let pending = fusion ? o.tensor._pending(op, names[i]) : null;
+    // One producer kernel (a matrix product) per fused expression, and only at its own shape:
+    // another is computed first.
+    if (pending?.producer) {
+      if (!sameShape(pending.shape, shape) || (producer && producer !== pending.producer)) {
+        pending = null;
+      } else producer = pending.producer;
+    }
     if (pending && sameShape(pending.shape, shape)) {
       // Fold the producer in: its expression becomes part of ours, as it is.
       children.push(pending);
@@ -183,11 +184,10 @@ export function evaluateLazy(
   const backend = runtime().backend(device, op);
   backend.checkAllocation(op, expr.dtype, sizeOf(shape));
   const pending = makePending(op, backend, expr, shape, views, children);
+  const tensor = new Tensor(pending);
+  // Too big to grow further (or fusion off): computed now, as one kernel.
   if (!runtime().fusion || pending.inputs > MAX_FUSED_INPUTS || pending.nodes > MAX_FUSED_NODES) {
-    const bound = bind(expr);
-    const storage = backend.evaluate(fusedLabel(pending), bound.expr, bound.inputs, shape);
-    releasePending(pending);
-    return Tensor._fromStorage(storage, expr.dtype, shape);
+    tensor.realize();
   }
-  return new Tensor(pending);
+  return tensor;
 }

@@ -17,6 +17,11 @@ export type Expr =
   | { kind: "input"; index: number; dtype: DType }
   /** A tensor's view itself, in a pending (not yet bound) expression; see src/_lazy.ts. */
   | { kind: "view"; view: View; dtype: DType }
+  /**
+   * The element a producer kernel (a matrix product) computes here, in a pending expression
+   * whose other nodes become that kernel's epilogue; see src/_lazy.ts.
+   */
+  | { kind: "producer"; dtype: DType }
   | { kind: "const"; value: number; dtype: DType }
   | { kind: "index"; dtype: "uint32" }
   | { kind: "unary"; op: UnaryOp; x: Expr; dtype: DType }
@@ -35,6 +40,7 @@ export const E = {
   }),
   index: (): Expr => ({ kind: "index", dtype: "uint32" }),
   view: (view: View, dtype: DType): Expr => ({ kind: "view", view, dtype }),
+  producer: (dtype: DType): Expr => ({ kind: "producer", dtype }),
   unary: (op: UnaryOp, x: Expr, dtype: DType = x.dtype): Expr => ({ kind: "unary", op, x, dtype }),
   binary: (op: BinaryOp, a: Expr, b: Expr, dtype: DType = a.dtype): Expr => ({
     kind: "binary",
@@ -63,6 +69,7 @@ export function exprKey(root: Expr): string {
         part = `i${e.index}:${e.dtype}`;
         break;
       case "view":
+      case "producer":
         throw new Error("internal: a pending expression must be bound before it is keyed");
       case "const":
         part = `c${Object.is(e.value, -0) ? "-0" : e.value}:${e.dtype}`;
@@ -144,8 +151,8 @@ export function readsIndex(e: Expr): boolean {
   return postOrder(e).some((n) => n.kind === "index");
 }
 
-/** An input leaf: a bound input slot or an unbound view. */
-export type Leaf = Expr & { kind: "input" | "view" };
+/** An input leaf: a bound input slot, an unbound view or a producer's value. */
+export type Leaf = Expr & { kind: "input" | "view" | "producer" };
 
 /** Rebuilds an expression with every input or view leaf replaced; shared nodes stay shared. */
 export function substitute(root: Expr, leaf: (leaf: Leaf) => Expr): Expr {
@@ -155,6 +162,7 @@ export function substitute(root: Expr, leaf: (leaf: Leaf) => Expr): Expr {
     switch (e.kind) {
       case "input":
       case "view":
+      case "producer":
         out = leaf(e);
         break;
       case "unary":

@@ -28,13 +28,15 @@ import {
   type TiledSpec,
   tiledThreads,
 } from "../gpu/_codegen_matmul.ts";
-import { loadAs, storageType } from "../gpu/_wgsl_types.ts";
+import { computeType, loadAs, storageType } from "../gpu/_wgsl_types.ts";
+import { emitBody } from "../gpu/_codegen_elementwise.ts";
+import { makePending, type Producer } from "../_lazy.ts";
 import { planMatmul } from "../plans.ts";
 import { runtime } from "../runtime.ts";
 import { Tensor } from "../tensor.ts";
 import type { Value, WasmBackend, WasmStorage } from "../wasm/backend.ts";
 import { UNARY } from "./_elementwise_table.ts";
-import { E, type Expr } from "./_expr.ts";
+import { E, type Expr, exprKey, readsIndex } from "./_expr.ts";
 import { evaluate } from "./_dispatch.ts";
 import { cast } from "./elementwise.ts";
 import { clone } from "./shape.ts";
@@ -334,6 +336,48 @@ function gpuEpilogue(parts: EpilogueParts): MatmulEpilogue | null {
   };
 }
 
+/**
+ * An epilogue from a fused elementwise expression: input 0 is the product's value, inputs 1...
+ * are views of the output's shape, read at (row, col) through strides baked into the code (so
+ * the key names them). Null when the expression cannot run there: another result dtype, an
+ * input that varies along batch axes or has negative strides, or one that reads the index.
+ */
+function fusedEpilogue(
+  expr: Expr,
+  inputs: View[],
+  p: Problem,
+): { epilogue: MatmulEpilogue; buffers: GPUBuffer[] } | null {
+  const r = p.batch.length;
+  if (expr.dtype !== p.dtype || readsIndex(expr)) return null;
+  for (const v of inputs) {
+    if (v.strides.slice(0, r).some((s) => s !== 0) || v.strides.some((s) => s < 0)) return null;
+  }
+  const params = [`x0: ${computeType(p.dtype)}`, "row: u32", "col: u32"];
+  const loads = inputs.map((v, i) => {
+    const index = `${v.offset}u + row * ${v.strides[r]}u + col * ${v.strides[r + 1]}u`;
+    return `  let x${i + 1} = ${loadAs(v.dtype, `epilogue_in${i + 1}[${index}]`)};`;
+  });
+  const declarations = [
+    `fn gyre_epilogue(${params.join(", ")}) -> ${computeType(expr.dtype)} {`,
+    ...loads,
+    // emitBody hides constants from the compiler behind the uniform word `p.pad0`, which is 0;
+    // the matrix kernels' uniforms call their zero word `pad`.
+    emitBody(expr).replaceAll("p.pad0", "p.pad"),
+    "}",
+  ].join("\n");
+  return {
+    epilogue: {
+      key: `fused:${exprKey(expr)}:${
+        inputs.map((v) => `${v.dtype}@${v.offset}/${v.strides[r]},${v.strides[r + 1]}`).join(";")
+      }`,
+      bindings: inputs.map((v, i) => ({ name: `epilogue_in${i + 1}`, type: storageType(v.dtype) })),
+      apply: (value, row, col) => `gyre_epilogue(${value}, ${row}, ${col})`,
+      declarations,
+    },
+    buffers: inputs.map((v) => (v.storage as GpuStorage).buffer),
+  };
+}
+
 /** Runs a validated, non-empty product with K > 0 on the GPU; returns [...batch, M, N] storage. */
 function runGpu(
   op: string,
@@ -341,6 +385,7 @@ function runGpu(
   p: Problem,
   x: Operands,
   parts: EpilogueParts,
+  custom: { epilogue: MatmulEpilogue; buffers: GPUBuffer[] } | null = null,
 ): GpuStorage {
   backend._check(op, [p.dtype]);
   const { m, n, k } = p;
@@ -360,8 +405,9 @@ function runGpu(
     transposeB: bK === 1 && bOuter !== 1,
     halfAccumulate: p.halfAccumulate,
   });
-  const epilogue = gpuEpilogue(parts);
-  const extraBuffers = parts.bias ? [(parts.bias.storage as GpuStorage).buffer] : [];
+  const epilogue = custom?.epilogue ?? gpuEpilogue(parts);
+  const extraBuffers = custom?.buffers ??
+    (parts.bias ? [(parts.bias.storage as GpuStorage).buffer] : []);
   const aligned = (offset: number, strides: readonly number[]) =>
     choice.vectorLoads && offset % 4 === 0 && strides.every((s) => s % 4 === 0);
   const out = backend._alloc(op, p.dtype, batches * m * n);
@@ -691,6 +737,30 @@ function product(
         if (v.strides[0] !== 1 && p.n > 1) x.temps.push(biasTensor = clone(biasTensor));
       }
       const backend = a._view(op).storage.backend as GpuBackend;
+      if (
+        !biasTensor && !activation && runtime().fusion && p.outShape.length === p.batch.length + 2
+      ) {
+        // Lazy: elementwise consumers of the product fold into its kernel as an epilogue.
+        const producer: Producer = {
+          op,
+          dtype: p.dtype,
+          run(label, epilogue, inputs) {
+            const custom = epilogue ? fusedEpilogue(epilogue, inputs, p) : null;
+            if (epilogue && !custom) return null;
+            return runGpu(label, backend, p, x, { bias: null, activation: null }, custom);
+          },
+        };
+        const pending = makePending(
+          op,
+          backend,
+          E.producer(p.dtype),
+          p.outShape,
+          [x.a, x.b],
+          [],
+          producer,
+        );
+        return new Tensor(pending);
+      }
       const storage = runGpu(op, backend, p, x, {
         bias: biasTensor ? biasTensor._view(op) : null,
         activation,

@@ -21,7 +21,7 @@ import { tidy } from "../tidy.ts";
  */
 function reduceSource(t: Tensor, op: string): View | FusedSource {
   const pending = runtime().fusion ? t._pending(op, "x") : null;
-  if (pending && !pending.readsIndex && pending.inputs < MAX_FUSED_INPUTS) {
+  if (pending && !pending.readsIndex && !pending.producer && pending.inputs < MAX_FUSED_INPUTS) {
     const bound = bind(pending.expr);
     // A prologue needs a view to take its shape and layout from.
     if (bound.inputs.length > 0) return { ...bound, dtype: pending.dtype };

@@ -173,6 +173,7 @@ export class WasmBackend implements Backend {
       case "input":
         return { view: inputs[e.index], temp: false };
       case "view":
+      case "producer":
         throw new Error("internal: a pending expression reached the WASM backend unbound");
       case "const": {
         const storage = this._alloc(op, e.dtype, 1);
