@@ -195,8 +195,10 @@ function replay(gpu: GpuBackend, plan: Plan, inputs: readonly Tensor[]): Tensor 
       free.set(b.size, list);
     }
   });
-  // Intermediates go back to the pool (reusable after the batch is submitted).
-  for (const b of new Set(acquired)) gpu.pool.release(b);
+  // Intermediates go back to the pool (reusable after the batch is submitted); an output may
+  // hold a buffer an intermediate held before it, which therefore stays.
+  const outputBuffers = new Set(plan.outputs.map((o) => buffers[o.temp]));
+  for (const b of new Set(acquired)) if (!outputBuffers.has(b)) gpu.pool.release(b);
   // One storage per output buffer, however many outputs view it.
   const storages = new Map<number, GpuStorage>();
   const tensors = plan.outputs.map((o) => {

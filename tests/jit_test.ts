@@ -98,3 +98,36 @@ Deno.test("jit: on WASM the function runs each call", async () => {
   }
   assert.equal(calls, 3);
 });
+
+Deno.test({
+  name: "jit: an output never shares a buffer with a later replay's intermediates",
+  ignore: !hasGpu,
+  fn: async () => {
+    // Each replay writes an intermediate then the output; the plan may give the output a buffer
+    // an intermediate used first. Across a submit (2048 dispatches) such a buffer once went back
+    // to the pool while its output was alive, and a later replay bound it as input and output.
+    const f = gyre.jit((x: gyre.Tensor) => {
+      const a = x.mul(2).realize(); // dies after the next kernel reads it
+      const b = gyre.relu(a.add(1)).realize();
+      return b.mul(x); // written third: its buffer may be a's
+    });
+    const x = gyre.random.uniform([4096], { seed: 5, device: "gpu" }).realize();
+    (f(x) as gyre.Tensor).dispose(); // trace
+    gyre.flush();
+    const before = liveCounts();
+    let last: gyre.Tensor | null = null;
+    for (let i = 0; i < 1500; i++) {
+      const y = (f(x) as gyre.Tensor).realize();
+      last?.dispose();
+      last = y;
+    }
+    await gyre.sync(); // throws a GpuError on a validation error
+    const [xv, yv] = await gyre.readAll([x, last!]);
+    xv.forEach((v, i) => assert.ok(Math.abs(yv[i] - Math.max(2 * v + 1, 0) * v) <= 1e-6));
+    last!.dispose();
+    gyre.flush();
+    // A buffer released while its output lived would be released twice: the count would drop.
+    assert.deepEqual(liveCounts(), before);
+    x.dispose();
+  },
+});

@@ -114,6 +114,8 @@ export interface Sizes {
   cumsum: number;
   layerNorm: [number, number];
   matmul: number;
+  /** A three-layer MLP forward: batch and width. */
+  mlp: number;
   chainElems: number;
   /** Default R (ops issued back to back per timing sample) per case kind. */
   reps: { elementwise: number; rows: number; matmul: number };
@@ -129,6 +131,7 @@ export function sizesFor(scale: Scale): Sizes {
       cumsum: 16 * Mi,
       layerNorm: [4096, 4096],
       matmul: 4096,
+      mlp: 4096,
       chainElems: Ki,
       reps: { elementwise: 10, rows: 10, matmul: 5 },
     };
@@ -143,6 +146,7 @@ export function sizesFor(scale: Scale): Sizes {
     cumsum: 16 * Mi / 64,
     layerNorm: [512, 512],
     matmul: 256,
+    mlp: 256,
     chainElems: Ki,
     reps: { elementwise: 5, rows: 5, matmul: 3 },
   };
@@ -537,4 +541,27 @@ export function refChain(
     for (let i = 0; i < out.length; i++) out[i] = out[i] + y[i];
   }
   return out;
+}
+
+/** The MLP case's reference: relu(relu(x W1^T + b1) W2^T + b2) W3^T + b3, the first `rows` rows. */
+export function refMlpRows(
+  x: Float32Array,
+  w: Float32Array[],
+  b: Float32Array[],
+  n: number,
+  rows: number,
+): Float64Array {
+  let h = Float64Array.from(x.subarray(0, rows * n));
+  for (let layer = 0; layer < 3; layer++) {
+    const next = new Float64Array(rows * n);
+    for (let i = 0; i < rows; i++) {
+      for (let j = 0; j < n; j++) {
+        let acc = b[layer][j];
+        for (let k = 0; k < n; k++) acc += h[i * n + k] * w[layer][j * n + k];
+        next[i * n + j] = layer < 2 ? Math.max(acc, 0) : acc;
+      }
+    }
+    h = next;
+  }
+  return h;
 }

@@ -16,6 +16,7 @@ import {
   refChain,
   refCumsum,
   refMatmulRows,
+  refMlpRows,
   refRows,
   refSum,
   runCases,
@@ -197,6 +198,70 @@ async function main() {
         return compare(got, refMatmulRows(ha, hb, n, 2), 1e-5 * n, 1e-3);
       },
       run: opRunner(fn),
+      teardown: free,
+    });
+  }
+  // A three-layer MLP forward, batch and width sizes.mlp: linear + relu twice, then linear. gyre
+  // runs it through jit (recorded once, replayed); bias and relu fuse into each product's kernel.
+  {
+    const n = sizes.mlp;
+    let x: gyre.Tensor, hx: Float32Array;
+    const hw: Float32Array[] = [], hb: Float32Array[] = [];
+    let w: gyre.Tensor[] = [], b: gyre.Tensor[] = [];
+    const forward = gyre.jit((input: gyre.Tensor) => {
+      const h1 = gyre.linear(input, w[0], { bias: b[0], activation: "relu" });
+      const h2 = gyre.linear(h1, w[1], { bias: b[1], activation: "relu" });
+      return gyre.linear(h2, w[2], { bias: b[2] });
+    });
+    const fn = () => forward(x) as gyre.Tensor;
+    // The same network op by op: fusion off, no jit (matmul, add, relu: one kernel each).
+    const rt = gyre.runtime();
+    const eager = () => {
+      rt.fusion = false;
+      try {
+        return gyre.tidy(() => {
+          const h1 = gyre.relu(gyre.matmul(x, w[0], { transposeB: true }).add(b[0]));
+          const h2 = gyre.relu(gyre.matmul(h1, w[1], { transposeB: true }).add(b[1]));
+          return gyre.matmul(h2, w[2], { transposeB: true }).add(b[2]);
+        });
+      } finally {
+        rt.fusion = true;
+      }
+    };
+    cases.push({
+      kind: "op",
+      name: "mlp3_4096",
+      shape: [n, n, n],
+      reps: opts.reps ?? sizes.reps.matmul,
+      note: "three linear layers (relu, relu, none), batch = width; gyre: jit + fused epilogues",
+      setup: () => {
+        hx = randomData(n * n, 31);
+        x = gyre.tensor(hx, { shape: [n, n] });
+        for (let l = 0; l < 3; l++) {
+          hw[l] = randomData(n * n, 32 + l, -1 / Math.sqrt(n), 1 / Math.sqrt(n));
+          hb[l] = randomData(n, 40 + l, -0.1, 0.1);
+        }
+        w = hw.map((d) => gyre.tensor(d, { shape: [n, n] }));
+        b = hb.map((d) => gyre.tensor(d));
+        held.push(x, ...w, ...b);
+      },
+      check: async () => {
+        const got = (await readOnce(fn)).subarray(0, 2 * n);
+        return compare(got, refMlpRows(hx, hw, hb, n, 2), 1e-5 * n, 1e-3);
+      },
+      run: opRunner(fn),
+    });
+    cases.push({
+      kind: "op",
+      name: "mlp3_4096 (gyre op by op)",
+      shape: [n, n, n],
+      reps: opts.reps ?? sizes.reps.matmul,
+      note: "gyre with fusion off and no jit: matmul, add and relu as separate kernels",
+      check: async () => {
+        const got = (await readOnce(eager)).subarray(0, 2 * n);
+        return compare(got, refMlpRows(hx, hw, hb, n, 2), 1e-5 * n, 1e-3);
+      },
+      run: opRunner(eager),
       teardown: free,
     });
   }

@@ -35,6 +35,7 @@ import {
   refChain,
   refCumsum,
   refMatmulRows,
+  refMlpRows,
   refRows,
   refSum,
   runCases,
@@ -263,6 +264,53 @@ async function main() {
       check: async () => {
         const got = (await readOnce(op)).subarray(0, 2 * n);
         return compare(got, refMatmulRows(ha, hb, n, 2), 1e-5 * n, 1e-3);
+      },
+      run: opRunner(op),
+      teardown: free,
+    });
+  }
+
+  // mlp3_4096: three linear layers (relu, relu, none), batch = width, under jit when --jit.
+  {
+    const n = sizes.mlp;
+    let x: Arr, hx: Float32Array<ArrayBuffer>;
+    const hw: Float32Array<ArrayBuffer>[] = [], hb: Float32Array<ArrayBuffer>[] = [];
+    let w: Arr[] = [], b: Arr[] = [];
+    const layers = (
+      input: Arr,
+      w0: Arr,
+      b0: Arr,
+      w1: Arr,
+      b1: Arr,
+      w2: Arr,
+      b2: Arr,
+    ): Arr => {
+      const h1 = jax.nn.relu(np.add(np.matmul(input, np.transpose(w0)), b0));
+      const h2 = jax.nn.relu(np.add(np.matmul(h1, np.transpose(w1)), b1));
+      return np.add(np.matmul(h2, np.transpose(w2)), b2);
+    };
+    const f = opts.jit ? jit(layers) : layers;
+    const op = () => f(x.ref, w[0].ref, b[0].ref, w[1].ref, b[1].ref, w[2].ref, b[2].ref);
+    cases.push({
+      kind: "op",
+      name: "mlp3_4096",
+      shape: [n, n, n],
+      reps: opts.reps ?? sizes.reps.matmul,
+      setup: async () => {
+        hx = randomData(n * n, 31);
+        x = upload(hx, [n, n]);
+        for (let l = 0; l < 3; l++) {
+          hw[l] = randomData(n * n, 32 + l, -1 / Math.sqrt(n), 1 / Math.sqrt(n));
+          hb[l] = randomData(n, 40 + l, -0.1, 0.1);
+        }
+        w = hw.map((d) => upload(d, [n, n]));
+        b = hb.map((d) => upload(d, [n]));
+        held.push(x, ...w, ...b);
+        await settle();
+      },
+      check: async () => {
+        const got = (await readOnce(op)).subarray(0, 2 * n);
+        return compare(got, refMlpRows(hx, hw, hb, n, 2), 1e-5 * n, 1e-3);
       },
       run: opRunner(op),
       teardown: free,

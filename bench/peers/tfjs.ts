@@ -39,6 +39,7 @@ import {
   refChain,
   refCumsum,
   refMatmulRows,
+  refMlpRows,
   refRows,
   refSum,
   runCases,
@@ -253,6 +254,43 @@ async function main() {
           1e-5 * n,
           1e-3,
         );
+      },
+      run: opRunner(op),
+      teardown: free,
+    });
+  }
+
+  // mlp3_4096: three linear layers (relu, relu, none), batch = width (tfjs has no jit).
+  {
+    const n = sizes.mlp;
+    let x: tf.Tensor, hx: Float32Array;
+    const hw: Float32Array[] = [], hb: Float32Array[] = [];
+    let w: tf.Tensor[] = [], b: tf.Tensor[] = [];
+    const op = () =>
+      tf.tidy(() => {
+        const h1 = tf.relu(tf.add(tf.matMul(x, w[0], false, true), b[0]));
+        const h2 = tf.relu(tf.add(tf.matMul(h1, w[1], false, true), b[1]));
+        return tf.add(tf.matMul(h2, w[2], false, true), b[2]);
+      });
+    cases.push({
+      kind: "op",
+      name: "mlp3_4096",
+      shape: [n, n, n],
+      reps: opts.reps ?? sizes.reps.matmul,
+      setup: () => {
+        hx = randomData(n * n, 31);
+        x = tf.tensor2d(hx, [n, n], "float32");
+        for (let l = 0; l < 3; l++) {
+          hw[l] = randomData(n * n, 32 + l, -1 / Math.sqrt(n), 1 / Math.sqrt(n));
+          hb[l] = randomData(n, 40 + l, -0.1, 0.1);
+        }
+        w = hw.map((d) => tf.tensor2d(d, [n, n], "float32"));
+        b = hb.map((d) => tf.tensor1d(d, "float32"));
+        held.push(x, ...w, ...b);
+      },
+      check: async () => {
+        const got = (await readOnce(op)).subarray(0, 2 * n);
+        return compare(got, refMlpRows(hx, hw, hb, n, 2), 1e-5 * n, 1e-3);
       },
       run: opRunner(op),
       teardown: free,
