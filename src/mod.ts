@@ -97,3 +97,9 @@ export {
   setPlanOverride,
 } from "./plans.ts";
 export * from "./ops/norm.ts";
+export {
+  startWasmThreads,
+  stopWasmThreads,
+  wasmThreadCapacity,
+  wasmThreadCount,
+} from "./wasm/threads.ts";

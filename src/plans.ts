@@ -37,7 +37,8 @@ export type Choice =
   | PoolChoice
   | ScanChoice
   | RowsChoice
-  | MatmulChoice;
+  | MatmulChoice
+  | WasmGemmChoice;
 
 const overrides: {
   elementwise: Partial<ElementwiseChoice> | null;
@@ -59,7 +60,7 @@ const overrides: {
  * ```
  */
 export function setPlanOverride(
-  kernel: "elementwise" | "reduce" | "pool" | "scan" | "rows" | "matmul",
+  kernel: "elementwise" | "reduce" | "pool" | "scan" | "rows" | "matmul" | "wasmGemm",
   override:
     | Partial<ElementwiseChoice>
     | Partial<ReduceChoice>
@@ -67,9 +68,11 @@ export function setPlanOverride(
     | Partial<ScanChoice>
     | Partial<RowsChoice>
     | Partial<MatmulChoice>
+    | Partial<WasmGemmChoice>
     | null,
 ): void {
-  if (kernel === "matmul") matmulOverride = override as Partial<MatmulChoice> | null;
+  if (kernel === "wasmGemm") wasmGemmOverride = override as Partial<WasmGemmChoice> | null;
+  else if (kernel === "matmul") matmulOverride = override as Partial<MatmulChoice> | null;
   else if (kernel === "rows") rowsOverride = override as Partial<RowsChoice> | null;
   else if (kernel === "scan") scanOverride = override as Partial<ScanChoice> | null;
   else if (kernel === "pool") poolOverride = override as Partial<PoolChoice> | null;
@@ -761,4 +764,67 @@ function checkMatmulChoice(caps: DeviceCaps | undefined, c: MatmulChoice, half: 
   if (!pow2(c.gemvWidth) || c.gemvWidth > c.gemvWorkgroupSize) {
     fail("gemvWidth", "a power of two <= gemvWorkgroupSize", c.gemvWidth);
   }
+}
+
+/** The choice for the WASM GEMM (asm/gemm.ts): how many threads share it, and how. */
+export interface WasmGemmChoice {
+  kernel: "wasmGemm";
+  /** Threads that compute blocks of C: the calling thread plus workers (src/wasm/threads.ts). */
+  threads: number;
+  /**
+   * "rows": each thread computes a range of C's rows (batch matrices laid end to end), packing
+   * its own A panels while all read B; "columns": ranges of C's columns, each thread packing its
+   * own B panels. Either way each element's sum is computed exactly as on one thread.
+   */
+  split: "rows" | "columns";
+}
+
+let wasmGemmOverride: Partial<WasmGemmChoice> | null = null;
+
+/**
+ * Below this many floating-point operations (2 M N K over the batch) the WASM GEMM stays on one
+ * thread: 1e7 takes about 0.2 ms on one core (45 GFLOP/s), and handing out work costs about
+ * 25 us per worker (a postMessage and the wake-up), so halving smaller products gains little.
+ */
+export const WASM_GEMM_MIN_FLOPS = 1e7;
+
+/**
+ * WASM GEMM: every thread `cores` allows (the calling thread plus the pool's workers) from
+ * {@link WASM_GEMM_MIN_FLOPS} up, one below; split along C's longer side (rows when M >= N), so
+ * that each thread's share is a wide block. An override may ask for any positive number of
+ * threads; those beyond the ready workers run on fewer.
+ *
+ * @example
+ * ```ts
+ * import { planWasmGemm } from "@gyre/gyre";
+ * planWasmGemm({ m: 1024, n: 1024, k: 1024, batch: 1, cores: 2 }); // 2 threads, rows
+ * planWasmGemm({ m: 64, n: 64, k: 64, batch: 1, cores: 2 }).threads; // 1
+ * ```
+ */
+export function planWasmGemm(
+  problem: { m: number; n: number; k: number; batch: number; cores: number },
+): WasmGemmChoice {
+  const { m, n, k, batch, cores } = problem;
+  const flops = 2 * batch * m * n * k;
+  const choice: WasmGemmChoice = {
+    kernel: "wasmGemm",
+    threads: flops >= WASM_GEMM_MIN_FLOPS ? Math.max(1, cores) : 1,
+    split: m >= n ? "rows" : "columns",
+    ...wasmGemmOverride,
+  };
+  const fail = (field: string, expected: string, received: unknown) => {
+    throw new ValueError({
+      op: "setPlanOverride",
+      argument: `wasmGemm.${field}`,
+      expected,
+      received: String(received),
+    });
+  };
+  if (!Number.isInteger(choice.threads) || choice.threads < 1) {
+    fail("threads", "a positive integer", choice.threads);
+  }
+  if (choice.split !== "rows" && choice.split !== "columns") {
+    fail("split", '"rows" or "columns"', choice.split);
+  }
+  return choice;
 }

@@ -8,20 +8,21 @@
  * @module
  */
 import type { DType } from "../dtype.ts";
+import type { ReduceOp } from "../_backend.ts";
 import { type Expr, exprKey } from "../ops/_expr.ts";
 import { emitBody } from "./_codegen_elementwise.ts";
-import { computeType, literal, loadAs, preludeFor, storageType, storeAs } from "./_wgsl_types.ts";
+import {
+  computeType,
+  literal,
+  loadAs,
+  preludeFor,
+  storageType,
+  storeAs,
+  workgroupBuiltins,
+} from "./_wgsl_types.ts";
 
-/** Reductions with a GPU kernel. */
-export type ReduceOp =
-  | "sum"
-  | "prod"
-  | "max"
-  | "min"
-  | "argmax"
-  | "argmin"
-  | "logsumexp"
-  | "moments";
+/** Reductions with a GPU kernel (the backend contract's list). */
+export type { ReduceOp };
 
 /**
  * Reductions whose accumulator is a small state vector merged pairwise: logsumexp keeps
@@ -445,17 +446,7 @@ export function generateReduce(s: ReduceSpec): string {
     );
   } else {
     lines.push(a.shared);
-    const builtins = [
-      "@builtin(workgroup_id) wid: vec3<u32>",
-      "@builtin(num_workgroups) nwg: vec3<u32>",
-      "@builtin(local_invocation_index) lid: u32",
-    ];
-    if (s.subgroups) {
-      builtins.push(
-        "@builtin(subgroup_size) sg_size: u32",
-        "@builtin(subgroup_invocation_id) sg_lane: u32",
-      );
-    }
+    const builtins = workgroupBuiltins(s.subgroups);
     lines.push(
       `@compute @workgroup_size(${wg})`,
       `fn main(${builtins.join(", ")}) {`,

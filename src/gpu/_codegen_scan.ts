@@ -35,7 +35,7 @@
  * @module
  */
 import type { DType } from "../dtype.ts";
-import { literal, preludeFor } from "./_wgsl_types.ts";
+import { literal, preludeFor, workgroupBuiltins } from "./_wgsl_types.ts";
 
 /** Scan operators. */
 export type ScanOp = "sum" | "prod" | "max" | "min";
@@ -348,17 +348,7 @@ export function generateScan(s: ScanSpec): string {
     }
   }
 
-  const builtins = [
-    "@builtin(workgroup_id) wid: vec3<u32>",
-    "@builtin(num_workgroups) nwg: vec3<u32>",
-    "@builtin(local_invocation_index) lid: u32",
-  ];
-  if (s.subgroups) {
-    builtins.push(
-      "@builtin(subgroup_size) sg_size: u32",
-      "@builtin(subgroup_invocation_id) sg_lane: u32",
-    );
-  }
+  const builtins = workgroupBuiltins(s.subgroups);
   const body: string[] = [];
   const emit = (...xs: string[]) => body.push(...xs.map((x) => `  ${x}`));
   emit("let g = wid.x + wid.y * nwg.x;");

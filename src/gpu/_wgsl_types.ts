@@ -97,3 +97,19 @@ export function preludeFor(code: string): string {
   scan(code);
   return functions.filter((f) => needed.has(f.slice(3, f.indexOf("(")))).join("\n");
 }
+
+/** Entry-point parameters of a workgroup kernel: ids, and the subgroup size and lane if used. */
+export function workgroupBuiltins(subgroups: boolean): string[] {
+  const builtins = [
+    "@builtin(workgroup_id) wid: vec3<u32>",
+    "@builtin(num_workgroups) nwg: vec3<u32>",
+    "@builtin(local_invocation_index) lid: u32",
+  ];
+  if (subgroups) {
+    builtins.push(
+      "@builtin(subgroup_size) sg_size: u32",
+      "@builtin(subgroup_invocation_id) sg_lane: u32",
+    );
+  }
+  return builtins;
+}

@@ -13,6 +13,7 @@
  * copied back into the input's axis order.
  * @module
  */
+import { computeType } from "../gpu/_wgsl_types.ts";
 import type { View } from "../_backend.ts";
 import { contiguousStrides, isContiguous, normalizeAxis, type Shape, sizeOf } from "../_shape.ts";
 import type { DType } from "../dtype.ts";
@@ -84,17 +85,8 @@ function resolveOptions(op: string, options: unknown, rank: number): Resolved {
 
 /** The register type of a scan over `dtype`: floats in f32, bools counted in i32 by sums. */
 function scanType(op: ScanOp, dtype: DType): ScanType {
-  switch (dtype) {
-    case "float32":
-    case "float16":
-      return "f32";
-    case "int32":
-      return "i32";
-    case "uint32":
-      return "u32";
-    case "bool":
-      return op === "sum" || op === "prod" ? "i32" : "bool";
-  }
+  if (dtype === "bool" && (op === "sum" || op === "prod")) return "i32";
+  return computeType(dtype) as ScanType;
 }
 
 function scan(op: string, scanOp: ScanOp, x: TensorLike, options?: ScanOptions): Tensor {

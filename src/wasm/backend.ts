@@ -20,7 +20,7 @@ import { type DType, f32ToF16Bits, hostArray, storageBytes, type TypedArray } fr
 import { children, type Expr, postOrder } from "../ops/_expr.ts";
 import { opDef } from "../ops/_elementwise_table.ts";
 import { WasmAllocator } from "./allocator.ts";
-import { instantiateKernels, type Kernel } from "./module.ts";
+import { instantiateKernels, type InstantiateOptions, type Kernel } from "./module.ts";
 
 /** WASM storage: one block of linear memory. */
 export class WasmStorage implements Storage {
@@ -62,11 +62,14 @@ export class WasmBackend implements Backend {
   readonly name = "wasm" as const;
   readonly allocator: WasmAllocator;
   readonly kernels: Record<string, Kernel>;
+  /** The memory is shared (threaded build): the GEMM may split work with workers. */
+  readonly shared: boolean;
 
-  constructor() {
-    const { memory, kernels } = instantiateKernels();
+  constructor(options: InstantiateOptions = {}) {
+    const { memory, kernels, shared } = instantiateKernels(options);
     this.allocator = new WasmAllocator(memory);
     this.kernels = kernels;
+    this.shared = shared;
   }
 
   _alloc(op: string, dtype: DType, length: number): WasmStorage {
