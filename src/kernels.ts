@@ -133,7 +133,15 @@ export const KERNELS: readonly KernelEntry[] = [
   })),
 ];
 
-/** Ids of kernels that serve only other ops (the RNG hash, index arithmetic): tested through them. */
+/**
+ * Ids of kernels that serve only other ops (the RNG hash, index arithmetic): tested through them.
+ *
+ * @example
+ * ```ts
+ * import { INTERNAL_KERNELS } from "@gyre/gyre";
+ * INTERNAL_KERNELS.has("elementwise/pcgHash"); // true
+ * ```
+ */
 export const INTERNAL_KERNELS: ReadonlySet<string> = new Set(
   [...internal].map((op) => `elementwise/${op}`),
 );

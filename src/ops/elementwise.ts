@@ -14,7 +14,16 @@ import { runElementwise, type TensorLike } from "./_dispatch.ts";
 import { BINARY, type ElementwiseDef, opDef, UNARY } from "./_elementwise_table.ts";
 import { E } from "./_expr.ts";
 
-/** The dtype an op computes in for operands of `dtype`. */
+/**
+ * The dtype an op computes in for operands of `dtype` (see the module's dtype rules).
+ *
+ * @example
+ * ```ts
+ * import { computeDtype } from "@gyre/gyre";
+ * import { UNARY } from "./_elementwise_table.ts";
+ * computeDtype("exp", UNARY.exp, "int32"); // "float32"
+ * ```
+ */
 export function computeDtype(op: string, def: ElementwiseDef, dtype: DType, argument = "x"): DType {
   switch (def.accepts) {
     case "float":
@@ -31,7 +40,15 @@ export function computeDtype(op: string, def: ElementwiseDef, dtype: DType, argu
   }
 }
 
-/** Builds the function of a unary op from the table. */
+/**
+ * Builds the function of a unary op from the op table (how every unary op here is made).
+ *
+ * @example
+ * ```ts
+ * import { unaryOp } from "@gyre/gyre";
+ * const exp = unaryOp("exp");
+ * ```
+ */
 export function unaryOp(op: string): (x: TensorLike) => Tensor {
   const def = UNARY[op];
   return (x) =>
@@ -41,7 +58,15 @@ export function unaryOp(op: string): (x: TensorLike) => Tensor {
     });
 }
 
-/** Builds the function of a binary op from the table. */
+/**
+ * Builds the function of a binary op from the op table.
+ *
+ * @example
+ * ```ts
+ * import { binaryOp } from "@gyre/gyre";
+ * const add = binaryOp("add");
+ * ```
+ */
 export function binaryOp(op: string): (a: TensorLike, b: TensorLike) => Tensor {
   const def = BINARY[op];
   return (a, b) =>
