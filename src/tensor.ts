@@ -22,7 +22,6 @@ import { readAll, toNested } from "./ops/read.ts";
 import type { ArgReduceOptions, ReduceOptions, VarianceOptions } from "./ops/reduce.ts";
 import type { GeluOptions } from "./ops/activations.ts";
 import type { NestedArray, TensorLike } from "./ops/_dispatch.ts";
-import { runtime } from "./runtime.ts";
 
 /**
  * An n-dimensional array on the `gpu` or `wasm` device.
@@ -545,9 +544,4 @@ const pendingTensors = new Set<Tensor>();
  */
 export function materializeAll(): void {
   for (const t of [...pendingTensors]) t._view("flush");
-}
-
-/** The current runtime's default device (for ops that create tensors). */
-export function defaultDevice(): DeviceName {
-  return runtime().device;
 }

@@ -14,7 +14,7 @@ import {
   type Storage,
   type View,
 } from "../_backend.ts";
-import { contiguousStrides, isContiguous, type Shape, sizeOf } from "../_shape.ts";
+import { isContiguous, type Shape, sizeOf } from "../_shape.ts";
 import {
   type DType,
   f16BitsToF32,
@@ -459,6 +459,3 @@ function toHost(dtype: DType, mapped: ArrayBuffer, byteOffset: number, n: number
   }
   return out;
 }
-
-/** Row-major strides helper re-exported for callers building views. */
-export { contiguousStrides };
