@@ -5,8 +5,11 @@
 // both panels sequentially. A block (MC x KC) stays in L2, a B panel (KC x NR) in L1. Operands are
 // read through their strides while packing, so transposed views cost no copy; panels past the
 // matrix edge are padded with zeros, and edge tiles are written through a small staging tile.
-// C is contiguous [m, n] and overwritten. f32 sums run in f32 with one rounding per product and
-// per add (no FMA in baseline wasm SIMD); i32 sums wrap.
+// C is [m, n] with row stride ldc (ldc = n: contiguous; larger when a thread computes a block of
+// columns of a wider C) and overwritten. f32 sums run in f32 with one rounding per product and
+// per add (no FMA in baseline wasm SIMD); i32 sums wrap. Each element's sum is the same sequence
+// of operations whichever rows and columns a call covers (the K blocking starts at 0 in every
+// call and lanes never mix), so splitting C between threads changes no bit of the result.
 
 // @ts-nocheck: AssemblyScript, compiled by asc, not by Deno.
 
@@ -115,7 +118,11 @@ export function gemm_workspace(m: i32, n: i32, k: i32): i32 {
   let c30 = i32x4.splat(0), c31 = i32x4.splat(0);
   let ap = pa;
   let bp = pb;
-  for (let kk = 0; kk < kc; kk++) {
+  // Two k steps per iteration (the odd one first, keeping the order of the sum): in Deno, V8
+  // compiles an explicit bounds check for every load (and, for a shared memory, reloads its size
+  // each iteration), so the loop is bound by its instruction count and halving the loop overhead
+  // gains about 10% (1024^3: 48 -> 44 ms on one core).
+  if (kc & 1) {
     const b0 = v128.load(bp);
     const b1 = v128.load(bp, 16);
     const a0 = v128.load32_splat(ap);
@@ -132,6 +139,38 @@ export function gemm_workspace(m: i32, n: i32, k: i32): i32 {
     c31 = vadd<T>(c31, vmul<T>(a3, b1));
     ap += 16;
     bp += 32;
+  }
+  for (let kk = kc & 1; kk < kc; kk += 2) {
+    let b0 = v128.load(bp);
+    let b1 = v128.load(bp, 16);
+    let a0 = v128.load32_splat(ap);
+    let a1 = v128.load32_splat(ap, 4);
+    let a2 = v128.load32_splat(ap, 8);
+    let a3 = v128.load32_splat(ap, 12);
+    c00 = vadd<T>(c00, vmul<T>(a0, b0));
+    c01 = vadd<T>(c01, vmul<T>(a0, b1));
+    c10 = vadd<T>(c10, vmul<T>(a1, b0));
+    c11 = vadd<T>(c11, vmul<T>(a1, b1));
+    c20 = vadd<T>(c20, vmul<T>(a2, b0));
+    c21 = vadd<T>(c21, vmul<T>(a2, b1));
+    c30 = vadd<T>(c30, vmul<T>(a3, b0));
+    c31 = vadd<T>(c31, vmul<T>(a3, b1));
+    b0 = v128.load(bp, 32);
+    b1 = v128.load(bp, 48);
+    a0 = v128.load32_splat(ap, 16);
+    a1 = v128.load32_splat(ap, 20);
+    a2 = v128.load32_splat(ap, 24);
+    a3 = v128.load32_splat(ap, 28);
+    c00 = vadd<T>(c00, vmul<T>(a0, b0));
+    c01 = vadd<T>(c01, vmul<T>(a0, b1));
+    c10 = vadd<T>(c10, vmul<T>(a1, b0));
+    c11 = vadd<T>(c11, vmul<T>(a1, b1));
+    c20 = vadd<T>(c20, vmul<T>(a2, b0));
+    c21 = vadd<T>(c21, vmul<T>(a2, b1));
+    c30 = vadd<T>(c30, vmul<T>(a3, b0));
+    c31 = vadd<T>(c31, vmul<T>(a3, b1));
+    ap += 32;
+    bp += 64;
   }
   const full = rows == MR && cols == NR;
   const target = full ? c : edge;
@@ -160,10 +199,10 @@ export function gemm_workspace(m: i32, n: i32, k: i32): i32 {
 
 @inline function gemm<T>(
   c: usize, a: usize, b: usize, m: i32, n: i32, k: i32,
-  sam: i32, sak: i32, sbk: i32, sbn: i32, workspace: usize,
+  sam: i32, sak: i32, sbk: i32, sbn: i32, ldc: i32, workspace: usize,
 ): void {
   if (k == 0) {
-    memory.fill(c, 0, <usize>m * <usize>n << 2);
+    for (let i = 0; i < m; i++) memory.fill(c + (<usize>i * <usize>ldc << 2), 0, <usize>n << 2);
     return;
   }
   const mcMax = min(m, MC);
@@ -185,8 +224,8 @@ export function gemm_workspace(m: i32, n: i32, k: i32): i32 {
             microKernel<T>(
               pa + (<usize>ir * <usize>kc << 2),
               panelB,
-              c + ((<usize>(ic + ir) * <usize>n + <usize>(jc + jr)) << 2),
-              n,
+              c + ((<usize>(ic + ir) * <usize>ldc + <usize>(jc + jr)) << 2),
+              ldc,
               kc,
               pc > 0,
               min(MR, mc - ir),
@@ -202,20 +241,21 @@ export function gemm_workspace(m: i32, n: i32, k: i32): i32 {
 
 /**
  * C[m, n] = A[m, k] @ B[k, n] in f32. A's element (i, p) is at a + 4 * (i * sam + p * sak), B's
- * (p, j) at b + 4 * (p * sbk + j * sbn); strides are non-negative. `workspace` holds
- * `gemm_workspace(m, n, k)` bytes.
+ * (p, j) at b + 4 * (p * sbk + j * sbn); strides are non-negative. C's element (i, j) is at
+ * c + 4 * (i * ldc + j). `workspace` holds `gemm_workspace(m, n, k)` bytes. Uses no other memory
+ * (no descriptor area), so threads may run it at once on disjoint blocks of C.
  */
 export function gemm_f32(
   c: usize, a: usize, b: usize, m: i32, n: i32, k: i32,
-  sam: i32, sak: i32, sbk: i32, sbn: i32, workspace: usize,
+  sam: i32, sak: i32, sbk: i32, sbn: i32, ldc: i32, workspace: usize,
 ): void {
-  gemm<f32>(c, a, b, m, n, k, sam, sak, sbk, sbn, workspace);
+  gemm<f32>(c, a, b, m, n, k, sam, sak, sbk, sbn, ldc, workspace);
 }
 
 /** As gemm_f32, in i32 with wrapping products and sums. */
 export function gemm_i32(
   c: usize, a: usize, b: usize, m: i32, n: i32, k: i32,
-  sam: i32, sak: i32, sbk: i32, sbn: i32, workspace: usize,
+  sam: i32, sak: i32, sbk: i32, sbn: i32, ldc: i32, workspace: usize,
 ): void {
-  gemm<i32>(c, a, b, m, n, k, sam, sak, sbk, sbn, workspace);
+  gemm<i32>(c, a, b, m, n, k, sam, sak, sbk, sbn, ldc, workspace);
 }

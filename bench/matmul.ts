@@ -6,7 +6,8 @@
  * count time spent behind the previous one); the median and best of the runs. Every variant's result is spot-checked against f64 dot products.
  * Prints TFLOP/s per variant and writes JSON and Markdown to `--out`.
  *
- * `--device wasm` times the WASM GEMM instead (wall clock, single thread).
+ * `--device wasm` times the WASM GEMM instead (wall clock, on one thread and on every thread the
+ * pool offers; bench/wasm_gemm.ts compares it with jax-js's wasm backend in the same run).
  *
  * Shapes are written M x N x K (A is M x K, B is K x N).
  *
@@ -455,51 +456,76 @@ async function gpuClocks(): Promise<string | null> {
   }
 }
 
-/** Wall-clock times of the WASM GEMM (one thread), best of several runs. */
+/** Wall-clock times of the WASM GEMM (one thread, then every thread), best of several runs. */
 async function benchWasm(): Promise<void> {
   await gyre.init({ device: "wasm" });
+  const threads = await gyre.startWasmThreads();
+  // Warm-up on every thread count: V8 compiles the optimised GEMM in the background after the
+  // first calls, competing for the cores with the timed runs of the first size otherwise.
+  for (const count of [1, threads]) {
+    gyre.setPlanOverride("wasmGemm", { threads: count });
+    const w = gyre.ones([512, 512]);
+    for (let i = 0; i < 4; i++) await gyre.matmul(w, w).data();
+    w.dispose();
+    gyre.setPlanOverride("wasmGemm", null);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
   const sizes = full ? [256, 512, 1024, 2048] : [128, 256, 512, 1024];
-  const wasmRows: { shape: string; bestMs: number; medianMs: number; gflops: number }[] = [];
+  const wasmRows: {
+    shape: string;
+    threads: number;
+    bestMs: number;
+    medianMs: number;
+    gflops: number;
+  }[] = [];
   for (const n of sizes) {
     for (const transpose of [false, true]) {
-      const a = gyre.tensor(hostData(n * n, 1), { shape: [n, n] });
-      const b = gyre.tensor(hostData(n * n, 2), { shape: [n, n] });
-      const times: number[] = [];
-      const count = n <= 512 ? 9 : 5;
-      for (let r = 0; r < count; r++) {
-        const t0 = performance.now();
-        const c = gyre.matmul(a, b, { transposeB: transpose });
-        await c.data();
-        times.push(performance.now() - t0);
-        c.dispose();
+      for (const count of threads > 1 ? [1, threads] : [1]) {
+        gyre.setPlanOverride("wasmGemm", { threads: count });
+        const a = gyre.tensor(hostData(n * n, 1), { shape: [n, n] });
+        const b = gyre.tensor(hostData(n * n, 2), { shape: [n, n] });
+        const times: number[] = [];
+        const runs = n <= 512 ? 9 : 5;
+        for (let r = 0; r < runs; r++) {
+          const t0 = performance.now();
+          const c = gyre.matmul(a, b, { transposeB: transpose });
+          await c.data();
+          times.push(performance.now() - t0);
+          c.dispose();
+        }
+        a.dispose();
+        b.dispose();
+        gyre.setPlanOverride("wasmGemm", null);
+        const best = Math.min(...times.slice(1));
+        const label = `${n}^3${transpose ? " (B transposed)" : ""}`;
+        wasmRows.push({
+          shape: label,
+          threads: count,
+          bestMs: best,
+          medianMs: median(times.slice(1)),
+          gflops: (2 * n ** 3) / best / 1e6,
+        });
+        console.error(
+          `wasm ${label}, ${count} thread(s): best ${best.toFixed(1)} ms, ${
+            (2 * n ** 3 / best / 1e6).toFixed(1)
+          } GFLOP/s`,
+        );
       }
-      a.dispose();
-      b.dispose();
-      const best = Math.min(...times.slice(1));
-      const label = `${n}^3${transpose ? " (B transposed)" : ""}`;
-      wasmRows.push({
-        shape: label,
-        bestMs: best,
-        medianMs: median(times.slice(1)),
-        gflops: (2 * n ** 3) / best / 1e6,
-      });
-      console.error(
-        `wasm ${label}: best ${best.toFixed(1)} ms, ${
-          (2 * n ** 3 / best / 1e6).toFixed(1)
-        } GFLOP/s`,
-      );
     }
   }
   const md = [
-    "# WASM GEMM (single thread, wall clock including the read-back)",
+    "# WASM GEMM (wall clock including the read-back)",
     "",
     `${new Date().toISOString()}, Deno ${Deno.version.deno}, ${navigator.hardwareConcurrency} ` +
-    `logical CPUs (one used), ${Deno.build.arch}; best (median) of several runs after one warm-up.`,
+    `logical CPUs, ${Deno.build.arch}; best (median) of several runs after one warm-up; one ` +
+    `thread, then ${threads} (the calling thread and the pool's workers, shared memory).`,
     "",
-    "| shape | best ms | median ms | GFLOP/s |",
-    "|---|---:|---:|---:|",
+    "| shape | threads | best ms | median ms | GFLOP/s |",
+    "|---|---:|---:|---:|---:|",
     ...wasmRows.map((r) =>
-      `| ${r.shape} | ${r.bestMs.toFixed(1)} | ${r.medianMs.toFixed(1)} | ${r.gflops.toFixed(1)} |`
+      `| ${r.shape} | ${r.threads} | ${r.bestMs.toFixed(1)} | ${r.medianMs.toFixed(1)} | ${
+        r.gflops.toFixed(1)
+      } |`
     ),
     "",
   ].join("\n");

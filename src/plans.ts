@@ -783,8 +783,9 @@ let wasmGemmOverride: Partial<WasmGemmChoice> | null = null;
 
 /**
  * Below this many floating-point operations (2 M N K over the batch) the WASM GEMM stays on one
- * thread: 1e7 takes about 0.2 ms on one core (45 GFLOP/s), and handing out work costs about
- * 25 us per worker (a postMessage and the wake-up), so halving smaller products gains little.
+ * thread. Handing a share to a worker costs about 60 us (a postMessage, waking the worker, the
+ * completion wake-up); on the 2-core test machine one thread won up to 128^3 (4.2e6 FLOPs: 94 us
+ * against 114 us), two won from 160^3 (8.2e6: 178 us against 164 us; 1024^3: 46 ms against 24 ms).
  */
 export const WASM_GEMM_MIN_FLOPS = 1e7;
 

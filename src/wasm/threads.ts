@@ -10,11 +10,14 @@
  * once ready so they never keep the process alive; `stopWasmThreads` terminates them.
  *
  * Workers come from node:worker_threads rather than the Web `Worker`: Deno's Web workers keep
- * the process alive and offer no public `unref`. Where neither SharedArrayBuffer with a blocking
- * `Atomics.wait` nor node:worker_threads is available, everything runs on the calling thread.
+ * the process alive and offer no public `unref`. Their code is the source of `gemmWorker`
+ * (src/wasm/_gemm_worker.ts) as a `data:` module, which needs no file-read permission. Where
+ * SharedArrayBuffer with a blocking `Atomics.wait`, or node:worker_threads, is unavailable,
+ * everything runs on the calling thread.
  * @module
  */
 import type { Worker as NodeWorker } from "node:worker_threads";
+import { gemmWorker } from "./_gemm_worker.ts";
 import { compiledKernels, type Kernel, threadsSupported } from "./module.ts";
 
 // Layout of the control words; keep in step with src/wasm/_gemm_worker.ts.
@@ -23,7 +26,7 @@ const FAILED = 1;
 const MESSAGE_BYTE = 64;
 const MESSAGE_BYTES = 1024;
 
-/** At most this many workers whatever the core count (the GEMM's blocks stop scaling). */
+/** At most this many workers whatever the core count: each holds an isolate and a workspace. */
 const MAX_WORKERS = 15;
 
 interface PoolWorker {
@@ -35,6 +38,8 @@ interface PoolWorker {
 /** Workers that reported ready. */
 const workers: PoolWorker[] = [];
 let starting: Promise<number> | null = null;
+/** Counts stops, so that a start overtaken by a stop drops the workers it made. */
+let generation = 0;
 /** Set when workers cannot be made here (no node:worker_threads, a worker failed to load). */
 let unavailable = !threadsSupported();
 /** Tasks posted to workers since the process started (tests check that work was shared). */
@@ -93,6 +98,7 @@ export function startWasmThreads(): Promise<number> {
 
 async function spawn(count: number): Promise<number> {
   if (count <= 0 || unavailable) return wasmThreadCount();
+  const started = generation;
   let NodeWorkerClass: typeof NodeWorker;
   try {
     NodeWorkerClass = (await import("node:worker_threads")).Worker;
@@ -101,8 +107,9 @@ async function spawn(count: number): Promise<number> {
     return wasmThreadCount();
   }
   const module = compiledKernels(true);
-  const url = new URL("./_gemm_worker.ts", import.meta.url);
-  const started = await Promise.all(
+  const source = `import * as threads from "node:worker_threads";\n(${gemmWorker})(threads);\n`;
+  const url = new URL(`data:text/javascript,${encodeURIComponent(source)}`);
+  const made = await Promise.all(
     Array.from({ length: count }, () =>
       new Promise<NodeWorker | null>((resolve) => {
         let worker: NodeWorker;
@@ -121,11 +128,11 @@ async function spawn(count: number): Promise<number> {
       })),
   );
   // A stop during the start: the new workers were not wanted.
-  if (starting === null) {
-    await Promise.all(started.map((w) => w?.terminate()));
+  if (generation !== started) {
+    await Promise.all(made.map((w) => w?.terminate()));
     return wasmThreadCount();
   }
-  for (const worker of started) {
+  for (const worker of made) {
     if (!worker) continue;
     const entry: PoolWorker = { worker, memory: null };
     // A worker that dies (it should not: it catches its tasks' errors) leaves the pool.
@@ -156,6 +163,7 @@ async function spawn(count: number): Promise<number> {
 export async function stopWasmThreads(): Promise<void> {
   const pending = starting;
   starting = null;
+  generation++;
   await pending;
   const stopping = workers.splice(0);
   await Promise.all(stopping.map((w) => w.worker.terminate()));
