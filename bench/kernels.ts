@@ -204,6 +204,16 @@ for (const op of Object.keys(BINARY)) {
   await bench(`${op} f32`, big, 3 * 4 * big, () => logical ? fn(bool, bool2) : fn(a, b));
 }
 await bench("where f32", big, 4 * 4 * big, () => gyre.where(bool, a, b));
+// Issue 4's fusion case: relu(a * b + c) over 16 Mi as one kernel (three reads, one write).
+{
+  const [x, y, z] = [a, b, a.neg().realize()].map((t) => t.slice([0, mid]));
+  await bench(
+    `relu(a*b+c) fused ${mid / Mi}Mi f32`,
+    mid,
+    4 * 4 * mid,
+    () => gyre.relu(x.mul(y).add(z)),
+  );
+}
 await bench("cast f32->int32", big, 2 * 4 * big, () => a.cast("int32"));
 if (caps.shaderF16) {
   const h = a.cast("float16").realize();
