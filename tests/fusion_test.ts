@@ -327,3 +327,57 @@ Deno.test({
     for (const t of [a, b, perBatch, ...results]) t.dispose();
   },
 });
+
+Deno.test({
+  name: "fusion: elementwise consumers of softmax and the norms run in the row kernel",
+  ignore: !hasGpu,
+  fn: async () => {
+    const x = gyre.random.normal([64, 256], { seed: 31, device: "gpu" }).realize();
+    const res = gyre.random.normal([64, 256], { seed: 32, device: "gpu" }).realize();
+    const w = gyre.random.normal([256], { seed: 33, device: "gpu" }).realize();
+    const long = gyre.random.normal([4, 70000], { seed: 34, device: "gpu" }).realize();
+    const build = () =>
+      gyre.tidy(() => [
+        gyre.softmax(x).mul(2),
+        gyre.layerNorm(x, { weight: w }).add(res).relu(),
+        gyre.rmsNorm(x).mul(res),
+        gyre.logSoftmax(long).exp(), // the two-stage scheme: the epilogue is in its last pass
+        gyre.softmax(x.transpose(), { axis: 0 }).mul(3), // strided rows: computed, then scaled
+        gyre.softmax(x).greater(0.01), // a bool result cannot be stored by the row kernel
+      ]);
+    const { kernels } = gyre.explain(build, { print: false });
+    assert.deepEqual(kernels.map((k) => k.kernel), [
+      "softmax+mul",
+      "layerNorm+add+relu",
+      "rmsNorm+mul",
+      "logSoftmax+exp",
+      "logSoftmax+exp",
+      "logSoftmax+exp",
+      "softmax",
+      "softmax+mul",
+      "softmax",
+      "softmax+greater",
+    ]);
+    const fused = await gyre.readAll(build());
+    gyre.runtime().fusion = false;
+    let eager: Float32Array[];
+    try {
+      const again = build();
+      eager = (await gyre.readAll(again)) as Float32Array[];
+      again.forEach((t) => t.dispose());
+    } finally {
+      gyre.runtime().fusion = true;
+    }
+    // The same kernels compute the same values; only where the product's value is kept in a
+    // register instead of memory may the compiler contract a multiply-add (an ulp or so).
+    fused.forEach((f, k) =>
+      f.forEach((v, i) =>
+        assert.ok(
+          Math.abs(v - eager[k][i]) <= 1e-6 * Math.max(1, Math.abs(eager[k][i])),
+          `${k}[${i}]`,
+        )
+      )
+    );
+    for (const t of [x, res, w, long]) t.dispose();
+  },
+});

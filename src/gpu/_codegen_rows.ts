@@ -59,6 +59,23 @@ export interface RowSpec {
    * (groupNorm's per-channel affine, batchNorm's per-row one).
    */
   affineIndexed: boolean;
+  /**
+   * Elementwise work fused after the row op (the stages that write y): extra read-only inputs,
+   * bound before the output, laid out like the output; `apply(y, unit)` is y's replacement.
+   */
+  epilogue?: RowEpilogue;
+}
+
+/** An elementwise epilogue of a row kernel (see `RowSpec.epilogue`). */
+export interface RowEpilogue {
+  /** Part of the pipeline key: equal keys must generate equal code. */
+  key: string;
+  /** Element types of the extra inputs (bound as `epilogue_in1`, ... in this order). */
+  inputs: readonly string[];
+  /** Module-scope WGSL the epilogue needs. */
+  declarations: string;
+  /** The epilogue of value `y` (f32, or vec4<f32> with vec4 units) at output unit `unit`. */
+  apply(y: string, unit: string): string;
 }
 
 /**
@@ -90,6 +107,9 @@ export function rowKey(s: RowSpec): string {
     s.weight ? "w" : "",
     s.bias ? "b" : "",
     s.affineIndexed ? "ix" : "el",
+    ...(s.epilogue && (s.stage === "single" || s.stage === "apply")
+      ? [`epi:${s.epilogue.key}`]
+      : []),
   ].join("|");
 }
 
@@ -284,10 +304,13 @@ export function generateRows(s: RowSpec): string {
   if (bias) bind("read", "bias", wt);
   if (s.stage === "combine") bind("read", "part", "vec2<f32>");
   if (s.stage === "apply") bind("read", "stats", "f32");
+  const epilogue = writesY ? s.epilogue : undefined;
+  epilogue?.inputs.forEach((type, i) => bind("read", `epilogue_in${i + 1}`, type));
   if (writesY) bind("read_write", "dst", xt);
   if (s.stage === "partial") bind("read_write", "part", "vec2<f32>");
   if (s.stage === "combine") bind("read_write", "stats", "f32");
   decls.push(`@group(0) @binding(${binding}) var<uniform> p: Params;`);
+  if (epilogue) decls.push(epilogue.declarations);
   decls.push(
     "fn is_neg_inf(x: f32) -> bool { return bitcast<u32>(x) == 0xff800000u; }",
     "fn non_finite(x: f32) -> bool { return (bitcast<u32>(x) & 0x7f800000u) == 0x7f800000u; }",
@@ -509,7 +532,8 @@ export function generateRows(s: RowSpec): string {
     }
     if (writesY) {
       regs.forEach((k) => {
-        const value = half ? `${xt}(${ys[k]})` : ys[k];
+        const y = epilogue ? epilogue.apply(ys[k], outIndex(k)) : ys[k];
+        const value = half ? `${xt}(${y})` : y;
         line(`if (ok${k}) { dst[${outIndex(k)}] = ${value}; }`);
       });
     }

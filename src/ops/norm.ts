@@ -22,6 +22,7 @@ import { describe, DeviceError, DTypeError, ShapeError, ValueError } from "../er
 import type { GpuBackend, GpuStorage } from "../gpu/backend.ts";
 import {
   generateRows,
+  type RowEpilogue,
   rowKey,
   type RowKind,
   type RowSpec,
@@ -33,7 +34,11 @@ import { planRows } from "../plans.ts";
 import { Tensor } from "../tensor.ts";
 import type { Value, WasmBackend, WasmStorage } from "../wasm/backend.ts";
 import { broadcastView, evaluate, runElementwise } from "./_dispatch.ts";
-import { E, type Expr } from "./_expr.ts";
+import { E, type Expr, exprKey, readsIndex } from "./_expr.ts";
+import { emitBody } from "../gpu/_codegen_elementwise.ts";
+import { computeType, loadAs, preludeFor, storageType } from "../gpu/_wgsl_types.ts";
+import { makePending, type Producer } from "../_lazy.ts";
+import { runtime } from "../runtime.ts";
 
 export { planRows, type RowsChoice, type RowsCombine, rowsCombine } from "../plans.ts";
 
@@ -279,6 +284,11 @@ interface RowJob {
   indexed: { period: number; scale: number; divisor: number } | null;
   /** Also return per-row statistics (mean at [r], variance at [rows + r], float32). */
   stats: boolean;
+  /**
+   * A fused elementwise epilogue (input 0: the op's value; inputs 1...: views of the output's
+   * shape). The GPU path returns null when it cannot run it in the row kernel.
+   */
+  epilogue?: { expr: Expr; inputs: View[] };
 }
 
 interface RowResult {
@@ -351,15 +361,62 @@ function toUnits(axes: UnitAxes, v: number, inner: boolean): UnitAxes {
   };
 }
 
-function runRows(job: RowJob): RowResult {
+function runRows(job: RowJob): RowResult | null {
   const backend = job.x.storage.backend;
   return backend.name === "gpu"
     ? runRowsGpu(backend as GpuBackend, job)
     : runRowsWasm(backend as WasmBackend, job);
 }
 
+/**
+ * A row kernel epilogue from a fused expression, or undefined where it cannot run there: a
+ * strided layout, an extra input not laid out like the (contiguous) output, offsets off the
+ * vector width, or a result of another dtype.
+ */
+function rowEpilogue(
+  e: { expr: Expr; inputs: View[] },
+  x: View,
+  contiguous: boolean,
+  v: number,
+): RowEpilogue | undefined {
+  if (!contiguous || e.expr.dtype !== x.dtype || readsIndex(e.expr)) return undefined;
+  for (const input of e.inputs) {
+    if (!isContiguous(x.shape, input.strides) || input.offset % v !== 0) return undefined;
+  }
+  const types = e.inputs.map((
+    i,
+  ) => (v === 4 ? `vec4<${storageType(i.dtype)}>` : storageType(i.dtype)));
+  const params = [
+    "x0: f32",
+    ...e.inputs.map((i, k) => `x${k + 1}: ${computeType(i.dtype)}`),
+    "idx: u32",
+  ];
+  // emitBody hides constants behind the uniform word `p.pad0`; the row kernels' zero is `pad1`.
+  const body = emitBody(e.expr).replaceAll("p.pad0", "p.pad1");
+  const scalar = `fn gyre_epilogue(${params.join(", ")}) -> f32 {\n${body}\n}`;
+  const lanes = v === 4 ? ["x", "y", "z", "w"] : [""];
+  const at = (k: number, lane: string) => {
+    const load = `epilogue_in${k + 1}[${e.inputs[k].offset / v}u + unit]`;
+    return loadAs(e.inputs[k].dtype, lane ? `${load}.${lane}` : load);
+  };
+  const call = (lane: string) =>
+    `gyre_epilogue(${lane ? `y.${lane}` : "y"}${
+      e.inputs.map((_, k) => `, ${at(k, lane)}`).join("")
+    }, 0u)`;
+  const vt = v === 4 ? "vec4<f32>" : "f32";
+  const vector = `fn gyre_epilogue_unit(y: ${vt}, unit: u32) -> ${vt} {\n  return ${
+    v === 4 ? `vec4<f32>(${lanes.map(call).join(", ")})` : call("")
+  };\n}`;
+  return {
+    key: `${exprKey(e.expr)}:${e.inputs.map((i) => `${i.dtype}@${i.offset / v}`).join(",")}`,
+    inputs: types,
+    declarations: [scalar, vector, preludeFor(body)].join("\n"),
+    apply: (y, unit) => `gyre_epilogue_unit(${y}, ${unit})`,
+  };
+}
+
 /** The GPU path: one dispatch ("single") or partial, combine and apply ("chunked"). */
-function runRowsGpu(backend: GpuBackend, job: RowJob): RowResult {
+function runRowsGpu(backend: GpuBackend, job: RowJob): RowResult | null {
   const { op, x } = job;
   backend._check(op, [x.dtype]);
   const layout = rowLayout(job);
@@ -376,6 +433,11 @@ function runRowsGpu(backend: GpuBackend, job: RowJob): RowResult {
     elementBytes: x.dtype === "float16" ? 2 : 4,
   });
   const v = choice.vec4 ? 4 : 1;
+  const epilogue = job.epilogue ? rowEpilogue(job.epilogue, x, layout.contiguous, v) : undefined;
+  if (job.epilogue && !epilogue) {
+    backend.free(output);
+    return null;
+  }
   const units = len / v;
   const t = choice.threadsPerRow;
   const chunkUnits = choice.variant === "single" ? units : t * choice.registers;
@@ -408,8 +470,10 @@ function runRowsGpu(backend: GpuBackend, job: RowJob): RowResult {
     weight: job.weight !== null,
     bias: job.bias !== null,
     affineIndexed: job.indexed !== null,
+    epilogue,
   };
   const buffer = (view: View) => (view.storage as GpuStorage).buffer;
+  const extra = (job.epilogue?.inputs ?? []).map(buffer);
   const affine = [job.weight, job.bias].filter((w): w is View => w !== null).map(buffer);
   const run = (spec: RowSpec, buffers: GPUBuffer[], items: number) => {
     const pipeline = backend._pipeline(rowKey(spec), buffers.length, () => generateRows(spec));
@@ -424,7 +488,7 @@ function runRowsGpu(backend: GpuBackend, job: RowJob): RowResult {
     );
   };
   if (choice.variant === "single") {
-    run({ ...base, stage: "single" }, [buffer(x), ...affine, output.buffer], rows);
+    run({ ...base, stage: "single" }, [buffer(x), ...affine, ...extra, output.buffer], rows);
     return { output, stats: null };
   }
   const items = rows * choice.chunks;
@@ -459,7 +523,7 @@ function runRowsGpu(backend: GpuBackend, job: RowJob): RowResult {
     [partials.buffer, stats.buffer],
     rows,
   );
-  run(stage("apply"), [buffer(x), ...affine, stats.buffer, output.buffer], items);
+  run(stage("apply"), [buffer(x), ...affine, stats.buffer, ...extra, output.buffer], items);
   backend.free(partials);
   if (job.stats) return { output, stats };
   backend.free(stats);
@@ -541,7 +605,57 @@ function rowOp(
     return p._view(job.op);
   };
   try {
-    return runRows({ ...job, weight: prepare(affine.weight), bias: prepare(affine.bias) });
+    // No epilogue: the GPU path always runs.
+    return runRows({ ...job, weight: prepare(affine.weight), bias: prepare(affine.bias) })!;
+  } finally {
+    for (const t of temps) t.dispose();
+  }
+}
+
+/**
+ * A row op's result of shape `shape`: on the GPU with fusion on, a pending producer whose
+ * elementwise consumers run in the row kernel's epilogue (`softmax(x).mul(2)`: one kernel);
+ * otherwise computed now.
+ */
+function rowResult(
+  job: Omit<RowJob, "weight" | "bias">,
+  affine: { weight: Tensor | null; bias: Tensor | null; shape: readonly number[] },
+  shape: readonly number[],
+): Tensor {
+  const x = job.x;
+  if (x.storage.backend.name !== "gpu" || !runtime().fusion || job.stats) {
+    return Tensor._fromStorage(rowOp(job, affine).output, x.dtype, shape);
+  }
+  // Parameters are prepared now and held by the pending node as views (their tensors may be
+  // disposed before it runs).
+  const temps: Tensor[] = [];
+  const prepare = (t: Tensor | null) => {
+    if (!t) return null;
+    const p = prepareParameter(job.op, t, affine.shape);
+    if (p !== t) temps.push(p);
+    return p._view(job.op);
+  };
+  try {
+    const weight = prepare(affine.weight);
+    const bias = prepare(affine.bias);
+    const producer: Producer = {
+      op: job.op,
+      dtype: x.dtype,
+      run(label, epilogue, inputs) {
+        const result = runRows({
+          ...job,
+          op: label,
+          weight,
+          bias,
+          epilogue: epilogue ? { expr: epilogue, inputs } : undefined,
+        });
+        return result ? result.output : null;
+      },
+    };
+    const views = [x, weight, bias].filter((v): v is View => v !== null);
+    return new Tensor(
+      makePending(job.op, x.storage.backend, E.producer(x.dtype), shape, views, [], producer),
+    );
   } finally {
     for (const t of temps) t.dispose();
   }
@@ -557,11 +671,11 @@ function softmaxLike(op: "softmax" | "logSoftmax", x: Tensor, options: SoftmaxOp
   const scalar = view.shape.length === 0;
   const normalised = normalizeAxis(op, axis, Math.max(1, view.shape.length), "options.axis");
   const rowView: View = scalar ? { ...view, shape: [1], strides: [1] } : view;
-  const { output } = rowOp(
+  return rowResult(
     { op, kind: op, x: rowView, axes: [normalised], eps: 0, indexed: null, stats: false },
     { weight: null, bias: null, shape: [] },
+    view.shape,
   );
-  return Tensor._fromStorage(output, view.dtype, view.shape);
 }
 
 /**
@@ -608,11 +722,11 @@ function normOverAxes(
   const bias = op === "layerNorm"
     ? checkParameter(op, "options.bias", options.bias, view, shape)
     : null;
-  const { output } = rowOp(
+  return rowResult(
     { op, kind: op, x: view, axes, eps, indexed: null, stats: false },
     { weight, bias, shape },
+    view.shape,
   );
-  return Tensor._fromStorage(output, view.dtype, view.shape);
 }
 
 /**
