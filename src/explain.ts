@@ -13,6 +13,11 @@ export interface Explanation {
   kernels: KernelRecord[];
   /** The same, one line each, as printed. */
   text: string;
+  /**
+   * Given a function: the tensors it returned, now computed. They are the caller's to use and
+   * dispose (explain cannot know which of them the caller holds elsewhere).
+   */
+  outputs: Tensor[];
 }
 
 function collectTensors(value: unknown, into: Tensor[]): void {
@@ -39,6 +44,8 @@ function format(kernels: KernelRecord[]): string {
  * import * as gyre from "@gyre/gyre";
  * const a = gyre.ones([4]), b = gyre.ones([4]), c = gyre.ones([4]);
  * gyre.explain(() => gyre.relu(a.mul(b).add(c))); // 1 kernel: ones+...+mul+add+relu
+ * const { outputs } = gyre.explain(() => a.exp(), { print: false });
+ * outputs.forEach((t) => t.dispose());
  * ```
  */
 export function explain(
@@ -46,6 +53,7 @@ export function explain(
   options: { print?: boolean } = {},
 ): Explanation {
   const kernels: KernelRecord[] = [];
+  const outputs: Tensor[] = [];
   if (target instanceof Tensor) {
     const pending = target._pending("explain", "target");
     const meta = target._meta("explain", "target");
@@ -59,7 +67,6 @@ export function explain(
     const observer = (r: KernelRecord) => kernels.push(r);
     kernelObservers.add(observer);
     try {
-      const outputs: Tensor[] = [];
       collectTensors(target(), outputs);
       for (const t of outputs) t._view("explain");
     } finally {
@@ -70,5 +77,5 @@ export function explain(
     ? "computed already: no kernel"
     : format(kernels);
   if (options.print ?? true) console.log(text);
-  return { kernels, text };
+  return { kernels, text, outputs };
 }

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import fc from "fast-check";
 import * as gyre from "../src/mod.ts";
 import { SEED } from "./_harness.ts";
-import { devices } from "./_devices.ts";
+import { devices, liveCounts } from "./_devices.ts";
 
 const DEVICES = await devices();
 const hasGpu = DEVICES.includes("gpu");
@@ -379,5 +379,72 @@ Deno.test({
       )
     );
     for (const t of [x, res, w, long]) t.dispose();
+  },
+});
+
+Deno.test({
+  name: "fusion: elementwise producers of softmax and the norms run in the row kernel's prologue",
+  ignore: !hasGpu,
+  fn: async () => {
+    const before = liveCounts();
+    const x = gyre.random.normal([64, 256], { seed: 41, device: "gpu" }).realize();
+    const res = gyre.random.normal([64, 256], { seed: 42, device: "gpu" }).realize();
+    const w = gyre.random.normal([256], { seed: 43, device: "gpu" }).realize();
+    const long = gyre.random.normal([4, 70000], { seed: 44, device: "gpu" }).realize();
+    const build = () =>
+      gyre.tidy(() => [
+        gyre.softmax(x.add(res)),
+        // Prologue and epilogue in one kernel, with the weight between their inputs.
+        gyre.layerNorm(x.mul(2).add(res), { weight: w }).add(res).relu(),
+        gyre.rmsNorm(x.sigmoid().mul(res)),
+        gyre.logSoftmax(long.mul(0.5)), // the two-stage scheme: partial and apply both read x
+        gyre.softmax(x.add(res), { axis: 0 }), // strided rows: the sum is computed first
+        gyre.layerNorm(x.add(w)), // a broadcast input: computed first
+        gyre.softmax(x.add(res).reshape([64, 4, 64])), // a reshape computes its input
+      ]);
+    const { kernels, outputs: explained } = gyre.explain(build, { print: false });
+    explained.forEach((t) => t.dispose());
+    assert.deepEqual(kernels.map((k) => k.kernel), [
+      // Calls that cannot fuse a prologue compute their input at once.
+      "add",
+      "add",
+      "add",
+      "add+softmax",
+      "mul+add+layerNorm+add+relu",
+      "sigmoid+mul+rmsNorm",
+      "mul+logSoftmax",
+      "mul+logSoftmax",
+      "mul+logSoftmax",
+      "softmax", // rows across memory: partial, combine and apply
+      "softmax",
+      "softmax",
+      "layerNorm",
+      "softmax",
+    ]);
+    const outputs = build();
+    const fused = await gyre.readAll(outputs);
+    outputs.forEach((t) => t.dispose());
+    gyre.runtime().fusion = false;
+    let eager: Float32Array[];
+    try {
+      const again = build();
+      eager = (await gyre.readAll(again)) as Float32Array[];
+      again.forEach((t) => t.dispose());
+    } finally {
+      gyre.runtime().fusion = true;
+    }
+    // The same arithmetic in the same order; a value kept in a register may let the compiler
+    // contract a multiply-add (an ulp of the input, amplified by at most 1/std in the norms).
+    fused.forEach((f, k) =>
+      f.forEach((v, i) =>
+        assert.ok(
+          Math.abs(v - eager[k][i]) <= 1e-5 * Math.max(1, Math.abs(eager[k][i])),
+          `${k}[${i}]: ${v} vs ${eager[k][i]}`,
+        )
+      )
+    );
+    for (const t of [x, res, w, long]) t.dispose();
+    // The prologue's inputs, held by the pending row op, are released with it.
+    assert.deepEqual(liveCounts(), before);
   },
 });

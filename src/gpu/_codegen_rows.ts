@@ -25,7 +25,7 @@
  * chunk and Chan-combined across chunks; never sum(x^2) - mean^2.
  * @module
  */
-import { literal, storageType } from "./_wgsl_types.ts";
+import { literal, preludeFor, storageType } from "./_wgsl_types.ts";
 
 /** What a row kernel computes. rmsNorm is layerNorm with the mean fixed at 0. */
 export type RowKind = "softmax" | "logSoftmax" | "layerNorm" | "rmsNorm";
@@ -64,6 +64,11 @@ export interface RowSpec {
    * bound before the output, laid out like the output; `apply(y, unit)` is y's replacement.
    */
   epilogue?: RowEpilogue;
+  /**
+   * Elementwise work fused before the row op (the stages that read x, contiguous rows only):
+   * x is input 0 (`src`); extra inputs are laid out like it.
+   */
+  prologue?: RowEpilogue;
 }
 
 /** An elementwise epilogue of a row kernel (see `RowSpec.epilogue`). */
@@ -72,7 +77,7 @@ export interface RowEpilogue {
   key: string;
   /** Element types of the extra inputs (bound as `epilogue_in1`, ... in this order). */
   inputs: readonly string[];
-  /** Module-scope WGSL the epilogue needs. */
+  /** Module-scope WGSL the epilogue needs (prelude helpers are added once by the generator). */
   declarations: string;
   /** The epilogue of value `y` (f32, or vec4<f32> with vec4 units) at output unit `unit`. */
   apply(y: string, unit: string): string;
@@ -110,6 +115,7 @@ export function rowKey(s: RowSpec): string {
     ...(s.epilogue && (s.stage === "single" || s.stage === "apply")
       ? [`epi:${s.epilogue.key}`]
       : []),
+    ...(s.prologue && s.stage !== "combine" && !s.strided ? [`pro:${s.prologue.key}`] : []),
   ].join("|");
 }
 
@@ -300,6 +306,8 @@ export function generateRows(s: RowSpec): string {
       `@group(0) @binding(${binding++}) var<storage, ${access}> ${name}: array<${type}>;`,
     );
   if (readsX) bind("read", "src", xt);
+  const prologue = readsX && !s.strided ? s.prologue : undefined;
+  prologue?.inputs.forEach((type, i) => bind("read", `prologue_in${i + 1}`, type));
   if (weight) bind("read", "weight", wt);
   if (bias) bind("read", "bias", wt);
   if (s.stage === "combine") bind("read", "part", "vec2<f32>");
@@ -311,6 +319,10 @@ export function generateRows(s: RowSpec): string {
   if (s.stage === "combine") bind("read_write", "stats", "f32");
   decls.push(`@group(0) @binding(${binding}) var<uniform> p: Params;`);
   if (epilogue) decls.push(epilogue.declarations);
+  if (prologue) decls.push(prologue.declarations);
+  // Helpers both fused expressions call are declared once.
+  const helpers = preludeFor(`${epilogue?.declarations ?? ""}\n${prologue?.declarations ?? ""}`);
+  if (helpers) decls.push(helpers);
   decls.push(
     "fn is_neg_inf(x: f32) -> bool { return bitcast<u32>(x) == 0xff800000u; }",
     "fn non_finite(x: f32) -> bool { return (bitcast<u32>(x) & 0x7f800000u) == 0x7f800000u; }",
@@ -425,7 +437,11 @@ export function generateRows(s: RowSpec): string {
       line(`let u${k} = first + ${k * T}u;`);
       line(`let ok${k} = live && u${k} < units;`);
       line(`var r${k} = ${zero};`);
-      line(`if (ok${k}) { r${k} = ${load(inIndex(k))}; }`);
+      // With a prologue, extra inputs are read at the same unit of their own arrays.
+      const value = prologue
+        ? prologue.apply(load(inIndex(k)), `in_base - p.in_off + u${k}`)
+        : load(inIndex(k));
+      line(`if (ok${k}) { r${k} = ${value}; }`);
     }
 
     // Statistics and the values to write, y_k.

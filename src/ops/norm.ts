@@ -36,8 +36,8 @@ import type { Value, WasmBackend, WasmStorage } from "../wasm/backend.ts";
 import { broadcastView, evaluate, runElementwise } from "./_dispatch.ts";
 import { E, type Expr, exprKey, readsIndex } from "./_expr.ts";
 import { emitBody } from "../gpu/_codegen_elementwise.ts";
-import { computeType, loadAs, preludeFor, storageType } from "../gpu/_wgsl_types.ts";
-import { makePending, type Producer } from "../_lazy.ts";
+import { computeType, loadAs, storageType } from "../gpu/_wgsl_types.ts";
+import { bind, fusedLabel, makePending, type Producer } from "../_lazy.ts";
 import { runtime } from "../runtime.ts";
 
 export { planRows, type RowsChoice, type RowsCombine, rowsCombine } from "../plans.ts";
@@ -171,19 +171,67 @@ export interface BatchNormTrainingResult {
 // Validation.
 
 function checkInput(op: string, x: unknown): View {
+  return (checkInputLazily(op, x), (x as Tensor)._view(op, "x"));
+}
+
+/** checkInput without computing a pending x: its shape. */
+function checkInputLazily(op: string, x: unknown): readonly number[] {
   if (!(x instanceof Tensor)) {
     throw new ValueError({ op, argument: "x", expected: "a Tensor", received: describe(x) });
   }
-  const view = x._view(op, "x");
-  if (view.dtype !== "float32" && view.dtype !== "float16") {
+  const meta = x._meta(op, "x");
+  if (meta.dtype !== "float32" && meta.dtype !== "float16") {
     throw new DTypeError({
       op,
       argument: "x",
       expected: "a float32 or float16 tensor",
-      received: view.dtype,
+      received: meta.dtype,
     });
   }
-  return view;
+  return meta.shape;
+}
+
+/** Most extra inputs a row kernel's prologue reads (with weight, bias, stats and dst: 8). */
+const MAX_PROLOGUE_INPUTS = 3;
+
+/**
+ * What a row op over `axes` reads: for a pending elementwise x on the GPU whose inputs are all
+ * contiguous views of x's shape and whose rows are contiguous, x's first input with the rest of
+ * the expression fused in as the row kernel's prologue (`softmax(a.add(b))`: one kernel, no
+ * intermediate); otherwise x's view.
+ */
+function rowSource(
+  op: string,
+  x: Tensor,
+  axes: readonly number[],
+): { view: View; prologue?: { expr: Expr; inputs: View[] }; label: string } {
+  const pending = runtime().fusion ? x._pending(op, "x") : null;
+  if (
+    pending && pending.backend.name === "gpu" && !pending.readsIndex && !pending.producer &&
+    pending.shape.length > 0
+  ) {
+    const shape = pending.shape;
+    const { expr, inputs } = bind(pending.expr);
+    const [first, ...rest] = inputs;
+    const fits = (v: View) =>
+      sameShape(v.shape, shape) && isContiguous(v.shape, v.strides) && v.offset % 4 === 0;
+    // Rows are contiguous when every kept axis longer than 1 comes before every normalised one.
+    const kept = shape.map((_, i) => i).filter((i) => !axes.includes(i) && shape[i] > 1);
+    const normalised = axes.filter((i) => shape[i] > 1);
+    const contiguousRows = kept.length === 0 || normalised.length === 0 ||
+      Math.max(...kept) < Math.min(...normalised);
+    if (
+      first?.dtype === pending.dtype && rest.length <= MAX_PROLOGUE_INPUTS &&
+      inputs.every(fits) && contiguousRows
+    ) {
+      return {
+        view: first,
+        prologue: { expr, inputs: rest },
+        label: `${fusedLabel(pending)}+${op}`,
+      };
+    }
+  }
+  return { view: x._view(op, "x"), label: op };
 }
 
 function checkEps(op: string, eps: unknown): number {
@@ -206,7 +254,7 @@ function checkParameter(
   op: string,
   argument: string,
   t: unknown,
-  x: View,
+  device: string,
   shape: readonly number[],
   exact = false,
 ): Tensor | null {
@@ -223,11 +271,11 @@ function checkParameter(
       received: view.dtype,
     });
   }
-  if (view.storage.backend !== x.storage.backend) {
+  if (view.storage.backend.name !== device) {
     throw new DeviceError({
       op,
       argument,
-      expected: `a tensor on the same device as x ("${x.storage.backend.name}"); use .to()`,
+      expected: `a tensor on the same device as x ("${device}"); use .to()`,
       received: `a tensor on "${view.storage.backend.name}"`,
     });
   }
@@ -289,6 +337,11 @@ interface RowJob {
    * shape). The GPU path returns null when it cannot run it in the row kernel.
    */
   epilogue?: { expr: Expr; inputs: View[] };
+  /**
+   * A fused elementwise prologue (GPU only; input 0: the value read from x; inputs 1...:
+   * contiguous views of x's shape). See `rowSource`.
+   */
+  prologue?: { expr: Expr; inputs: View[] };
 }
 
 interface RowResult {
@@ -369,11 +422,13 @@ function runRows(job: RowJob): RowResult | null {
 }
 
 /**
- * A row kernel epilogue from a fused expression, or undefined where it cannot run there: a
- * strided layout, an extra input not laid out like the (contiguous) output, offsets off the
- * vector width, or a result of another dtype.
+ * Fused elementwise work of a row kernel from an expression, or undefined where it cannot run
+ * there: a strided layout, an extra input not laid out like the (contiguous) rows, offsets off
+ * the vector width, or a result of another dtype. As an epilogue, input 0 is the op's value; as
+ * a prologue, the value read from x.
  */
-function rowEpilogue(
+function rowElementwise(
+  role: "epilogue" | "prologue",
   e: { expr: Expr; inputs: View[] },
   x: View,
   contiguous: boolean,
@@ -393,25 +448,25 @@ function rowEpilogue(
   ];
   // emitBody hides constants behind the uniform word `p.pad0`; the row kernels' zero is `pad1`.
   const body = emitBody(e.expr).replaceAll("p.pad0", "p.pad1");
-  const scalar = `fn gyre_epilogue(${params.join(", ")}) -> f32 {\n${body}\n}`;
+  const scalar = `fn gyre_${role}(${params.join(", ")}) -> f32 {\n${body}\n}`;
   const lanes = v === 4 ? ["x", "y", "z", "w"] : [""];
   const at = (k: number, lane: string) => {
-    const load = `epilogue_in${k + 1}[${e.inputs[k].offset / v}u + unit]`;
+    const load = `${role}_in${k + 1}[${e.inputs[k].offset / v}u + unit]`;
     return loadAs(e.inputs[k].dtype, lane ? `${load}.${lane}` : load);
   };
   const call = (lane: string) =>
-    `gyre_epilogue(${lane ? `y.${lane}` : "y"}${
+    `gyre_${role}(${lane ? `y.${lane}` : "y"}${
       e.inputs.map((_, k) => `, ${at(k, lane)}`).join("")
     }, 0u)`;
   const vt = v === 4 ? "vec4<f32>" : "f32";
-  const vector = `fn gyre_epilogue_unit(y: ${vt}, unit: u32) -> ${vt} {\n  return ${
+  const vector = `fn gyre_${role}_unit(y: ${vt}, unit: u32) -> ${vt} {\n  return ${
     v === 4 ? `vec4<f32>(${lanes.map(call).join(", ")})` : call("")
   };\n}`;
   return {
     key: `${exprKey(e.expr)}:${e.inputs.map((i) => `${i.dtype}@${i.offset / v}`).join(",")}`,
     inputs: types,
-    declarations: [scalar, vector, preludeFor(body)].join("\n"),
-    apply: (y, unit) => `gyre_epilogue_unit(${y}, ${unit})`,
+    declarations: [scalar, vector].join("\n"),
+    apply: (y, unit) => `gyre_${role}_unit(${y}, ${unit})`,
   };
 }
 
@@ -433,8 +488,23 @@ function runRowsGpu(backend: GpuBackend, job: RowJob): RowResult | null {
     elementBytes: x.dtype === "float16" ? 2 : 4,
   });
   const v = choice.vec4 ? 4 : 1;
-  const epilogue = job.epilogue ? rowEpilogue(job.epilogue, x, layout.contiguous, v) : undefined;
-  if (job.epilogue && !epilogue) {
+  const epilogue = job.epilogue
+    ? rowElementwise("epilogue", job.epilogue, x, layout.contiguous, v)
+    : undefined;
+  const prologue = job.prologue
+    ? rowElementwise("prologue", job.prologue, x, layout.contiguous, v)
+    : undefined;
+  if (job.prologue && !prologue) {
+    // rowSource only offers a prologue that fits; this would be a bug, not bad input.
+    throw new Error(`${op}: internal error: the fused prologue does not fit the row layout`);
+  }
+  // src, prologue inputs, weight, bias, stats, epilogue inputs, dst.
+  const bindings = 3 + (prologue?.inputs.length ?? 0) + (job.weight ? 1 : 0) +
+    (job.bias ? 1 : 0) + (epilogue?.inputs.length ?? 0);
+  if (
+    job.epilogue &&
+    (!epilogue || bindings > backend.caps.limits.maxStorageBuffersPerShaderStage)
+  ) {
     backend.free(output);
     return null;
   }
@@ -471,9 +541,12 @@ function runRowsGpu(backend: GpuBackend, job: RowJob): RowResult | null {
     bias: job.bias !== null,
     affineIndexed: job.indexed !== null,
     epilogue,
+    prologue,
   };
   const buffer = (view: View) => (view.storage as GpuStorage).buffer;
   const extra = (job.epilogue?.inputs ?? []).map(buffer);
+  // x and the prologue's inputs: what every stage that reads x binds first.
+  const source = [x, ...(job.prologue?.inputs ?? [])].map(buffer);
   const affine = [job.weight, job.bias].filter((w): w is View => w !== null).map(buffer);
   const run = (spec: RowSpec, buffers: GPUBuffer[], items: number) => {
     const pipeline = backend._pipeline(rowKey(spec), buffers.length, () => generateRows(spec));
@@ -488,7 +561,7 @@ function runRowsGpu(backend: GpuBackend, job: RowJob): RowResult | null {
     );
   };
   if (choice.variant === "single") {
-    run({ ...base, stage: "single" }, [buffer(x), ...affine, ...extra, output.buffer], rows);
+    run({ ...base, stage: "single" }, [...source, ...affine, ...extra, output.buffer], rows);
     return { output, stats: null };
   }
   const items = rows * choice.chunks;
@@ -502,7 +575,7 @@ function runRowsGpu(backend: GpuBackend, job: RowJob): RowResult | null {
     bias: s === "apply" && base.bias,
     affineIndexed: s === "apply" && base.affineIndexed,
   });
-  run(stage("partial"), [buffer(x), partials.buffer], items);
+  run(stage("partial"), [...source, partials.buffer], items);
   run(
     {
       kind: job.kind === "logSoftmax" ? "softmax" : job.kind === "rmsNorm" ? "layerNorm" : job.kind,
@@ -523,7 +596,7 @@ function runRowsGpu(backend: GpuBackend, job: RowJob): RowResult | null {
     [partials.buffer, stats.buffer],
     rows,
   );
-  run(stage("apply"), [buffer(x), ...affine, stats.buffer, ...extra, output.buffer], items);
+  run(stage("apply"), [...source, ...affine, stats.buffer, ...extra, output.buffer], items);
   backend.free(partials);
   if (job.stats) return { output, stats };
   backend.free(stats);
@@ -652,7 +725,9 @@ function rowResult(
         return result ? result.output : null;
       },
     };
-    const views = [x, weight, bias].filter((v): v is View => v !== null);
+    const views = [x, weight, bias, ...(job.prologue?.inputs ?? [])].filter((v): v is View =>
+      v !== null
+    );
     return new Tensor(
       makePending(job.op, x.storage.backend, E.producer(x.dtype), shape, views, [], producer),
     );
@@ -665,16 +740,27 @@ function rowResult(
 // The ops.
 
 function softmaxLike(op: "softmax" | "logSoftmax", x: Tensor, options: SoftmaxOptions): Tensor {
-  const view = checkInput(op, x);
+  const shape = checkInputLazily(op, x);
   const axis = options.axis ?? -1;
   // A 0-d tensor is a row of one element (PyTorch accepts dim -1 or 0 for it).
-  const scalar = view.shape.length === 0;
-  const normalised = normalizeAxis(op, axis, Math.max(1, view.shape.length), "options.axis");
+  const scalar = shape.length === 0;
+  const normalised = normalizeAxis(op, axis, Math.max(1, shape.length), "options.axis");
+  const source = rowSource(op, x, [normalised]);
+  const view = source.view;
   const rowView: View = scalar ? { ...view, shape: [1], strides: [1] } : view;
   return rowResult(
-    { op, kind: op, x: rowView, axes: [normalised], eps: 0, indexed: null, stats: false },
+    {
+      op: source.label,
+      kind: op,
+      x: rowView,
+      axes: [normalised],
+      eps: 0,
+      indexed: null,
+      stats: false,
+      prologue: source.prologue,
+    },
     { weight: null, bias: null, shape: [] },
-    view.shape,
+    shape,
   );
 }
 
@@ -714,18 +800,29 @@ function normOverAxes(
   options: LayerNormOptions,
   defaultEps: number,
 ): Tensor {
-  const view = checkInput(op, x);
-  const axes = normalizeAxes(op, options.axis ?? -1, view.shape.length, "options.axis");
+  const xShape = checkInputLazily(op, x);
+  const axes = normalizeAxes(op, options.axis ?? -1, xShape.length, "options.axis");
   const eps = checkEps(op, options.eps ?? defaultEps);
-  const shape = axes.map((a) => view.shape[a]);
-  const weight = checkParameter(op, "options.weight", options.weight, view, shape);
+  const shape = axes.map((a) => xShape[a]);
+  const device = x._meta(op, "x").device;
+  const weight = checkParameter(op, "options.weight", options.weight, device, shape);
   const bias = op === "layerNorm"
-    ? checkParameter(op, "options.bias", options.bias, view, shape)
+    ? checkParameter(op, "options.bias", options.bias, device, shape)
     : null;
+  const source = rowSource(op, x, axes);
   return rowResult(
-    { op, kind: op, x: view, axes, eps, indexed: null, stats: false },
+    {
+      op: source.label,
+      kind: op,
+      x: source.view,
+      axes,
+      eps,
+      indexed: null,
+      stats: false,
+      prologue: source.prologue,
+    },
     { weight, bias, shape },
-    view.shape,
+    xShape,
   );
 }
 
@@ -805,8 +902,12 @@ export function groupNorm(x: Tensor, options: GroupNormOptions): Tensor {
     });
   }
   const eps = checkEps(op, options.eps ?? 1e-5);
-  const weight = checkParameter(op, "options.weight", options.weight, view, [channels], true);
-  const bias = checkParameter(op, "options.bias", options.bias, view, [channels], true);
+  const weight = checkParameter(op, "options.weight", options.weight, view.storage.backend.name, [
+    channels,
+  ], true);
+  const bias = checkParameter(op, "options.bias", options.bias, view.storage.backend.name, [
+    channels,
+  ], true);
   // [N, C, ...S] seen as [N, G, C/G, ...S] (a view: splitting an axis never needs a copy).
   const perGroup = channels / groups;
   const [n, , ...spatial] = view.shape;
@@ -904,10 +1005,38 @@ export function batchNorm(
   }
   const momentum = checkMomentum(op, options.momentum ?? 0.1);
   const shape = [channels];
-  const mean = checkParameter(op, "options.mean", options.mean, view, shape, true);
-  const variance = checkParameter(op, "options.variance", options.variance, view, shape, true);
-  const weight = checkParameter(op, "options.weight", options.weight, view, shape, true);
-  const bias = checkParameter(op, "options.bias", options.bias, view, shape, true);
+  const mean = checkParameter(
+    op,
+    "options.mean",
+    options.mean,
+    view.storage.backend.name,
+    shape,
+    true,
+  );
+  const variance = checkParameter(
+    op,
+    "options.variance",
+    options.variance,
+    view.storage.backend.name,
+    shape,
+    true,
+  );
+  const weight = checkParameter(
+    op,
+    "options.weight",
+    options.weight,
+    view.storage.backend.name,
+    shape,
+    true,
+  );
+  const bias = checkParameter(
+    op,
+    "options.bias",
+    options.bias,
+    view.storage.backend.name,
+    shape,
+    true,
+  );
   if (!training || mean || variance) {
     for (const [name, given] of [["mean", mean], ["variance", variance]] as const) {
       if (given) continue;
