@@ -309,6 +309,15 @@ for (const side of scale === "full" ? [4096, 8192] : [512]) {
   await bench(`logSoftmax ${label}`, side * side, bytes, () => gyre.logSoftmax(x));
   await bench(`layerNorm ${label}`, side * side, bytes, () => gyre.layerNorm(x));
   await bench(`rmsNorm ${label}`, side * side, bytes, () => gyre.rmsNorm(x));
+  // The transformer pattern layerNorm(x + residual): the add runs in the row kernel's prologue,
+  // so the traffic is two reads and one write.
+  const residual = b.slice([0, side * side]).reshape([side, side]);
+  await bench(
+    `layerNorm(x+r) fused ${label}`,
+    side * side,
+    3 * 4 * side * side,
+    () => gyre.layerNorm(x.add(residual)),
+  );
 }
 // Scans: 16 Mi and 64 Mi (the issue's target), and rows of a matrix.
 for (const n of [mid, big]) {
