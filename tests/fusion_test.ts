@@ -130,7 +130,7 @@ type Node =
   | { kind: "unary"; op: string; x: Node }
   | { kind: "binary"; op: string; a: Node; b: Node }
   | { kind: "where"; c: Node; a: Node; b: Node }
-  | { kind: "barrier"; op: "sumLast" | "maxLast" | "softmaxLast"; x: Node };
+  | { kind: "barrier"; op: "sumLast" | "maxLast" | "softmaxLast" | "rmsNormLast"; x: Node };
 
 // Ops whose result is finite and tame on inputs in [-2, 2] composed a few times.
 const UNARY = ["neg", "abs", "tanh", "sigmoid", "relu", "silu", "square", "floor", "sin"];
@@ -160,7 +160,13 @@ const nodeArb: fc.Arbitrary<Node> = fc.letrec<{ node: Node }>((tie) => ({
     }),
     fc.record({
       kind: fc.constant("barrier" as const),
-      op: fc.constantFrom("sumLast" as const, "maxLast" as const, "softmaxLast" as const),
+      // Softmax and rmsNorm take a pending same-shape input as their kernel's prologue.
+      op: fc.constantFrom(
+        "sumLast" as const,
+        "maxLast" as const,
+        "softmaxLast" as const,
+        "rmsNormLast" as const,
+      ),
       x: tie("node"),
     }),
   ),
@@ -193,6 +199,7 @@ function build(node: Node, leaves: gyre.Tensor[]): gyre.Tensor {
         const t = typeof x === "number" ? leaves[0].mul(0).add(x) : x;
         if (n.op === "sumLast") return gyre.sum(t, { axis: -1, keepdims: true }).mul(0.125);
         if (n.op === "maxLast") return gyre.max(t, { axis: -1, keepdims: true });
+        if (n.op === "rmsNormLast") return gyre.rmsNorm(t, { axis: -1 });
         return gyre.softmax(t, { axis: -1 });
       }
     }
