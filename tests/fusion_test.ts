@@ -21,6 +21,33 @@ function gpuDispatches(fn: () => void): number {
   return gpu.batch.totalDispatches - before;
 }
 
+/** Runs `build` fused and with fusion off and compares the results within `relative`. */
+async function assertFusedMatchesEager(
+  build: () => gyre.Tensor[],
+  relative: number,
+): Promise<void> {
+  const results: Float32Array[][] = [];
+  for (const fusion of [true, false]) {
+    gyre.runtime().fusion = fusion;
+    try {
+      const outputs = build();
+      results.push((await gyre.readAll(outputs)) as Float32Array[]);
+      outputs.forEach((t) => t.dispose());
+    } finally {
+      gyre.runtime().fusion = true;
+    }
+  }
+  const [fused, eager] = results;
+  fused.forEach((f, k) =>
+    f.forEach((v, i) =>
+      assert.ok(
+        Math.abs(v - eager[k][i]) <= relative * Math.max(1, Math.abs(eager[k][i])),
+        `output ${k}[${i}]: fused ${v}, op by op ${eager[k][i]}`,
+      )
+    )
+  );
+}
+
 Deno.test({
   name: "fusion: relu(a * b + c) is one dispatch",
   ignore: !hasGpu,
@@ -365,26 +392,9 @@ Deno.test({
       "softmax",
       "softmax+greater",
     ]);
-    const fused = await gyre.readAll(build());
-    gyre.runtime().fusion = false;
-    let eager: Float32Array[];
-    try {
-      const again = build();
-      eager = (await gyre.readAll(again)) as Float32Array[];
-      again.forEach((t) => t.dispose());
-    } finally {
-      gyre.runtime().fusion = true;
-    }
     // The same kernels compute the same values; only where the product's value is kept in a
     // register instead of memory may the compiler contract a multiply-add (an ulp or so).
-    fused.forEach((f, k) =>
-      f.forEach((v, i) =>
-        assert.ok(
-          Math.abs(v - eager[k][i]) <= 1e-6 * Math.max(1, Math.abs(eager[k][i])),
-          `${k}[${i}]`,
-        )
-      )
-    );
+    await assertFusedMatchesEager(build, 1e-6);
     for (const t of [x, res, w, long]) t.dispose();
   },
 });
@@ -428,28 +438,9 @@ Deno.test({
       "layerNorm",
       "softmax",
     ]);
-    const outputs = build();
-    const fused = await gyre.readAll(outputs);
-    outputs.forEach((t) => t.dispose());
-    gyre.runtime().fusion = false;
-    let eager: Float32Array[];
-    try {
-      const again = build();
-      eager = (await gyre.readAll(again)) as Float32Array[];
-      again.forEach((t) => t.dispose());
-    } finally {
-      gyre.runtime().fusion = true;
-    }
     // The same arithmetic in the same order; a value kept in a register may let the compiler
     // contract a multiply-add (an ulp of the input, amplified by at most 1/std in the norms).
-    fused.forEach((f, k) =>
-      f.forEach((v, i) =>
-        assert.ok(
-          Math.abs(v - eager[k][i]) <= 1e-5 * Math.max(1, Math.abs(eager[k][i])),
-          `${k}[${i}]: ${v} vs ${eager[k][i]}`,
-        )
-      )
-    );
+    await assertFusedMatchesEager(build, 1e-5);
     for (const t of [x, res, w, long]) t.dispose();
     // The prologue's inputs, held by the pending row op, are released with it.
     assert.deepEqual(liveCounts(), before);
