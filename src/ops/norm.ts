@@ -171,7 +171,8 @@ export interface BatchNormTrainingResult {
 // Validation.
 
 function checkInput(op: string, x: unknown): View {
-  return (checkInputLazily(op, x), (x as Tensor)._view(op, "x"));
+  checkInputLazily(op, x);
+  return (x as Tensor)._view(op, "x");
 }
 
 /** checkInput without computing a pending x: its shape. */
