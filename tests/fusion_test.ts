@@ -212,14 +212,26 @@ function build(node: Node, leaves: gyre.Tensor[]): gyre.Tensor {
         const t = typeof x === "number" ? leaves[0].mul(0).add(x) : x;
         return (gyre as unknown as Record<string, (t: gyre.Tensor) => gyre.Tensor>)[n.op](t);
       }
-      case "binary":
+      case "binary": {
+        // Two bare numbers would make a tensor on the default device: one side goes on the leaves'.
+        const a = run(n.a);
+        const b = run(n.b);
         return (gyre as unknown as Record<string, (a: unknown, b: unknown) => gyre.Tensor>)[n.op](
-          run(n.a),
-          run(n.b),
+          typeof a === "number" && typeof b === "number" ? leaves[0].mul(0).add(a) : a,
+          b,
         );
+      }
       case "where": {
         const c = run(n.c);
-        return gyre.where(typeof c === "number" ? c > 0 : gyre.greater(c, 0), run(n.a), run(n.b));
+        const a = run(n.a);
+        const b = run(n.b);
+        return gyre.where(
+          typeof c === "number" ? c > 0 : gyre.greater(c, 0),
+          typeof c === "number" && typeof a === "number" && typeof b === "number"
+            ? leaves[0].mul(0).add(a)
+            : a,
+          b,
+        );
       }
       case "barrier": {
         const x = run(n.x);
