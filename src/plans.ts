@@ -578,7 +578,12 @@ export interface MatmulChoice {
   laneColumns: number;
   /** Two shared buffers: one barrier per K step instead of two. */
   doubleBuffer: boolean;
-  /** Shared tiles k-major ("interleaved") or one padded row per invocation ("thread"). */
+  /**
+   * Shared tile layout. "interleaved": k-major rows of the whole tile. "thread": one padded row
+   * per invocation row (A) or column (B) holding exactly the fragments it reads, so the inner
+   * loop takes one pointer per K step and reads at constant indices (naga clamps every dynamic
+   * index into a fixed-size array; constant ones it leaves alone).
+   */
   sharedLayout: "interleaved" | "thread";
   /** Read the next K step's fragments from shared memory before this step's products. */
   prefetch: boolean;

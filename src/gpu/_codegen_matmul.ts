@@ -26,6 +26,7 @@
  * @module
  */
 import { preludeFor, storageType } from "./_wgsl_types.ts";
+import type { MatmulChoice } from "../plans.ts";
 
 /** Storage dtypes with a matmul kernel. */
 export type MatmulDType = "float32" | "float16" | "int32";
@@ -54,31 +55,28 @@ export interface OperandLoad {
   vec4: boolean;
 }
 
-/** A tiled kernel. */
-export interface TiledSpec {
+/**
+ * A tiled kernel: the plan's tile parameters (documented on `MatmulChoice`) plus what the
+ * operands' layouts and the epilogue decide.
+ */
+export interface TiledSpec extends
+  Pick<
+    MatmulChoice,
+    | "tileM"
+    | "tileN"
+    | "tileK"
+    | "threadM"
+    | "threadN"
+    | "laneColumns"
+    | "doubleBuffer"
+    | "sharedLayout"
+    | "prefetch"
+    | "swizzle"
+  > {
   kind: "tiled";
   dtype: MatmulDType;
   /** Register type of the inner product: f32, f16 (float16 accumulation) or i32. */
   math: "f32" | "f16" | "i32";
-  tileM: number;
-  tileN: number;
-  tileK: number;
-  threadM: number;
-  threadN: number;
-  /** Invocation columns within each group of 32 consecutive invocations (the warp's shape). */
-  laneColumns: number;
-  doubleBuffer: boolean;
-  /**
-   * Shared tile layout. "interleaved": k-major rows of the whole tile. "thread": one padded row
-   * per invocation row (A) or column (B) holding exactly the fragments it reads, so the inner
-   * loop takes one pointer per K step and reads at constant indices (naga clamps every dynamic
-   * index into a fixed-size array; constant ones it leaves alone).
-   */
-  sharedLayout: "interleaved" | "thread";
-  /** Read the next K step's fragments from shared memory before this step's products. */
-  prefetch: boolean;
-  /** Tile rows walked together (grouped order, for L2 reuse); 1 is row-major. */
-  swizzle: number;
   a: OperandLoad;
   b: OperandLoad;
   /** `vec4` output stores (N a multiple of 4). */
