@@ -14,7 +14,14 @@
 import type { View } from "../_backend.ts";
 import { contiguousStrides, type Shape, sizeOf } from "../_shape.ts";
 import { type DType, promoteTypes } from "../dtype.ts";
-import { describe, DeviceError, DTypeError, ShapeError, ValueError } from "../errors.ts";
+import {
+  _checkOptions,
+  describe,
+  DeviceError,
+  DTypeError,
+  ShapeError,
+  ValueError,
+} from "../errors.ts";
 import type { GpuBackend, GpuStorage } from "../gpu/backend.ts";
 import {
   type GemvSpec,
@@ -903,14 +910,7 @@ export function matmul(a: Tensor, b: Tensor, options: MatmulOptions = {}): Tenso
   const op = "matmul";
   checkTensor(op, "a", a);
   checkTensor(op, "b", b);
-  if (typeof options !== "object" || options === null) {
-    throw new ValueError({
-      op,
-      argument: "options",
-      expected: "an options object",
-      received: describe(options),
-    });
-  }
+  _checkOptions(op, options);
   const p = validate(op, a, b, options);
   return product(op, a, b, p, null, null);
 }
@@ -932,14 +932,7 @@ export function linear(x: Tensor, weight: Tensor, options: LinearOptions = {}): 
   const op = "linear";
   checkTensor(op, "x", x);
   checkTensor(op, "weight", weight);
-  if (typeof options !== "object" || options === null) {
-    throw new ValueError({
-      op,
-      argument: "options",
-      expected: "an options object",
-      received: describe(options),
-    });
-  }
+  _checkOptions(op, options);
   const wm = weight._meta(op, "weight");
   if (wm.shape.length !== 2) {
     throw new ShapeError({

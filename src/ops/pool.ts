@@ -9,7 +9,7 @@
  */
 import { isContiguous, sizeOf } from "../_shape.ts";
 import type { DType } from "../dtype.ts";
-import { describe, DTypeError, ShapeError, ValueError } from "../errors.ts";
+import { _checkOptions, describe, DTypeError, ShapeError, ValueError } from "../errors.ts";
 import type { GpuBackend, GpuStorage } from "../gpu/backend.ts";
 import {
   generatePool,
@@ -550,7 +550,7 @@ export function maxPool2d(x: Tensor, options: MaxPool2dOptions): Tensor | PoolWi
   const op = "maxPool2d";
   const view = checkTensor(op, x);
   checkInput(op, view, MAX_DTYPES, false);
-  const o = checkOptions(op, options);
+  const o = _checkOptions(op, options);
   const returnIndices = checkBoolean(op, "options.returnIndices", o.returnIndices, false);
   const problem = regularProblem(op, view, o, null);
   const [values, indices] = run(op, x, problem, returnIndices);
@@ -574,7 +574,7 @@ export function avgPool2d(x: Tensor, options: AvgPool2dOptions): Tensor {
   const op = "avgPool2d";
   const view = checkTensor(op, x);
   checkInput(op, view, AVG_DTYPES, false);
-  const o = checkOptions(op, options);
+  const o = _checkOptions(op, options);
   const countIncludePad = checkBoolean(op, "options.countIncludePad", o.countIncludePad, true);
   let divisor = 0;
   if (o.divisorOverride !== undefined) {
@@ -637,7 +637,7 @@ export function adaptiveMaxPool2d(
   const op = "adaptiveMaxPool2d";
   const view = checkTensor(op, x);
   checkInput(op, view, MAX_DTYPES, true);
-  const o = checkOptions(op, options);
+  const o = _checkOptions(op, options);
   const returnIndices = checkBoolean(op, "options.returnIndices", o.returnIndices, false);
   const problem = adaptiveProblem(op, view, outputSize);
   const [values, indices] = run(op, x, problem, returnIndices);
@@ -661,16 +661,4 @@ export function adaptiveAvgPool2d(x: Tensor, outputSize: AdaptiveSize): Tensor {
   checkInput(op, view, AVG_DTYPES, true);
   const problem = adaptiveProblem(op, view, outputSize);
   return run(op, x, problem, false)[0];
-}
-
-function checkOptions<T extends object>(op: string, options: T | undefined): T {
-  if (typeof options !== "object" || options === null) {
-    throw new ValueError({
-      op,
-      argument: "options",
-      expected: "an options object",
-      received: describe(options),
-    });
-  }
-  return options;
 }
