@@ -351,6 +351,16 @@ export function generateScan(s: ScanSpec): string {
   const builtins = workgroupBuiltins(s.subgroups);
   const body: string[] = [];
   const emit = (...xs: string[]) => body.push(...xs.map((x) => `  ${x}`));
+  // The module: declarations, the entry point around `body`, and the prelude helpers it calls.
+  const finish = () => {
+    const main = [
+      ...lines,
+      `@compute @workgroup_size(${wg})`,
+      `fn main(${builtins.join(", ")}) {`,
+      ...body,
+    ].join("\n");
+    return `${main}\n${preludeFor(main)}\n`;
+  };
   emit("let g = wid.x + wid.y * nwg.x;");
   if (lookback) {
     emit(
@@ -416,23 +426,11 @@ export function generateScan(s: ScanSpec): string {
       ].map((x) => `  ${x}`),
       "}",
     );
-    const main = [
-      ...lines,
-      `@compute @workgroup_size(${wg})`,
-      `fn main(${builtins.join(", ")}) {`,
-      ...body,
-    ].join("\n");
-    return `${main}\n${preludeFor(main)}\n`;
+    return finish();
   }
   if (lookback && s.subTiles > 1) {
     body.push(...subTiledLookback(s, firstOut).map((x) => `  ${x}`), "}");
-    const main = [
-      ...lines,
-      `@compute @workgroup_size(${wg})`,
-      `fn main(${builtins.join(", ")}) {`,
-      ...body,
-    ].join("\n");
-    return `${main}\n${preludeFor(main)}\n`;
+    return finish();
   }
   body.push(...tileBlock(s).map((x) => `  ${x}`));
   if (s.stage === "reduce") {
@@ -451,13 +449,7 @@ export function generateScan(s: ScanSpec): string {
     body.push(...outputBlock(s, firstOut).map((x) => `  ${x}`));
   }
   body.push("}");
-  const main = [
-    ...lines,
-    `@compute @workgroup_size(${wg})`,
-    `fn main(${builtins.join(", ")}) {`,
-    ...body,
-  ].join("\n");
-  return `${main}\n${preludeFor(main)}\n`;
+  return finish();
 }
 
 /**
