@@ -19,6 +19,31 @@
   return value > max;
 }
 
+/**
+ * The maximum of rows h0..h1 (step dh) and columns w0..w1 (step dw) of the plane at `input`
+ * (row length w), stored at output o with its flat index (the window's first element when empty
+ * or all lowest, as PyTorch reports).
+ */
+@inline function windowMax<T>(
+  out: usize, indices: usize, o: usize, input: usize, w: i32,
+  h0: i32, h1: i32, dh: i32, w0: i32, w1: i32, dw: i32,
+): void {
+  let maxIndex = h0 * w + w0;
+  let max = lowest<T>();
+  for (let r = h0; r < h1; r += dh) {
+    for (let c = w0; c < w1; c += dw) {
+      const index = r * w + c;
+      const value = load<T>(input + <usize>index * sizeof<T>());
+      if (better<T>(value, max)) {
+        max = value;
+        maxIndex = index;
+      }
+    }
+  }
+  store<T>(out + o * sizeof<T>(), max);
+  if (indices) store<i32>(indices + (o << 2), maxIndex);
+}
+
 @inline function maxPool<T>(
   out: usize, indices: usize, x: usize, planes: i32, h: i32, w: i32, oh: i32, ow: i32,
   kh: i32, kw: i32, sh: i32, sw: i32, ph: i32, pw: i32, dh: i32, dw: i32,
@@ -34,20 +59,7 @@
         const w1 = min(w0 + (kw - 1) * dw + 1, w);
         while (h0 < 0) h0 += dh;
         while (w0 < 0) w0 += dw;
-        let maxIndex = h0 * w + w0;
-        let max = lowest<T>();
-        for (let r = h0; r < h1; r += dh) {
-          for (let c = w0; c < w1; c += dw) {
-            const index = r * w + c;
-            const value = load<T>(input + <usize>index * sizeof<T>());
-            if (better<T>(value, max)) {
-              max = value;
-              maxIndex = index;
-            }
-          }
-        }
-        store<T>(out + o * sizeof<T>(), max);
-        if (indices) store<i32>(indices + (o << 2), maxIndex);
+        windowMax<T>(out, indices, o, input, w, h0, h1, dh, w0, w1, dw);
         o++;
       }
     }
@@ -128,20 +140,7 @@ export function pool_avg_f32(
       for (let j = 0; j < ow; j++) {
         const w0 = binStart(j, ow, w);
         const w1 = binEnd(j, ow, w);
-        let maxIndex = h0 * w + w0;
-        let max = lowest<T>();
-        for (let r = h0; r < h1; r++) {
-          for (let c = w0; c < w1; c++) {
-            const index = r * w + c;
-            const value = load<T>(input + <usize>index * sizeof<T>());
-            if (better<T>(value, max)) {
-              max = value;
-              maxIndex = index;
-            }
-          }
-        }
-        store<T>(out + o * sizeof<T>(), max);
-        if (indices) store<i32>(indices + (o << 2), maxIndex);
+        windowMax<T>(out, indices, o, input, w, h0, h1, 1, w0, w1, 1);
         o++;
       }
     }
