@@ -7,6 +7,8 @@
  * Usage: deno run -A bench/compare.ts [--peers DIR] [--scale small|full] [--out bench/results]
  * @module
  */
+import { slugOf } from "./_util.ts";
+
 const args = Deno.args;
 const flag = (name: string, fallback: string) => {
   const i = args.indexOf(`--${name}`);
@@ -83,10 +85,7 @@ const notes = reports.flatMap((r) =>
   r.cases.filter((c) => c.note).map((c) => `- ${label(r)}, ${c.name}: ${c.note}`)
 );
 lines.push("", "Notes:", ...notes, "");
-const slug = (reports[0]?.adapter ?? "unknown").toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(
-  /^-|-$/g,
-  "",
-);
+const slug = slugOf(reports[0]?.adapter ?? "unknown");
 await Deno.mkdir(outDir, { recursive: true });
 await Deno.writeTextFile(
   `${outDir}/peers-${slug}-${scale}.json`,

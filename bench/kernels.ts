@@ -13,6 +13,7 @@ import { WGSL } from "../src/gpu/_wgsl_bundle.ts";
 import { BINARY, UNARY } from "../src/ops/_elementwise_table.ts";
 import { INTERNAL_KERNELS } from "../src/kernels.ts";
 import { kernelObservers } from "../src/_backend.ts";
+import { median, slugOf } from "./_util.ts";
 
 const args = Deno.args;
 const flag = (name: string, fallback: string) => {
@@ -30,10 +31,6 @@ const rt = await gyre.init({ device: "gpu" });
 const gpu = rt.gpu!;
 const caps = rt.caps!;
 const profiler = new GpuProfiler(gpu);
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[s.length >> 1] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
 
 interface Row {
   name: string;
@@ -429,7 +426,7 @@ const result = {
   kernels: rows,
   failures,
 };
-const slug = caps.description.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-|-$/g, "");
+const slug = slugOf(caps.description);
 await Deno.mkdir(outDir, { recursive: true });
 await Deno.writeTextFile(
   `${outDir}/kernels-${slug}-${scale}.json`,

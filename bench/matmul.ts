@@ -18,6 +18,7 @@
 import * as gyre from "../src/mod.ts";
 import { GpuProfiler } from "../src/gpu/profiler.ts";
 import { kernelObservers } from "../src/_backend.ts";
+import { hostData, median, slugOf } from "./_util.ts";
 
 const args = Deno.args;
 const flag = (name: string, fallback: string) => {
@@ -32,25 +33,6 @@ const full = scale === "full";
 const runs = Number(flag("runs", full ? "10" : "3"));
 /** Milliseconds of sustained work before each timed set. */
 const warmMs = full ? 300 : 20;
-
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[s.length >> 1] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
-
-/** Deterministic host data in [-1, 1). */
-function hostData(n: number, seed: number): Float32Array {
-  const out = new Float32Array(n);
-  let a = seed >>> 0;
-  for (let i = 0; i < n; i++) {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    out[i] = ((t ^ (t >>> 14)) >>> 0) / 2147483648 - 1;
-  }
-  return out;
-}
 
 /** Rounds to float16 values (the data a float16 tensor holds). */
 function toHalf(x: Float32Array): Float32Array {
@@ -411,7 +393,7 @@ const result = {
   rows,
   failures,
 };
-const slug = caps.description.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-|-$/g, "");
+const slug = slugOf(caps.description);
 await Deno.mkdir(outDir, { recursive: true });
 await Deno.writeTextFile(
   `${outDir}/matmul-${slug}-${scale}.json`,

@@ -19,6 +19,7 @@
 import * as jax from "npm:@jax-js/jax@0.1.25";
 import * as gyre from "../src/mod.ts";
 import { WasmBackend } from "../src/wasm/backend.ts";
+import { hostData, median, slugOf } from "./_util.ts";
 
 const args = Deno.args;
 const flag = (name: string, fallback: string) => {
@@ -28,25 +29,6 @@ const flag = (name: string, fallback: string) => {
 const size = Number(flag("size", "1024"));
 const rounds = Number(flag("rounds", "15"));
 const outDir = flag("out", "bench/results");
-
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[s.length >> 1] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
-
-/** Deterministic host data in [-1, 1). */
-function hostData(n: number, seed: number): Float32Array<ArrayBuffer> {
-  const out = new Float32Array(n);
-  let a = seed >>> 0;
-  for (let i = 0; i < n; i++) {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    out[i] = ((t ^ (t >>> 14)) >>> 0) / 2147483648 - 1;
-  }
-  return out;
-}
 
 function cpuModel(): string {
   try {
@@ -268,7 +250,7 @@ const md = [
   ...checks.map((c) => `- ${c}`),
   "",
 ].join("\n");
-const slug = cpu.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-|-$/g, "");
+const slug = slugOf(cpu);
 await Deno.mkdir(outDir, { recursive: true });
 await Deno.writeTextFile(`${outDir}/wasm-gemm-${slug}.md`, md);
 await Deno.writeTextFile(

@@ -6,6 +6,10 @@
 // per-case isolation (try/catch + timeout), sanity-check helpers and the final
 // one-line JSON report on stdout. Everything else goes to stderr.
 
+import { median } from "../_util.ts";
+
+export { median };
+
 export type Scale = "small" | "full";
 
 export interface Options {
@@ -178,12 +182,6 @@ export interface Report {
 
 export function log(...args: unknown[]): void {
   console.error(...args);
-}
-
-export function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
 }
 
 /** Human-readable description of the WebGPU adapter Deno hands out. */

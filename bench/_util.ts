@@ -1,0 +1,31 @@
+/**
+ * Helpers every benchmark script shares: medians, deterministic host data, and the file-name
+ * slug of a device's description.
+ * @module
+ */
+
+/** The median of `xs` (the mean of the middle two for an even count). */
+export function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+}
+
+/** Deterministic host data in [-1, 1) (mulberry32 of `seed`). */
+export function hostData(n: number, seed: number): Float32Array<ArrayBuffer> {
+  const out = new Float32Array(n);
+  let a = seed >>> 0;
+  for (let i = 0; i < n; i++) {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    out[i] = ((t ^ (t >>> 14)) >>> 0) / 2147483648 - 1;
+  }
+  return out;
+}
+
+/** A device description as a file-name part: "NVIDIA H200" -> "nvidia-h200". */
+export function slugOf(description: string): string {
+  return description.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-|-$/g, "");
+}
