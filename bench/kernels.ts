@@ -328,6 +328,31 @@ await bench(
   () => gyre.cumsum(matrix, { axis: 1 }),
 );
 await bench(`cummax ${big / Mi}Mi f32`, big, 2 * 4 * big, () => gyre.cummax(a));
+// --sweep: the look-back scan of 64 Mi under forced tile parameters (what the plan should pick).
+if (args.includes("--sweep")) {
+  const settings: Partial<gyre.ScanChoice>[] = [];
+  for (const workgroupSize of [256, 512]) {
+    for (const elementsPerThread of [16, 24, 32]) {
+      for (const subTiles of [1, 2, 4]) {
+        settings.push({ variant: "lookback", workgroupSize, elementsPerThread, subTiles });
+      }
+    }
+  }
+  settings.push({ variant: "lookback", lookbackStates: 4 }, { variant: "multipass" });
+  for (const setting of settings) {
+    gyre.setPlanOverride("scan", setting);
+    const label = Object.entries(setting).filter(([k]) => k !== "variant").map(([k, v]) =>
+      `${k} ${v}`
+    ).join(", ");
+    await bench(
+      `cumsum ${big / Mi}Mi f32, ${setting.variant}${label ? ` ${label}` : ""}`,
+      big,
+      2 * 4 * big,
+      () => gyre.cumsum(a),
+    );
+  }
+  gyre.setPlanOverride("scan", null);
+}
 
 // Pooling on NCHW images: [32, 64, 224, 224] at full scale.
 {

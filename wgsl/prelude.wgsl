@@ -327,3 +327,13 @@ fn g_moments_merge(a: vec4<f32>, b: vec4<f32>) -> vec4<f32> {
   if (abs(a.y) == inf || abs(b.y) == inf) { m2 = bitcast<f32>(0x7fc00000u); }
   return vec4<f32>(n, a.y + d * w, m2, 0.0);
 }
+
+fn g_isnan4(x: vec4<f32>) -> vec4<bool> {
+  // Lane-wise g_isnan (a bit test, safe from fast-math folding).
+  return (bitcast<vec4<u32>>(x) & vec4<u32>(0x7fffffffu)) > vec4<u32>(0x7f800000u);
+}
+
+fn g_isfinite4(x: vec4<f32>) -> vec4<bool> {
+  // Neither infinite nor NaN, lane-wise, by the exponent bits.
+  return (bitcast<vec4<u32>>(x) & vec4<u32>(0x7fffffffu)) < vec4<u32>(0x7f800000u);
+}

@@ -268,6 +268,11 @@ export interface MissingCase {
 
 export type Case = OpCase | TotalCase | MissingCase;
 
+/** The host's wait for the GPU in Deno (mapAsync or onSubmittedWorkDone), milliseconds. */
+const WAIT_MS = 11;
+/** The most ops one timing sample issues. */
+const MAX_REPS = 5000;
+
 /** Set by runCases: whether the library keeps every result of a sample alive (jax-js). */
 let holdsResults = false;
 
@@ -280,14 +285,22 @@ async function measure(c: OpCase | TotalCase, opts: Options): Promise<number> {
     let t0 = performance.now();
     await c.run(c.reps);
     // Each sample ends with one wait for the GPU (about 11 ms in Deno). Unless --reps fixes R,
-    // issue enough ops per sample that the wait is under a twentieth of it, whoever is measured.
-    const batchMs = performance.now() - t0;
+    // issue enough ops per sample that the ops take 20 waits' worth, whoever is measured. The
+    // wait is a fixed cost, so a short batch says little about the per-op time: R grows from
+    // re-timed batches until one is long enough (or R reaches its cap).
     // jax-js holds all R results until the wait: for it, cap R at 8 GiB of inputs. The others
     // free each result as the next is issued.
-    if (opts.reps === undefined && batchMs < 20 * 11) {
+    if (opts.reps === undefined) {
       const inputBytes = 4 * c.shape.reduce((a, b) => a * b, 1);
-      const cap = holdsResults ? Math.max(c.reps, Math.floor(8 * 2 ** 30 / inputBytes)) : Infinity;
-      c.reps = Math.min(2000, cap, Math.ceil((c.reps * 20 * 11) / Math.max(batchMs, 1)));
+      const cap = holdsResults ? Math.max(c.reps, Math.floor(8 * 2 ** 30 / inputBytes)) : MAX_REPS;
+      let batchMs = performance.now() - t0;
+      for (let round = 0; round < 4 && batchMs < 20 * WAIT_MS && c.reps < cap; round++) {
+        const perOpMs = Math.max(batchMs - WAIT_MS, batchMs / 10) / c.reps;
+        c.reps = Math.min(cap, MAX_REPS, Math.ceil((20 * WAIT_MS) / perOpMs));
+        t0 = performance.now();
+        await c.run(c.reps);
+        batchMs = performance.now() - t0;
+      }
     }
     for (let s = 0; s < opts.samples; s++) {
       t0 = performance.now();
@@ -361,6 +374,8 @@ export async function runCases(
             log(`  [sanity] ${c.name}: ${res.check}`);
           }
           res.ms = await measure(c, opts);
+          // R as measured (the calibration may have grown it).
+          if (c.kind === "op") res.reps = c.reps;
           res.samples = opts.samples;
         })(),
         opts.caseTimeoutS,

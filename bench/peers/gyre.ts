@@ -23,11 +23,18 @@ import {
   sizesFor,
 } from "./common.ts";
 
-const opts = parseOptions(Deno.args);
+// gyre's own option: `--submit-every N` sets how many dispatches a batch records before it is
+// submitted (src/gpu/batch.ts), to compare submit policies on a pipelined stream.
+const submitAt = Deno.args.indexOf("--submit-every");
+const submitEvery = submitAt >= 0 ? Number(Deno.args[submitAt + 1]) : undefined;
+const opts = parseOptions(
+  submitAt >= 0 ? Deno.args.filter((_, i) => i !== submitAt && i !== submitAt + 1) : Deno.args,
+);
 const sizes = sizesFor(opts.scale);
 
 async function main() {
   const rt = await gyre.init({ device: "gpu" });
+  if (submitEvery !== undefined) rt.gpu!.batch.submitEvery = submitEvery;
   const adapter = rt.caps!.description;
   log(`[gyre] adapter ${adapter}`);
 

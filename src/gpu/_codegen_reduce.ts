@@ -292,18 +292,25 @@ function betterFunction(op: "argmax" | "argmin", t: string): string {
 
 /**
  * The vec4 loop: four vec4 loads per step into named registers (naga does not unroll loops),
- * folded into a vec4 accumulator, then into the scalar one.
+ * folded into the accumulator, then a tail of single vectors. Plain reductions fold lane-wise
+ * into a vec4; arg reductions keep a best value and index per lane; logsumexp and moments fold
+ * each 16-element step as one block (one rescale or one Chan merge per block instead of one
+ * per element, which is what kept them compute-bound).
  */
-function vectorLoop(s: ReduceSpec, t: string): string[] {
+function vectorLoop(s: ReduceSpec, a: ReturnType<typeof accumulator>, t: string): string[] {
   const wg = s.workgroupSize;
-  const id = literal(identity(s.op, s.outDtype), s.outDtype === "float16" ? "float32" : s.outDtype);
-  const fold = (a: string, b: string) =>
+  const valueDtype = s.valueDtype ?? s.outDtype;
+  const id = literal(
+    identity(s.op, valueDtype),
+    valueDtype === "float16" ? "float32" : valueDtype,
+  );
+  const fold = (x: string, y: string) =>
     s.op === "sum"
-      ? `${a} + ${b}`
+      ? `${x} + ${y}`
       : s.op === "prod"
-      ? `${a} * ${b}`
+      ? `${x} * ${y}`
       : `vec4(${
-        ["x", "y", "z", "w"].map((c) => combine(s.op, t, `${a}.${c}`, `${b}.${c}`)).join(", ")
+        ["x", "y", "z", "w"].map((c) => combine(s.op, t, `${x}.${c}`, `${y}.${c}`)).join(", ")
       })`;
   // Vector i of every input: four lanes of the prologue, or the converted vector itself.
   const load = (i: string) => {
@@ -317,20 +324,101 @@ function vectorLoop(s: ReduceSpec, t: string): string[] {
     return `vec4<${t}>(${lanes.join(", ")})`;
   };
   const v = (x: string, k = 0) => loadAs(s.prologue ? s.prologue.inputs[k] : s.inDtype, x);
-  return [
-    `  var acc4 = vec4<${t}>(${id});`,
+  const lanes = ["x", "y", "z", "w"];
+  // Feeds the four lanes of `r` (vector j of the row) through the scalar accumulator.
+  const feedLanes = (r: string, j: string) =>
+    lanes.map((c, k) => a.feed(`${r}.${c}`, `4u * ${j} + ${k}u`)).join(" ");
+  const head = [
     "  let base4 = base / 4u;",
     "  let start4 = start / 4u;",
     "  let stop4 = stop / 4u;",
     `  var j = start4 + lid;`,
-    `  for (; j + ${3 * wg}u < stop4; j += ${4 * wg}u) {`,
+  ];
+  const loads = [
     `    let r0 = ${load("base4 + j")};`,
     `    let r1 = ${load(`base4 + j + ${wg}u`)};`,
     `    let r2 = ${load(`base4 + j + ${2 * wg}u`)};`,
     `    let r3 = ${load(`base4 + j + ${3 * wg}u`)};`,
-    `    acc4 = ${fold("acc4", `(${fold("r0", "r1")})`)};`,
-    `    acc4 = ${fold("acc4", `(${fold("r2", "r3")})`)};`,
+  ];
+  const step = (body: string[]) => [
+    `  for (; j + ${3 * wg}u < stop4; j += ${4 * wg}u) {`,
+    ...loads,
+    ...body,
     "  }",
+  ];
+  const scalarTail = [
+    `  for (; j < stop4; j += ${wg}u) { let r = ${load("base4 + j")}; ${feedLanes("r", "j")} }`,
+  ];
+  if (s.op === "argmax" || s.op === "argmin") {
+    // Lane-wise (best, index); each lane sees its positions in increasing order, so a strict
+    // comparison keeps the first occurrence; the first NaN wins; an empty lane takes anything.
+    const beats = s.op === "argmax" ? ">" : "<";
+    const nan = t === "f32" ? ` | (g_isnan4(r) & !g_isnan4(best4))` : "";
+    const take = (r: string, j: string) =>
+      `{ let r = ${r}; let b = (r ${beats} best4)${nan} | (best_i4 == vec4<u32>(0xffffffffu)); ` +
+      `best4 = select(best4, r, b); best_i4 = select(best_i4, vec4<u32>(4u * (${j})) + vec4<u32>(0u, 1u, 2u, 3u), b); }`;
+    return [
+      `  var best4 = vec4<${t}>(${id});`,
+      "  var best_i4 = vec4<u32>(0xffffffffu);",
+      ...head,
+      ...step([
+        `    ${take("r0", "j")}`,
+        `    ${take("r1", `j + ${wg}u`)}`,
+        `    ${take("r2", `j + ${2 * wg}u`)}`,
+        `    ${take("r3", `j + ${3 * wg}u`)}`,
+      ]),
+      `  for (; j < stop4; j += ${wg}u) { ${take(load("base4 + j"), "j")} }`,
+      ...lanes.map((c) => `  ${a.feed(`best4.${c}`, `best_i4.${c}`)}`),
+    ];
+  }
+  if (s.op === "logsumexp") {
+    // A block of 16 finite values joins a finite (or empty) state with one rescale; anything
+    // else (NaN, infinities) goes through the exact per-element merge.
+    const finite = ["r0", "r1", "r2", "r3"].map((r) => `all(g_isfinite4(${r}))`).join(" && ");
+    return [
+      ...head,
+      ...step([
+        // The state is finite, or empty (-Inf, 0): bit tests, which fast-math cannot fold.
+        `    if (${finite} && ((bitcast<u32>(acc.x) & 0x7fffffffu) < 0x7f800000u || bitcast<u32>(acc.x) == 0xff800000u)) {`,
+        "      let top4 = max(max(r0, r1), max(r2, r3));",
+        "      let m = max(max(max(top4.x, top4.y), max(top4.z, top4.w)), acc.x);",
+        "      let e4 = (exp(r0 - m) + exp(r1 - m)) + (exp(r2 - m) + exp(r3 - m));",
+        "      acc = vec2<f32>(m, acc.y * exp(acc.x - m) + ((e4.x + e4.y) + (e4.z + e4.w)));",
+        "    } else {",
+        `      ${feedLanes("r0", "j")}`,
+        `      ${feedLanes("r1", "j")}`,
+        `      ${feedLanes("r2", "j")}`,
+        `      ${feedLanes("r3", "j")}`,
+        "    }",
+      ]),
+      ...scalarTail,
+    ];
+  }
+  if (s.op === "moments") {
+    // The block's own (16, mean, M2) from its centred values, then one Chan merge. The mean
+    // sums values pre-scaled by 1/16 (exact) so that finite values cannot overflow it.
+    return [
+      // Centred on the row's first element, as the scalar loop (see \`pivot\` below).
+      `  let pivot = (${load("base / 4u")}).x;`,
+      ...head,
+      ...step([
+        "    let d0 = r0 - pivot; let d1 = r1 - pivot; let d2 = r2 - pivot; let d3 = r3 - pivot;",
+        "    let s4 = (d0 * 0.0625 + d1 * 0.0625) + (d2 * 0.0625 + d3 * 0.0625);",
+        "    let mean = (s4.x + s4.y) + (s4.z + s4.w);",
+        "    let e0 = d0 - mean; let e1 = d1 - mean; let e2 = d2 - mean; let e3 = d3 - mean;",
+        "    let q4 = (e0 * e0 + e1 * e1) + (e2 * e2 + e3 * e3);",
+        "    acc = g_moments_merge(acc, vec4<f32>(16.0, mean, (q4.x + q4.y) + (q4.z + q4.w), 0.0));",
+      ]),
+      ...scalarTail,
+    ];
+  }
+  return [
+    `  var acc4 = vec4<${t}>(${id});`,
+    ...head,
+    ...step([
+      `    acc4 = ${fold("acc4", `(${fold("r0", "r1")})`)};`,
+      `    acc4 = ${fold("acc4", `(${fold("r2", "r3")})`)};`,
+    ]),
     `  for (; j < stop4; j += ${wg}u) { acc4 = ${fold("acc4", load("base4 + j"))}; }`,
     `  acc = ${
       combine(s.op, t, combine(s.op, t, "acc4.x", "acc4.y"), combine(s.op, t, "acc4.z", "acc4.w"))
@@ -343,7 +431,7 @@ export function generateReduce(s: ReduceSpec): string {
   const wg = s.workgroupSize;
   const a = accumulator(s);
   const half = s.inDtype === "float16" || s.outDtype === "float16";
-  const vector = Boolean(s.vec4) && !a.arg && !STATEFUL[s.op] && s.mode === "contiguous" &&
+  const vector = Boolean(s.vec4) && !s.pairsIn && s.mode === "contiguous" &&
     s.variant === "workgroup";
   const state = stateType(s.op);
   const srcType = s.pairsIn
@@ -458,8 +546,8 @@ export function generateReduce(s: ReduceSpec): string {
       "  let stop = min(p.len, start + p.chunk_len);",
       `  ${rowBase}`,
       `  ${a.declare}`,
-      pivot(),
-      ...(vector ? vectorLoop(s, a.type) : [
+      vector ? "" : pivot(),
+      ...(vector ? vectorLoop(s, a, STATEFUL[s.op] ? "f32" : a.type) : [
         `  for (var j = start + lid; j < stop; j += ${wg}u) {`,
         `  ${innerOff}`,
         `    ${a.feed(elementValue(), "j")}`,

@@ -322,7 +322,7 @@ export class GpuBackend implements Backend {
       outDtype: choice.chunks > 1 && !carried ? accDtype : outDtype,
       valueDtype: arg ? valueDtype : undefined,
       pairsOut: carried && choice.chunks > 1,
-      vec4: choice.vec4 && !arg,
+      vec4: choice.vec4 && !(arg && valueDtype === "bool"),
       prologue,
       mode: contiguous ? "contiguous" : "strided",
       outerRank: outer.shape.length,

@@ -13,8 +13,13 @@ import type { BufferPool } from "./pool.ts";
 const UNIFORM_ALIGN = 256;
 /** One uniform arena chunk: 4096 slots of 256 bytes. */
 const CHUNK_BYTES = 1 << 20;
-/** Submit when a batch holds this many dispatches... */
-const MAX_DISPATCHES = 2048;
+/**
+ * Submit when a batch holds this many dispatches (the default of `Batch.submitEvery`): early
+ * enough that the GPU starts on a long stream of ops while the host records the rest (with
+ * one submit at the end, recording and execution would not overlap), rarely enough that the
+ * submit's own cost (tens of microseconds in Deno) stays small per dispatch.
+ */
+const SUBMIT_EVERY = 64;
 /** ...or when this many bytes of released buffers wait on it. */
 const MAX_DEFERRED_BYTES = 256 << 20;
 
@@ -61,6 +66,11 @@ export class CommandBatch {
   totalDispatches = 0;
   /** Submits made (for tests). */
   totalSubmits = 0;
+  /**
+   * Dispatches after which a batch is submitted without waiting for a read-back or a flush
+   * (benchmarks vary it: `runtime().gpu!.batch.submitEvery = 2048`).
+   */
+  submitEvery: number = SUBMIT_EVERY;
 
   constructor(device: GPUDevice, pool: BufferPool) {
     this.#device = device;
@@ -192,7 +202,7 @@ export class CommandBatch {
     this.totalDispatches++;
     if (
       !this.#group &&
-      (this.#dispatches >= MAX_DISPATCHES || this.#pool.deferredBytes >= MAX_DEFERRED_BYTES)
+      (this.#dispatches >= this.submitEvery || this.#pool.deferredBytes >= MAX_DEFERRED_BYTES)
     ) {
       this.submit();
     }
