@@ -331,14 +331,40 @@ await bench(`cummax ${big / Mi}Mi f32`, big, 2 * 4 * big, () => gyre.cummax(a));
 // --sweep: the look-back scan of 64 Mi under forced tile parameters (what the plan should pick).
 if (args.includes("--sweep")) {
   const settings: Partial<gyre.ScanChoice>[] = [];
-  for (const workgroupSize of [256, 512]) {
-    for (const elementsPerThread of [16, 24, 32]) {
-      for (const subTiles of [1, 2, 4]) {
-        settings.push({ variant: "lookback", workgroupSize, elementsPerThread, subTiles });
-      }
+  for (const workgroupSize of [128, 256, 512]) {
+    for (const elementsPerThread of [8, 16, 32]) {
+      settings.push({ variant: "lookback", workgroupSize, elementsPerThread });
     }
   }
-  settings.push({ variant: "lookback", lookbackStates: 4 }, { variant: "multipass" });
+  settings.push({ variant: "lookback", subTiles: 4 }, { variant: "lookback", lookbackStates: 4 });
+  settings.push({ variant: "multipass" });
+  // Rows that fit one tile (the row variant: no look-back): the tile scan's own throughput.
+  await bench(
+    `cumsum rows [${big / 4096},4096]`,
+    big,
+    2 * 4 * big,
+    () => gyre.cumsum(a.reshape([big / 4096, 4096])),
+  );
+  // Each dispatch of the two long-row schemes timed on its own (medians of 10 runs, in order).
+  for (const variant of ["lookback", "multipass"] as const) {
+    gyre.setPlanOverride("scan", { variant });
+    gyre.cumsum(a).realize().dispose();
+    await gyre.sync();
+    profiler.start();
+    for (let r = 0; r < 10; r++) gyre.cumsum(a).realize().dispose();
+    const timings = await profiler.stop();
+    const perRun = timings.length / 10;
+    const parts = Array.from(
+      { length: perRun },
+      (_, i) => median(timings.filter((_, j) => j % perRun === i).map((t) => t.nanoseconds / 1000)),
+    );
+    console.error(
+      `cumsum ${big / Mi}Mi ${variant} dispatches (us): ${
+        parts.map((us) => us.toFixed(1)).join(", ")
+      }`,
+    );
+  }
+  gyre.setPlanOverride("scan", null);
   for (const setting of settings) {
     gyre.setPlanOverride("scan", setting);
     const label = Object.entries(setting).filter(([k]) => k !== "variant").map(([k, v]) =>

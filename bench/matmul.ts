@@ -234,9 +234,8 @@ async function timeProduct(
   const start = performance.now();
   do {
     for (let i = 0; i < perWait; i++) {
-      gyre.tidy(() => {
-        fn();
-      });
+      // Products are lazy: realize() records the dispatch (a discarded pending one never runs).
+      gyre.tidy(() => fn()).realize().dispose();
       gyre.flush();
     }
     await gyre.sync();
@@ -248,10 +247,7 @@ async function timeProduct(
   kernelObservers.add(count);
   profiler.startGroups();
   for (let r = 0; r < runs; r++) {
-    profiler.group("matmul", () =>
-      gyre.tidy(() => {
-        fn();
-      }));
+    profiler.group("matmul", () => gyre.tidy(() => fn()).realize().dispose());
     gyre.flush();
   }
   kernelObservers.delete(count);

@@ -307,3 +307,46 @@ Deno.test("random.normal: mean ~ 0 and std ~ 1 over 1e5 samples on each device",
   shifted.dispose();
   base.dispose();
 });
+
+Deno.test({
+  name: "a batch is submitted every `submitEvery` dispatches, before any read-back",
+  ignore: !HAS_GPU,
+  fn: async () => {
+    const gpu = gyre.runtime().gpu!;
+    await gyre.sync();
+    const saved = gpu.batch.submitEvery;
+    gpu.batch.submitEvery = 8;
+    try {
+      const submits = gpu.batch.totalSubmits;
+      let x = gyre.ones([64], { device: "gpu" });
+      for (let i = 0; i < 20; i++) {
+        const next = x.add(1).realize(); // one dispatch each
+        x.dispose();
+        x = next;
+      }
+      // 20 dispatches (and the ones tensor) at 8 per batch: two submits before the read-back.
+      assert.equal(gpu.batch.totalSubmits - submits, 2);
+      assert.ok((await x.data()).every((v) => v === 21));
+      x.dispose();
+    } finally {
+      gpu.batch.submitEvery = saved;
+    }
+  },
+});
+
+Deno.test({
+  name: "profiler: a timed group that runs no dispatch is an error, not a garbage time",
+  ignore: !HAS_GPU || !gyre.runtime().caps?.timestampQuery,
+  fn: async () => {
+    const { GpuProfiler } = await import("../src/gpu/profiler.ts");
+    const profiler = new GpuProfiler(gyre.runtime().gpu!);
+    const x = gyre.ones([256], { device: "gpu" }).realize();
+    profiler.startGroups();
+    // A lazy result that is never realized records nothing.
+    assert.throws(() => profiler.group("lazy", () => x.add(1).dispose()), /ran no dispatch/);
+    profiler.group("realized", () => x.add(1).realize().dispose());
+    const timings = await profiler.stop();
+    assert.ok(timings.some((t) => t.kernel === "realized" && t.nanoseconds >= 0));
+    x.dispose();
+  },
+});

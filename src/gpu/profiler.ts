@@ -69,12 +69,20 @@ export class GpuProfiler {
     const saved = this.#backend.profiler;
     this.#backend.profiler = null;
     this.#backend.batch.beginTimedGroup({ querySet: this.#querySet, begin: 2 * i, end: 2 * i + 1 });
+    const before = this.#backend.batch.totalDispatches;
+    let result: T;
     try {
-      return fn();
+      result = fn();
     } finally {
       this.#backend.batch.endTimedGroup();
       this.#backend.profiler = saved;
     }
+    // An empty group's timestamps are never written: its "time" would be garbage. (A lazy
+    // result that was not realized is the usual cause.)
+    if (this.#backend.batch.totalDispatches === before) {
+      throw new Error(`profiler group '${label}' ran no dispatch: realize its results`);
+    }
+    return result;
   }
 
   /** Starts recording without timing each dispatch (for `group`). */
