@@ -258,7 +258,8 @@ async function checkCase(
     gyre.setPlanOverride("matmul", c.override);
     let gpu: gyre.Tensor;
     try {
-      gpu = run("gpu");
+      // Computed inside the override: a product is lazy, and its kernel is planned when it runs.
+      gpu = run("gpu").realize();
     } finally {
       gyre.setPlanOverride("matmul", null);
     }
