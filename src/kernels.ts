@@ -127,7 +127,15 @@ export const KERNELS: readonly KernelEntry[] = [
     wasmReference: wasm,
     gpu: {
       generator: "gpu/_codegen_matmul.ts",
-      variants: ["tiled", "tiled-single-buffer", "split-k", "gemv-dot", "gemv-column"],
+      // "tiled-prologue": the tiled and split-K kernels computing a pending elementwise operand.
+      variants: [
+        "tiled",
+        "tiled-single-buffer",
+        "split-k",
+        "tiled-prologue",
+        "gemv-dot",
+        "gemv-column",
+      ],
     },
     plan: "planMatmul",
   })),

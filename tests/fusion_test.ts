@@ -458,3 +458,127 @@ Deno.test({
     assert.deepEqual(liveCounts(), before);
   },
 });
+
+Deno.test({
+  name: "fusion: elementwise operands of matmul and linear run in the product's kernel (prologue)",
+  ignore: !hasGpu,
+  fn: async () => {
+    const before = liveCounts();
+    const a = gyre.random.normal([64, 48], { seed: 51, device: "gpu" }).realize();
+    const b = gyre.random.normal([48, 40], { seed: 52, device: "gpu" }).realize();
+    const c = gyre.random.normal([64, 48], { seed: 53, device: "gpu" }).realize();
+    const bias = gyre.random.normal([40], { seed: 54, device: "gpu" }).realize();
+    const scale = gyre.random.normal([48], { seed: 55, device: "gpu" }).realize();
+    const w = gyre.random.normal([40, 48], { seed: 56, device: "gpu" }).realize();
+    const products = [
+      () => gyre.matmul(a.mul(2).relu(), b),
+      () => gyre.relu(gyre.matmul(a.add(c), b).add(bias)), // prologue and epilogue in one kernel
+      () => gyre.linear(a.mul(scale), w, { bias, activation: "gelu" }), // a per-column scale
+      () => gyre.matmul(a, b.sub(0.5).abs()), // B's prologue
+    ];
+    const build = () => gyre.tidy(() => products.map((f) => f()));
+    // K = 48 is too short to split: one dispatch per product.
+    products.forEach((f, i) => {
+      let y: gyre.Tensor | null = null;
+      assert.equal(gpuDispatches(() => (y = gyre.tidy(f))), 1, `product ${i}`);
+      y!.dispose();
+    });
+    const { kernels, outputs } = gyre.explain(build, { print: false });
+    outputs.forEach((t) => t.dispose());
+    assert.deepEqual(kernels.map((k) => k.kernel), [
+      "mul+linear", // with a bias, linear runs at once; the other products when they are read
+      "mul+relu+matmul",
+      "add+matmul+add+relu",
+      "sub+abs+matmul",
+    ]);
+    // The same operations in the same compute type, summed in the same order under the same
+    // plan; only a multiply-add the compiler contracts in one kernel and not the other moves an
+    // operand by an ulp (|A||B| / max(1, |AB|) stays below ~50 for these normal values).
+    await assertFusedMatchesEager(build, 1e-5);
+    for (const t of [a, b, c, bias, scale, w]) t.dispose();
+    assert.deepEqual(liveCounts(), before);
+  },
+});
+
+Deno.test({
+  name: "fusion: matmul operands that cannot run as a prologue are computed first, correctly",
+  ignore: !hasGpu,
+  fn: async () => {
+    const before = liveCounts();
+    const a = gyre.random.normal([64, 48], { seed: 61, device: "gpu" }).realize();
+    const b = gyre.random.normal([48, 40], { seed: 62, device: "gpu" }).realize();
+    const c = gyre.random.normal([64, 48], { seed: 63, device: "gpu" }).realize();
+    const d = gyre.random.normal([64, 48], { seed: 64, device: "gpu" }).realize();
+    const e = gyre.random.normal([64, 48], { seed: 65, device: "gpu" }).realize();
+    const row = gyre.random.normal([1, 48], { seed: 66, device: "gpu" }).realize();
+    const b2 = gyre.random.normal([40, 32], { seed: 67, device: "gpu" }).realize();
+    const build = () =>
+      gyre.tidy(() => [
+        gyre.matmul(a.add(c).add(d).add(e), b), // four inputs: more than a prologue reads
+        gyre.matmul(row.mul(2), b), // M = 1: the matrix-vector kernel reads operands as they are
+        gyre.matmul(gyre.matmul(a, b).relu(), b2), // another product's result
+        gyre.matmul(a.slice(null, [null, null, -1]).mul(2), b), // a negative stride
+        gyre.matmul(gyre.random.normal([64, 48], { seed: 68, device: "gpu" }), b), // reads the index
+      ]);
+    const { kernels, outputs } = gyre.explain(build, { print: false });
+    outputs.forEach((t) => t.dispose());
+    // Each operand is computed when its product is recorded; the products run when read.
+    assert.deepEqual(kernels.map((k) => k.kernel), [
+      "add×3",
+      "mul",
+      "matmul+relu",
+      "mul",
+      "random.normal",
+      ...Array(5).fill("matmul"),
+    ]);
+    // Computed first or not, the same kernels: identical up to a contracted multiply-add.
+    await assertFusedMatchesEager(build, 1e-5);
+    for (const t of [a, b, c, d, e, row, b2]) t.dispose();
+    assert.deepEqual(liveCounts(), before);
+  },
+});
+
+Deno.test({
+  name: "fusion: a matmul prologue holds its inputs until the product runs, then releases them",
+  ignore: !hasGpu,
+  fn: async () => {
+    const before = liveCounts();
+    const a = gyre.random.normal([64, 48], { seed: 71, device: "gpu" }).realize();
+    const b = gyre.random.normal([48, 40], { seed: 72, device: "gpu" }).realize();
+    const s = gyre.random.normal([48], { seed: 73, device: "gpu" }).realize();
+    const [av, bv, sv] = await gyre.readAll([a, b, s]);
+    const scaled = a.mul(s);
+    const y = gyre.matmul(scaled, b);
+    // The operands go before the (lazy) product runs: it holds their storage.
+    for (const t of [scaled, a, b, s]) t.dispose();
+    // A read submits the batch, which makes freed buffers reusable; new tensors of the same sizes
+    // would then take over (and overwrite) any buffer freed too early.
+    const probe = gyre.tensor([1], { device: "gpu" });
+    await probe.data();
+    probe.dispose();
+    const others = [[64, 48], [48, 40], [48]].map((shape) =>
+      gyre.tensor(new Float32Array(shape.reduce((p, q) => p * q)).fill(1e6), {
+        shape,
+        device: "gpu",
+      })
+    );
+    const yv = await y.data();
+    others.forEach((t) => t.dispose());
+    for (let i = 0; i < 64; i += 9) {
+      for (let j = 0; j < 40; j += 7) {
+        let want = 0;
+        for (let k = 0; k < 48; k++) want += av[i * 48 + k] * sv[k] * bv[k * 40 + j];
+        assert.ok(Math.abs(yv[i * 40 + j] - want) <= 1e-4 * (1 + Math.abs(want)), `${i},${j}`);
+      }
+    }
+    y.dispose();
+    // A product disposed before it runs releases them too.
+    const x = gyre.random.normal([64, 48], { seed: 74, device: "gpu" }).realize();
+    const xt = x.transpose();
+    const unused = gyre.tidy(() => gyre.matmul(x.add(1), xt));
+    x.dispose();
+    xt.dispose();
+    unused.dispose();
+    assert.deepEqual(liveCounts(), before);
+  },
+});

@@ -13,7 +13,8 @@
  * subnormals (a GPU may flush them). float16 storage with float32 accumulation adds one half-
  * precision rounding of the result on each side: one float16 ulp. float16 accumulation rounds
  * every multiply-add to half precision: (K + 2) 2^-11 (|A| |B|)_ij. int32 wraps identically:
- * exact.
+ * exact. Elementwise prologues fused into the product (pending operands) are checked against the
+ * same graph unfused and on WASM, with their own tolerance stated there.
  * @module
  */
 import fc from "fast-check";
@@ -258,7 +259,8 @@ async function checkCase(
     gyre.setPlanOverride("matmul", c.override);
     let gpu: gyre.Tensor;
     try {
-      gpu = run("gpu");
+      // Computed inside the override: a product is lazy, and its kernel is planned when it runs.
+      gpu = run("gpu").realize();
     } finally {
       gyre.setPlanOverride("matmul", null);
     }
@@ -438,6 +440,235 @@ property(
       seed,
     }),
   { numRuns: 1 },
+);
+
+/** Elementwise work in front of an operand; "many" reads too many inputs to be fused. */
+type PrologueKind =
+  | "none"
+  | "scale"
+  | "relu"
+  | "broadcast"
+  | "residual"
+  | "select"
+  | "cast"
+  | "many";
+
+const PROLOGUES: readonly PrologueKind[] = [
+  "none",
+  "scale",
+  "relu",
+  "broadcast",
+  "residual",
+  "select",
+  "cast",
+  "many",
+];
+
+/**
+ * `t` with `kind`'s elementwise work in front, left pending so that a product can fuse it. Extra
+ * inputs (of t's shape, or a row [last axis] and a column [rows, 1] broadcast against it) come
+ * from `rng`, so two devices given the same seed build the same graph.
+ */
+function withPrologue(
+  bag: Bag,
+  device: gyre.DeviceName,
+  kind: PrologueKind,
+  t: gyre.Tensor,
+  seed: number,
+): gyre.Tensor {
+  const rng = mulberry32(seed);
+  const dtype = t.dtype as DType;
+  const shape = t.shape;
+  // float16 extras are scaled by 2^-6 (exactly) so that the operands stay within the range where
+  // float16 accumulation does not overflow, as `values` keeps plain operands.
+  const extra = (s: number[]) => {
+    const data = values(rng, s.reduce((x, y) => x * y, 1), dtype, 0);
+    if (dtype === "float16") data.forEach((v, i) => (data[i] = v / 64));
+    return bag.add(gyre.tensor(toDType(data, dtype), { shape: s, dtype, device }));
+  };
+  const rank = shape.length;
+  switch (kind) {
+    case "none":
+      return t;
+    case "scale":
+      return bag.add(t.mul(3));
+    case "relu":
+      // relu is a float op; int32 takes the same through maximum.
+      return bag.add(dtype === "int32" ? t.sub(1).maximum(0) : t.sub(1).relu());
+    case "broadcast": {
+      const row = bag.add(t.mul(extra([shape[rank - 1]])));
+      return rank < 2 ? row : bag.add(row.add(extra([shape[rank - 2], 1])));
+    }
+    case "residual":
+      return bag.add(t.add(extra(shape)));
+    case "select":
+      return bag.add(gyre.where(bag.add(t.greater(0)), t, bag.add(t.mul(-2))));
+    case "cast":
+      // An int32 operand (saturating casts, wrapping products) promoted back by the product.
+      return bag.add(bag.add(t.cast("int32")).mul(2));
+    case "many": {
+      const sum = bag.add(bag.add(t.add(extra(shape))).add(extra(shape)));
+      return bag.add(sum.add(extra(shape)));
+    }
+  }
+}
+
+/** The ops `explain` lists for a pending tensor (null once computed). */
+function pendingLabel(t: gyre.Tensor): string | null {
+  const { kernels } = gyre.explain(t, { print: false });
+  return kernels.length ? kernels[0].kernel.replace(/ \(pending.*$/, "") : null;
+}
+
+property(
+  "matmul/matmul",
+  "elementwise prologues fused into the product match the same graph unfused and on WASM",
+  fc.record({
+    c: caseArb(TILED, false),
+    a: fc.constantFrom(...PROLOGUES),
+    b: fc.constantFrom(...PROLOGUES),
+  }).map(({ c, a, b }) => ({
+    // Finite values: the prologues' selects and maxima would move a NaN's payload around.
+    c: { ...c, special: 0 },
+    a: c.dtype === "float32" || a !== "cast" ? a : "scale" as const,
+    b: c.dtype === "float32" || b !== "cast" ? b : "scale" as const,
+  })),
+  async ({ c, a: aKind, b: bKind }) => {
+    const bag = new Bag();
+    try {
+      const rng = mulberry32(c.seed);
+      const aShape = c.aOneD ? [c.k] : [...operandBatch(rng, c.batch), c.m, c.k];
+      const bShape = c.bOneD ? [c.k] : [...operandBatch(rng, c.batch), c.k, c.n];
+      const size = (s: number[]) => s.reduce((x, y) => x * y, 1);
+      const aData = toDType(values(rng, size(aShape), c.dtype, 0), c.dtype);
+      const bData = toDType(values(rng, size(bShape), c.dtype, 0), c.dtype);
+      const accumulate = c.halfAccumulate ? "float16" as const : undefined;
+      // The operands as the product sees them, and its options.
+      const build = (device: gyre.DeviceName) => {
+        const a = operand(bag, device, c.dtype, aShape, aData, c.transposeA, c.slicedA);
+        const b = operand(bag, device, c.dtype, bShape, bData, c.transposeB, false);
+        return {
+          a: withPrologue(bag, device, aKind, a.tensor, c.seed ^ 0x5a5a),
+          b: withPrologue(bag, device, bKind, b.tensor, c.seed ^ 0xa5a5),
+          options: { accumulate, transposeA: a.transposeOption, transposeB: b.transposeOption },
+        };
+      };
+      // Fused: the plan override holds while the (lazy) product runs, inside explain.
+      const fusedOperands = build("gpu");
+      // What each operand would run as its own kernel (read before the product computes it).
+      const ownLabels = [pendingLabel(fusedOperands.a), pendingLabel(fusedOperands.b)];
+      gyre.setPlanOverride("matmul", c.override);
+      let fused: gyre.Tensor, kernels: string[];
+      try {
+        const explained = gyre.explain(
+          () => gyre.matmul(fusedOperands.a, fusedOperands.b, fusedOperands.options),
+          { print: false },
+        );
+        fused = bag.add(explained.outputs[0]);
+        kernels = explained.kernels.map((k) => k.kernel);
+      } finally {
+        gyre.setPlanOverride("matmul", null);
+      }
+      const dtype = fused.dtype;
+      // Fused wherever the kernel is tiled (M, N > 1) and the operand reads few enough inputs:
+      // then the product is one kernel (two with split-K) named after what it fused.
+      if (c.m > 1 && c.n > 1) {
+        const parts: string[] = [];
+        const expected: string[] = [];
+        const kinds = [aKind, bKind];
+        const tensors = [fusedOperands.a, fusedOperands.b];
+        for (const [j, kind] of kinds.entries()) {
+          const own = ownLabels[j];
+          const t = tensors[j];
+          const label = t.dtype === dtype ? own : own ? `${own}+cast` : "cast";
+          if (kind === "many") expected.push(own!);
+          else if (label) parts.push(label);
+        }
+        const product = [...parts, "matmul"].join("+");
+        const got = kernels.slice(expected.length);
+        if (
+          kernels.slice(0, expected.length).join() !== expected.join() || got.length < 1 ||
+          got.length > 2 || got.some((k) => k !== product)
+        ) {
+          throw new Error(
+            `kernels ${JSON.stringify(kernels)}, expected ${expected} then ${product}`,
+          );
+        }
+      }
+      // The same graph with fusion off, under the same plan: each operand computed first.
+      gyre.runtime().fusion = false;
+      gyre.setPlanOverride("matmul", c.override);
+      let unfused: gyre.Tensor;
+      try {
+        const o = build("gpu");
+        unfused = bag.add(gyre.matmul(o.a, o.b, o.options).realize());
+      } finally {
+        gyre.setPlanOverride("matmul", null);
+        gyre.runtime().fusion = true;
+      }
+      const w = build("wasm");
+      const wasm = bag.add(gyre.matmul(w.a, w.b, w.options));
+      // (|A'| |B'|)_ij of the operands after their prologues, summed in float32 on WASM: within
+      // gamma_K of the exact sum, a margin the factor below covers.
+      const scale = dtype === "int32" ? null : bag.add(
+        gyre.matmul(
+          bag.add(bag.add(w.a.abs()).cast("float32")),
+          bag.add(bag.add(w.b.abs()).cast("float32")),
+          { transposeA: w.options.transposeA, transposeB: w.options.transposeB },
+        ),
+      );
+      const [got, off, want, s] = await gyre.readAll(
+        scale ? [fused, unfused, wasm, scale] : [fused, unfused, wasm],
+      );
+      // Tolerance. A prologue does the same operations in the same compute type as the kernel
+      // that would compute the operand, so an operand element differs at most where a compiler
+      // contracts a multiply-add in one kernel and not the other: one ulp of that element in its
+      // dtype (u = 2^-23 float32, 2^-10 float16), an error of at most (2u + u^2) |A'||B'| in each
+      // output. Each side's sum then has its own rounding error (2 gamma_K |A'||B'| together, as
+      // above; float16 accumulation (K + 2) 2^-11), and float16 results one rounding each: the
+      // same bound against the unfused GPU product and WASM. int32 is exact.
+      const u = dtype === "float16" ? 2 ** -10 : 2 ** -23;
+      const operandError = 2 * u + u * u;
+      const k = c.k;
+      const gamma = c.halfAccumulate ? (k + 2) * 2 ** -11 : (2 * k * 2 ** -24) / (1 - k * 2 ** -24);
+      const ftz = (x: number) => (Math.abs(x) < MIN_NORMAL ? 0 : x);
+      const compare = (other: ArrayLike<number>, what: string) => {
+        const bad: string[] = [];
+        for (let i = 0; i < got.length; i++) {
+          const g = ftz(got[i]), r = ftz(other[i]);
+          let ok: boolean;
+          if (!s) ok = g === r;
+          else if (!Number.isFinite(g) || !Number.isFinite(r)) ok = Object.is(g, r) || g === r;
+          else {
+            const bound = (operandError + gamma) * s[i] * (1 + 2 ** -10) +
+              (dtype === "float16" ? halfUlpOf(r) : 0);
+            ok = Math.abs(g - r) <= bound;
+          }
+          if (!ok && bad.length < 4) {
+            bad.push(`  [${i}] fused ${show(got[i])} ${what} ${show(other[i])}`);
+          }
+        }
+        if (bad.length) {
+          throw new Error(
+            `fused vs ${what}: a [${aShape}] ${c.transposeA}${
+              c.slicedA ? " sliced" : ""
+            } ${aKind}, ` +
+              `b [${bShape}] ${c.transposeB} ${bKind}, ${c.dtype}${
+                c.halfAccumulate ? " acc16" : ""
+              }, ` +
+              `override ${JSON.stringify(c.override)}\n${bad.join("\n")}`,
+          );
+        }
+      };
+      if (fused.shape.join() !== wasm.shape.join() || dtype !== wasm.dtype) {
+        throw new Error(`dtype/shape ${dtype} [${fused.shape}] vs ${wasm.dtype} [${wasm.shape}]`);
+      }
+      compare(off, "unfused");
+      compare(want, "wasm");
+    } finally {
+      bag.dispose();
+    }
+  },
+  { numRuns: 60 },
 );
 
 void rt;

@@ -14,7 +14,9 @@
  *   padded with zeros, so the inner loop has no bounds checks. Loads for the next K step are issued
  *   before the current one is computed (register prefetch); with `doubleBuffer` they land in a
  *   second shared buffer, one barrier per step instead of two. A split-K launch writes float32
- *   partials of a K range each, which the `splitReduce` kernel sums.
+ *   partials of a K range each, which the `splitReduce` kernel sums. An operand may be an
+ *   elementwise expression of other inputs (`OperandPrologue`, a fused prologue): each element is
+ *   computed between its global loads and the shared-memory store, edge padding staying zero.
  * - `gemv`: M = 1 or N = 1, a matrix W (`outputs x K`) times a vector. "dot": K contiguous, a group
  *   of `threadsPerOutput` invocations reads one row with `vec4` loads and reduces through subgroup
  *   shuffles or shared memory. "column": outputs contiguous, each invocation owns four adjacent
@@ -25,8 +27,11 @@
  * row and column (bias, activation; later, fused elementwise ops), written with the output.
  * @module
  */
-import { preludeFor, storageType } from "./_wgsl_types.ts";
+import type { DType } from "../dtype.ts";
+import { type Expr, exprKey, postOrder } from "../ops/_expr.ts";
 import type { MatmulChoice } from "../plans.ts";
+import { emitBody } from "./_codegen_elementwise.ts";
+import { computeType, loadAs, preludeFor, storageType } from "./_wgsl_types.ts";
 
 /** Storage dtypes with a matmul kernel. */
 export type MatmulDType = "float32" | "float16" | "int32";
@@ -47,12 +52,39 @@ export interface MatmulEpilogue {
   declarations?: string;
 }
 
+/**
+ * An operand computed from an elementwise expression as its elements are loaded (a fused
+ * prologue: `matmul(x.mul(s).relu(), w)` reads x and s, not a buffer of their product). Each
+ * input is bound in place of the operand's buffer and read at the same (batch, outer, k) through
+ * its own offset and strides, which travel in the uniforms (`p.prologue`).
+ */
+export interface OperandPrologue {
+  /** Over inputs x0, x1, ... in their compute types; its dtype is the product's. */
+  expr: Expr;
+  /**
+   * Each input's dtype and, with vec4 loads, whether it holds one value along the load axis
+   * (stride 0: read once and used for all four lanes) rather than four consecutive ones.
+   */
+  inputs: readonly { dtype: DType; splat: boolean }[];
+}
+
 /** How one operand tile is fetched from global memory. */
 export interface OperandLoad {
   /** The axis along which consecutive invocations read consecutive elements. */
   along: "k" | "outer";
   /** Aligned `vec4` loads along that axis (its stride 1, the other strides and offset multiples of 4, its length a multiple of 4). */
   vec4: boolean;
+  /** Computed from these inputs as it is loaded, instead of read from one buffer. */
+  prologue?: OperandPrologue;
+}
+
+function loadKey(x: string, l: OperandLoad): string {
+  const pro = l.prologue
+    ? `{${l.prologue.inputs.map((i) => `${i.dtype}${i.splat ? "s" : "v"}`).join(",")}:${
+      exprKey(l.prologue.expr)
+    }}`
+    : "";
+  return `${x}${l.along}${l.vec4 ? 4 : 1}${pro}`;
 }
 
 /**
@@ -127,11 +159,9 @@ export function matmulKey(s: MatmulSpec): string {
     case "tiled":
       return `mm|${s.dtype}|${s.math}|${s.tileM}x${s.tileN}x${s.tileK}|${s.threadM}x${s.threadN}|l${s.laneColumns}|${
         s.doubleBuffer ? "db" : "sb"
-      }|${s.sharedLayout}${s.prefetch ? "|pf" : ""}|sw${s.swizzle}|a${s.a.along}${
-        s.a.vec4 ? 4 : 1
-      }|b${s.b.along}${s.b.vec4 ? 4 : 1}|${s.vectorStore ? "vs" : "ss"}|br${s.batchRank}${
-        s.split ? "|split" : ""
-      }${epi}`;
+      }|${s.sharedLayout}${s.prefetch ? "|pf" : ""}|sw${s.swizzle}|${loadKey("a", s.a)}|${
+        loadKey("b", s.b)
+      }|${s.vectorStore ? "vs" : "ss"}|br${s.batchRank}${s.split ? "|split" : ""}${epi}`;
     case "gemv":
       return `mv|${s.dtype}|${s.form}|${s.vec4 ? 4 : 1}|wg${s.workgroupSize}|w${s.width}|${
         s.subgroups ? "sg" : "sh"
@@ -141,8 +171,21 @@ export function matmulKey(s: MatmulSpec): string {
   }
 }
 
-/** Uniform words: 16 scalars, then batch shape, A batch strides and B batch strides (8 each). */
+/**
+ * Uniform words: 16 scalars, then batch shape, A batch strides and B batch strides (8 each); then
+ * per prologue input (A's, then B's) offset, outer stride, K stride, a spare word and 8 batch
+ * strides.
+ */
 const U_WORDS = 16 + 3 * 8;
+const PROLOGUE_WORDS = 12;
+
+/** Where one prologue input's element (batch, outer, k) is, in elements. */
+export interface PrologueInputLayout {
+  offset: number;
+  outerStride: number;
+  kStride: number;
+  batchStrides: readonly number[];
+}
 
 /** The uniform block's scalar fields. */
 export interface MatmulUniforms {
@@ -168,11 +211,14 @@ export interface MatmulUniforms {
   batchShape: readonly number[];
   aBatchStrides: readonly number[];
   bBatchStrides: readonly number[];
+  /** Prologue inputs of A, then of B (tiled kernels only). */
+  prologueInputs?: readonly PrologueInputLayout[];
 }
 
 /** Packs the uniform block for one dispatch. */
 export function matmulUniforms(u: MatmulUniforms): Uint32Array {
-  const w = new Uint32Array(U_WORDS);
+  const inputs = u.prologueInputs ?? [];
+  const w = new Uint32Array(U_WORDS + PROLOGUE_WORDS * inputs.length);
   w.set([
     u.m,
     u.n,
@@ -193,29 +239,61 @@ export function matmulUniforms(u: MatmulUniforms): Uint32Array {
   u.batchShape.forEach((d, i) => (w[16 + i] = d));
   u.aBatchStrides.forEach((d, i) => (w[24 + i] = d));
   u.bBatchStrides.forEach((d, i) => (w[32 + i] = d));
+  inputs.forEach((input, j) => {
+    const at = U_WORDS + PROLOGUE_WORDS * j;
+    w.set([input.offset, input.outerStride, input.kStride], at);
+    input.batchStrides.forEach((d, i) => (w[at + 4 + i] = d));
+  });
   return w;
 }
 
-const PARAMS =
-  "struct Params { m: u32, n: u32, k: u32, batches: u32, tiles_m: u32, tiles_n: u32, " +
-  "splits: u32, k_chunk: u32, a_off: u32, b_off: u32, a_so: u32, a_sk: u32, b_sk: u32, b_so: u32, " +
-  "e_off: u32, pad: u32, dims: array<vec4<u32>, 6> }";
+/** The uniform struct, with room for `prologueInputs` inputs' layouts (`p.prologue`). */
+function params(prologueInputs = 0): string {
+  return "struct Params { m: u32, n: u32, k: u32, batches: u32, tiles_m: u32, tiles_n: u32, " +
+    "splits: u32, k_chunk: u32, a_off: u32, b_off: u32, a_so: u32, a_sk: u32, b_sk: u32, " +
+    "b_so: u32, e_off: u32, pad: u32, dims: array<vec4<u32>, 6>" +
+    (prologueInputs
+      ? `, prologue: array<vec4<u32>, ${(PROLOGUE_WORDS / 4) * prologueInputs}>`
+      : "") +
+    " }";
+}
+
+/** Uniform words of prologue input `j` (numbered over A's inputs, then B's). */
+function prologueWord(j: number, field: "offset" | "outer" | "k"): string {
+  return `p.prologue[${(PROLOGUE_WORDS / 4) * j}].${{ offset: "x", outer: "y", k: "z" }[field]}`;
+}
+function prologueBatchStride(j: number, d: number): string {
+  return `p.prologue[${(PROLOGUE_WORDS / 4) * j + 1 + (d >> 2)}][${d & 3}]`;
+}
 
 function dim(word: number): string {
   return `p.dims[${word >> 2}][${word & 3}]`;
 }
 
-/** Offsets of batch `batch` into A and B (`a_batch`, `b_batch`), from the batch axes' strides. */
-function batchOffsets(rank: number, batch: string): string[] {
-  if (rank === 0) return ["let a_batch = 0u;", "let b_batch = 0u;"];
-  if (rank === 1) {
-    return [`let a_batch = ${batch} * ${dim(8)};`, `let b_batch = ${batch} * ${dim(16)};`];
-  }
-  const lines = ["var a_batch = 0u;", "var b_batch = 0u;", `var batch_rest = ${batch};`];
+/** A variable holding an offset into one input for each batch, and its batch axes' strides. */
+interface BatchTarget {
+  name: string;
+  stride: (axis: number) => string;
+}
+
+const OPERAND_BATCHES: readonly BatchTarget[] = [
+  { name: "a_batch", stride: (d) => dim(8 + d) },
+  { name: "b_batch", stride: (d) => dim(16 + d) },
+];
+
+/** Offsets of batch `batch` into each target (A and B by default), from the batch axes' strides. */
+function batchOffsets(
+  rank: number,
+  batch: string,
+  targets: readonly BatchTarget[] = OPERAND_BATCHES,
+): string[] {
+  if (rank === 0) return targets.map((t) => `let ${t.name} = 0u;`);
+  if (rank === 1) return targets.map((t) => `let ${t.name} = ${batch} * ${t.stride(0)};`);
+  const lines = [...targets.map((t) => `var ${t.name} = 0u;`), `var batch_rest = ${batch};`];
   for (let d = rank - 1; d >= 0; d--) {
     const index = d > 0 ? `batch_rest % ${dim(d)}` : "batch_rest";
     lines.push(
-      `{ let i = ${index}; a_batch += i * ${dim(8 + d)}; b_batch += i * ${dim(16 + d)};` +
+      `{ let i = ${index};${targets.map((t) => ` ${t.name} += i * ${t.stride(d)};`).join("")}` +
         (d > 0 ? ` batch_rest = batch_rest / ${dim(d)}; }` : " }"),
     );
   }
@@ -233,7 +311,12 @@ function apply(e: MatmulEpilogue | null, value: string, row: string, col: string
 }
 
 function halfNeeded(s: MatmulSpec): boolean {
-  return s.dtype === "float16" || (s.kind === "tiled" && s.math === "f16");
+  if (s.dtype === "float16") return true;
+  if (s.kind !== "tiled") return false;
+  const prologueHalf = (l: OperandLoad) =>
+    Boolean(l.prologue) && (l.prologue!.inputs.some((i) => i.dtype === "float16") ||
+      postOrder(l.prologue!.expr).some((e) => e.dtype === "float16"));
+  return s.math === "f16" || prologueHalf(s.a) || prologueHalf(s.b);
 }
 
 function finish(lines: string[]): string {
@@ -307,9 +390,54 @@ interface OperandNames {
   /** First outer coordinate of the workgroup's tile. */
   origin: string;
   load: OperandLoad;
+  /** The number of the prologue's first input among all prologue inputs (in `p.prologue`). */
+  firstInput: number;
   /** Invocations along the outer axis, and outputs each owns along it. */
   threads: number;
   thread: number;
+}
+
+/**
+ * An operand's storage bindings from `first` on: its buffer, or its prologue's inputs (`a_input0`,
+ * ...), followed by the prologue's function `a_prologue`.
+ */
+function operandBindings(l: OperandLoad, x: string, first: number, store: string): string[] {
+  if (!l.prologue) {
+    return [
+      `@group(0) @binding(${first}) var<storage, read> ${x}_src: array<${
+        l.vec4 ? `vec4<${store}>` : store
+      }>;`,
+    ];
+  }
+  const pro = l.prologue;
+  const lines = pro.inputs.map((input, j) => {
+    const element = storageType(input.dtype);
+    const type = l.vec4 && !input.splat ? `vec4<${element}>` : element;
+    return `@group(0) @binding(${first + j}) var<storage, read> ${x}_input${j}: array<${type}>;`;
+  });
+  const args = pro.inputs.map((input, j) => `x${j}: ${computeType(input.dtype)}`);
+  lines.push(
+    `fn ${x}_prologue(${args.join(", ")}) -> ${computeType(pro.expr.dtype)} {`,
+    // emitBody hides constants from the compiler behind the uniform word `p.pad0`, which is 0;
+    // the matrix kernels' uniforms call their zero word `pad`.
+    emitBody(pro.expr).replaceAll("p.pad0", "p.pad"),
+    "}",
+  );
+  return lines;
+}
+
+/** The per-batch offsets an operand needs: its buffer's, or each prologue input's. */
+function operandBatches(
+  l: OperandLoad,
+  x: string,
+  firstInput: number,
+  plain: BatchTarget,
+): BatchTarget[] {
+  if (!l.prologue) return [plain];
+  return l.prologue.inputs.map((_, j) => ({
+    name: `${x}_batch${j}`,
+    stride: (d: number) => prologueBatchStride(firstInput + j, d),
+  }));
 }
 
 function generateTiled(s: TiledSpec): string {
@@ -324,20 +452,20 @@ function generateTiled(s: TiledSpec): string {
   const zero = T === "i32" ? "0" : T === "f16" ? "0.0h" : "0.0";
   const lines: string[] = [];
   if (halfNeeded(s)) lines.push("enable f16;");
-  const extra = s.epilogue?.bindings.length ?? 0;
+  const extra = s.split ? 0 : s.epilogue?.bindings.length ?? 0;
+  const aInputs = s.a.prologue?.inputs.length ?? 0;
+  const bInputs = s.b.prologue?.inputs.length ?? 0;
+  // Bindings: A (its buffer, or its prologue's inputs), B likewise, the epilogue's, C, uniforms.
+  const first = Math.max(1, aInputs) + Math.max(1, bInputs);
   lines.push(
-    PARAMS,
-    `@group(0) @binding(0) var<storage, read> a_src: array<${
-      s.a.vec4 ? `vec4<${store}>` : store
-    }>;`,
-    `@group(0) @binding(1) var<storage, read> b_src: array<${
-      s.b.vec4 ? `vec4<${store}>` : store
-    }>;`,
-    ...epilogueBindings(s.split ? null : s.epilogue, 2),
-    `@group(0) @binding(${2 + (s.split ? 0 : extra)}) var<storage, read_write> c_dst: array<${
+    params(aInputs + bInputs),
+    ...operandBindings(s.a, "a", 0, store),
+    ...operandBindings(s.b, "b", Math.max(1, aInputs), store),
+    ...epilogueBindings(s.split ? null : s.epilogue, first),
+    `@group(0) @binding(${first + extra}) var<storage, read_write> c_dst: array<${
       s.vectorStore ? `vec4<${outType}>` : outType
     }>;`,
-    `@group(0) @binding(${3 + (s.split ? 0 : extra)}) var<uniform> p: Params;`,
+    `@group(0) @binding(${first + extra + 1}) var<uniform> p: Params;`,
   );
   const buffers = s.doubleBuffer ? 2 : 1;
   const aWords = (s.tileK * s.tileM) / 4;
@@ -385,7 +513,10 @@ function generateTiled(s: TiledSpec): string {
   lines.push(
     `  let m0 = tile_m * ${s.tileM}u;`,
     `  let n0 = tile_n * ${s.tileN}u;`,
-    ...batchOffsets(s.batchRank, "batch").map((l) => `  ${l}`),
+    ...batchOffsets(s.batchRank, "batch", [
+      ...operandBatches(s.a, "a", 0, OPERAND_BATCHES[0]),
+      ...operandBatches(s.b, "b", aInputs, OPERAND_BATCHES[1]),
+    ]).map((l) => `  ${l}`),
     "  let k_begin = split * p.k_chunk;",
     "  let k_end = min(k_begin + p.k_chunk, p.k);",
     `  let k_tiles = select(0u, (k_end - k_begin + ${
@@ -420,6 +551,7 @@ function generateTiled(s: TiledSpec): string {
     kStride: "p.a_sk",
     origin: "m0",
     load: s.a,
+    firstInput: 0,
     threads: threadsM,
     thread: s.threadM,
   };
@@ -433,6 +565,7 @@ function generateTiled(s: TiledSpec): string {
     kStride: "p.b_sk",
     origin: "n0",
     load: s.b,
+    firstInput: aInputs,
     threads: threadsN,
     thread: s.threadN,
   };
@@ -510,17 +643,50 @@ function operandLoads(s: TiledSpec, o: OperandNames, threads: number) {
       const v = `${o.x}_reg${i}`;
       const kIndex = `${k0} + ${o.x}_k${i}`;
       const inK = `${kIndex} < k_end`;
-      const address = o.load.along === "k"
-        ? `${o.x}_base${i} + ${o.load.vec4 ? `(${k0}) / 4u` : `(${k0}) * ${o.kStride}`}`
-        : `${o.x}_base${i} + ${
-          o.load.vec4 ? `(${k0}) * (${o.kStride} / 4u)` : `(${k0}) * ${o.kStride}`
-        }`;
-      out.push(
-        `${v} = ${o.load.vec4 ? `vec4<${T}>(${zero})` : zero};`,
-        `if (${guard}${o.x}_in${i} && ${inK}) { ${v} = ${
-          convert(`${o.buffer}[${address}]`, o.load.vec4)
-        }; }`,
-      );
+      // From a base in elements (or vec4s when `vector`), K step k0 on: along k a vec4 step is
+      // k0 / 4 vectors, along the outer axis k0 rows of kStride / 4 vectors.
+      const address = (base: string, kStride: string, vector: boolean) =>
+        vector
+          ? `${base} + ${o.load.along === "k" ? `(${k0}) / 4u` : `(${k0}) * (${kStride} / 4u)`}`
+          : `${base} + (${k0}) * ${kStride}`;
+      out.push(`${v} = ${o.load.vec4 ? `vec4<${T}>(${zero})` : zero};`);
+      const pro = o.load.prologue;
+      if (!pro) {
+        out.push(
+          `if (${guard}${o.x}_in${i} && ${inK}) { ${v} = ${
+            convert(
+              `${o.buffer}[${address(`${o.x}_base${i}`, o.kStride, o.load.vec4)}]`,
+              o.load.vec4,
+            )
+          }; }`,
+        );
+        continue;
+      }
+      // The prologue's value, rounded to the operand's storage type (float16 values are f32
+      // registers holding half-precision numbers), then widened to the registers' type.
+      const toRegister = (value: string) => (T === "f16" ? `f16(${value})` : value);
+      const loads = pro.inputs.map((input, j) => {
+        const vector = o.load.vec4 && !input.splat;
+        const kStride = prologueWord(o.firstInput + j, "k");
+        return `let ${o.x}_value${j} = ${o.x}_input${j}[${
+          address(`${o.x}_base${i}_${j}`, kStride, vector)
+        }];`;
+      });
+      const call = (lane: string) =>
+        toRegister(
+          `${o.x}_prologue(${
+            pro.inputs.map((input, j) =>
+              loadAs(
+                input.dtype,
+                o.load.vec4 && !input.splat ? `${o.x}_value${j}.${lane}` : `${o.x}_value${j}`,
+              )
+            ).join(", ")
+          })`,
+        );
+      const value = o.load.vec4
+        ? `vec4<${T}>(${["x", "y", "z", "w"].map(call).join(", ")})`
+        : call("");
+      out.push(`if (${guard}${o.x}_in${i} && ${inK}) { ${loads.join(" ")} ${v} = ${value}; }`);
     }
     return out;
   };
@@ -570,10 +736,21 @@ function operandLoads(s: TiledSpec, o: OperandNames, threads: number) {
       `  let ${o.x}_in${i} = ${o.origin} + ${o.x}_o${i} < ${o.bound};`,
       `  var ${o.x}_reg${i}: ${o.load.vec4 ? `vec4<${T}>` : T};`,
     );
-    const start =
-      `p.${o.x}_off + ${o.x}_batch + (${o.origin} + ${o.x}_o${i}) * ${o.outerStride} + ${o.x}_k${i} * ${o.kStride}`;
+    const start = (offset: string, batch: string, outerStride: string, kStride: string) =>
+      `${offset} + ${batch} + (${o.origin} + ${o.x}_o${i}) * ${outerStride} + ${o.x}_k${i} * ${kStride}`;
     // vec4 bases are in vec4 units; every term is a multiple of 4 by the layout's eligibility.
-    setup.push(`  let ${o.x}_base${i} = ${o.load.vec4 ? `(${start}) / 4u` : start};`);
+    const base = (name: string, at: string, vector: boolean) =>
+      `  let ${name} = ${vector ? `(${at}) / 4u` : at};`;
+    if (o.load.prologue) {
+      o.load.prologue.inputs.forEach((input, j) => {
+        const word = (field: "offset" | "outer" | "k") => prologueWord(o.firstInput + j, field);
+        const at = start(word("offset"), `${o.x}_batch${j}`, word("outer"), word("k"));
+        setup.push(base(`${o.x}_base${i}_${j}`, at, o.load.vec4 && !input.splat));
+      });
+    } else {
+      const at = start(`p.${o.x}_off`, `${o.x}_batch`, o.outerStride, o.kStride);
+      setup.push(base(`${o.x}_base${i}`, at, o.load.vec4));
+    }
     // Where element (k, outer) of this K step goes: "interleaved", vec4 `k * tile/4 + outer/4`;
     // "thread", the row of the invocation owning vector outer/4 (vectors are dealt round-robin),
     // at fragment `k * groups + outer/4 / threads`. Then lane outer % 4.
@@ -722,7 +899,7 @@ function generateGemv(s: GemvSpec): string {
   const lines: string[] = [];
   if (halfNeeded(s)) lines.push("enable f16;");
   lines.push(
-    PARAMS,
+    params(),
     `@group(0) @binding(0) var<storage, read> w_src: array<${s.vec4 ? `vec4<${store}>` : store}>;`,
     `@group(0) @binding(1) var<storage, read> v_src: array<${
       vectorVec4 ? `vec4<${store}>` : store
@@ -896,7 +1073,7 @@ function generateSplitReduce(s: SplitReduceSpec): string {
   const lines: string[] = [];
   if (halfNeeded(s)) lines.push("enable f16;");
   lines.push(
-    PARAMS,
+    params(),
     `@group(0) @binding(0) var<storage, read> part: array<${
       s.vec4 ? `vec4<${partType}>` : partType
     }>;`,

@@ -8,7 +8,9 @@
  * split-K, or matrix-vector for M = 1 or N = 1); WASM runs the packed SIMD GEMM of asm/gemm.ts,
  * shared between threads (src/wasm/threads.ts) as `planWasmGemm` chooses.
  * Both read operands through their strides (transposed and broadcast views cost no copy); views
- * with negative strides are copied first.
+ * with negative strides are copied first. On the GPU, an operand that is a pending elementwise
+ * result (`matmul(x.mul(s).relu(), w)`) is computed by the tiled kernels as they load it (a fused
+ * prologue) instead of in a kernel of its own.
  * @module
  */
 import type { View } from "../_backend.ts";
@@ -32,13 +34,14 @@ import {
   type MatmulSpec,
   type MatmulUniforms,
   matmulUniforms,
+  type OperandLoad,
   type SplitReduceSpec,
   type TiledSpec,
   tiledThreads,
 } from "../gpu/_codegen_matmul.ts";
 import { computeType, loadAs, storageType } from "../gpu/_wgsl_types.ts";
 import { emitBody } from "../gpu/_codegen_elementwise.ts";
-import { makePending, type Producer } from "../_lazy.ts";
+import { bind, fusedLabel, makePending, type Producer } from "../_lazy.ts";
 import { planMatmul, planWasmGemm } from "../plans.ts";
 import { runtime } from "../runtime.ts";
 import { Tensor } from "../tensor.ts";
@@ -106,10 +109,33 @@ interface Problem {
   halfAccumulate: boolean;
 }
 
-/** Operands after validation, with what must be disposed afterwards. */
+/**
+ * Most inputs one operand's fused prologue reads: with both operands at the most, and C, 7 of the
+ * 8 storage bindings WebGPU guarantees.
+ */
+const MAX_PROLOGUE_INPUTS = 3;
+
+/**
+ * An operand computed inside the product's kernel as it is loaded: an elementwise expression
+ * over `inputs`, views of the operand's `[...batch, rows, cols]` matrix view each.
+ */
+interface Prologue {
+  expr: Expr;
+  inputs: View[];
+  /** The ops folded in (for profiles and explain). */
+  label: string;
+}
+
+/**
+ * Operands after validation, with what must be disposed afterwards. An operand with a prologue
+ * has no buffer of its own: its view is then the prologue input whose layout decides how tiles
+ * are loaded (the first that varies along both matrix axes).
+ */
 interface Operands {
   a: View;
   b: View;
+  aPrologue: Prologue | null;
+  bPrologue: Prologue | null;
   temps: Tensor[];
 }
 
@@ -253,22 +279,51 @@ function swapLast(shape: number[]): void {
 }
 
 /**
+ * A pending elementwise operand as a prologue over its inputs' matrix views, or null where it
+ * must be computed first: it reads the element index or another product, has no view or too many
+ * inputs, or an input has negative strides.
+ */
+function prologueOf(x: Tensor, op: string, matrix: (v: View) => View): Prologue | null {
+  const pending = x._pending(op);
+  if (!pending || pending.readsIndex || pending.producer || pending.backend.name !== "gpu") {
+    return null;
+  }
+  const { expr, inputs } = bind(pending.expr);
+  if (inputs.length === 0 || inputs.length > MAX_PROLOGUE_INPUTS) return null;
+  if (inputs.some((v) => v.strides.some((s) => s < 0))) return null;
+  return { expr, inputs: inputs.map(matrix), label: fusedLabel(pending) };
+}
+
+/** Among a prologue's inputs, the one whose layout decides the loads: varying along both axes. */
+function mainInput(inputs: readonly View[]): View {
+  const r = inputs[0].strides.length - 2;
+  return inputs.find((v) => v.strides[r] !== 0 && v.strides[r + 1] !== 0) ?? inputs[0];
+}
+
+/**
  * The operands as views of `[...batch, M, K]` and `[...batch, K, N]`: promoted to the common
  * dtype, 1-D ones given their unit axis, transposes applied to the strides, batch axes broadcast
- * (stride 0), axes of length 1 given stride 0, negative strides copied away.
+ * (stride 0), axes of length 1 given stride 0, negative strides copied away. With `fuse`, a
+ * pending elementwise operand (the promotion's cast included) becomes a prologue instead.
  */
 function operandViews(
   op: string,
   a: Tensor,
   b: Tensor,
   p: ReturnType<typeof validate>,
+  fuse = false,
 ): Operands {
   const temps: Tensor[] = [];
-  const prepare = (t: Tensor, matrix: (v: View) => View): View => {
+  const prepare = (
+    t: Tensor,
+    matrix: (v: View) => View,
+  ): { view: View; prologue: Prologue | null } => {
     let x = t;
     if (x._meta(op).dtype !== p.dtype) temps.push(x = cast(x, p.dtype));
+    const prologue = fuse ? prologueOf(x, op, matrix) : null;
+    if (prologue) return { view: mainInput(prologue.inputs), prologue };
     if (x._view(op).strides.some((s) => s < 0)) temps.push(x = clone(x));
-    return matrix(x._view(op));
+    return { view: matrix(x._view(op)), prologue: null };
   };
   const batchView = (v: View, rows: number, cols: number): View => {
     const lead = p.batch.length - (v.shape.length - 2);
@@ -304,31 +359,38 @@ function operandViews(
     }
     return batchView({ ...v, shape, strides }, p.k, p.n);
   });
-  return { a: aView, b: bView, temps };
+  return {
+    a: aView.view,
+    b: bView.view,
+    aPrologue: aView.prologue,
+    bPrologue: bView.prologue,
+    temps,
+  };
 }
 
-/** Batch axes with length-1 axes dropped and neighbours merged where both operands allow. */
+/** The views an operand reads: its prologue's inputs, or itself. */
+function operandInputs(view: View, prologue: Prologue | null): View[] {
+  return prologue ? prologue.inputs : [view];
+}
+
+/**
+ * Batch axes with length-1 axes dropped and neighbours merged where every input allows:
+ * `strides[j]` are input j's batch strides, returned collapsed in the same order.
+ */
 function collapseBatch(
   shape: readonly number[],
-  aStrides: readonly number[],
-  bStrides: readonly number[],
-): { shape: number[]; a: number[]; b: number[] } {
-  const out = { shape: [] as number[], a: [] as number[], b: [] as number[] };
+  strides: readonly (readonly number[])[],
+): { shape: number[]; strides: number[][] } {
+  const out = { shape: [] as number[], strides: strides.map(() => [] as number[]) };
   for (let i = 0; i < shape.length; i++) {
     if (shape[i] === 1) continue;
     const last = out.shape.length - 1;
-    if (
-      last >= 0 &&
-      out.a[last] === aStrides[i] * shape[i] &&
-      out.b[last] === bStrides[i] * shape[i]
-    ) {
+    if (last >= 0 && strides.every((s, j) => out.strides[j][last] === s[i] * shape[i])) {
       out.shape[last] *= shape[i];
-      out.a[last] = aStrides[i];
-      out.b[last] = bStrides[i];
+      strides.forEach((s, j) => (out.strides[j][last] = s[i]));
     } else {
       out.shape.push(shape[i]);
-      out.a.push(aStrides[i]);
-      out.b.push(bStrides[i]);
+      strides.forEach((s, j) => out.strides[j].push(s[i]));
     }
   }
   return out;
@@ -398,6 +460,10 @@ function fusedEpilogue(
   };
 }
 
+function bufferOf(v: View): GPUBuffer {
+  return (v.storage as GpuStorage).buffer;
+}
+
 /** Runs a validated, non-empty product with K > 0 on the GPU; returns [...batch, M, N] storage. */
 function runGpu(
   op: string,
@@ -411,7 +477,12 @@ function runGpu(
   const { m, n, k } = p;
   const r = p.batch.length;
   const batches = sizeOf(p.batch);
-  const collapsed = collapseBatch(p.batch, x.a.strides.slice(0, r), x.b.strides.slice(0, r));
+  const aInputs = operandInputs(x.a, x.aPrologue);
+  const bInputs = operandInputs(x.b, x.bPrologue);
+  const inputs = [...aInputs, ...bInputs];
+  const batchStrides = collapseBatch(p.batch, inputs.map((v) => v.strides.slice(0, r)));
+  const batchOf = (v: View) => batchStrides.strides[inputs.indexOf(v)];
+  const collapsed = { shape: batchStrides.shape, a: batchOf(x.a), b: batchOf(x.b) };
   const batchRank = collapsed.shape.length;
   const [aOuter, aK] = [x.a.strides[r], x.a.strides[r + 1]];
   const [bK, bOuter] = [x.b.strides[r], x.b.strides[r + 1]];
@@ -467,6 +538,8 @@ function runGpu(
   };
 
   if (choice.variant === "gemv") {
+    // Prologues are only fused where M and N exceed 1, where the plan never picks gemv.
+    if (x.aPrologue || x.bPrologue) throw new Error(`${op}: internal error: gemv with a prologue`);
     // M = 1: the matrix is B (its outputs along N) and the vector A's row; N = 1: the matrix is
     // A and the vector B's column. The uniforms' A slot holds the matrix, the B slot the vector.
     const byN = m === 1;
@@ -522,13 +595,18 @@ function runGpu(
     return out;
   }
 
+  // An operand's loads: along its (main) view's contiguous axis, as vec4s when every input
+  // read has stride 1 along it with aligned offset and other strides, or (a prologue input
+  // broadcast along it) stride 0.
   const loadOf = (
-    outerStride: number,
-    kStride: number,
-    offset: number,
-    batch: number[],
+    main: View,
+    prologue: Prologue | null,
+    outerAxis: number,
     outerLength: number,
-  ) => {
+  ): OperandLoad => {
+    const outerOf = (v: View) => v.strides[outerAxis];
+    const kOf = (v: View) => v.strides[outerAxis === r ? r + 1 : r];
+    const [outerStride, kStride] = [outerOf(main), kOf(main)];
     const along: "k" | "outer" = kStride === 1
       ? "k"
       : outerStride === 1
@@ -536,10 +614,25 @@ function runGpu(
       : Math.abs(kStride) <= Math.abs(outerStride)
       ? "k"
       : "outer";
-    const vec4 = along === "k"
-      ? kStride === 1 && k % 4 === 0 && aligned(offset, [outerStride, ...batch])
-      : outerStride === 1 && outerLength % 4 === 0 && aligned(offset, [kStride, ...batch]);
-    return { along, vec4 };
+    const alongStride = (v: View) => (along === "k" ? kOf(v) : outerOf(v));
+    const vectors = (v: View) =>
+      alongStride(v) === 1 &&
+      aligned(v.offset, [along === "k" ? outerOf(v) : kOf(v), ...batchOf(v)]);
+    const length = along === "k" ? k : outerLength;
+    if (!prologue) return { along, vec4: length % 4 === 0 && vectors(main) };
+    const vec4 = choice.vectorLoads && length % 4 === 0 &&
+      prologue.inputs.every((v) => alongStride(v) === 0 || vectors(v));
+    return {
+      along,
+      vec4,
+      prologue: {
+        expr: prologue.expr,
+        inputs: prologue.inputs.map((v) => ({
+          dtype: v.dtype,
+          splat: vec4 && alongStride(v) === 0,
+        })),
+      },
+    };
   };
   const tilesM = Math.ceil(m / choice.tileM);
   const tilesN = Math.ceil(n / choice.tileN);
@@ -566,18 +659,40 @@ function runGpu(
     sharedLayout: choice.sharedLayout,
     prefetch: choice.prefetch,
     swizzle: choice.swizzle,
-    a: loadOf(aOuter, aK, x.a.offset, collapsed.a, m),
-    b: loadOf(bOuter, bK, x.b.offset, collapsed.b, n),
+    a: loadOf(x.a, x.aPrologue, r, m),
+    b: loadOf(x.b, x.bPrologue, r + 1, n),
     vectorStore: choice.vectorLoads && n % 4 === 0,
     batchRank,
     split: splits > 1,
     epilogue,
   };
   const threads = tiledThreads(spec);
-  const uniforms: MatmulUniforms = { ...base, tilesM, tilesN, splits, kChunk };
+  // Each prologue input's offset and strides as (outer, k), A's inputs then B's.
+  const prologueInputs = [
+    ...(x.aPrologue?.inputs ?? []).map((v) => [v, v.strides[r], v.strides[r + 1]] as const),
+    ...(x.bPrologue?.inputs ?? []).map((v) => [v, v.strides[r + 1], v.strides[r]] as const),
+  ].map(([v, outerStride, kStride]) => ({
+    offset: v.offset,
+    outerStride,
+    kStride,
+    batchStrides: batchOf(v),
+  }));
+  const uniforms: MatmulUniforms = {
+    ...base,
+    tilesM,
+    tilesN,
+    splits,
+    kChunk,
+    prologueInputs,
+  };
   const groups = batches * tilesM * tilesN * splits;
+  // Operand buffers: each operand's own, or its prologue's inputs'.
+  const operandBuffers = [
+    ...(x.aPrologue ? aInputs.map(bufferOf) : [aBuffer]),
+    ...(x.bPrologue ? bInputs.map(bufferOf) : [bBuffer]),
+  ];
   if (splits === 1) {
-    dispatch(spec, [aBuffer, bBuffer, ...extraBuffers, out.buffer], uniforms, groups, threads);
+    dispatch(spec, [...operandBuffers, ...extraBuffers, out.buffer], uniforms, groups, threads);
     return out;
   }
   const partials = backend._alloc(
@@ -585,7 +700,7 @@ function runGpu(
     p.dtype === "int32" ? "int32" : "float32",
     splits * batches * m * n,
   );
-  dispatch(spec, [aBuffer, bBuffer, partials.buffer], uniforms, groups, threads);
+  dispatch(spec, [...operandBuffers, partials.buffer], uniforms, groups, threads);
   const reduce: SplitReduceSpec = {
     kind: "splitReduce",
     dtype: p.dtype,
@@ -818,47 +933,61 @@ function product(
     return evaluate(op, device, epilogueExpr(zero, leaf), inputs, p.outShape);
   }
   // Refuse an output the device cannot hold before anything is allocated.
-  runtime().backend(device, op).checkAllocation(op, p.dtype, size);
-  const x = operandViews(op, a, b, p);
+  const deviceBackend = runtime().backend(device, op);
+  deviceBackend.checkAllocation(op, p.dtype, size);
+  const onGpu = deviceBackend.name === "gpu";
+  // Pending elementwise operands are computed as the kernel loads them (a prologue), except in
+  // matrix-vector products (M = 1 or N = 1), whose kernels read their operands as they are.
+  const x = operandViews(op, a, b, p, onGpu && runtime().fusion && p.m > 1 && p.n > 1);
+  // Named after the ops fused in front of the product too, for profiles and explain.
+  const label = [x.aPrologue?.label, x.bPrologue?.label, op].filter(Boolean).join("+");
   let biasTensor = bias;
   try {
-    if (a._view(op).storage.backend.name === "gpu") {
+    if (onGpu) {
       if (biasTensor) {
         const v = biasTensor._view(op);
         if (v.strides[0] !== 1 && p.n > 1) x.temps.push(biasTensor = clone(biasTensor));
       }
-      const backend = a._view(op).storage.backend as GpuBackend;
+      const backend = deviceBackend as GpuBackend;
       if (
         !biasTensor && !activation && runtime().fusion && p.outShape.length === p.batch.length + 2
       ) {
         // Lazy: elementwise consumers of the product fold into its kernel as an epilogue.
+        const operandInputCount = operandInputs(x.a, x.aPrologue).length +
+          operandInputs(x.b, x.bPrologue).length;
         const producer: Producer = {
-          op,
+          op: label,
           dtype: p.dtype,
-          run(label, epilogue, inputs) {
+          run(runLabel, epilogue, inputs) {
             const custom = epilogue ? fusedEpilogue(epilogue, inputs, p) : null;
-            if (epilogue && !custom) return null;
-            return runGpu(label, backend, p, x, { bias: null, activation: null }, custom);
+            // The operands' inputs, the epilogue's and C must fit the device's bindings.
+            const bindings = operandInputCount + (custom?.buffers.length ?? 0) + 1;
+            if (
+              epilogue &&
+              (!custom || bindings > backend.caps.limits.maxStorageBuffersPerShaderStage)
+            ) return null;
+            return runGpu(runLabel, backend, p, x, { bias: null, activation: null }, custom);
           },
         };
+        // It holds the operands' storage (a prologue's inputs') until it runs.
         const pending = makePending(
-          op,
+          label,
           backend,
           E.producer(p.dtype),
           p.outShape,
-          [x.a, x.b],
+          [...operandInputs(x.a, x.aPrologue), ...operandInputs(x.b, x.bPrologue)],
           [],
           producer,
         );
         return new Tensor(pending);
       }
-      const storage = runGpu(op, backend, p, x, {
+      const storage = runGpu(label, backend, p, x, {
         bias: biasTensor ? biasTensor._view(op) : null,
         activation,
       });
       return Tensor._fromStorage(storage, p.dtype, p.outShape);
     }
-    const backend = a._view(op).storage.backend as WasmBackend;
+    const backend = deviceBackend as WasmBackend;
     const storage = runWasm(op, backend, p, x);
     const compute: DType = p.dtype === "int32" ? "int32" : "float32";
     const result = Tensor._fromStorage(storage, compute, p.outShape);
