@@ -49,6 +49,8 @@
 export function g_pow_f32(x: f32, y: f32): f32 {
   if (y == 0 || x == 1) return 1;
   if (x != x || y != y) return x + y;
+  // (-1) ** +-Inf is 1 (C and NumPy; Math.pow says NaN).
+  if (x == -1 && Mathf.abs(y) == Infinity) return 1;
   if (x < 0) {
     if (Mathf.trunc(y) != y) return NaN;
     const magnitude = <f32>Math.pow(<f64>-x, <f64>y);
@@ -196,7 +198,8 @@ export function g_selu64(x: f64): f64 {
 }
 
 export function g_softsign64(x: f64): f64 {
-  return x / (1.0 + Math.abs(x));
+  // +-1 past 2^30, as the WGSL (where the quotient rounds to +-1 in f32 anyway).
+  return Math.abs(x) > 1073741824.0 ? (x > 0 ? 1.0 : -1.0) : x / (1.0 + Math.abs(x));
 }
 
 export function g_leaky_relu64(x: f64, alpha: f64): f64 {

@@ -337,6 +337,10 @@ if (args.includes("--sweep")) {
     }
   }
   settings.push({ variant: "lookback", subTiles: 4 }, { variant: "lookback", lookbackStates: 4 });
+  for (const spinBackoff of [16, 64, 256]) {
+    settings.push({ variant: "lookback", spinBackoff });
+    settings.push({ variant: "lookback", spinBackoff, lookbackStates: 4 });
+  }
   settings.push({ variant: "multipass" });
   // Rows that fit one tile (the row variant: no look-back): the tile scan's own throughput.
   await bench(

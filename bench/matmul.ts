@@ -53,6 +53,11 @@ interface Shape {
   accumulate?: "float16";
   /** Call `linear` with bias and gelu instead of matmul (the fused epilogue). */
   linear?: boolean;
+  /**
+   * A = relu(x * scale) with scale a [K] vector, pending when the product is recorded: the plan
+   * (or an override's `prologue`) decides whether the product computes it in its tile loads.
+   */
+  prologue?: boolean;
   variants: Record<string, Partial<gyre.MatmulChoice>>;
 }
 
@@ -117,6 +122,13 @@ function shapes(): Shape[] {
       { ...f32("128^3 f16", 128, 128, 128, {}), dtype: "float16" },
       { ...f32("128^3 f16 acc16", 128, 128, 128, {}), dtype: "float16", accumulate: "float16" },
       { ...f32("linear 128^3 bias+gelu", 128, 128, 128, {}), linear: true },
+      {
+        ...f32("relu(a*s) @ b 128^3", 128, 128, 128, {
+          "prologue fused": { prologue: true },
+          "operand first": { prologue: false },
+        }),
+        prologue: true,
+      },
     ];
   }
   return [
@@ -185,7 +197,13 @@ function shapes(): Shape[] {
       accumulate: "float16",
     },
     { ...f32("linear 4096^3 bias+gelu", 4096, 4096, 4096, {}), linear: true },
-    { ...f32("linear 1x4096x4096 bias+gelu", 1, 4096, 4096, {}), linear: true },
+    {
+      ...f32("relu(a*s) @ b 4096^3", 4096, 4096, 4096, {
+        "prologue fused": { prologue: true },
+        "operand first": { prologue: false },
+      }),
+      prologue: true,
+    },
   ];
 }
 
@@ -267,12 +285,19 @@ for (const s of shapes()) {
     ? gyre.tensor(bHost, { shape: [s.k, s.n], dtype: s.dtype }).transpose().clone()
     : gyre.tensor(bHost, { shape: [...batchShape, s.k, s.n], dtype: s.dtype });
   const bias = gyre.tensor(biasHost, { dtype: s.dtype });
-  const [aData, bData] = s.dtype === "float16" ? [toHalf(aHost), toHalf(bHost)] : [aHost, bHost];
+  const [aRaw, bData] = s.dtype === "float16" ? [toHalf(aHost), toHalf(bHost)] : [aHost, bHost];
+  const scaleHost = hostData(s.k, 4);
+  const scale = gyre.tensor(scaleHost, { dtype: s.dtype });
+  // The A the product sees (its prologue applied on the host, for the spot check).
+  const aData = s.prologue
+    ? aRaw.map((v, i) => Math.max(0, Math.fround(v * scaleHost[i % s.k])))
+    : aRaw;
   const options = s.accumulate ? { accumulate: s.accumulate } : {};
+  const operand = () => (s.prologue ? a.mul(scale).relu() : a);
   const product = () =>
     s.linear
       ? gyre.linear(a, b, { ...options, bias, activation: "gelu" })
-      : gyre.matmul(a, b, options);
+      : gyre.matmul(operand(), b, options);
   const flops = 2 * s.batch * s.m * s.n * s.k;
   const variants: [string, Partial<gyre.MatmulChoice> | null][] = [
     ["plan", null],
@@ -326,6 +351,7 @@ for (const s of shapes()) {
   a.dispose();
   b.dispose();
   bias.dispose();
+  scale.dispose();
 }
 
 /**

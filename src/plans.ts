@@ -295,6 +295,11 @@ export interface ScanChoice {
    * then reads them again (from L2) to scan: the look-back's latency is paid once per sub-tiles.
    */
   subTiles: number;
+  /**
+   * Look-back: dependent integer operations between re-reads of a predecessor's state, keeping
+   * spinning lanes from crowding the L2 (0: re-read at once).
+   */
+  spinBackoff: number;
 }
 
 let scanOverride: Partial<ScanChoice> | null = null;
@@ -343,6 +348,7 @@ export function planScan(
       : "strided",
     lookbackStates: 1,
     subTiles: 1,
+    spinBackoff: 0,
     ...scanOverride,
   };
   // What the device and the problem allow, whatever an override asks.
@@ -361,6 +367,7 @@ export function planScan(
   }
   if (![1, 2, 4, 8, 16].includes(choice.lookbackStates)) choice.lookbackStates = 1;
   if (![1, 2, 3, 4, 6, 8].includes(choice.subTiles)) choice.subTiles = 1;
+  if (![0, 16, 64, 256].includes(choice.spinBackoff)) choice.spinBackoff = 0;
   if (
     choice.variant === "row" && problem.rowLength > choice.workgroupSize * choice.elementsPerThread
   ) {
@@ -599,6 +606,11 @@ export interface MatmulChoice {
   gemvWidth: number;
   /** gemv: reduce through subgroup shuffles (K contiguous form, width within the subgroup size). */
   subgroups: boolean;
+  /**
+   * Compute a pending elementwise operand inside the tile loads (a fused prologue) rather than
+   * in a kernel of its own first (see {@link planMatmulPrologue}).
+   */
+  prologue: boolean;
 }
 
 let matmulOverride: Partial<MatmulChoice> | null = null;
@@ -704,6 +716,7 @@ export function planMatmul(
     gemvWorkgroupSize: 256,
     gemvWidth: matrixKContiguous ? 32 : 4,
     subgroups: false,
+    prologue: planMatmulPrologue(problem),
     ...matmulOverride,
   };
   // Shuffles reach only within a subgroup: the width must fit the smallest one.
@@ -714,6 +727,32 @@ export function planMatmul(
   if (choice.variant !== "splitK") choice.splitK = 1;
   checkMatmulChoice(caps, choice, half);
   return choice;
+}
+
+/** Products up to this many flops take a pending elementwise operand as a fused prologue. */
+const MATMUL_PROLOGUE_MAX_FLOPS = 2 ** 30;
+
+/**
+ * Whether a matmul computes a pending elementwise operand as it loads its tiles (a prologue)
+ * instead of in a kernel of its own first: for products up to 2^30 flops, where the saved
+ * dispatch and round trip through memory weigh more than the product's slower K steps. Measured
+ * on an H200 (float32 4096^3, A = relu(x * s) with s a [K] vector): 4.29 ms fused (32.0
+ * TFLOP/s) against 3.56 ms (38.6) with the operand computed first: the prologue's extra loads
+ * and registers slow every K step, while computing A first is one pass over it. An override's
+ * `prologue` decides instead.
+ *
+ * @example
+ * ```ts
+ * import { planMatmulPrologue } from "@gyre/gyre";
+ * planMatmulPrologue({ m: 256, n: 256, k: 256, batch: 1 }); // true
+ * planMatmulPrologue({ m: 4096, n: 4096, k: 4096, batch: 1 }); // false
+ * ```
+ */
+export function planMatmulPrologue(
+  problem: { m: number; n: number; k: number; batch: number },
+): boolean {
+  return matmulOverride?.prologue ??
+    2 * problem.batch * problem.m * problem.n * problem.k <= MATMUL_PROLOGUE_MAX_FLOPS;
 }
 
 /** Whether a tile fits the device's invocation and workgroup storage limits. */

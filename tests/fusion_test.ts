@@ -582,3 +582,40 @@ Deno.test({
     assert.deepEqual(liveCounts(), before);
   },
 });
+
+Deno.test("fusion: the plan fuses matmul prologues into small products only", () => {
+  // Past 2^30 flops the product's slower K steps cost more than computing the operand first.
+  assert.equal(gyre.planMatmulPrologue({ m: 256, n: 256, k: 256, batch: 1 }), true);
+  assert.equal(gyre.planMatmulPrologue({ m: 512, n: 1024, k: 1024, batch: 1 }), true);
+  assert.equal(gyre.planMatmulPrologue({ m: 1024, n: 1024, k: 1024, batch: 1 }), false);
+  assert.equal(gyre.planMatmulPrologue({ m: 256, n: 256, k: 256, batch: 64 }), false);
+  gyre.setPlanOverride("matmul", { prologue: true });
+  assert.equal(gyre.planMatmulPrologue({ m: 4096, n: 4096, k: 4096, batch: 1 }), true);
+  gyre.setPlanOverride("matmul", { prologue: false });
+  assert.equal(gyre.planMatmulPrologue({ m: 8, n: 8, k: 8, batch: 1 }), false);
+  gyre.setPlanOverride("matmul", null);
+});
+
+Deno.test({
+  name: "fusion: with the prologue turned off, a pending operand is computed first",
+  ignore: !hasGpu,
+  fn: async () => {
+    const before = liveCounts();
+    const a = gyre.random.normal([64, 48], { seed: 71, device: "gpu" }).realize();
+    const b = gyre.random.normal([48, 40], { seed: 72, device: "gpu" }).realize();
+    const build = () => gyre.tidy(() => [gyre.matmul(a.mul(2).relu(), b)]);
+    gyre.setPlanOverride("matmul", { prologue: false });
+    try {
+      const { kernels, outputs } = gyre.explain(build, { print: false });
+      outputs.forEach((t) => t.dispose());
+      assert.deepEqual(kernels.map((k) => k.kernel), ["mul+relu", "matmul"]);
+    } finally {
+      gyre.setPlanOverride("matmul", null);
+    }
+    const { kernels, outputs } = gyre.explain(build, { print: false });
+    outputs.forEach((t) => t.dispose());
+    assert.deepEqual(kernels.map((k) => k.kernel), ["mul+relu+matmul"]);
+    for (const t of [a, b]) t.dispose();
+    assert.deepEqual(liveCounts(), before);
+  },
+});

@@ -659,3 +659,41 @@ test("method chaining", async (device) => {
   a.dispose();
   b.dispose();
 });
+
+// ---------------------------------------------------------------------------------------------
+// Edge cases a real GPU got wrong (NVIDIA H200): each fixed in wgsl/prelude.wgsl.
+
+test("a uint32 operand of a float16 op rounds to float16 first (65536 -> Inf)", async (device) => {
+  const half = gyre.tensor([0.5, 0, -Infinity, 3], { device, dtype: "float16" });
+  const big = gyre.tensor(new Uint32Array([65536, 70000, 2147483648, 65519]), { device });
+  // float16 (x) uint32 -> float16: the uint32 becomes Inf, Inf, Inf and 65504 (65519 rounds
+  // down); 3 x 65504 then overflows float16.
+  await expectTensor(half.mul(big), [4], "float16", [Infinity, NaN, -Infinity, Infinity]);
+  await expectTensor(gyre.cast(big, "float16"), [4], "float16", [
+    Infinity,
+    Infinity,
+    Infinity,
+    65504,
+  ]);
+  half.dispose();
+  big.dispose();
+});
+
+test("mod of negative int32 takes the divisor's sign (floored)", async (device) => {
+  const a = gyre.tensor(new Int32Array([31, -2, -2147483648, 1075934726, 7, -7]), { device });
+  const b = gyre.tensor(new Int32Array([-6, 1926758337, -10, -7, -2, 2]), { device });
+  await expectTensor(gyre.mod(a, b), [6], "int32", [-5, 1926758335, -8, -1, -1, 1]);
+  a.dispose();
+  b.dispose();
+});
+
+test("pow(-1, +-Inf) is 1 and softsign of huge values is +-1", async (device) => {
+  const x = gyre.tensor([-1, -1, 2, 0.5], { device });
+  const y = gyre.tensor([Infinity, -Infinity, Infinity, Infinity], { device });
+  await expectTensor(gyre.pow(x, y), [4], "float32", [1, 1, Infinity, 0]);
+  const huge = gyre.tensor([3.4e38, -3.4e38, 2 ** 31, 1], { device });
+  await expectTensor(gyre.softsign(huge), [4], "float32", [1, -1, 1, 0.5]);
+  x.dispose();
+  y.dispose();
+  huge.dispose();
+});

@@ -99,10 +99,27 @@ fn g_fmod_f32(x: f32, y: f32) -> f32 {
   return bitcast<f32>(ux | sx);
 }
 
+fn g_rem_i32(a: i32, b: i32) -> i32 {
+  // Truncated remainder (C's %, the dividend's sign) through unsigned magnitudes: signed % and /
+  // gave wrong results for negative operands on an NVIDIA H200 (measured), so they are avoided.
+  let ua = select(u32(a), 0u - u32(a), a < 0);
+  let ub = select(u32(b), 0u - u32(b), b < 0);
+  let r = i32(ua % max(ub, 1u));
+  return select(r, -r, a < 0);
+}
+
+fn g_quot_i32(a: i32, b: i32) -> i32 {
+  // Truncated quotient through unsigned magnitudes (see g_rem_i32); wraps for MIN / -1.
+  let ua = select(u32(a), 0u - u32(a), a < 0);
+  let ub = select(u32(b), 0u - u32(b), b < 0);
+  let q = ua / max(ub, 1u);
+  return bitcast<i32>(select(q, 0u - q, (a < 0) != (b < 0)));
+}
+
 fn g_mod_i32(a: i32, b: i32) -> i32 {
   if (b == 0) { return 0; }
   if (b == -1) { return 0; }
-  var r = a % b;
+  var r = g_rem_i32(a, b);
   if (r != 0 && ((r < 0) != (b < 0))) { r = r + b; }
   return r;
 }
@@ -118,8 +135,8 @@ fn g_floordiv_f32(a: f32, b: f32) -> f32 {
 fn g_floordiv_i32(a: i32, b: i32) -> i32 {
   if (b == 0) { return 0; }
   if (b == -1) { return 0 - a; }
-  var q = a / b;
-  if ((a % b != 0) && ((a < 0) != (b < 0))) { q = q - 1; }
+  var q = g_quot_i32(a, b);
+  if ((g_rem_i32(a, b) != 0) && ((a < 0) != (b < 0))) { q = q - 1; }
   return q;
 }
 
@@ -130,6 +147,8 @@ fn g_floordiv_u32(a: u32, b: u32) -> u32 {
 fn g_pow_f32(x: f32, y: f32) -> f32 {
   if (y == 0.0 || x == 1.0) { return 1.0; }
   if (g_isnan(x) || g_isnan(y)) { return x + y; }
+  // (-1) ** +-Inf is 1 (C and NumPy); pow(1, Inf) below would be exp2(Inf * 0), NaN.
+  if (x == -1.0 && abs(y) == bitcast<f32>(0x7f800000u)) { return 1.0; }
   if (x < 0.0) {
     if (trunc(y) != y) { return bitcast<f32>(0x7fc00000u); }
     let magnitude = pow(-x, y);
@@ -279,7 +298,9 @@ fn g_selu(x: f32) -> f32 {
 }
 
 fn g_softsign(x: f32) -> f32 {
-  return x / (1.0 + abs(x));
+  // Past 2^30 the quotient rounds to +-1; dividing there would take the reciprocal of a number
+  // above 2^126, which NVIDIA flushes to zero (softsign(3e38) came out 0, measured).
+  return select(x / (1.0 + abs(x)), sign(x), abs(x) > 1073741824.0);
 }
 
 fn g_leaky_relu(x: f32, alpha: f32) -> f32 {
@@ -336,4 +357,24 @@ fn g_isnan4(x: vec4<f32>) -> vec4<bool> {
 fn g_isfinite4(x: vec4<f32>) -> vec4<bool> {
   // Neither infinite nor NaN, lane-wise, by the exponent bits.
   return (bitcast<vec4<u32>>(x) & vec4<u32>(0x7fffffffu)) < vec4<u32>(0x7f800000u);
+}
+
+fn g_round_f16(x: f32) -> f32 {
+  // x rounded to the nearest float16 value (ties to even; overflow to infinity), in f32: the
+  // cast to float16 as bit arithmetic, because a driver may fold f32(f16(x)) back to x (NVIDIA's
+  // did: 65536 stayed 65536, measured) and f16() of an out-of-range value is indeterminate.
+  let bits = bitcast<u32>(x);
+  let sign = bits & 0x80000000u;
+  let a = bits & 0x7fffffffu;
+  if (a >= 0x7f800000u) { return x; }
+  // 65520 and above round to 65536, past float16's largest finite value (65504).
+  if (a >= 0x477ff000u) { return bitcast<f32>(sign | 0x7f800000u); }
+  if (a >= 0x38800000u) {
+    // A normal float16 (2^-14 and above): keep 10 fraction bits, ties to even.
+    let r = (a + 0xfffu + ((a >> 13u) & 1u)) & 0xffffe000u;
+    return bitcast<f32>(sign | r);
+  }
+  // Subnormal float16: a multiple of 2^-24 (both scalings are exact; round() is ties to even).
+  let q = round(bitcast<f32>(a) * 16777216.0) * 5.9604644775390625e-8;
+  return bitcast<f32>(sign | bitcast<u32>(q));
 }

@@ -85,6 +85,8 @@ export interface ScanSpec {
    * sub-tiles, looks back once for all of them, then reads them again (from L2) to scan and store.
    */
   subTiles: number;
+  /** Look-back: integer operations spent between re-reads of a silent predecessor (0: none). */
+  spinBackoff?: number;
 }
 
 /** Cache key of a spec. */
@@ -108,6 +110,7 @@ export function scanKey(s: ScanSpec): string {
     `lb${s.lookbackStates}`,
     `st${s.subTiles}`,
     s.columns ? "col" : "",
+    s.spinBackoff ? `bo${s.spinBackoff}` : "",
   ].join("|");
 }
 
@@ -603,6 +606,17 @@ function lookbackBlock(s: ScanSpec, total = "team_total"): string[] {
       "    var nearest_prefix = none;",
       "    var nearest_missing = none;",
       `    for (var k = 0u; k < ${SPIN_LIMIT}u; k++) {`,
+      ...(s.spinBackoff
+        ? [
+          // Between re-reads, a dependent chain of integer arithmetic (no sleep in WGSL) keeps
+          // the spinning lanes off the L2; the never-true test keeps it from being removed.
+          "      if (k > 0u) {",
+          "        var delay = k;",
+          `        for (var d = 0u; d < ${s.spinBackoff}u; d++) { delay = delay * 1664525u + 1013904223u; }`,
+          `        if (delay == 0u && p.len == 0u) { k = ${SPIN_LIMIT}u; }`,
+          "      }",
+        ]
+        : []),
       ...reads,
       "      var my_prefix = none;",
       "      var my_missing = none;",

@@ -53,7 +53,7 @@ export function convert(from: DType, to: DType, v: string): string {
     else out = `${t}(${v})`;
   }
   // A cast to float16 rounds to half precision, though arithmetic stays in f32.
-  if (to === "float16" && from !== "float16") out = `f32(f16(${out}))`;
+  if (to === "float16" && from !== "float16") out = `g_round_f16(${out})`;
   return out;
 }
 

@@ -76,9 +76,11 @@ export class GpuProfiler {
     } finally {
       this.#backend.batch.endTimedGroup();
       this.#backend.profiler = saved;
+      // An empty group's queries are never written, and resolving them waits forever on Vulkan
+      // (an H200 hung there): give its slot back, whether `fn` returned or threw.
+      if (this.#backend.batch.totalDispatches === before) this.#kernels.pop();
     }
-    // An empty group's timestamps are never written: its "time" would be garbage. (A lazy
-    // result that was not realized is the usual cause.)
+    // A lazy result that was not realized is the usual cause.
     if (this.#backend.batch.totalDispatches === before) {
       throw new Error(`profiler group '${label}' ran no dispatch: realize its results`);
     }

@@ -42,7 +42,7 @@ import {
 import { computeType, loadAs, storageType } from "../gpu/_wgsl_types.ts";
 import { emitBody } from "../gpu/_codegen_elementwise.ts";
 import { bind, fusedLabel, makePending, type Producer } from "../_lazy.ts";
-import { planMatmul, planWasmGemm } from "../plans.ts";
+import { planMatmul, planMatmulPrologue, planWasmGemm } from "../plans.ts";
 import { runtime } from "../runtime.ts";
 import { Tensor } from "../tensor.ts";
 import type { Value, WasmBackend, WasmStorage } from "../wasm/backend.ts";
@@ -62,6 +62,7 @@ import { clone } from "./shape.ts";
 export {
   type MatmulChoice,
   planMatmul,
+  planMatmulPrologue,
   planWasmGemm,
   WASM_GEMM_MIN_FLOPS,
   type WasmGemmChoice,
@@ -938,7 +939,14 @@ function product(
   const onGpu = deviceBackend.name === "gpu";
   // Pending elementwise operands are computed as the kernel loads them (a prologue), except in
   // matrix-vector products (M = 1 or N = 1), whose kernels read their operands as they are.
-  const x = operandViews(op, a, b, p, onGpu && runtime().fusion && p.m > 1 && p.n > 1);
+  const x = operandViews(
+    op,
+    a,
+    b,
+    p,
+    onGpu && runtime().fusion && p.m > 1 && p.n > 1 &&
+      planMatmulPrologue({ m: p.m, n: p.n, k: p.k, batch: sizeOf(p.batch) }),
+  );
   // Named after the ops fused in front of the product too, for profiles and explain.
   const label = [x.aPrologue?.label, x.bPrologue?.label, op].filter(Boolean).join("+");
   let biasTensor = bias;

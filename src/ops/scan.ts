@@ -347,6 +347,7 @@ function scanRows(
       prefix: "lookback",
       lookbackStates: choice.lookbackStates,
       subTiles,
+      spinBackoff: choice.spinBackoff,
     };
     const states = stateBuffer(gpu, 1 + 2 * rows * tiles);
     const pipeline = lookbackPipeline(gpu, scanKey(s), () => generateScan(s));
