@@ -483,13 +483,19 @@ export function generateReduce(s: ReduceSpec): string {
       }\n  let base${k} = p_off${k} + outer_off${k};`;
     }),
   ].join("\n  "));
-  const innerOff = s.mode === "contiguous" ? "" : [
-    decompose("inner_off", "j", s.innerRank, 4, 6),
-    ...Array.from(
-      { length: extra },
-      (_, i) => decompose(`inner_off${i + 1}`, "j", s.innerRank, 4, 10 + 4 * i),
-    ),
-  ].join("\n  ");
+  /**
+   * The inner offsets of row position `j` (an expression) into variables suffixed `u`, so that
+   * several positions can be decoded side by side.
+   */
+  const innerOffsets = (u = "", j = "j") =>
+    s.mode === "contiguous" ? "" : [
+      decompose(`inner_off${u}`, j, s.innerRank, 4, 6),
+      ...Array.from(
+        { length: extra },
+        (_, i) => decompose(`inner_off${i + 1}${u}`, j, s.innerRank, 4, 10 + 4 * i),
+      ),
+    ].join("\n  ");
+  const innerOff = innerOffsets();
   /**
    * moments subtract the row's first element from every element (variance does not change):
    * with the data centred near 0, the f32 running mean no longer carries the rounding error of
@@ -500,11 +506,11 @@ export function generateReduce(s: ReduceSpec): string {
       ? `  var pivot: f32;\n  { let j = 0u;\n  ${innerOff}\n    pivot = ${elementValue()}; }`
       : "";
   /** The value of the element at row position j: a load, or the prologue over every input. */
-  const elementValue = (): string => {
+  const elementValue = (u = "", j = "j"): string => {
     const at = (k: number) =>
       s.mode === "contiguous"
-        ? (k === 0 ? "base + j" : `p_off${k} + row * p.len + j`)
-        : (k === 0 ? "base + inner_off" : `base${k} + inner_off${k}`);
+        ? (k === 0 ? `base + ${j}` : `p_off${k} + row * p.len + ${j}`)
+        : (k === 0 ? `base + inner_off${u}` : `base${k} + inner_off${k}${u}`);
     if (s.pairsIn) return `src[${at(0)}]`;
     if (!s.prologue) return loadAs(s.inDtype, `src[${at(0)}]`);
     const xs = inputs.map((d, k) => loadAs(d, `${k === 0 ? "src" : `src${k}`}[${at(k)}]`));
@@ -525,7 +531,15 @@ export function generateReduce(s: ReduceSpec): string {
       `  ${rowBase}`,
       `  ${a.declare}`,
       pivot(),
-      "  for (var j = start; j < stop; j++) {",
+      // Four positions per step, all loaded before any is folded: four loads in flight per
+      // invocation (a column sum with one in flight ran at 52% of copy on an H200).
+      "  var j = start;",
+      "  for (; j + 3u < stop; j += 4u) {",
+      ...[0, 1, 2, 3].map((n) => `  ${innerOffsets(`_u${n}`, `(j + ${n}u)`)}`),
+      ...[0, 1, 2, 3].map((n) => `    let value${n} = ${elementValue(`_u${n}`, `(j + ${n}u)`)};`),
+      ...[0, 1, 2, 3].map((n) => `    ${a.feed(`value${n}`, `(j + ${n}u)`)}`),
+      "  }",
+      "  for (; j < stop; j++) {",
       `  ${innerOff}`,
       `    ${a.feed(elementValue(), "j")}`,
       "  }",
