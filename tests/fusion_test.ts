@@ -599,7 +599,7 @@ Deno.test("fusion: the plan fuses matmul prologues into small products only", ()
 Deno.test({
   name: "fusion: with the prologue turned off, a pending operand is computed first",
   ignore: !hasGpu,
-  fn: async () => {
+  fn: () => {
     const before = liveCounts();
     const a = gyre.random.normal([64, 48], { seed: 71, device: "gpu" }).realize();
     const b = gyre.random.normal([48, 40], { seed: 72, device: "gpu" }).realize();
