@@ -328,20 +328,33 @@ await bench(
   () => gyre.cumsum(matrix, { axis: 1 }),
 );
 await bench(`cummax ${big / Mi}Mi f32`, big, 2 * 4 * big, () => gyre.cummax(a));
-// --sweep: the look-back scan of 64 Mi under forced tile parameters (what the plan should pick).
+// --sweep: long scans under each scheme, the row variant, and each dispatch of a 64 Mi scan.
 if (args.includes("--sweep")) {
-  const settings: Partial<gyre.ScanChoice>[] = [];
-  for (const workgroupSize of [128, 256, 512]) {
-    for (const elementsPerThread of [8, 16, 32]) {
-      settings.push({ variant: "lookback", workgroupSize, elementsPerThread });
+  // Each long-row case under both schemes.
+  const cases: [string, () => gyre.Tensor][] = [
+    [`cumsum ${mid / Mi}Mi f32`, () => gyre.cumsum(a.slice([0, mid]))],
+    [`cumsum ${big / Mi}Mi f32`, () => gyre.cumsum(a)],
+    [`cumsum rows [${square},${square}]`, () => gyre.cumsum(matrix, { axis: 1 })],
+    [`cummax ${big / Mi}Mi f32`, () => gyre.cummax(a)],
+    [`cumprod ${big / Mi}Mi f32`, () => gyre.cumprod(a)],
+  ];
+  for (const variant of ["lookback", "multipass"] as const) {
+    gyre.setPlanOverride("scan", { variant });
+    for (const [name, fn] of cases) {
+      const elements = name.includes(`${mid / Mi}Mi`) ? mid : big;
+      await bench(`${name}, ${variant}`, elements, 2 * 4 * elements, fn);
     }
   }
-  settings.push({ variant: "lookback", subTiles: 4 }, { variant: "lookback", lookbackStates: 4 });
-  for (const spinBackoff of [16, 64, 256]) {
-    settings.push({ variant: "lookback", spinBackoff });
-    settings.push({ variant: "lookback", spinBackoff, lookbackStates: 4 });
+  for (const tile of [{ elementsPerThread: 32 }, { workgroupSize: 512 }, { workgroupSize: 128 }]) {
+    gyre.setPlanOverride("scan", { variant: "multipass", ...tile });
+    await bench(
+      `cumsum ${big / Mi}Mi f32, multipass ${JSON.stringify(tile)}`,
+      big,
+      2 * 4 * big,
+      () => gyre.cumsum(a),
+    );
   }
-  settings.push({ variant: "multipass" });
+  gyre.setPlanOverride("scan", null);
   // Rows that fit one tile (the row variant: no look-back): the tile scan's own throughput.
   await bench(
     `cumsum rows [${big / 4096},4096]`,
@@ -366,19 +379,6 @@ if (args.includes("--sweep")) {
       `cumsum ${big / Mi}Mi ${variant} dispatches (us): ${
         parts.map((us) => us.toFixed(1)).join(", ")
       }`,
-    );
-  }
-  gyre.setPlanOverride("scan", null);
-  for (const setting of settings) {
-    gyre.setPlanOverride("scan", setting);
-    const label = Object.entries(setting).filter(([k]) => k !== "variant").map(([k, v]) =>
-      `${k} ${v}`
-    ).join(", ");
-    await bench(
-      `cumsum ${big / Mi}Mi f32, ${setting.variant}${label ? ` ${label}` : ""}`,
-      big,
-      2 * 4 * big,
-      () => gyre.cumsum(a),
     );
   }
   gyre.setPlanOverride("scan", null);

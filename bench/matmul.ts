@@ -58,6 +58,8 @@ interface Shape {
    * (or an override's `prologue`) decides whether the product computes it in its tile loads.
    */
   prologue?: boolean;
+  /** A stored [K, M] and read through `transposeA` (vector loads along M, no transposing store). */
+  transposeA?: boolean;
   variants: Record<string, Partial<gyre.MatmulChoice>>;
 }
 
@@ -122,6 +124,7 @@ function shapes(): Shape[] {
       { ...f32("128^3 f16", 128, 128, 128, {}), dtype: "float16" },
       { ...f32("128^3 f16 acc16", 128, 128, 128, {}), dtype: "float16", accumulate: "float16" },
       { ...f32("linear 128^3 bias+gelu", 128, 128, 128, {}), linear: true },
+      { ...f32("128^3 transposeA", 128, 128, 128, {}), transposeA: true },
       {
         ...f32("relu(a*s) @ b 128^3", 128, 128, 128, {
           "prologue fused": { prologue: true },
@@ -198,6 +201,12 @@ function shapes(): Shape[] {
     },
     { ...f32("linear 4096^3 bias+gelu", 4096, 4096, 4096, {}), linear: true },
     {
+      ...f32("4096^3 transposeA", 4096, 4096, 4096, {
+        "128x128x8 t8x16 swizzle 4": tile(128, 128, 8, 8, 16, { laneColumns: 2, swizzle: 4 }),
+      }),
+      transposeA: true,
+    },
+    {
       ...f32("relu(a*s) @ b 4096^3", 4096, 4096, 4096, {
         "prologue fused": { prologue: true },
         "operand first": { prologue: false },
@@ -217,6 +226,13 @@ interface Row {
   tflops: number;
   bestTflops: number;
   maxError: number;
+}
+
+/** `x` ([rows, cols] row-major) transposed to [cols, rows]. */
+function transposeHost(x: Float32Array, rows: number, cols: number): Float32Array {
+  const out = new Float32Array(x.length);
+  for (let i = 0; i < rows; i++) for (let j = 0; j < cols; j++) out[j * rows + i] = x[i * cols + j];
+  return out;
 }
 
 function describeChoice(c: gyre.MatmulChoice): string {
@@ -279,7 +295,11 @@ for (const s of shapes()) {
   const bHost = hostData(s.batch * s.k * s.n, 2);
   const biasHost = hostData(s.n, 3);
   const batchShape = s.batch > 1 ? [s.batch] : [];
-  const a = gyre.tensor(aHost, { shape: [...batchShape, s.m, s.k], dtype: s.dtype });
+  // With transposeA the same A is stored [K, M]: the host copy is transposed to match.
+  const aStored = s.transposeA ? transposeHost(aHost, s.m, s.k) : aHost;
+  const a = s.transposeA
+    ? gyre.tensor(aStored, { shape: [s.k, s.m], dtype: s.dtype })
+    : gyre.tensor(aHost, { shape: [...batchShape, s.m, s.k], dtype: s.dtype });
   // linear takes the weight as [N, K]: the same B, stored transposed.
   const b = s.linear
     ? gyre.tensor(bHost, { shape: [s.k, s.n], dtype: s.dtype }).transpose().clone()
@@ -297,7 +317,7 @@ for (const s of shapes()) {
   const product = () =>
     s.linear
       ? gyre.linear(a, b, { ...options, bias, activation: "gelu" })
-      : gyre.matmul(operand(), b, options);
+      : gyre.matmul(operand(), b, { ...options, transposeA: Boolean(s.transposeA) });
   const flops = 2 * s.batch * s.m * s.n * s.k;
   const variants: [string, Partial<gyre.MatmulChoice> | null][] = [
     ["plan", null],

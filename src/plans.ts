@@ -299,36 +299,31 @@ export interface ScanChoice {
    * then reads them again (from L2) to scan: the look-back's latency is paid once per sub-tiles.
    */
   subTiles: number;
-  /**
-   * Look-back: dependent integer operations between re-reads of a predecessor's state, keeping
-   * spinning lanes from crowding the L2 (0: re-read at once).
-   */
-  spinBackoff: number;
 }
 
 let scanOverride: Partial<ScanChoice> | null = null;
 
 /**
- * Scans: a row that fits in one workgroup's tile (256 invocations x 16 elements) is scanned by one
- * workgroup, or by a team of as few invocations as hold it, many rows per dispatch; longer rows
- * take the single-pass decoupled look-back, except on fallback adapters (llvmpipe, lavapipe),
- * which do not promise forward progress between workgroups and take the three-pass tile scan.
- * Inner axes (`inner`: elements after the scan axis, 1 for the last axis) with at least 4096 rows
- * use "columns", one invocation per row walking the axis, so a subgroup reads 32 neighbouring
+ * Scans: a row that fits one workgroup's tile (up to 1024 invocations x 16 elements) is scanned by
+ * one workgroup, or by a team of as few invocations as hold it, many rows per dispatch. Longer
+ * rows take the multipass scan (tile totals, their scan, then each tile from its offset); the
+ * single-pass decoupled look-back stays available by override ("lookback"). Inner axes
+ * (`inner`: elements after the scan axis, 1 for the last axis) with at least 4096 rows use
+ * "columns", one invocation per row walking the axis, so a subgroup reads 32 neighbouring
  * columns at once; with fewer rows there are too few invocations for that, and rows read with a
  * stride of 8 or more are first copied with the axis last ("transpose"). Measured on an H200
- * (64 Mi float32, cumsum): [256, 262144] over axis 0 took 156 us as columns, 891 us strided and
- * 2323 us transposed; [16384, 4096] over axis 0 (4096 rows) 2559 us as columns, 2576 us
- * transposed and 7341 us strided (these three under a neighbour's load: about 2.5x slow).
- * The look-back is the slow part of long scans: cumsum of 64 Mi takes 241-248 us with 256 x 16
- * per tile (52%), and 243-285 us with 128 to 512 invocations, 8 to 32 elements, 4 sub-tiles, 4
- * states per lane, or a back-off between spinning reads; the multipass scan takes 219 us (three
- * passes), and rows that fit one tile scan at 93% ([16384, 4096] in 139 us).
+ * (float32, bench/results/kernels-nvidia-h200-scan*): cumsum of 64 Mi 211 us by multipass (72 +
+ * 10 + 134 us) against 241-285 us by look-back, whatever its tile (128 to 512 invocations, 8 to
+ * 32 elements, sub-tiles, wider windows, a spin back-off, launch-order tiles: a workgroup holds
+ * its tile through a look-back of a few L2 round trips, and prefetching the next tile halved
+ * occupancy instead, 324-581 us); cummax 299 against 452 us, cumprod 209 against 296; rows of
+ * 8192 as one 512-wide workgroup each 137 us (93%) against 178 us with two look-back tiles;
+ * [256, 262144] over axis 0 took 156 us as columns, 891 us strided and 2323 us transposed.
  *
  * @example
  * ```ts
  * import { planScan } from "@gyre/gyre";
- * planScan(undefined, { rows: 1, rowLength: 1 << 26 }).variant; // "lookback"
+ * planScan(undefined, { rows: 1, rowLength: 1 << 26 }).variant; // "multipass"
  * planScan(undefined, { rows: 65536, rowLength: 1000, inner: 256 }).layout; // "columns"
  * ```
  */
@@ -340,12 +335,19 @@ export function planScan(
   const subgroups = Boolean(caps?.subgroups) && (caps?.subgroupMinSize ?? 0) >= 4 &&
     (caps?.subgroupMaxSize ?? 0) <= 64;
   const elementsPerThread = 16;
-  const fits = problem.rowLength <= workgroupSize * elementsPerThread;
+  // A row that fits the widest workgroup (1024 invocations where the device allows) is scanned
+  // by one workgroup, with no look-back or second pass.
+  const widest = Math.min(1024, caps?.limits.maxComputeInvocationsPerWorkgroup ?? workgroupSize);
+  const fits = problem.rowLength <= widest * elementsPerThread;
+  const rowWorkgroup = Math.max(
+    workgroupSize,
+    2 ** Math.ceil(Math.log2(Math.max(1, Math.ceil(problem.rowLength / elementsPerThread)))),
+  );
   const choice: ScanChoice = {
     kernel: "scan",
-    variant: fits ? "row" : caps?.isFallbackAdapter ? "multipass" : "lookback",
+    variant: fits ? "row" : "multipass",
     subgroups,
-    workgroupSize,
+    workgroupSize: fits ? Math.min(widest, rowWorkgroup) : workgroupSize,
     elementsPerThread,
     layout: (problem.inner ?? 1) <= 1
       ? "strided"
@@ -356,7 +358,6 @@ export function planScan(
       : "strided",
     lookbackStates: 1,
     subTiles: 1,
-    spinBackoff: 0,
     ...scanOverride,
   };
   // What the device and the problem allow, whatever an override asks.
@@ -375,11 +376,10 @@ export function planScan(
   }
   if (![1, 2, 4, 8, 16].includes(choice.lookbackStates)) choice.lookbackStates = 1;
   if (![1, 2, 3, 4, 6, 8].includes(choice.subTiles)) choice.subTiles = 1;
-  if (![0, 16, 64, 256].includes(choice.spinBackoff)) choice.spinBackoff = 0;
   if (
     choice.variant === "row" && problem.rowLength > choice.workgroupSize * choice.elementsPerThread
   ) {
-    choice.variant = caps?.isFallbackAdapter ? "multipass" : "lookback";
+    choice.variant = "multipass";
   }
   return choice;
 }
@@ -634,6 +634,8 @@ type MatmulTile = Pick<
  * 128x128x8 with 8x16 per invocation 39.0 at 4096^3, 39.4 at 8192^3, 37.9 at 2048^3 (8x8: 32;
  * 16x8: 37.9; 128x256 or 256x128: 31-32; 128x128x16 with 8x16: 21, past the registers); 64x64 4x4
  * 26.9 at 1024^3 (64x128 8x8: 27.1); 32x32 4x4 11.2 at 512^3, where launch latency dominates.
+ * Tile rows walked together (`swizzle`): 4 gave 39.08 at 4096^3 against 38.80 with 8 and 39.01
+ * with 16 (39.44 against 38.99 with A stored transposed), so the rule takes 4.
  */
 const MATMUL_TILES: readonly MatmulTile[] = [
   { tileM: 128, tileN: 128, tileK: 8, threadM: 8, threadN: 16, laneColumns: 2 },
@@ -699,7 +701,7 @@ export function planMatmul(
     doubleBuffer: true,
     sharedLayout: "thread" as const,
     prefetch: true,
-    swizzle: 8,
+    swizzle: 4,
     vectorLoads: true,
   };
   const tiles = half ? [MATMUL_HALF_LARGE, ...MATMUL_TILES.slice(1)] : MATMUL_TILES;

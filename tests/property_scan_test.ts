@@ -328,7 +328,6 @@ property(
       elementsPerThread: fc.constantFrom(4, 8, 12),
       lookbackStates: fc.constantFrom(1, 2, 8),
       subTiles: fc.constantFrom(1, 2, 3),
-      spinBackoff: fc.constantFrom(0, 16),
     }),
     { lengths: [129, 257, 1021, 4099, 17000], maxRank: 2 },
   ),

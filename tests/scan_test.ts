@@ -243,11 +243,11 @@ test("errors name the op and the argument; nothing leaks", (device) => {
 if (DEVICES.includes("gpu")) {
   const caps = gyre.runtime().caps!;
 
-  Deno.test("planScan: a tile per row when it fits, else look-back, multipass on fallback", () => {
+  Deno.test("planScan: a tile per row when it fits, else multipass", () => {
     const fast = { ...caps, isFallbackAdapter: false };
     const slow = { ...caps, isFallbackAdapter: true };
     assert.equal(gyre.planScan(fast, { rows: 1000, rowLength: 4096 }).variant, "row");
-    assert.equal(gyre.planScan(fast, { rows: 1, rowLength: 1 << 26 }).variant, "lookback");
+    assert.equal(gyre.planScan(fast, { rows: 1, rowLength: 1 << 26 }).variant, "multipass");
     assert.equal(gyre.planScan(slow, { rows: 1, rowLength: 1 << 26 }).variant, "multipass");
     // Inner axes: columns with many rows; with few, a transposing copy unless the stride is short.
     assert.equal(gyre.planScan(fast, { rows: 4096, rowLength: 9, inner: 2 }).layout, "columns");
@@ -256,12 +256,18 @@ if (DEVICES.includes("gpu")) {
     assert.equal(gyre.planScan(fast, { rows: 1e5, rowLength: 9 }).layout, "strided");
     gyre.setPlanOverride("scan", { variant: "row" });
     try {
-      // A row longer than a tile cannot be forced into one.
-      assert.equal(gyre.planScan(slow, { rows: 1, rowLength: 5000 }).variant, "multipass");
+      // A row longer than the widest workgroup's tile cannot be forced into one.
+      assert.equal(gyre.planScan(slow, { rows: 1, rowLength: 20000 }).variant, "multipass");
       assert.equal(gyre.planScan(slow, { rows: 1, rowLength: 3000 }).variant, "row");
     } finally {
       gyre.setPlanOverride("scan", null);
     }
+    // Rows up to 1024 x 16 elements take one workgroup as wide as they need.
+    const wide = gyre.planScan(fast, { rows: 8192, rowLength: 8192 });
+    assert.equal(wide.variant, "row");
+    assert.equal(wide.workgroupSize, 512);
+    assert.equal(gyre.planScan(fast, { rows: 1, rowLength: 16384 }).workgroupSize, 1024);
+    assert.equal(gyre.planScan(fast, { rows: 1, rowLength: 16385 }).variant, "multipass");
   });
 
   Deno.test({

@@ -5,8 +5,8 @@
  *
  * On the GPU the rows (every axis but the scan axis) are read through strides and the plan
  * (`planScan`) picks one of three kernels from src/gpu/_codegen_scan.ts: a workgroup or a team of
- * invocations per row, a single-pass decoupled look-back for long rows, or the multipass tile scan
- * where the adapter does not promise forward progress between workgroups. Inner axes with many
+ * invocations per row, the multipass tile scan for long rows, or (by override) a single-pass
+ * decoupled look-back, which measured slower on an H200. Inner axes with many
  * rows give each row one invocation walking the axis ("columns", coalesced across neighbouring
  * rows); with few rows, a strided one is first copied with the axis last. On WASM the input is
  * first copied with the scan axis last and contiguous, scanned row by row (asm/scan.ts) and
@@ -347,7 +347,6 @@ function scanRows(
       prefix: "lookback",
       lookbackStates: choice.lookbackStates,
       subTiles,
-      spinBackoff: choice.spinBackoff,
     };
     const states = stateBuffer(gpu, 1 + 2 * rows * tiles);
     const pipeline = lookbackPipeline(gpu, scanKey(s), () => generateScan(s));
