@@ -61,6 +61,33 @@ fn g_fmod_f32(x: f32, y: f32) -> f32 {
     if ((ux << 1u) == (uy << 1u)) { return bitcast<f32>(sx); }
     return x;
   }
+  // Both normal and |y| >= 2^-103 (so every remainder is normal or zero): the significands'
+  // remainder eight bits per step with u32 %, where the loop below takes one bit per step (it
+  // alone ran mod at 42% of copy on an H200). Exact integer arithmetic, so the same bits.
+  if (ex != 0 && ey >= 24) {
+    let my = (uy & 0x7fffffu) | 0x800000u;
+    // Both significands lie in [2^23, 2^24), so one subtraction reduces x's below y's.
+    let mx = (ux & 0x7fffffu) | 0x800000u;
+    var rem = select(mx, mx - my, mx >= my);
+    var d = ex - ey;
+    loop {
+      if (d <= 0) { break; }
+      if (d <= 3) {
+        // A few bits left: shift and subtract, cheaper than a division.
+        rem = rem << 1u;
+        rem = select(rem, rem - my, rem >= my);
+        d -= 1;
+        continue;
+      }
+      let step = min(d, 8);
+      rem = (rem << u32(step)) % my;
+      d -= step;
+    }
+    if (rem == 0u) { return bitcast<f32>(sx); }
+    // rem * 2^(ey - 150): normalised so that bit 23 leads, the exponent lowered to match.
+    let lz = countLeadingZeros(rem) - 8u;
+    return bitcast<f32>(sx | ((u32(ey) - lz) << 23u) | ((rem << lz) & 0x7fffffu));
+  }
   if (ex == 0) {
     var i = ux << 9u;
     loop { if ((i >> 31u) != 0u) { break; } ex -= 1; i = i << 1u; }
