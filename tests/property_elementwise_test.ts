@@ -385,7 +385,8 @@ const BINARY_SPECS: Record<string, OpSpec> = {
   add: { dtypes: NUMERIC },
   sub: { dtypes: NUMERIC },
   mul: { dtypes: NUMERIC },
-  // x / y (WGSL): 2.5 ULP for |y| in [2^-126, 2^126] (no bound outside), +0.5 reference.
+  // x / y (WGSL): 2.5 ULP for |y| in [2^-126, 2^126] (no bound outside; g_div_f32 scales both
+  // operands by an exact 1/4 past 2^126, into range), +0.5 reference.
   div: {
     dtypes: FLOATS,
     intRange: smallInts,
@@ -393,8 +394,8 @@ const BINARY_SPECS: Record<string, OpSpec> = {
       k === 0 ? FULL : {
         kind: "log",
         minExp: -125,
-        maxExp: 125,
-        specials: [NaN, Infinity, -Infinity, 0, -0, 1, -1, 3],
+        maxExp: 127,
+        specials: [NaN, Infinity, -Infinity, 0, -0, 1, -1, 3, 3.4e38, -1e38],
       },
     tol: () => ulps(3),
     monotone: true,

@@ -687,6 +687,19 @@ test("mod of negative int32 takes the divisor's sign (floored)", async (device) 
   b.dispose();
 });
 
+test("division by numbers past 2^126 keeps its precision", async (device) => {
+  const a = gyre.tensor([1e38, -3e38, 1, 2 ** 127], { device });
+  const b = gyre.tensor([3e38, 3e38, 2 ** 127, 2 ** 127], { device });
+  const q = await gyre.div(a, b).data();
+  assert.ok(Math.abs(q[0] - 1e38 / 3e38) < 1e-7, `1e38 / 3e38 gave ${q[0]}`);
+  assert.equal(q[1], -1);
+  // A subnormal quotient: a GPU that flushes subnormals to zero may give 0.
+  assert.ok(q[2] === 2 ** -127 || (device === "gpu" && q[2] === 0), `1 / 2^127 gave ${q[2]}`);
+  assert.equal(q[3], 1);
+  a.dispose();
+  b.dispose();
+});
+
 test("pow(-1, +-Inf) is 1 and softsign of huge values is +-1", async (device) => {
   const x = gyre.tensor([-1, -1, 2, 0.5], { device });
   const y = gyre.tensor([Infinity, -Infinity, Infinity, Infinity], { device });

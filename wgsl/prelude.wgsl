@@ -405,3 +405,11 @@ fn g_round_f16(x: f32) -> f32 {
   let q = round(bitcast<f32>(a) * 16777216.0) * 5.9604644775390625e-8;
   return bitcast<f32>(sign | bitcast<u32>(q));
 }
+
+fn g_div_f32(a: f32, b: f32) -> f32 {
+  // WGSL bounds a / b only for |b| in [2^-126, 2^126]; past 2^126 a GPU may multiply by a
+  // reciprocal that flushes to zero (NVIDIA does: 1e38 / 3e38 gave 0). Scaling both by 1/4 is
+  // exact there and brings b back in range.
+  if (abs(b) > bitcast<f32>(0x7e800000u)) { return (a * 0.25) / (b * 0.25); }
+  return a / b;
+}

@@ -186,7 +186,7 @@ export const BINARY: Record<string, ElementwiseDef> = {
     arity: 2,
     accepts: "float",
     result: "same",
-    wgsl: { f32: infix("/") },
+    wgsl: { f32: call("g_div_f32") },
     asm: { f32: infix("/") },
   },
   maximum: {
