@@ -147,6 +147,23 @@ export function describe(value: unknown): string {
 }
 
 /**
+ * `value` when it is a number that `accepts` takes, else a typed error naming `op`, `argument`
+ * and `expected` (internal: the one check of every numeric option).
+ */
+export function _checkNumber(
+  op: string,
+  argument: string,
+  value: unknown,
+  expected: string,
+  accepts: (v: number) => boolean = (v) => !Number.isNaN(v),
+): number {
+  if (typeof value !== "number" || !accepts(value)) {
+    throw new ValueError({ op, argument, expected, received: describe(value) });
+  }
+  return value;
+}
+
+/**
  * `options` itself when it is an object, else a typed error naming `op` (internal: what every op
  * with an options argument checks first).
  */

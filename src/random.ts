@@ -7,7 +7,7 @@
 import type { Tensor } from "./tensor.ts";
 import { type CreationOptions, generate } from "./creation.ts";
 import { checkDType } from "./dtype.ts";
-import { describe, ValueError } from "./errors.ts";
+import { _checkNumber } from "./errors.ts";
 import { E, type Expr } from "./ops/_expr.ts";
 
 /** PCG's RXS-M-XS permutation in JS, as `g_pcg` in WGSL and AssemblyScript. */
@@ -25,15 +25,7 @@ export interface RandomOptions extends CreationOptions {
 
 function keyOf(op: string, seed: number | undefined): number {
   if (seed === undefined) return pcgHash(Math.floor(Math.random() * 2 ** 32));
-  if (!Number.isInteger(seed)) {
-    throw new ValueError({
-      op,
-      argument: "options.seed",
-      expected: "an integer",
-      received: describe(seed),
-    });
-  }
-  return pcgHash(seed >>> 0);
+  return pcgHash(_checkNumber(op, "options.seed", seed, "an integer", Number.isInteger) >>> 0);
 }
 
 /** 32 random bits for counter `counter` (a uint32 expression). */

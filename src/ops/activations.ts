@@ -4,7 +4,7 @@
  * @module
  */
 import type { Tensor } from "../tensor.ts";
-import { ValueError } from "../errors.ts";
+import { _checkNumber, ValueError } from "../errors.ts";
 import { runElementwise, type TensorLike } from "./_dispatch.ts";
 import { E, type Expr } from "./_expr.ts";
 import { unaryOp } from "./elementwise.ts";
@@ -116,10 +116,7 @@ export function gelu(x: TensorLike, options: GeluOptions = {}): Tensor {
 }
 
 function checkNumber(op: string, argument: string, value: number): number {
-  if (typeof value !== "number" || Number.isNaN(value)) {
-    throw new ValueError({ op, argument, expected: "a number", received: String(value) });
-  }
-  return value;
+  return _checkNumber(op, argument, value, "a number");
 }
 
 /** Runs a float activation built from `x` already cast to a float dtype. */
@@ -173,16 +170,14 @@ export function softplus(
   x: TensorLike,
   options: { beta?: number; threshold?: number } = {},
 ): Tensor {
-  const beta = checkNumber("softplus", "options.beta", options.beta ?? 1);
+  const beta = _checkNumber(
+    "softplus",
+    "options.beta",
+    options.beta ?? 1,
+    "a non-zero number",
+    (v) => v !== 0 && !Number.isNaN(v),
+  );
   const threshold = checkNumber("softplus", "options.threshold", options.threshold ?? 20);
-  if (beta === 0) {
-    throw new ValueError({
-      op: "softplus",
-      argument: "options.beta",
-      expected: "a non-zero number",
-      received: "0",
-    });
-  }
   return floatUnary("softplus", x, (v) => {
     const scaled = beta === 1 ? v : E.binary("mul", v, E.constant(beta, v.dtype));
     const smooth = beta === 1

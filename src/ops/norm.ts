@@ -18,7 +18,14 @@ import {
   sameShape,
   sizeOf,
 } from "../_shape.ts";
-import { describe, DeviceError, DTypeError, ShapeError, ValueError } from "../errors.ts";
+import {
+  _checkNumber,
+  describe,
+  DeviceError,
+  DTypeError,
+  ShapeError,
+  ValueError,
+} from "../errors.ts";
 import type { GpuBackend, GpuStorage } from "../gpu/backend.ts";
 import {
   generateRows,
@@ -236,15 +243,13 @@ function rowSource(
 }
 
 function checkEps(op: string, eps: unknown): number {
-  if (typeof eps !== "number" || !Number.isFinite(eps) || eps < 0) {
-    throw new ValueError({
-      op,
-      argument: "options.eps",
-      expected: "a finite number >= 0",
-      received: describe(eps),
-    });
-  }
-  return eps;
+  return _checkNumber(
+    op,
+    "options.eps",
+    eps,
+    "a finite number >= 0",
+    (v) => v >= 0 && v < Infinity,
+  );
 }
 
 /**
@@ -885,15 +890,13 @@ export function groupNorm(x: Tensor, options: GroupNormOptions): Tensor {
   const op = "groupNorm";
   const view = checkInput(op, x);
   const channels = checkChannels(op, view);
-  const groups = options?.groups;
-  if (typeof groups !== "number" || !Number.isInteger(groups) || groups < 1) {
-    throw new ValueError({
-      op,
-      argument: "options.groups",
-      expected: "a positive integer",
-      received: describe(groups),
-    });
-  }
+  const groups = _checkNumber(
+    op,
+    "options.groups",
+    options?.groups,
+    "a positive integer",
+    (v) => Number.isInteger(v) && v >= 1,
+  );
   if (channels % groups !== 0) {
     throw new ValueError({
       op,
@@ -945,15 +948,13 @@ function channelView(p: View, shape: readonly number[]): View {
 }
 
 function checkMomentum(op: string, momentum: unknown): number {
-  if (typeof momentum !== "number" || !(momentum >= 0 && momentum <= 1)) {
-    throw new ValueError({
-      op,
-      argument: "options.momentum",
-      expected: "a number in [0, 1]",
-      received: describe(momentum),
-    });
-  }
-  return momentum;
+  return _checkNumber(
+    op,
+    "options.momentum",
+    momentum,
+    "a number in [0, 1]",
+    (v) => v >= 0 && v <= 1,
+  );
 }
 
 /**

@@ -7,7 +7,7 @@ import type { FusedSource, ReduceOp, View } from "../_backend.ts";
 import { bind, fusedLabel } from "../_lazy.ts";
 import { normalizeAxes, sizeOf } from "../_shape.ts";
 import { type DType, isFloat } from "../dtype.ts";
-import { ValueError } from "../errors.ts";
+import { _checkNumber, ValueError } from "../errors.ts";
 import { runtime } from "../runtime.ts";
 import { Tensor } from "../tensor.ts";
 import { evaluate, MAX_FUSED_INPUTS, runElementwise, type TensorLike } from "./_dispatch.ts";
@@ -335,15 +335,13 @@ export interface VarianceOptions extends ReduceOptions {
  */
 export function variance(x: TensorLike, options: VarianceOptions = {}): Tensor {
   const op = "variance";
-  const ddof = options.ddof ?? 0;
-  if (!Number.isFinite(ddof) || ddof < 0) {
-    throw new ValueError({
-      op,
-      argument: "options.ddof",
-      expected: "a non-negative number",
-      received: String(ddof),
-    });
-  }
+  const ddof = _checkNumber(
+    op,
+    "options.ddof",
+    options.ddof ?? 0,
+    "a non-negative number",
+    (v) => v >= 0 && v < Infinity,
+  );
   return tidy(() => {
     const t = asTensor(op, x);
     const view = t._meta(op, "x");
