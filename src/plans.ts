@@ -273,8 +273,9 @@ export interface ScanChoice {
   /**
    * "row": a workgroup (or a team of its threads) per row, for rows that fit in one tile;
    * "lookback": one pass over tiles of long rows, each tile taking its prefix from its
-   * predecessors' published aggregates (decoupled look-back; needs forward progress between
-   * workgroups); "multipass": reduce tiles, scan the tile totals, scan tiles with their offsets.
+   * predecessors' published aggregates (decoupled look-back; a predecessor silent too long is
+   * reduced by its reader, so no forward progress is assumed; chosen only by override);
+   * "multipass": reduce tiles, scan the tile totals, scan tiles with their offsets.
    */
   variant: "row" | "lookback" | "multipass";
   /** Scan across a workgroup with subgroup operations rather than shared memory alone. */

@@ -487,21 +487,12 @@ function loadFunction(s: ScanSpec): string {
  * Max and min keep the scan's order, which decides ties between -0 and +0 and between NaNs.
  */
 function tileTotalBlock(s: ScanSpec): string[] {
-  const E = s.elementsPerThread;
-  const C = E / 4;
-  const t = registerType(s.type);
+  const C = s.elementsPerThread / 4;
   const id = literal(scanIdentity(s.op, s.type), accumulatorDtype(s.type));
   const sign = s.op === "sum" ? "+" : "*";
-  const out = [`let j_base = tile * ${s.teamSize * E}u + q * width * ${E}u + lic * 4u;`];
-  for (let c = 0; c < C; c++) {
-    out.push(
-      `var x${c} = vec4<${t}>(${id});`,
-      `if (row_ok) { x${c} = load4(ibase, j_base + ${c * 4}u * width); }`,
-    );
-  }
   const folded = Array.from({ length: C }, (_, c) => `x${c}`).join(` ${sign} `);
   return [
-    ...out,
+    ...tileLoads(s, "tile"),
     `let folded = ${folded};`,
     `let part = ${s.op === "sum" ? "subgroupAdd" : "subgroupMul"}(` +
     `(folded.x ${sign} folded.y) ${sign} (folded.z ${sign} folded.w));`,
@@ -516,25 +507,33 @@ function tileTotalBlock(s: ScanSpec): string[] {
 }
 
 /**
- * Loads this invocation's chunks of the tile and scans them: per invocation `x{c}` (each vec4
- * scanned), `pre{c}` (chunk c's exclusive prefix within the cluster), then `cluster_prefix` (the
- * cluster's exclusive prefix within the team) and `team_total`.
+ * This invocation's chunks of tile `tile`: positions `j{c}` (lane-striped within the cluster,
+ * see the module comment) and their vec4s `x{c}` (the identity past the row's end).
  */
-function tileBlock(s: ScanSpec, tile = "tile"): string[] {
+function tileLoads(s: ScanSpec, tile: string): string[] {
   const E = s.elementsPerThread;
-  const C = E / 4;
-  const T = s.teamSize;
   const t = registerType(s.type);
   const id = literal(scanIdentity(s.op, s.type), accumulatorDtype(s.type));
-  const out: string[] = [];
-  out.push(`let j_base = ${tile} * ${T * E}u + q * width * ${E}u + lic * 4u;`);
-  for (let c = 0; c < C; c++) {
+  const out = [`let j_base = ${tile} * ${s.teamSize * E}u + q * width * ${E}u + lic * 4u;`];
+  for (let c = 0; c < E / 4; c++) {
     out.push(
       `let j${c} = j_base + ${c * 4}u * width;`,
       `var x${c} = vec4<${t}>(${id});`,
       `if (row_ok) { x${c} = load4(ibase, j${c}); }`,
     );
   }
+  return out;
+}
+
+/**
+ * Loads this invocation's chunks of the tile and scans them: per invocation `x{c}` (each vec4
+ * scanned), `pre{c}` (chunk c's exclusive prefix within the cluster), then `cluster_prefix` (the
+ * cluster's exclusive prefix within the team) and `team_total`.
+ */
+function tileBlock(s: ScanSpec, tile = "tile"): string[] {
+  const C = s.elementsPerThread / 4;
+  const id = literal(scanIdentity(s.op, s.type), accumulatorDtype(s.type));
+  const out = tileLoads(s, tile);
   // Scan inside each vec4, then across the cluster, carrying chunk totals.
   for (let c = 0; c < C; c++) {
     out.push(
