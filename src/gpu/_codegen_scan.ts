@@ -691,7 +691,9 @@ function lookbackBlock(s: ScanSpec, total = "team_total"): string[] {
       `        let c = load4(ibase, (j - first) * ${tileSize}u + k);`,
       "        part = c1(c1(c1(c1(part, c.x), c.y), c.z), c.w);",
       "      }",
-      "      state = vec2(1u, " + toBits(s.type, "part") + ");",
+      // The row's first tile reduced is its inclusive prefix: the walk stops there (reading on
+      // would wrap below the row, as a lavapipe run did when tile 0 was still silent).
+      "      state = vec2(select(1u, 2u, j == first), " + toBits(s.type, "part") + ");",
       "    }",
       `    acc = c1(${value("state.y")}, acc);`,
       "    if (state.x == 2u) { break; }",
