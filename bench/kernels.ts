@@ -136,6 +136,15 @@ console.error(
     copy.queue.toFixed(0)
   } GB/s`,
 );
+{
+  // The same copy at the mid size (16 Mi float32, 64 MiB): what a fixed launch costs there.
+  const small = await copyBandwidth(mid * 4);
+  console.error(
+    `copy bandwidth at ${mid / Mi}Mi: vec4 kernel ${small.kernel.toFixed(0)} GB/s, queue copy ${
+      small.queue.toFixed(0)
+    } GB/s`,
+  );
+}
 
 // --only REGEX: time only the kernels whose names match (to re-measure a few).
 const only = args.includes("--only") ? new RegExp(flag("only", "")) : null;
@@ -241,13 +250,21 @@ for (
   await bench(`${op} ${mid / Mi}Mi f32`, mid, 4 * mid, () => fn(a.slice([0, mid])));
   await bench(`${op} ${big / Mi}Mi f32`, big, 4 * big, () => fn(a));
 }
-// The sum of 16 Mi under several chunk counts (the plan's rule picks 2048): where is the floor?
-{
+// The sum of 16 Mi under several chunk counts (the plan's rule picks 512), the chunks combined
+// by the last workgroup or by a second pass: where is the floor?
+for (const combineChunks of ["last-workgroup", "second-pass"] as const) {
   const x = a.slice([0, mid]);
-  for (const chunks of [128, 512, 1024, 4096]) {
-    gyre.setPlanOverride("reduce", { chunks });
-    await bench(`sum ${mid / Mi}Mi f32, ${chunks} chunks`, mid, 4 * mid, () => gyre.sum(x));
+  for (const chunks of [128, 256, 512, 1024, 4096]) {
+    gyre.setPlanOverride("reduce", { chunks, combineChunks });
+    await bench(
+      `sum ${mid / Mi}Mi f32, ${chunks} chunks, ${combineChunks}`,
+      mid,
+      4 * mid,
+      () => gyre.sum(x),
+    );
   }
+  gyre.setPlanOverride("reduce", { combineChunks });
+  await bench(`sum ${big / Mi}Mi f32, ${combineChunks}`, big, 4 * big, () => gyre.sum(a));
   gyre.setPlanOverride("reduce", null);
 }
 for (const [op, fn] of [["argmax", gyre.argmax], ["argmin", gyre.argmin]] as const) {
@@ -328,6 +345,21 @@ await bench(
   () => gyre.cumsum(matrix, { axis: 1 }),
 );
 await bench(`cummax ${big / Mi}Mi f32`, big, 2 * 4 * big, () => gyre.cummax(a));
+/** Prints each dispatch of `fn` timed on its own (medians of 10 runs, in dispatch order). */
+async function dispatchBreakdown(name: string, fn: () => gyre.Tensor): Promise<void> {
+  fn().realize().dispose();
+  await gyre.sync();
+  profiler.start();
+  for (let r = 0; r < 10; r++) fn().realize().dispose();
+  const timings = await profiler.stop();
+  const perRun = timings.length / 10;
+  const parts = Array.from(
+    { length: perRun },
+    (_, i) => median(timings.filter((_, j) => j % perRun === i).map((t) => t.nanoseconds / 1000)),
+  );
+  console.error(`${name} dispatches (us): ${parts.map((us) => us.toFixed(1)).join(", ")}`);
+}
+
 // --sweep: long scans under each scheme, the row variant, and each dispatch of a 64 Mi scan.
 if (args.includes("--sweep")) {
   // Each long-row case under both schemes.
@@ -345,7 +377,14 @@ if (args.includes("--sweep")) {
       await bench(`${name}, ${variant}`, elements, 2 * 4 * elements, fn);
     }
   }
-  for (const tile of [{ elementsPerThread: 32 }, { workgroupSize: 512 }, { workgroupSize: 128 }]) {
+  for (
+    const tile of [
+      { descendingFinalPass: false },
+      { elementsPerThread: 32 },
+      { workgroupSize: 512 },
+      { workgroupSize: 128 },
+    ]
+  ) {
     gyre.setPlanOverride("scan", { variant: "multipass", ...tile });
     await bench(
       `cumsum ${big / Mi}Mi f32, multipass ${JSON.stringify(tile)}`,
@@ -365,22 +404,9 @@ if (args.includes("--sweep")) {
   // Each dispatch of the two long-row schemes timed on its own (medians of 10 runs, in order).
   for (const variant of ["lookback", "multipass"] as const) {
     gyre.setPlanOverride("scan", { variant });
-    gyre.cumsum(a).realize().dispose();
-    await gyre.sync();
-    profiler.start();
-    for (let r = 0; r < 10; r++) gyre.cumsum(a).realize().dispose();
-    const timings = await profiler.stop();
-    const perRun = timings.length / 10;
-    const parts = Array.from(
-      { length: perRun },
-      (_, i) => median(timings.filter((_, j) => j % perRun === i).map((t) => t.nanoseconds / 1000)),
-    );
-    console.error(
-      `cumsum ${big / Mi}Mi ${variant} dispatches (us): ${
-        parts.map((us) => us.toFixed(1)).join(", ")
-      }`,
-    );
+    await dispatchBreakdown(`cumsum ${big / Mi}Mi ${variant}`, () => gyre.cumsum(a));
   }
+  await dispatchBreakdown(`sum ${mid / Mi}Mi`, () => gyre.sum(a.slice([0, mid])));
   gyre.setPlanOverride("scan", null);
 }
 

@@ -28,6 +28,12 @@ export interface ReduceChoice {
   chunks: number;
   /** Read contiguous, 4-aligned rows as vec4 (chunk lengths are then multiples of 4). */
   vec4: boolean;
+  /**
+   * How a row's chunk partials are combined (workgroup variant): "last-workgroup" in the same
+   * dispatch, by the row's last workgroup to finish (an atomic ticket); "second-pass" by a
+   * second dispatch. The thread variant always takes a second pass.
+   */
+  combineChunks: "last-workgroup" | "second-pass";
 }
 
 /** Any plan's result. */
@@ -150,6 +156,7 @@ export function planReduce(
       workgroupSize,
       chunks: threadChunks,
       vec4: false,
+      combineChunks: "second-pass",
     }
     : {
       kernel: "reduce",
@@ -157,6 +164,7 @@ export function planReduce(
       subgroups,
       workgroupSize,
       vec4: Boolean(problem.aligned),
+      combineChunks: "last-workgroup",
       chunks: Math.min(
         4096,
         Math.max(1, Math.ceil(problem.rowLength / (workgroupSize * ELEMENTS_PER_INVOCATION))),
@@ -172,6 +180,7 @@ export function planReduce(
     choice.chunks = Math.max(choice.chunks, Math.ceil(problem.rowLength / 16384));
   }
   if (!problem.aligned || choice.variant === "thread") choice.vec4 = false;
+  if (choice.variant === "thread") choice.combineChunks = "second-pass";
   return choice;
 }
 
@@ -300,6 +309,11 @@ export interface ScanChoice {
    * then reads them again (from L2) to scan: the look-back's latency is paid once per sub-tiles.
    */
   subTiles: number;
+  /**
+   * Multipass: the final pass takes tiles from the last down, starting on what the first pass
+   * read last (still in L2) instead of on what it read first (long evicted).
+   */
+  descendingFinalPass: boolean;
 }
 
 let scanOverride: Partial<ScanChoice> | null = null;
@@ -359,6 +373,7 @@ export function planScan(
       : "strided",
     lookbackStates: 1,
     subTiles: 1,
+    descendingFinalPass: true,
     ...scanOverride,
   };
   // What the device and the problem allow, whatever an override asks.

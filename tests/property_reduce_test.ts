@@ -50,6 +50,8 @@ interface Case {
   kind: "contiguous" | "transposed" | "sliced";
   variant: Variant;
   chunks: number;
+  /** With chunks: combine them in the row's last workgroup rather than a second pass. */
+  lastWorkgroup: boolean;
   subgroups: boolean;
   /** Probability of special values (NaN, infinities, zeros, subnormals) per element. */
   pSpecial: number;
@@ -67,7 +69,12 @@ function overrideOf(c: Case): Partial<gyre.ReduceChoice> | null {
     case "thread":
       return { variant: "thread" };
     case "chunks":
-      return { variant: "workgroup", subgroups: c.subgroups, chunks: c.chunks };
+      return {
+        variant: "workgroup",
+        subgroups: c.subgroups,
+        chunks: c.chunks,
+        combineChunks: c.lastWorkgroup ? "last-workgroup" : "second-pass",
+      };
   }
 }
 
@@ -81,6 +88,7 @@ function caseArb(ops: readonly Op[], shapes = shapeArb(4)): fc.Arbitrary<Case> {
     kind: fc.constantFrom("contiguous", "transposed", "sliced"),
     variant: fc.constantFrom<Variant>("auto", "subgroup", "shared", "thread", "chunks"),
     chunks: fc.integer({ min: 2, max: 40 }),
+    lastWorkgroup: fc.boolean(),
     subgroups: fc.boolean(),
     pSpecial: fc.constantFrom(0, 0.001, 0.02),
     seed: fc.integer(),

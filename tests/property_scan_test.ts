@@ -309,6 +309,7 @@ property(
     fc.record({
       variant: fc.constant("multipass" as const),
       subgroups: fc.boolean(),
+      descendingFinalPass: fc.boolean(),
       ...Object.fromEntries(Object.entries(small).map(([k, v]) => [k, fc.constant(v)])),
     }) as fc.Arbitrary<Partial<gyre.ScanChoice>>,
     { lengths: [129, 257, 1021, 4099, 17000], maxRank: 2 },

@@ -56,6 +56,18 @@ const caseArb: fc.Arbitrary<Case> = fc.record({
     { variant: "workgroup" as const, subgroups: false, chunks: 1 },
     { variant: "workgroup" as const, subgroups: false, chunks: 7 },
     { variant: "workgroup" as const, subgroups: true, chunks: 33 },
+    {
+      variant: "workgroup" as const,
+      subgroups: false,
+      chunks: 6,
+      combineChunks: "second-pass" as const,
+    },
+    {
+      variant: "workgroup" as const,
+      subgroups: true,
+      chunks: 9,
+      combineChunks: "second-pass" as const,
+    },
     { variant: "thread" as const, chunks: 1 },
     { variant: "thread" as const, chunks: 5 },
   ),

@@ -283,6 +283,7 @@ if (DEVICES.includes("gpu")) {
           gyre.setPlanOverride("scan", {
             variant,
             subgroups,
+            descendingFinalPass: subgroups,
             workgroupSize: 32,
             elementsPerThread: 4,
           });

@@ -92,6 +92,12 @@ export interface ReduceSpec {
   /** Combine across a workgroup with subgroup operations. */
   subgroups: boolean;
   workgroupSize: number;
+  /**
+   * Workgroup variant over several chunks per row: instead of writing partials for a second
+   * pass, each workgroup publishes its partial state and the row's last workgroup to finish
+   * (an atomic ticket) combines them and writes the result (see `lastWorkgroupFunctions`).
+   */
+  lastWorkgroup?: boolean;
 }
 
 /** Cache key of a spec. */
@@ -100,7 +106,7 @@ export function reduceKey(s: ReduceSpec): string {
     s.pairsOut ? ">p" : ""
   }|${s.mode}|${s.outerRank}.${s.innerRank}|${s.variant}|${
     s.subgroups ? "sg" : "sh"
-  }|wg${s.workgroupSize}${s.vec4 ? "|v4" : ""}${
+  }|wg${s.workgroupSize}${s.vec4 ? "|v4" : ""}${s.lastWorkgroup ? "|last" : ""}${
     s.prologue ? `|pro:${s.prologue.inputs.join(",")}:${exprKey(s.prologue.expr)}` : ""
   }`;
 }
@@ -254,12 +260,30 @@ function accumulator(s: ReduceSpec) {
       return `dst[${to}] = i32(acc_i);`;
     },
     better: arg ? betterFunction(s.op as "argmax" | "argmin", t) : "",
+    /** The accumulator as 32-bit words, for a partial published to the last workgroup. */
+    words: arg ? [valueBits(t, "acc"), "acc_i"] : [valueBits(t, "acc")],
+    /** Folds a partial given as words (`words`' layout) into the accumulator. */
+    mergeWords: (w: readonly string[]) =>
+      arg
+        ? take(bitsValue(t, w[0]), w[1], ["acc", "acc_i"])
+        : `acc = ${c("acc", bitsValue(t, w[0]))};`,
   };
+}
+
+/** A value of compute type `t` as u32 bits. */
+function valueBits(t: string, x: string): string {
+  return t === "bool" ? `select(0u, 1u, ${x})` : `bitcast<u32>(${x})`;
+}
+
+/** The inverse of `valueBits`. */
+function bitsValue(t: string, w: string): string {
+  return t === "bool" ? `(${w} != 0u)` : `bitcast<${t}>(${w})`;
 }
 
 /** The accumulator of a stateful reduction: one state vector, merged by its op's function. */
 function statefulAccumulator(s: ReduceSpec, state: (typeof STATEFUL)[string]) {
   const t = state.type;
+  const lanes = ["x", "y", "z", "w"].slice(0, Number(/vec(\d)/.exec(t)![1]));
   const c = (a: string, b: string) => `${state.merge}(${a}, ${b})`;
   return {
     arg: false,
@@ -278,6 +302,9 @@ function statefulAccumulator(s: ReduceSpec, state: (typeof STATEFUL)[string]) {
       ? `dst[${to}] = acc;`
       : `dst[${to}] = ${storeAs(s.outDtype, state.final("acc"))};`),
     better: "",
+    words: lanes.map((l) => `bitcast<u32>(acc.${l})`),
+    mergeWords: (w: readonly string[]) =>
+      `acc = ${c("acc", `${t}(${w.map((x) => `bitcast<f32>(${x})`).join(", ")})`)};`,
   };
 }
 
@@ -456,9 +483,18 @@ export function generateReduce(s: ReduceSpec): string {
       `@group(0) @binding(${k}) var<storage, read> ${k === 0 ? "src" : `src${k}`}: array<${type}>;`,
     );
   });
+  const last = Boolean(s.lastWorkgroup) && s.variant === "workgroup";
+  if (last) {
+    lines.push(
+      `@group(0) @binding(${inputs.length}) var<storage, read_write> states: array<atomic<u32>>;`,
+      "var<workgroup> last_ticket: u32;",
+      LAST_WORKGROUP_FUNCTIONS,
+    );
+  }
+  const dstBinding = inputs.length + (last ? 1 : 0);
   lines.push(
-    `@group(0) @binding(${inputs.length}) var<storage, read_write> dst: array<${dstType}>;`,
-    `@group(0) @binding(${inputs.length + 1}) var<uniform> p: Params;`,
+    `@group(0) @binding(${dstBinding}) var<storage, read_write> dst: array<${dstType}>;`,
+    `@group(0) @binding(${dstBinding + 1}) var<uniform> p: Params;`,
   );
   if (a.better) lines.push(a.better);
   if (s.prologue) {
@@ -568,38 +604,117 @@ export function generateReduce(s: ReduceSpec): string {
         "  }",
       ]),
     );
-    if (s.subgroups) {
-      // subgroupAdd is the hardware path for sums; other ops (and argmax's pairs) use a
-      // butterfly with the op's own combine, which keeps NaN propagation exact.
-      if (s.op === "sum") lines.push("  acc = subgroupAdd(acc);");
-      else {
-        lines.push(
-          "  for (var mask = sg_size >> 1u; mask > 0u; mask = mask >> 1u) {",
-          `    ${a.shuffle}`,
+    /** Combines the invocations' accumulators; lane 0 then holds the total and runs `final`. */
+    const combineLines = (final: readonly string[]): string[] =>
+      s.subgroups
+        ? [
+          // subgroupAdd is the hardware path for sums; other ops (and argmax's pairs) use a
+          // butterfly with the op's own combine, which keeps NaN propagation exact.
+          ...(s.op === "sum" ? ["  acc = subgroupAdd(acc);"] : [
+            "  for (var mask = sg_size >> 1u; mask > 0u; mask = mask >> 1u) {",
+            `    ${a.shuffle}`,
+            "  }",
+          ]),
+          `  if (sg_lane == 0u) { ${a.put("lid / sg_size")} }`,
+          "  workgroupBarrier();",
+          "  if (lid == 0u) {",
+          `    for (var k = 1u; k < ${wg}u / sg_size; k++) { ${a.fold("0u", "k")} }`,
+          `    ${a.get("0u")}`,
+          ...final.map((x) => `    ${x}`),
           "  }",
-        );
-      }
-      lines.push(
-        `  if (sg_lane == 0u) { ${a.put("lid / sg_size")} }`,
-        "  workgroupBarrier();",
-        "  if (lid == 0u) {",
-        `    for (var k = 1u; k < ${wg}u / sg_size; k++) { ${a.fold("0u", "k")} }`,
-        `    ${a.get("0u")}`,
-        `    ${a.store("g")}`,
-        "  }",
-      );
-    } else {
-      lines.push(`  ${a.put("lid")}`, "  workgroupBarrier();");
-      lines.push(
-        `  for (var width = ${wg >> 1}u; width > 0u; width = width >> 1u) {`,
-        `    if (lid < width) { ${a.fold("lid", "lid + width")} }`,
-        "    workgroupBarrier();",
-        "  }",
-        `  if (lid == 0u) { ${a.get("0u")} ${a.store("g")} }`,
-      );
-    }
+        ]
+        : [
+          `  ${a.put("lid")}`,
+          "  workgroupBarrier();",
+          `  for (var width = ${wg >> 1}u; width > 0u; width = width >> 1u) {`,
+          `    if (lid < width) { ${a.fold("lid", "lid + width")} }`,
+          "    workgroupBarrier();",
+          "  }",
+          "  if (lid == 0u) {",
+          `    ${a.get("0u")}`,
+          ...final.map((x) => `    ${x}`),
+          "  }",
+        ];
+    if (!s.lastWorkgroup) lines.push(...combineLines([a.store("g")]));
+    else lines.push(...lastWorkgroupLines(s, a, combineLines));
     lines.push("}");
   }
   const main = lines.join("\n");
   return `${main}\n${preludeFor(main)}\n`;
+}
+
+/**
+ * Single-pass combine of a row's chunks. Each workgroup publishes its partial state as 32-bit
+ * words, each word split over two atomic words as a 16-bit half tagged 1 in bits 16-17 (the
+ * scan's look-back states use the same trick), then takes a ticket from the row's counter. The
+ * workgroup that draws the last ticket reads every partial of the row, waiting on a word only
+ * until its tag shows: its writer stored it before taking a ticket, so the wait needs no other
+ * workgroup to make progress, and no ordering between WGSL's relaxed atomics is assumed. The
+ * reader then clears the words and the counter, leaving the scratch buffer zeroed for the next
+ * dispatch. Layout of `states`: one counter per row, then two atomic words per partial word.
+ */
+const LAST_WORKGROUP_FUNCTIONS = `fn publish_word(at: u32, bits: u32) {
+  atomicStore(&states[at], 0x10000u | (bits & 0xffffu));
+  atomicStore(&states[at + 1u], 0x10000u | (bits >> 16u));
+}
+// The word at \`at\`, given its first reading (lo, hi): read again until both halves are tagged.
+fn settle_word(at: u32, first_lo: u32, first_hi: u32) -> u32 {
+  var lo = first_lo;
+  var hi = first_hi;
+  loop {
+    if ((lo >> 16u) == 1u && (hi >> 16u) == 1u) { break; }
+    lo = atomicLoad(&states[at]);
+    hi = atomicLoad(&states[at + 1u]);
+  }
+  atomicStore(&states[at], 0u);
+  atomicStore(&states[at + 1u], 0u);
+  return (lo & 0xffffu) | (hi << 16u);
+}`;
+
+/**
+ * The workgroup variant's ending with `lastWorkgroup`: publish the partial, take a ticket, and
+ * in the last workgroup of the row fold every partial (four per invocation per step, their
+ * first reads issued together) and store the result.
+ */
+function lastWorkgroupLines(
+  s: ReduceSpec,
+  a: ReturnType<typeof accumulator>,
+  combineLines: (final: readonly string[]) => string[],
+): string[] {
+  const wg = s.workgroupSize;
+  const words = a.words.length;
+  const at = (chunk: string, w: number) =>
+    `p.rows + (row * p.chunks + ${chunk}) * ${2 * words}u + ${2 * w}u`;
+  const reset = a.declare.replace(/var (\w+): [^=]+=/g, "$1 =");
+  const step = [0, 1, 2, 3];
+  return [
+    ...combineLines([
+      ...a.words.map((x, w) => `publish_word(${at("(g % p.chunks)", w)}, ${x});`),
+      "last_ticket = atomicAdd(&states[row], 1u);",
+    ]),
+    "  if (workgroupUniformLoad(&last_ticket) != p.chunks - 1u) { return; }",
+    `  ${reset}`,
+    `  for (var k = lid; k < p.chunks; k += ${4 * wg}u) {`,
+    ...step.flatMap((u) => [
+      `    let k${u} = k + ${u * wg}u;`,
+      ...Array.from({ length: words }, (_, w) => [
+        `    var lo${u}_${w} = 0u;`,
+        `    var hi${u}_${w} = 0u;`,
+        `    if (k${u} < p.chunks) { lo${u}_${w} = atomicLoad(&states[${
+          at(`k${u}`, w)
+        }]); hi${u}_${w} = atomicLoad(&states[${at(`k${u}`, w)} + 1u]); }`,
+      ]).flat(),
+    ]),
+    // Each word settled once (settling clears it), then merged.
+    ...step.map((u) => {
+      const settled = Array.from(
+        { length: words },
+        (_, w) => `let w${u}_${w} = settle_word(${at(`k${u}`, w)}, lo${u}_${w}, hi${u}_${w});`,
+      );
+      const merged = a.mergeWords(Array.from({ length: words }, (_, w) => `w${u}_${w}`));
+      return `    if (k${u} < p.chunks) { ${settled.join(" ")} ${merged} }`;
+    }),
+    "  }",
+    ...combineLines([a.store("row"), "atomicStore(&states[row], 0u);"]),
+  ];
 }

@@ -85,6 +85,11 @@ export interface ScanSpec {
    * sub-tiles, looks back once for all of them, then reads them again (from L2) to scan and store.
    */
   subTiles: number;
+  /**
+   * Tiled uses: take tiles from the last one down. The multipass scan's final pass runs so, as
+   * its first pass ended reading the last tiles and they are still in L2.
+   */
+  descending: boolean;
 }
 
 /** Cache key of a spec. */
@@ -108,6 +113,7 @@ export function scanKey(s: ScanSpec): string {
     `lb${s.lookbackStates}`,
     `st${s.subTiles}`,
     s.columns ? "col" : "",
+    s.descending ? "desc" : "",
   ].join("|");
 }
 
@@ -376,8 +382,9 @@ export function generateScan(s: ScanSpec): string {
   } else if (tiled) {
     emit(
       "if (g >= p.total) { return; }",
-      "let row = g / p.tiles;",
-      "let tile = g % p.tiles;",
+      `let order = ${s.descending ? "p.total - 1u - g" : "g"};`,
+      "let row = order / p.tiles;",
+      "let tile = order % p.tiles;",
       "let row_ok = true;",
       "let tl = lid;",
     );

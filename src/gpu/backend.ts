@@ -139,10 +139,10 @@ export class GpuBackend implements Backend {
    * The compiled kernel for `key`, generating its WGSL on first use. Its bindings are
    * `storageCount - 1` read-only inputs, one read-write output and a uniform. For op modules.
    */
-  _pipeline(key: string, storageCount: number, source: () => string): Kernel {
+  _pipeline(key: string, storageCount: number, source: () => string, writable = 1): Kernel {
     let kernel = this.#pipelines.get(key);
     if (!kernel) {
-      kernel = this.batch.compile(source(), storageCount);
+      kernel = this.batch.compile(source(), storageCount, writable);
       this.#pipelines.set(key, kernel);
     }
     return kernel;
@@ -164,6 +164,28 @@ export class GpuBackend implements Backend {
     this.recorder?.allocated(buffer, storage);
     return storage;
   }
+
+  /**
+   * A persistent storage buffer of at least `words` 32-bit words for `purpose` (one per purpose,
+   * replaced by a larger one when too small; WebGPU zeroes new buffers). Kernels that keep
+   * cross-workgroup state there (tickets, published partials) leave it as they found it, or the
+   * caller clears it before each use. For op modules.
+   */
+  _scratch(purpose: string, words: number): GPUBuffer {
+    let buffer = this.#scratch.get(purpose);
+    if (!buffer || buffer.size < words * 4) {
+      // The old buffer is dropped, not destroyed: commands already recorded may still use it.
+      const size = Math.max(words * 4, 2 * (buffer?.size ?? 0), 4096);
+      buffer = this.device.createBuffer({
+        label: `gyre ${purpose}`,
+        size: Math.ceil(size / 16) * 16,
+        usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST,
+      });
+      this.#scratch.set(purpose, buffer);
+    }
+    return buffer;
+  }
+  #scratch = new Map<string, GPUBuffer>();
 
   /** Workgroup grid for `invocations`, folded into two dimensions past the per-dimension limit. */
   _grid(invocations: number, workgroupSize: number): [number, number] {
@@ -310,7 +332,14 @@ export class GpuBackend implements Backend {
       chunks: number,
       uniforms: Uint32Array,
     ) => {
-      const pipeline = this._pipeline(reduceKey(spec), buffers.length, () => generateReduce(spec));
+      // The last-workgroup variant also writes its scratch states (bound before the output).
+      const writable = spec.lastWorkgroup ? 2 : 1;
+      const pipeline = this._pipeline(
+        reduceKey(spec),
+        buffers.length,
+        () => generateReduce(spec),
+        writable,
+      );
       const invocations = spec.variant === "thread"
         ? rows * chunks
         : rows * chunks * spec.workgroupSize;
@@ -341,6 +370,18 @@ export class GpuBackend implements Backend {
       reduceUniforms(rows, rowLength, chunks, chunkLength, input.offset, outer, inner, extra);
     if (choice.chunks === 1) {
       run(first, [...sources, out.buffer], 1, firstUniforms(1));
+      return out;
+    }
+    if (choice.combineChunks === "last-workgroup" && choice.variant === "workgroup") {
+      // One dispatch: the row's last workgroup combines the published partials (a counter per
+      // row, then two atomic words per partial word; see the reduce generator).
+      const states = this._scratch("reduce partials", rows + rows * choice.chunks * words * 2);
+      run(
+        { ...first, outDtype, pairsOut: false, lastWorkgroup: true },
+        [...sources, states, out.buffer],
+        choice.chunks,
+        firstUniforms(choice.chunks),
+      );
       return out;
     }
     const partials = this._alloc(op, accDtype, rows * choice.chunks * words);

@@ -19,7 +19,6 @@ import { contiguousStrides, isContiguous, normalizeAxis, type Shape, sizeOf } fr
 import type { DType } from "../dtype.ts";
 import { describe, ValueError } from "../errors.ts";
 import type { GpuBackend, GpuStorage } from "../gpu/backend.ts";
-import type { Kernel } from "../gpu/batch.ts";
 import {
   accumulatorDtype,
   generateScan,
@@ -209,55 +208,12 @@ interface ScanOutput {
   inner: number;
 }
 
-/** Pipelines with a layout of two writable buffers (the look-back), per backend. */
-const lookbackPipelines = new WeakMap<GpuBackend, Map<string, Kernel>>();
 /**
- * Each backend's look-back state buffer (a tile counter and two words per tile). It is owned here,
- * not pooled, so no other kernel ever binds it: the batch caches bind groups by buffer identity
- * alone, and a pooled buffer could meet a cached group of the standard layout.
+ * The backend's look-back state buffer (a tile counter and two words per tile), grown as needed
+ * and zeroed by a dispatch before each use.
  */
-const stateBuffers = new WeakMap<GpuBackend, GPUBuffer>();
-
-function lookbackPipeline(gpu: GpuBackend, key: string, source: () => string): Kernel {
-  let cache = lookbackPipelines.get(gpu);
-  if (!cache) lookbackPipelines.set(gpu, cache = new Map());
-  let kernel = cache.get(key);
-  if (!kernel) {
-    const device = gpu.device;
-    const buffer = (type: GPUBufferBindingType, hasDynamicOffset = false) => ({
-      visibility: GPUShaderStage.COMPUTE,
-      buffer: { type, hasDynamicOffset },
-    });
-    const layout = device.createBindGroupLayout({
-      entries: [
-        { binding: 0, ...buffer("read-only-storage") },
-        { binding: 1, ...buffer("storage") },
-        { binding: 2, ...buffer("storage") },
-        { binding: 3, ...buffer("uniform", true) },
-      ],
-    });
-    const pipeline = device.createComputePipeline({
-      layout: device.createPipelineLayout({ bindGroupLayouts: [layout] }),
-      compute: { module: device.createShaderModule({ code: source() }), entryPoint: "main" },
-    });
-    cache.set(key, kernel = { pipeline, layout });
-  }
-  return kernel;
-}
-
-/** The state buffer, grown (never shrunk) to `words`; zeroed by a dispatch before each use. */
 function stateBuffer(gpu: GpuBackend, words: number): GPUBuffer {
-  let buffer = stateBuffers.get(gpu);
-  if (!buffer || buffer.size < words * 4) {
-    // The old buffer is dropped, not destroyed: commands already recorded may still use it.
-    const size = Math.max(words * 4, 2 * (buffer?.size ?? 0), 4096);
-    buffer = gpu.device.createBuffer({
-      label: "gyre scan look-back states",
-      size: Math.ceil(size / 16) * 16,
-      usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST,
-    });
-    stateBuffers.set(gpu, buffer);
-  }
+  const buffer = gpu._scratch("scan look-back states", words);
   gpu.batch.open();
   const zero = gpu._pipeline("scan-zero", 1, generateZero);
   gpu._dispatch("scan-zero", zero, [buffer], Uint32Array.of(words), gpu._grid(words, 256));
@@ -307,6 +263,7 @@ function scanRows(
     lookbackStates: 1,
     subTiles: 1,
     columns: false,
+    descending: false,
   };
   const params: ScanParams = {
     rows,
@@ -349,7 +306,8 @@ function scanRows(
       subTiles,
     };
     const states = stateBuffer(gpu, 1 + 2 * rows * tiles);
-    const pipeline = lookbackPipeline(gpu, scanKey(s), () => generateScan(s));
+    // The states and the output are both written.
+    const pipeline = gpu._pipeline(scanKey(s), 3, () => generateScan(s), 2);
     gpu._dispatch(
       op,
       pipeline,
@@ -394,7 +352,7 @@ function scanRows(
     planScan(gpu.caps, { rows, rowLength: tiles }),
   );
   standard(
-    { ...spec, prefix: "offsets" },
+    { ...spec, prefix: "offsets", descending: choice.descendingFinalPass },
     [input.buffer, offsets.buffer, output.buffer],
     params,
     rows * tiles,
