@@ -250,21 +250,26 @@ for (
   await bench(`${op} ${mid / Mi}Mi f32`, mid, 4 * mid, () => fn(a.slice([0, mid])));
   await bench(`${op} ${big / Mi}Mi f32`, big, 4 * big, () => fn(a));
 }
-// The sum of 16 Mi under several chunk counts (the plan's rule picks 512), the chunks combined
-// by the last workgroup or by a second pass: where is the floor?
-for (const combineChunks of ["last-workgroup", "second-pass"] as const) {
+// Sum and max of 16 Mi (64 MiB) under several workgroup sizes and chunk counts (the plan's rule
+// picks 256 x 512 chunks), combined by the last workgroup; the rule's shape with a second pass.
+{
   const x = a.slice([0, mid]);
-  for (const chunks of [128, 256, 512, 1024, 4096]) {
-    gyre.setPlanOverride("reduce", { chunks, combineChunks });
-    await bench(
-      `sum ${mid / Mi}Mi f32, ${chunks} chunks, ${combineChunks}`,
-      mid,
-      4 * mid,
-      () => gyre.sum(x),
-    );
+  for (const [op, fn] of [["sum", gyre.sum], ["max", gyre.max]] as const) {
+    for (const workgroupSize of [256, 512, 1024]) {
+      for (const chunks of [128, 256, 512, 1024]) {
+        gyre.setPlanOverride("reduce", { chunks, workgroupSize });
+        await bench(
+          `${op} ${mid / Mi}Mi f32, wg ${workgroupSize} x ${chunks} chunks`,
+          mid,
+          4 * mid,
+          () => fn(x),
+        );
+      }
+    }
   }
-  gyre.setPlanOverride("reduce", { combineChunks });
-  await bench(`sum ${big / Mi}Mi f32, ${combineChunks}`, big, 4 * big, () => gyre.sum(a));
+  gyre.setPlanOverride("reduce", { combineChunks: "second-pass" });
+  await bench(`sum ${mid / Mi}Mi f32, second pass`, mid, 4 * mid, () => gyre.sum(x));
+  await bench(`sum ${big / Mi}Mi f32, second pass`, big, 4 * big, () => gyre.sum(a));
   gyre.setPlanOverride("reduce", null);
 }
 for (const [op, fn] of [["argmax", gyre.argmax], ["argmin", gyre.argmin]] as const) {

@@ -115,7 +115,9 @@ export function planElementwise(
 
 /**
  * Elements one invocation should accumulate before the workgroup combine. On the H200 a sum of
- * 16 Mi took 25.1 us with 512 chunks (128 per invocation) against 26.1 us with 2048 (32).
+ * 16 Mi took 24.4 us with 256 invocations x 512 chunks (128 per invocation), 24.5-29.6 us with
+ * 128 to 1024 chunks, and no less with 512 or 1024 invocations
+ * (bench/results/kernels-nvidia-h200-reduce-sweep.md).
  */
 const ELEMENTS_PER_INVOCATION = 128;
 
@@ -123,7 +125,9 @@ const ELEMENTS_PER_INVOCATION = 128;
  * Reductions: many short rows, or rows adjacent in memory (a reduction over leading axes), get one
  * invocation each (rows split into chunks when few and long); otherwise a workgroup per row, and rows so
  * long that one workgroup would loop more than {@link ELEMENTS_PER_INVOCATION} times are split
- * into chunks whose partials a second pass combines. Subgroup operations where the device has them.
+ * into chunks, combined by each row's last workgroup in the same dispatch (H200: sum 16 Mi 24.1
+ * against 25.1 us with a second pass, 64 Mi 69.6 against 71.4). Subgroup operations where the
+ * device has them.
  * Aligned contiguous rows read vec4s, arg and stateful reductions included. Measured on an H200
  * at 64 Mi float32 (bench/results/kernels-nvidia-h200-full*): max 87% of copy, argmax 83-85%,
  * logsumexp 86%, variance 87-88% (45%, 40% and 44% with scalar loads), a column sum over axis 0
@@ -327,8 +331,9 @@ let scanOverride: Partial<ScanChoice> | null = null;
  * "columns", one invocation per row walking the axis, so a subgroup reads 32 neighbouring
  * columns at once; with fewer rows there are too few invocations for that, and rows read with a
  * stride of 8 or more are first copied with the axis last ("transpose"). Measured on an H200
- * (float32, bench/results/kernels-nvidia-h200-scan*): cumsum of 64 Mi 211 us by multipass (72 +
- * 10 + 134 us) against 241-285 us by look-back, whatever its tile (128 to 512 invocations, 8 to
+ * (float32, bench/results/kernels-nvidia-h200-scan*): cumsum of 64 Mi 206 us by multipass (70 +
+ * 10 + 132 us; 212 with the final pass in ascending order, which starts on tiles long evicted
+ * from L2) against 241-285 us by look-back, whatever its tile (128 to 512 invocations, 8 to
  * 32 elements, sub-tiles, wider windows, a spin back-off, launch-order tiles: a workgroup holds
  * its tile through a look-back of a few L2 round trips, and prefetching the next tile halved
  * occupancy instead, 324-581 us); cummax 299 against 452 us, cumprod 209 against 296; rows of

@@ -375,6 +375,47 @@ Deno.test({
 });
 
 Deno.test({
+  name: "fusion: elementwise consumers of a reduction run in its store",
+  ignore: !hasGpu,
+  fn: async () => {
+    const x = gyre.random.normal([64, 3000], { seed: 41, device: "gpu" }).realize();
+    const w = gyre.random.normal([64], { seed: 42, device: "gpu" }).realize();
+    // Long enough to be split into chunks: the epilogue runs where the chunks are combined.
+    const big = gyre.random.normal([(1 << 20) + 12], { seed: 43, device: "gpu" }).realize();
+    const build = () =>
+      gyre.tidy(() => [
+        gyre.mean(x, { axis: 1 }),
+        gyre.sum(x, { axis: 1 }).mul(w).add(1),
+        gyre.std(x, { axis: 1, keepdims: true }),
+        gyre.mean(big),
+        gyre.argmax(x, { axis: 1 }).add(1),
+        gyre.sum(x, { axis: 1 }).greater(0), // a bool cannot be stored by the sum: two kernels
+      ]);
+    const { kernels } = gyre.explain(build, { print: false });
+    assert.deepEqual(kernels.map((k) => k.kernel), [
+      "sum+div",
+      "sum+mul+add",
+      "variance+div+sqrt",
+      "sum+div",
+      "argmax+add",
+      "sum",
+      "sum+greater",
+    ]);
+    await assertFusedMatchesEager(build, 1e-6);
+    // The same with the chunks combined by a second pass: the epilogue moves there.
+    gyre.setPlanOverride("reduce", { combineChunks: "second-pass" });
+    try {
+      assert.equal(gpuDispatches(() => gyre.tidy(() => gyre.mean(big).realize()).dispose()), 2);
+      await assertFusedMatchesEager(() => gyre.tidy(() => [gyre.mean(big).mul(w)]), 1e-6);
+    } finally {
+      gyre.setPlanOverride("reduce", null);
+    }
+    assert.equal(gpuDispatches(() => gyre.tidy(() => gyre.mean(big).realize()).dispose()), 1);
+    for (const t of [x, w, big]) t.dispose();
+  },
+});
+
+Deno.test({
   name: "fusion: elementwise consumers of softmax and the norms run in the row kernel",
   ignore: !hasGpu,
   fn: async () => {

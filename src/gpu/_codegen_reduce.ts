@@ -4,12 +4,15 @@
  * - `workgroup`: each workgroup reduces one chunk of one row, then combines across the workgroup
  *   through subgroup operations (where the device has them) or a shared-memory tree;
  * - `thread`: one invocation per row, for many short rows;
- * - rows split into C chunks write partials that a second `workgroup` pass reduces.
+ * - rows split into C chunks: each row's last workgroup to finish combines the chunks' published
+ *   partials in the same dispatch (`lastWorkgroup`), or they are written for a second
+ *   `workgroup` pass.
+ * The final store can run a fused elementwise consumer (`epilogue`: mean's division, a scale).
  * @module
  */
 import type { DType } from "../dtype.ts";
 import type { ReduceOp } from "../_backend.ts";
-import { type Expr, exprKey } from "../ops/_expr.ts";
+import { type Expr, exprKey, readsIndex } from "../ops/_expr.ts";
 import { emitBody } from "./_codegen_elementwise.ts";
 import {
   computeType,
@@ -98,6 +101,71 @@ export interface ReduceSpec {
    * (an atomic ticket) combines them and writes the result (see `lastWorkgroupFunctions`).
    */
   lastWorkgroup?: boolean;
+  /** Elementwise work on each result before it is stored (a fused consumer). */
+  epilogue?: ReduceEpilogue;
+}
+
+/**
+ * A fused elementwise consumer of a reduction's result: \`gyre_epilogue(value, index)\` over
+ * the result (input 0) and further inputs read at the result's flat index through strides baked
+ * into the code, so that \`mean\`'s division or \`sum(x).mul(w).add(b)\` run in the reduction's
+ * own store.
+ */
+export interface ReduceEpilogue {
+  /** Part of the pipeline key: equal keys generate equal code. */
+  key: string;
+  /** Dtypes of the further inputs, bound as \`epilogue_in1\`, ... after the sources. */
+  inputs: DType[];
+  /** WGSL of \`gyre_epilogue\`. */
+  declarations: string;
+}
+
+/**
+ * The epilogue for \`expr\` (input 0: the result, of \`valueDtype\`) with further inputs laid
+ * out over the result's shape, or null where it cannot run in the store: another result dtype,
+ * negative strides, or an expression that reads the element index.
+ */
+export function reduceEpilogue(
+  expr: Expr,
+  inputs: readonly {
+    dtype: DType;
+    offset: number;
+    shape: readonly number[];
+    strides: readonly number[];
+  }[],
+  valueDtype: DType,
+): ReduceEpilogue | null {
+  if (expr.dtype !== valueDtype || readsIndex(expr)) return null;
+  if (inputs.some((v) => v.strides.some((x) => x < 0))) return null;
+  const loads = inputs.map((v, i) => {
+    // The flat result index decomposed over the input's (the result's) shape.
+    const terms = [`${v.offset}u`];
+    let inner = 1;
+    for (let d = v.shape.length - 1; d >= 0; d--) {
+      if (v.shape[d] > 1 && v.strides[d] !== 0) {
+        terms.push(`((out_index / ${inner}u) % ${v.shape[d]}u) * ${v.strides[d]}u`);
+      }
+      inner *= v.shape[d];
+    }
+    return `  let x${i + 1} = ${loadAs(v.dtype, `epilogue_in${i + 1}[${terms.join(" + ")}]`)};`;
+  });
+  const declarations = [
+    `fn gyre_epilogue(x0: ${computeType(valueDtype)}, out_index: u32) -> ${
+      computeType(expr.dtype)
+    } {`,
+    ...loads,
+    emitBody(expr),
+    "}",
+  ].join("\n");
+  return {
+    key: `${exprKey(expr)}:${
+      inputs.map((v) => `${v.dtype}@${v.offset}/${v.shape.join("x")}/${v.strides.join(",")}`).join(
+        ";",
+      )
+    }`,
+    inputs: inputs.map((v) => v.dtype),
+    declarations,
+  };
 }
 
 /** Cache key of a spec. */
@@ -107,8 +175,8 @@ export function reduceKey(s: ReduceSpec): string {
   }|${s.mode}|${s.outerRank}.${s.innerRank}|${s.variant}|${
     s.subgroups ? "sg" : "sh"
   }|wg${s.workgroupSize}${s.vec4 ? "|v4" : ""}${s.lastWorkgroup ? "|last" : ""}${
-    s.prologue ? `|pro:${s.prologue.inputs.join(",")}:${exprKey(s.prologue.expr)}` : ""
-  }`;
+    s.epilogue ? `|epi:${s.epilogue.key}` : ""
+  }${s.prologue ? `|pro:${s.prologue.inputs.join(",")}:${exprKey(s.prologue.expr)}` : ""}`;
 }
 
 /**
@@ -255,9 +323,9 @@ function accumulator(s: ReduceSpec) {
       k: string,
     ) => (arg ? `acc = shared_acc[${k}]; acc_i = shared_idx[${k}];` : `acc = shared_acc[${k}];`),
     store(to: string): string {
-      if (!arg) return `dst[${to}] = ${storeAs(s.outDtype, "acc")};`;
+      if (!arg) return `dst[${to}] = ${storeAs(s.outDtype, epilogueOf(s, "acc", to))};`;
       if (s.pairsOut) return `dst[${to}] = vec2<u32>(bitcast<u32>(acc), acc_i);`;
-      return `dst[${to}] = i32(acc_i);`;
+      return `dst[${to}] = ${epilogueOf(s, "i32(acc_i)", to)};`;
     },
     better: arg ? betterFunction(s.op as "argmax" | "argmin", t) : "",
     /** The accumulator as 32-bit words, for a partial published to the last workgroup. */
@@ -268,6 +336,11 @@ function accumulator(s: ReduceSpec) {
         ? take(bitsValue(t, w[0]), w[1], ["acc", "acc_i"])
         : `acc = ${c("acc", bitsValue(t, w[0]))};`,
   };
+}
+
+/** The stored result at flat index `to`: `value`, through the fused epilogue if any. */
+function epilogueOf(s: ReduceSpec, value: string, to: string): string {
+  return s.epilogue && !s.pairsOut ? `gyre_epilogue(${value}, ${to})` : value;
 }
 
 /** A value of compute type `t` as u32 bits. */
@@ -300,7 +373,7 @@ function statefulAccumulator(s: ReduceSpec, state: (typeof STATEFUL)[string]) {
       to: string,
     ) => (s.pairsOut
       ? `dst[${to}] = acc;`
-      : `dst[${to}] = ${storeAs(s.outDtype, state.final("acc"))};`),
+      : `dst[${to}] = ${storeAs(s.outDtype, epilogueOf(s, state.final("acc"), to))};`),
     better: "",
     words: lanes.map((l) => `bitcast<u32>(acc.${l})`),
     mergeWords: (w: readonly string[]) =>
@@ -483,15 +556,26 @@ export function generateReduce(s: ReduceSpec): string {
       `@group(0) @binding(${k}) var<storage, read> ${k === 0 ? "src" : `src${k}`}: array<${type}>;`,
     );
   });
+  // A fused consumer's inputs follow the sources (pairs for a second pass never carry one).
+  const epilogue = s.pairsOut ? undefined : s.epilogue;
+  epilogue?.inputs.forEach((dtype, k) => {
+    lines.push(
+      `@group(0) @binding(${inputs.length + k}) var<storage, read> epilogue_in${k + 1}: array<${
+        storageType(dtype)
+      }>;`,
+    );
+  });
+  if (epilogue) lines.push(epilogue.declarations);
+  const sourceBindings = inputs.length + (epilogue?.inputs.length ?? 0);
   const last = Boolean(s.lastWorkgroup) && s.variant === "workgroup";
   if (last) {
     lines.push(
-      `@group(0) @binding(${inputs.length}) var<storage, read_write> states: array<atomic<u32>>;`,
+      `@group(0) @binding(${sourceBindings}) var<storage, read_write> states: array<atomic<u32>>;`,
       "var<workgroup> last_ticket: u32;",
       LAST_WORKGROUP_FUNCTIONS,
     );
   }
-  const dstBinding = inputs.length + (last ? 1 : 0);
+  const dstBinding = sourceBindings + (last ? 1 : 0);
   lines.push(
     `@group(0) @binding(${dstBinding}) var<storage, read_write> dst: array<${dstType}>;`,
     `@group(0) @binding(${dstBinding + 1}) var<uniform> p: Params;`,

@@ -38,6 +38,7 @@ import {
 } from "./_codegen_elementwise.ts";
 import {
   generateReduce,
+  reduceEpilogue,
   reduceKey,
   type ReduceSpec,
   reduceUniforms,
@@ -285,6 +286,26 @@ export class GpuBackend implements Backend {
     axes: readonly number[],
     outDtype: DType,
   ): Storage {
+    return this._reduceFused(op, reduction, source, axes, outDtype)!;
+  }
+
+  /**
+   * {@link reduce} with a fused elementwise consumer run on each result before it is stored
+   * (input 0: the result; `epilogue.inputs`: views over the result's shape); null where that
+   * consumer cannot run in the reduction's kernel (see `reduceEpilogue`, and the device's
+   * storage bindings). For op modules.
+   */
+  _reduceFused(
+    op: string,
+    reduction: ReduceOp,
+    source: View | FusedSource,
+    axes: readonly number[],
+    outDtype: DType,
+    fused?: { expr: Expr; inputs: View[] },
+  ): GpuStorage | null {
+    const epilogue = fused ? reduceEpilogue(fused.expr, fused.inputs, outDtype) : undefined;
+    if (epilogue === null) return null;
+    const epilogueBuffers = (fused?.inputs ?? []).map((v) => (v.storage as GpuStorage).buffer);
     // A fused source is an elementwise expression over views of one shape: its first view plays
     // the plain input's part (shape, layout), the others ride along with their own strides.
     const views = "expr" in source ? source.inputs : [source];
@@ -368,17 +389,29 @@ export class GpuBackend implements Backend {
     const extra = views.slice(1).map((v) => ({ offset: v.offset, ...split(v) }));
     const firstUniforms = (chunks: number) =>
       reduceUniforms(rows, rowLength, chunks, chunkLength, input.offset, outer, inner, extra);
+    const lastWorkgroup = choice.chunks > 1 && choice.combineChunks === "last-workgroup" &&
+      choice.variant === "workgroup";
+    const bindings = sources.length + epilogueBuffers.length + (lastWorkgroup ? 2 : 1);
+    if (epilogue && bindings > this.caps.limits.maxStorageBuffersPerShaderStage) {
+      this.free(out);
+      return null;
+    }
     if (choice.chunks === 1) {
-      run(first, [...sources, out.buffer], 1, firstUniforms(1));
+      run(
+        { ...first, epilogue },
+        [...sources, ...epilogueBuffers, out.buffer],
+        1,
+        firstUniforms(1),
+      );
       return out;
     }
-    if (choice.combineChunks === "last-workgroup" && choice.variant === "workgroup") {
+    if (lastWorkgroup) {
       // One dispatch: the row's last workgroup combines the published partials (a counter per
       // row, then two atomic words per partial word; see the reduce generator).
       const states = this._scratch("reduce partials", rows + rows * choice.chunks * words * 2);
       run(
-        { ...first, outDtype, pairsOut: false, lastWorkgroup: true },
-        [...sources, states, out.buffer],
+        { ...first, outDtype, pairsOut: false, lastWorkgroup: true, epilogue },
+        [...sources, ...epilogueBuffers, states, out.buffer],
         choice.chunks,
         firstUniforms(choice.chunks),
       );
@@ -401,8 +434,8 @@ export class GpuBackend implements Backend {
     };
     const flat = { shape: [rows], strides: [choice.chunks] };
     run(
-      second,
-      [partials.buffer, out.buffer],
+      { ...second, epilogue },
+      [partials.buffer, ...epilogueBuffers, out.buffer],
       1,
       reduceUniforms(rows, choice.chunks, 1, choice.chunks, 0, flat, {
         shape: [choice.chunks],

@@ -4,7 +4,8 @@
  * @module
  */
 import type { FusedSource, ReduceOp, View } from "../_backend.ts";
-import { bind, fusedLabel } from "../_lazy.ts";
+import { bind, fusedLabel, makePending, type Producer } from "../_lazy.ts";
+import type { GpuBackend } from "../gpu/backend.ts";
 import { normalizeAxes, sizeOf } from "../_shape.ts";
 import { type DType, isFloat } from "../dtype.ts";
 import { _checkNumber, ValueError } from "../errors.ts";
@@ -90,8 +91,31 @@ function reduction(op: string, kind: ReduceOp, x: TensorLike, options: ReduceOpt
       const source = reduceSource(input, op);
       // Named after the fused prologue too, for profiles and explain.
       const pending = "expr" in source ? input._pending(op) : null;
+      const label = pending ? `${fusedLabel(pending)}+${op}` : op;
+      if (backend.name === "gpu" && runtime().fusion && outDtype !== "bool") {
+        // Lazy: elementwise consumers (mean's division, a scale, a bias) run in the
+        // reduction's store, as its epilogue. The node holds the source's views until it runs.
+        const gpu = backend as GpuBackend;
+        const producer: Producer = {
+          op: label,
+          dtype: outDtype,
+          run: (runLabel, epilogue, inputs) =>
+            gpu._reduceFused(
+              runLabel,
+              kind,
+              source,
+              axes,
+              outDtype,
+              epilogue ? { expr: epilogue, inputs } : undefined,
+            ),
+        };
+        const views = "expr" in source ? source.inputs : [source];
+        return new Tensor(
+          makePending(label, backend, E.producer(outDtype), outShape, views, [], producer),
+        );
+      }
       const storage = backend.reduce(
-        pending ? `${fusedLabel(pending)}+${op}` : op,
+        label,
         kind,
         source,
         axes,
