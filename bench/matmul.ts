@@ -157,6 +157,16 @@ function shapes(): Shape[] {
       "128x128x8 t8x16 lanes 4": tile(128, 128, 8, 8, 16, { laneColumns: 4 }),
       "64x128x8 t8x16": tile(64, 128, 8, 8, 16, { laneColumns: 2 }),
     }),
+    // Workgroups of 256 invocations with the same 8 x 16 register block: fewer global loads per
+    // multiply-add than 128 x 128 tiles.
+    f32("4096^3 wide tiles", 4096, 4096, 4096, {
+      "128x128x8 t8x16": SQUARE["128x128x8 t8x16"],
+      "128x256x8 t8x16": tile(128, 256, 8, 8, 16, { laneColumns: 2, swizzle: 4 }),
+      "256x128x8 t8x16": tile(256, 128, 8, 8, 16, { laneColumns: 2, swizzle: 4 }),
+      "128x256x8 t8x16 lanes 4": tile(128, 256, 8, 8, 16, { laneColumns: 4, swizzle: 4 }),
+      "256x128x8 t16x8": tile(256, 128, 8, 16, 8, { swizzle: 4 }),
+      "128x256x4 t8x16": tile(128, 256, 4, 8, 16, { laneColumns: 2, swizzle: 4 }),
+    }),
     f32("8192^3", 8192, 8192, 8192, {
       "128x128x8 t8x16": SQUARE["128x128x8 t8x16"],
       "128x128x16 t8x8": SQUARE["128x128x16 t8x8"],

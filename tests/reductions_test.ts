@@ -118,3 +118,19 @@ Deno.test("variance: a negative ddof is a typed error", () => {
   );
   x.dispose();
 });
+
+test("mean, variance and std of float16 count and divide in float32, rounded once", async (device) => {
+  // 140000 elements: the count is Inf as a float16 divisor, and M2 (about 73000) overflows
+  // float16; PyTorch's float16 mean and var are finite here (0 and NaN before the fix).
+  const n = 140000;
+  const data = Float32Array.from({ length: n }, (_, i) => ((i * 7919) % 1000) / 400 - 1.25);
+  const x = gyre.tensor(data, { dtype: "float16", device });
+  const results = [gyre.mean(x), gyre.variance(x), gyre.std(x)];
+  const [mean, variance, std] = await gyre.readAll(results);
+  // The inputs are k/400 - 1.25 for k = 0..999 (rounded to float16), each about 140 times:
+  // mean -0.00125 and variance 0.5208, to float16's three digits.
+  assert.ok(Math.abs(mean[0] - -0.00125) < 2e-5, `mean ${mean[0]}`);
+  assert.ok(Math.abs(variance[0] - 0.5208) < 1e-3, `variance ${variance[0]}`);
+  assert.ok(Math.abs(std[0] - Math.sqrt(0.5208)) < 1e-3, `std ${std[0]}`);
+  for (const t of [x, ...results]) t.dispose();
+});

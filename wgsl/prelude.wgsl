@@ -358,8 +358,9 @@ fn g_lse_final(a: vec2<f32>) -> f32 {
 }
 
 fn g_moments_seed(v: f32) -> f32 {
-  // M2 of one element: 0, or NaN for an infinity (its deviation from the mean is Inf - Inf).
-  return select(0.0, bitcast<f32>(0x7fc00000u), abs(v) == bitcast<f32>(0x7f800000u));
+  // M2 of one element: 0, or NaN for an infinity (its deviation from the mean is Inf - Inf) or
+  // a NaN (on the bits: a compiler may assume v == v).
+  return select(0.0, bitcast<f32>(0x7fc00000u), (bitcast<u32>(v) & 0x7fffffffu) >= 0x7f800000u);
 }
 
 fn g_moments_merge(a: vec4<f32>, b: vec4<f32>) -> vec4<f32> {

@@ -150,9 +150,11 @@ export function reduceEpilogue(
     return `  let x${i + 1} = ${loadAs(v.dtype, `epilogue_in${i + 1}[${terms.join(" + ")}]`)};`;
   });
   const declarations = [
-    `fn gyre_epilogue(x0: ${computeType(valueDtype)}, out_index: u32) -> ${
+    `fn gyre_epilogue(result: ${computeType(valueDtype)}, out_index: u32) -> ${
       computeType(expr.dtype)
     } {`,
+    // A float16 result is rounded as its unfused store would round it (an overflow is Inf).
+    `  let x0 = ${valueDtype === "float16" ? "g_round_f16(result)" : "result"};`,
     ...loads,
     emitBody(expr),
     "}",

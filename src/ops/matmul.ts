@@ -435,13 +435,15 @@ function fusedEpilogue(
   for (const v of inputs) {
     if (v.strides.slice(0, r).some((s) => s !== 0) || v.strides.some((s) => s < 0)) return null;
   }
-  const params = [`x0: ${computeType(p.dtype)}`, "row: u32", "col: u32"];
+  const params = [`product: ${computeType(p.dtype)}`, "row: u32", "col: u32"];
   const loads = inputs.map((v, i) => {
     const index = `${v.offset}u + row * ${v.strides[r]}u + col * ${v.strides[r + 1]}u`;
     return `  let x${i + 1} = ${loadAs(v.dtype, `epilogue_in${i + 1}[${index}]`)};`;
   });
   const declarations = [
     `fn gyre_epilogue(${params.join(", ")}) -> ${computeType(expr.dtype)} {`,
+    // A float16 product is rounded as its unfused store would round it.
+    `  let x0 = ${p.dtype === "float16" ? "g_round_f16(product)" : "product"};`,
     ...loads,
     // emitBody hides constants from the compiler behind the uniform word `p.pad0`, which is 0;
     // the matrix kernels' uniforms call their zero word `pad`.

@@ -460,8 +460,12 @@ function rowElementwise(
     const load = `${role}_in${k + 1}[${e.inputs[k].offset / v}u + unit]`;
     return loadAs(e.inputs[k].dtype, lane ? `${load}.${lane}` : load);
   };
+  // As an epilogue of float16 rows, the value is rounded as its unfused store would round it.
+  const round = (
+    y: string,
+  ) => (role === "epilogue" && x.dtype === "float16" ? `g_round_f16(${y})` : y);
   const call = (lane: string) =>
-    `gyre_${role}(${lane ? `y.${lane}` : "y"}${
+    `gyre_${role}(${round(lane ? `y.${lane}` : "y")}${
       e.inputs.map((_, k) => `, ${at(k, lane)}`).join("")
     }, 0u)`;
   const vt = v === 4 ? "vec4<f32>" : "f32";

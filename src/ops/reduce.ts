@@ -209,7 +209,9 @@ export function mean(x: TensorLike, options: ReduceOptions = {}): Tensor {
   const t = asTensor("mean", x);
   const shape = t._meta("mean").shape;
   const count = sizeOf(axes.map((a) => shape[a]));
-  const floating = isFloat(t.dtype) ? t : cast(t, "float32");
+  // float16 is summed and divided in float32 (as PyTorch): a float16 sum overflows at 65504,
+  // and a count past that is Inf as a float16 divisor. The float16 result is rounded once.
+  const floating = isFloat(t.dtype) && t.dtype !== "float16" ? t : cast(t, "float32");
   try {
     const total = sum(floating, options);
     try {
@@ -218,7 +220,8 @@ export function mean(x: TensorLike, options: ReduceOptions = {}): Tensor {
       if (count === 0) {
         return evaluate("mean", total.device, E.constant(NaN, total.dtype), [], total.shape);
       }
-      return div(total, count);
+      if (t.dtype !== "float16") return div(total, count);
+      return tidy(() => cast(div(total, count), "float16"));
     } finally {
       total.dispose();
     }
@@ -371,14 +374,16 @@ export function variance(x: TensorLike, options: VarianceOptions = {}): Tensor {
     const view = t._meta(op, "x");
     const axes = normalizeAxes(op, options.axis, view.shape.length, "options.axis");
     const n = sizeOf(axes.map((a) => view.shape[a]));
-    const floating = isFloat(t.dtype) ? t : cast(t, "float32");
-    // One pass: the kernel merges (count, mean, M2) states; the division by n - ddof fuses into
-    // whatever reads the result.
+    // float16 in float32, rounded once at the end (as in `mean`: M2 and the count overflow).
+    const floating = isFloat(t.dtype) && t.dtype !== "float16" ? t : cast(t, "float32");
+    // One pass: the kernel merges (count, mean, M2) states; the division by n - ddof runs in its
+    // store (a fused epilogue) or in whatever reads the result.
     const m2 = reduction(op, "moments", floating, {
       axis: options.axis,
       keepdims: options.keepdims,
     });
-    return n - ddof > 0 ? div(m2, n - ddof) : mul(m2, NaN);
+    const result = n - ddof > 0 ? div(m2, n - ddof) : mul(m2, NaN);
+    return t.dtype === "float16" ? cast(result, "float16") : result;
   });
 }
 
