@@ -382,6 +382,7 @@ Deno.test({
     const w = gyre.random.normal([64], { seed: 42, device: "gpu" }).realize();
     // Long enough to be split into chunks: the epilogue runs where the chunks are combined.
     const big = gyre.random.normal([(1 << 20) + 12], { seed: 43, device: "gpu" }).realize();
+    const half = x.cast("float16").realize();
     const build = () =>
       gyre.tidy(() => [
         gyre.mean(x, { axis: 1 }),
@@ -389,7 +390,8 @@ Deno.test({
         gyre.std(x, { axis: 1, keepdims: true }),
         gyre.mean(big),
         gyre.argmax(x, { axis: 1 }).add(1),
-        gyre.sum(x, { axis: 1 }).greater(0), // a bool cannot be stored by the sum: two kernels
+        gyre.sum(x, { axis: 1 }).greater(0), // stored as bool by the sum's kernel
+        gyre.mean(half, { axis: 1 }), // float16: cast, summed in float32, divided, rounded
       ]);
     const { kernels } = gyre.explain(build, { print: false });
     assert.deepEqual(kernels.map((k) => k.kernel), [
@@ -398,8 +400,8 @@ Deno.test({
       "variance+div+sqrt",
       "sum+div",
       "argmax+add",
-      "sum",
       "sum+greater",
+      "cast+sum+div+cast",
     ]);
     await assertFusedMatchesEager(build, 1e-6);
     // The same with the chunks combined by a second pass: the epilogue moves there.
@@ -411,7 +413,40 @@ Deno.test({
       gyre.setPlanOverride("reduce", null);
     }
     assert.equal(gpuDispatches(() => gyre.tidy(() => gyre.mean(big).realize()).dispose()), 1);
-    for (const t of [x, w, big]) t.dispose();
+    for (const t of [x, w, big, half]) t.dispose();
+  },
+});
+
+Deno.test({
+  name: "a large uniform block, then a smaller one under the same layout, in one pass",
+  ignore: !hasGpu,
+  fn: async () => {
+    // A sum with a three-input prologue binds four buffers and a 304-byte Params block; the
+    // elementwise kernel after it binds four buffers too and a 160-byte block. wgpu checks the
+    // second binding's size against the first pipeline's Params (seed 208 of the random trees).
+    const before = liveCounts();
+    const a = gyre.random.normal([5, 8], { seed: 1, device: "gpu" }).realize();
+    const b = gyre.random.normal([8], { seed: 2, device: "gpu" }).realize();
+    const c = gyre.random.normal([5, 1], { seed: 3, device: "gpu" }).realize();
+    const mask = gyre.greater(a, 0).realize();
+    await gyre.sync();
+    const outputs = gyre.tidy(() => [
+      gyre.sum(gyre.where(mask, b, c), { axis: -1 }).realize(),
+      gyre.where(mask, c, b).realize(),
+    ]);
+    const [sums, picked] = await gyre.readAll(outputs);
+    const [av, bv, cv] = await gyre.readAll([a, b, c]);
+    for (let i = 0; i < 5; i++) {
+      let want = 0;
+      for (let j = 0; j < 8; j++) {
+        const positive = av[i * 8 + j] > 0;
+        want += positive ? bv[j] : cv[i];
+        assert.equal(picked[i * 8 + j], positive ? cv[i] : bv[j]);
+      }
+      assert.ok(Math.abs(sums[i] - want) <= 1e-5 * 8 * (Math.abs(want) + 8), `row ${i}`);
+    }
+    for (const t of [a, b, c, mask, ...outputs]) t.dispose();
+    assert.deepEqual(liveCounts(), before);
   },
 });
 

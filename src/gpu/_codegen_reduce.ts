@@ -116,6 +116,8 @@ export interface ReduceEpilogue {
   key: string;
   /** Dtypes of the further inputs, bound as \`epilogue_in1\`, ... after the sources. */
   inputs: DType[];
+  /** The dtype stored: the expression's, which may differ from the reduction's. */
+  dtype: DType;
   /** WGSL of \`gyre_epilogue\`. */
   declarations: string;
 }
@@ -135,7 +137,7 @@ export function reduceEpilogue(
   }[],
   valueDtype: DType,
 ): ReduceEpilogue | null {
-  if (expr.dtype !== valueDtype || readsIndex(expr)) return null;
+  if (readsIndex(expr)) return null;
   if (inputs.some((v) => v.strides.some((x) => x < 0))) return null;
   const loads = inputs.map((v, i) => {
     // The flat result index decomposed over the input's (the result's) shape.
@@ -166,6 +168,7 @@ export function reduceEpilogue(
       )
     }`,
     inputs: inputs.map((v) => v.dtype),
+    dtype: expr.dtype,
     declarations,
   };
 }
@@ -325,9 +328,10 @@ function accumulator(s: ReduceSpec) {
       k: string,
     ) => (arg ? `acc = shared_acc[${k}]; acc_i = shared_idx[${k}];` : `acc = shared_acc[${k}];`),
     store(to: string): string {
-      if (!arg) return `dst[${to}] = ${storeAs(s.outDtype, epilogueOf(s, "acc", to))};`;
+      if (!arg) return `dst[${to}] = ${storeAs(storedDtype(s), epilogueOf(s, "acc", to))};`;
       if (s.pairsOut) return `dst[${to}] = vec2<u32>(bitcast<u32>(acc), acc_i);`;
-      return `dst[${to}] = ${epilogueOf(s, "i32(acc_i)", to)};`;
+      if (!s.epilogue) return `dst[${to}] = i32(acc_i);`;
+      return `dst[${to}] = ${storeAs(storedDtype(s), epilogueOf(s, "i32(acc_i)", to))};`;
     },
     better: arg ? betterFunction(s.op as "argmax" | "argmin", t) : "",
     /** The accumulator as 32-bit words, for a partial published to the last workgroup. */
@@ -338,6 +342,11 @@ function accumulator(s: ReduceSpec) {
         ? take(bitsValue(t, w[0]), w[1], ["acc", "acc_i"])
         : `acc = ${c("acc", bitsValue(t, w[0]))};`,
   };
+}
+
+/** The dtype of the final store: the epilogue's, else the reduction's. */
+function storedDtype(s: ReduceSpec): DType {
+  return s.epilogue && !s.pairsOut ? s.epilogue.dtype : s.outDtype;
 }
 
 /** The stored result at flat index `to`: `value`, through the fused epilogue if any. */
@@ -375,7 +384,7 @@ function statefulAccumulator(s: ReduceSpec, state: (typeof STATEFUL)[string]) {
       to: string,
     ) => (s.pairsOut
       ? `dst[${to}] = acc;`
-      : `dst[${to}] = ${storeAs(s.outDtype, epilogueOf(s, state.final("acc"), to))};`),
+      : `dst[${to}] = ${storeAs(storedDtype(s), epilogueOf(s, state.final("acc"), to))};`),
     better: "",
     words: lanes.map((l) => `bitcast<u32>(acc.${l})`),
     mergeWords: (w: readonly string[]) =>
@@ -532,7 +541,8 @@ function vectorLoop(s: ReduceSpec, a: ReturnType<typeof accumulator>, t: string)
 export function generateReduce(s: ReduceSpec): string {
   const wg = s.workgroupSize;
   const a = accumulator(s);
-  const half = s.inDtype === "float16" || s.outDtype === "float16";
+  const half = s.inDtype === "float16" || s.outDtype === "float16" ||
+    storedDtype(s) === "float16";
   const vector = Boolean(s.vec4) && !s.pairsIn && s.mode === "contiguous" &&
     s.variant === "workgroup";
   const state = stateType(s.op);
@@ -541,7 +551,11 @@ export function generateReduce(s: ReduceSpec): string {
     : vector
     ? `vec4<${storageType(s.inDtype)}>`
     : storageType(s.inDtype);
-  const dstType = s.pairsOut ? state ?? "vec2<u32>" : a.arg ? "i32" : storageType(s.outDtype);
+  const dstType = s.pairsOut
+    ? state ?? "vec2<u32>"
+    : a.arg && !s.epilogue
+    ? "i32"
+    : storageType(storedDtype(s));
   const lines: string[] = [];
   const inputs = s.prologue?.inputs ?? [s.inDtype];
   const extra = inputs.length - 1;

@@ -305,6 +305,8 @@ export class GpuBackend implements Backend {
   ): GpuStorage | null {
     const epilogue = fused ? reduceEpilogue(fused.expr, fused.inputs, outDtype) : undefined;
     if (epilogue === null) return null;
+    // The kernel stores the epilogue's dtype (a cast may end it) or the reduction's.
+    const storedDtype = epilogue?.dtype ?? outDtype;
     const epilogueBuffers = (fused?.inputs ?? []).map((v) => (v.storage as GpuStorage).buffer);
     // A fused source is an elementwise expression over views of one shape: its first view plays
     // the plain input's part (shape, layout), the others ride along with their own strides.
@@ -314,7 +316,12 @@ export class GpuBackend implements Backend {
       ? { expr: source.expr, inputs: views.map((v) => v.dtype) }
       : undefined;
     const valueDtype = prologue ? source.dtype : input.dtype;
-    this._check(op, [...views.map((v) => v.dtype), outDtype]);
+    this._check(op, [
+      ...views.map((v) => v.dtype),
+      outDtype,
+      storedDtype,
+      ...(fused?.inputs ?? []).map((v) => v.dtype),
+    ]);
     const kept = input.shape.map((_, i) => i).filter((i) => !axes.includes(i));
     const split = (v: View) => ({
       outerStrides: kept.map((i) => v.strides[i]),
@@ -324,7 +331,7 @@ export class GpuBackend implements Backend {
     const inner = { shape: axes.map((i) => input.shape[i]), strides: split(input).innerStrides };
     const rows = sizeOf(outer.shape);
     const rowLength = sizeOf(inner.shape);
-    const out = this._alloc(op, outDtype, rows);
+    const out = this._alloc(op, storedDtype, rows);
     if (rows === 0) return out;
     // Rows of contiguous inputs with the reduced axes last are plain ranges.
     const lastAxes = axes.every((a, i) => a === input.shape.length - axes.length + i);

@@ -14,6 +14,15 @@ const UNIFORM_ALIGN = 256;
 /** One uniform arena chunk: 4096 slots of 256 bytes. */
 const CHUNK_BYTES = 1 << 20;
 /**
+ * Every uniform binding spans this many bytes from its slot, whatever its Params struct needs:
+ * wgpu checks a binding's size against the Params size of the pipeline set before it in the
+ * same pass when both share a layout, so a 96-byte elementwise block after a 160-byte reduce
+ * block failed validation, and so did a 256-byte slot after a 304-byte reduce (3 fused prologue
+ * inputs). Every Params struct is far smaller (a few hundred bytes; `#uniformSlot` checks), and
+ * each chunk's buffer extends this far past its last slot.
+ */
+const UNIFORM_BINDING_BYTES = 4096;
+/**
  * Submit when a batch holds this many dispatches (the default of `Batch.submitEvery`): early
  * enough that the GPU starts on a long stream of ops while the host records the rest (with
  * one submit at the end, recording and execution would not overlap), rarely enough that the
@@ -148,13 +157,8 @@ export class CommandBatch {
   ): void {
     const encoder = this.open();
     const slot = this.#uniformSlot(uniforms);
-    // The uniform binding spans the whole aligned slot, not just `uniforms.byteLength`: wgpu
-    // checks a binding's size against the Params size of the pipeline set before it in the same
-    // pass when both share a layout, so a 96-byte elementwise block after a 160-byte reduce block
-    // failed validation. Every Params struct fits its slot, so the slot's size satisfies any.
-    const uniformBytes = Math.ceil(uniforms.byteLength / UNIFORM_ALIGN) * UNIFORM_ALIGN;
     // The layout is part of the key: one set of buffers can be bound under several layouts.
-    let key = `${this.#layoutId(kernel.layout)}:${this.#id(slot.buffer)}:${uniformBytes}`;
+    let key = `${this.#layoutId(kernel.layout)}:${this.#id(slot.buffer)}`;
     for (const b of buffers) key += `,${this.#id(b)}`;
     let bindGroup = this.#bindGroups.get(key);
     if (!bindGroup) {
@@ -164,7 +168,7 @@ export class CommandBatch {
       }));
       entries.push({
         binding: buffers.length,
-        resource: { buffer: slot.buffer, offset: 0, size: uniformBytes },
+        resource: { buffer: slot.buffer, offset: 0, size: UNIFORM_BINDING_BYTES },
       });
       bindGroup = this.#device.createBindGroup({ layout: kernel.layout, entries });
       if (this.#bindGroups.size >= 16384) this.#bindGroups.clear();
@@ -275,6 +279,9 @@ export class CommandBatch {
   }
 
   #uniformSlot(data: Uint32Array): { buffer: GPUBuffer; offset: number } {
+    if (data.byteLength > UNIFORM_BINDING_BYTES) {
+      throw new Error(`internal: a ${data.byteLength}-byte uniform block exceeds its binding`);
+    }
     const bytes = Math.ceil(data.byteLength / UNIFORM_ALIGN) * UNIFORM_ALIGN;
     let chunk = this.#chunks[this.#chunk];
     if (chunk && chunk.used + bytes > CHUNK_BYTES) {
@@ -285,7 +292,7 @@ export class CommandBatch {
       chunk = {
         gpu: this.#device.createBuffer({
           label: "gyre uniforms",
-          size: CHUNK_BYTES,
+          size: CHUNK_BYTES + UNIFORM_BINDING_BYTES,
           usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST,
         }),
         cpu: new Uint8Array(CHUNK_BYTES),
