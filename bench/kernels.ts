@@ -40,18 +40,49 @@ interface Row {
   medianUs: number;
   gbps: number;
   fractionOfCopy: number;
+  /** The SM clock just after the timed runs (nvidia-smi), where known. */
+  clockMHz: number | null;
 }
 const rows: Row[] = [];
 const failures: string[] = [];
 
+/**
+ * GPU time spent on untimed runs just before the timed ones. An H200 left mostly idle between
+ * short bursts (this bench's host work) drops its SM clock to 345 MHz, and memory-bound kernels
+ * then ran 2-3x slower for the rest of a run (sampled with nvidia-smi in session 3): the warm-up
+ * runs are recorded in the same stream as the timed ones, so the GPU is busy when timing starts.
+ */
+const WARM_UP_MS = 150;
+
+/** The SM clock in MHz from nvidia-smi, or null where there is none. */
+async function smClock(): Promise<number | null> {
+  try {
+    const out = await new Deno.Command("nvidia-smi", {
+      args: ["--query-gpu=clocks.sm", "--format=csv,noheader,nounits"],
+      stdout: "piped",
+      stderr: "null",
+    }).output();
+    const mhz = Number(new TextDecoder().decode(out.stdout).trim().split("\n")[0]);
+    return Number.isFinite(mhz) && mhz > 0 ? mhz : null;
+  } catch {
+    return null;
+  }
+}
+
 /** Times `fn` `runs` times with timestamps; each run's dispatches are summed. */
 async function timeKernel(
   fn: () => gyre.Tensor | void,
-): Promise<{ us: number; dispatches: number }> {
+): Promise<{ us: number; dispatches: number; clockMHz: number | null }> {
   // gyre is lazy: realize() makes each run compute its result (recorded, not waited for).
   const once = () => gyre.tidy(() => fn())?.realize().dispose();
   once(); // compile and warm the pool
   await gyre.sync();
+  // One timed run sizes the warm-up; then the warm-up and the timed runs go out back to back.
+  profiler.startGroups();
+  profiler.group("estimate", once);
+  const estimate = (await profiler.stop())[0].nanoseconds;
+  const warmUps = Math.min(20000, Math.ceil((WARM_UP_MS * 1e6) / Math.max(estimate, 1000)));
+  for (let r = 0; r < warmUps; r++) once();
   // Each run's dispatches share one timed pass: the GPU time of the whole op.
   let dispatches = 0;
   const count = () => dispatches++;
@@ -60,7 +91,11 @@ async function timeKernel(
   for (let r = 0; r < runs; r++) profiler.group("op", once);
   kernelObservers.delete(count);
   const timings = await profiler.stop();
-  return { us: median(timings.map((t) => t.nanoseconds)) / 1000, dispatches: dispatches / runs };
+  return {
+    us: median(timings.map((t) => t.nanoseconds)) / 1000,
+    dispatches: dispatches / runs,
+    clockMHz: await smClock(),
+  };
 }
 
 // The yardstick: a plain vec4 copy kernel and the queue's buffer copy, both timestamp-timed.
@@ -164,7 +199,7 @@ async function bench(name: string, elements: number, bytes: number, fn: () => gy
     failures.push(`${name}: ${e instanceof Error ? e.message : e}`);
     return;
   }
-  const { us, dispatches } = timed;
+  const { us, dispatches, clockMHz } = timed;
   const gbps = bytes / (us * 1000);
   rows.push({
     name,
@@ -174,6 +209,7 @@ async function bench(name: string, elements: number, bytes: number, fn: () => gy
     medianUs: us,
     gbps,
     fractionOfCopy: gbps / copyGBps,
+    clockMHz,
   });
   console.error(
     `${name.padEnd(28)} ${us.toFixed(1).padStart(9)} us ${gbps.toFixed(0).padStart(6)} GB/s ${
@@ -534,12 +570,12 @@ const md = [
   `mapAsync calls for a read-back of ten tensors: ${mapCalls}.`,
   ...(failures.length ? ["", "Failures:", ...failures.map((f) => `- ${f}`)] : []),
   "",
-  "| kernel | elements | dispatches | median us | GB/s | of copy |",
-  "|---|---:|---:|---:|---:|---:|",
+  "| kernel | elements | dispatches | median us | GB/s | of copy | SM clock after |",
+  "|---|---:|---:|---:|---:|---:|---:|",
   ...rows.map((r) =>
     `| ${r.name} | ${r.elements} | ${r.dispatches} | ${r.medianUs.toFixed(1)} | ${
       r.gbps.toFixed(0)
-    } | ${(100 * r.fractionOfCopy).toFixed(0)}% |`
+    } | ${(100 * r.fractionOfCopy).toFixed(0)}% | ${r.clockMHz ? `${r.clockMHz} MHz` : "-"} |`
   ),
   "",
 ].join("\n");
