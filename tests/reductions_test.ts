@@ -132,5 +132,13 @@ test("mean, variance and std of float16 count and divide in float32, rounded onc
   assert.ok(Math.abs(mean[0] - -0.00125) < 2e-5, `mean ${mean[0]}`);
   assert.ok(Math.abs(variance[0] - 0.5208) < 1e-3, `variance ${variance[0]}`);
   assert.ok(Math.abs(std[0] - Math.sqrt(0.5208)) < 1e-3, `std ${std[0]}`);
+  for (const r of results) assert.equal(r.dtype, "float16");
   for (const t of [x, ...results]) t.dispose();
+  // Float16 in, float16 out, the empty mean included.
+  const empty = gyre.zeros([3, 0], { dtype: "float16", device });
+  const emptyMean = gyre.mean(empty, { axis: 1 });
+  assert.equal(emptyMean.dtype, "float16");
+  assert.ok((await emptyMean.data()).every(Number.isNaN));
+  empty.dispose();
+  emptyMean.dispose();
 });

@@ -218,7 +218,8 @@ export function mean(x: TensorLike, options: ReduceOptions = {}): Tensor {
       // An empty mean is NaN. Stored directly: on some GPU compilers (lavapipe) `x / 0.0` with a
       // literal zero divisor folds to 0 instead of NaN.
       if (count === 0) {
-        return evaluate("mean", total.device, E.constant(NaN, total.dtype), [], total.shape);
+        const dtype = t.dtype === "float16" ? "float16" : total.dtype;
+        return evaluate("mean", total.device, E.constant(NaN, dtype), [], total.shape);
       }
       if (t.dtype !== "float16") return div(total, count);
       return tidy(() => cast(div(total, count), "float16"));
