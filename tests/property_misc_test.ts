@@ -32,7 +32,10 @@ type DType = gyre.DType;
 const DTYPES: readonly DType[] = ["float32", "float16", "int32", "uint32", "bool"];
 const isFloat = (d: DType) => d === "float32" || d === "float16";
 
-/** Compares GPU and WASM results; `tol(i)` gives the allowed ULPs (half ULPs for float16). */
+/**
+ * Compares GPU and WASM results: floats within `ulp(i)` ULPs (half ULPs for float16) or `atol(i)`,
+ * integers and bools within `atol(i)` (exact by default).
+ */
 function compare(
   label: string,
   dtype: DType,
@@ -58,7 +61,7 @@ function compare(
         signedZero: opts.signedZero,
         ftz: opts.ftz,
       })
-      : got[i] === want[i];
+      : Math.abs(Number(got[i]) - Number(want[i])) <= (opts.atol?.(i) ?? 0);
     if (ok) continue;
     if (++count <= 5) {
       bad.push(`  [${i}] gpu ${show(got[i])} wasm ${show(want[i])} ${opts.context?.(i) ?? ""}`);
