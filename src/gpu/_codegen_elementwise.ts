@@ -121,6 +121,32 @@ function opaqueConstant(value: number, dtype: DType): string {
 }
 
 /**
+ * WGSL of `gyre_epilogue(result, ...indexParams)`, a fused elementwise consumer of a kernel's
+ * result (matmul, reductions): input 0 is the result, rounded to float16 as its unfused store
+ * would round it; input k >= 1 is read from `epilogue_in{k}` at `indexOf(k - 1)`, an expression
+ * of the index parameters. Constants hide behind the kernel's zero uniform word `zeroWord`.
+ */
+export function epilogueFunction(
+  expr: Expr,
+  valueDtype: DType,
+  inputDtypes: readonly DType[],
+  indexParams: readonly string[],
+  indexOf: (input: number) => string,
+  zeroWord = "p.pad0",
+): string {
+  const params = [`result: ${computeType(valueDtype)}`, ...indexParams.map((n) => `${n}: u32`)];
+  return [
+    `fn gyre_epilogue(${params.join(", ")}) -> ${computeType(expr.dtype)} {`,
+    `  let x0 = ${valueDtype === "float16" ? "g_round_f16(result)" : "result"};`,
+    ...inputDtypes.map((dtype, k) =>
+      `  let x${k + 1} = ${loadAs(dtype, `epilogue_in${k + 1}[${indexOf(k)}]`)};`
+    ),
+    emitBody(expr).replaceAll("p.pad0", zeroWord),
+    "}",
+  ].join("\n");
+}
+
+/**
  * Emits the body of `f`: one `let` per distinct inner node in post-order (shared subexpressions
  * are computed once), then the result. `x{k}` are inputs in compute type, `idx` the linear index.
  */

@@ -13,7 +13,7 @@
 import type { DType } from "../dtype.ts";
 import type { ReduceOp } from "../_backend.ts";
 import { type Expr, exprKey, readsIndex } from "../ops/_expr.ts";
-import { emitBody } from "./_codegen_elementwise.ts";
+import { emitBody, epilogueFunction } from "./_codegen_elementwise.ts";
 import {
   computeType,
   literal,
@@ -139,8 +139,9 @@ export function reduceEpilogue(
 ): ReduceEpilogue | null {
   if (readsIndex(expr)) return null;
   if (inputs.some((v) => v.strides.some((x) => x < 0))) return null;
-  const loads = inputs.map((v, i) => {
-    // The flat result index decomposed over the input's (the result's) shape.
+  // The flat result index decomposed over each input's (the result's) shape.
+  const indexOf = (k: number) => {
+    const v = inputs[k];
     const terms = [`${v.offset}u`];
     let inner = 1;
     for (let d = v.shape.length - 1; d >= 0; d--) {
@@ -149,18 +150,15 @@ export function reduceEpilogue(
       }
       inner *= v.shape[d];
     }
-    return `  let x${i + 1} = ${loadAs(v.dtype, `epilogue_in${i + 1}[${terms.join(" + ")}]`)};`;
-  });
-  const declarations = [
-    `fn gyre_epilogue(result: ${computeType(valueDtype)}, out_index: u32) -> ${
-      computeType(expr.dtype)
-    } {`,
-    // A float16 result is rounded as its unfused store would round it (an overflow is Inf).
-    `  let x0 = ${valueDtype === "float16" ? "g_round_f16(result)" : "result"};`,
-    ...loads,
-    emitBody(expr),
-    "}",
-  ].join("\n");
+    return terms.join(" + ");
+  };
+  const declarations = epilogueFunction(
+    expr,
+    valueDtype,
+    inputs.map((v) => v.dtype),
+    ["out_index"],
+    indexOf,
+  );
   return {
     key: `${exprKey(expr)}:${
       inputs.map((v) => `${v.dtype}@${v.offset}/${v.shape.join("x")}/${v.strides.join(",")}`).join(

@@ -39,8 +39,8 @@ import {
   type TiledSpec,
   tiledThreads,
 } from "../gpu/_codegen_matmul.ts";
-import { computeType, loadAs, storageType } from "../gpu/_wgsl_types.ts";
-import { emitBody } from "../gpu/_codegen_elementwise.ts";
+import { loadAs, storageType } from "../gpu/_wgsl_types.ts";
+import { epilogueFunction } from "../gpu/_codegen_elementwise.ts";
 import { bind, fusedLabel, makePending, type Producer } from "../_lazy.ts";
 import { planMatmul, planMatmulPrologue, planWasmGemm } from "../plans.ts";
 import { runtime } from "../runtime.ts";
@@ -435,21 +435,16 @@ function fusedEpilogue(
   for (const v of inputs) {
     if (v.strides.slice(0, r).some((s) => s !== 0) || v.strides.some((s) => s < 0)) return null;
   }
-  const params = [`product: ${computeType(p.dtype)}`, "row: u32", "col: u32"];
-  const loads = inputs.map((v, i) => {
-    const index = `${v.offset}u + row * ${v.strides[r]}u + col * ${v.strides[r + 1]}u`;
-    return `  let x${i + 1} = ${loadAs(v.dtype, `epilogue_in${i + 1}[${index}]`)};`;
-  });
-  const declarations = [
-    `fn gyre_epilogue(${params.join(", ")}) -> ${computeType(expr.dtype)} {`,
-    // A float16 product is rounded as its unfused store would round it.
-    `  let x0 = ${p.dtype === "float16" ? "g_round_f16(product)" : "product"};`,
-    ...loads,
-    // emitBody hides constants from the compiler behind the uniform word `p.pad0`, which is 0;
-    // the matrix kernels' uniforms call their zero word `pad`.
-    emitBody(expr).replaceAll("p.pad0", "p.pad"),
-    "}",
-  ].join("\n");
+  // The matrix kernels' uniforms call their zero word `pad`.
+  const declarations = epilogueFunction(
+    expr,
+    p.dtype,
+    inputs.map((v) => v.dtype),
+    ["row", "col"],
+    (k) =>
+      `${inputs[k].offset}u + row * ${inputs[k].strides[r]}u + col * ${inputs[k].strides[r + 1]}u`,
+    "p.pad",
+  );
   return {
     epilogue: {
       key: `fused:${exprKey(expr)}:${
