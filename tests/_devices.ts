@@ -15,19 +15,6 @@ export async function devices(): Promise<gyre.DeviceName[]> {
   return rt.gpu ? ["wasm", "gpu"] : ["wasm"];
 }
 
-// The process ends with the GPU device destroyed and the WASM workers stopped: on lavapipe, a
-// test process that exited with them alive aborted after every test had passed ("corrupted size
-// vs. prev_size", in 2 of 13 runs), its exit handlers racing the driver's and the workers'
-// threads.
-globalThis.addEventListener("unload", () => {
-  void gyre.stopWasmThreads();
-  try {
-    gyre.runtime().gpu?.device.destroy();
-  } catch {
-    // No runtime was started.
-  }
-});
-
 /** The elements of a tensor as a plain array (disposes nothing). */
 export async function values(t: gyre.Tensor): Promise<number[]> {
   return Array.from(await t.data());

@@ -143,6 +143,7 @@ async function spawn(count: number): Promise<number> {
     worker.unref();
     workers.push(entry);
   }
+  stopOnExit();
   if (workers.length === 0) unavailable = true;
   return wasmThreadCount();
 }
@@ -167,6 +168,21 @@ export async function stopWasmThreads(): Promise<void> {
   await pending;
   const stopping = workers.splice(0);
   await Promise.all(stopping.map((w) => w.worker.terminate()));
+}
+
+let stopOnExitRegistered = false;
+
+/**
+ * Terminates the workers when the process unloads: on lavapipe, test processes that exited with
+ * them (and the GPU device) alive aborted after every test had passed (a corrupted heap, 2 of 6
+ * runs), the exit racing their threads.
+ */
+function stopOnExit(): void {
+  if (stopOnExitRegistered || typeof globalThis.addEventListener !== "function") return;
+  stopOnExitRegistered = true;
+  globalThis.addEventListener("unload", () => {
+    for (const { worker } of workers.splice(0)) worker.terminate();
+  });
 }
 
 /** Tasks posted to workers so far (for tests: a count that grows shows that work was shared). */
