@@ -420,6 +420,9 @@ if (args.includes("--sweep")) {
   }
   for (
     const tile of [
+      { superTiles: 1 },
+      { superTiles: 4 },
+      { superTiles: 32 },
       { descendingFinalPass: false },
       { elementsPerThread: 32 },
       { workgroupSize: 512 },
@@ -447,6 +450,8 @@ if (args.includes("--sweep")) {
     gyre.setPlanOverride("scan", { variant });
     await dispatchBreakdown(`cumsum ${big / Mi}Mi ${variant}`, () => gyre.cumsum(a));
   }
+  gyre.setPlanOverride("scan", { variant: "multipass", superTiles: 1 });
+  await dispatchBreakdown(`cumsum ${big / Mi}Mi multipass, three passes`, () => gyre.cumsum(a));
   await dispatchBreakdown(`sum ${mid / Mi}Mi`, () => gyre.sum(a.slice([0, mid])));
   gyre.setPlanOverride("scan", null);
 }

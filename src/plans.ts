@@ -318,6 +318,28 @@ export interface ScanChoice {
    * read last (still in L2) instead of on what it read first (long evicted).
    */
   descendingFinalPass: boolean;
+  /**
+   * Multipass, sums and products with subgroups: tiles per group. Above 1 the first pass reduces
+   * a group of tiles per workgroup and writes the totals of tiles and of groups, and the final
+   * pass sums those before its tile itself: two dispatches, with no scan of the totals between
+   * them. 1 keeps three passes (as max and min always do).
+   */
+  superTiles: number;
+}
+
+/** Workgroups the two-pass scan's first pass should keep busy (132 SMs on an H200). */
+const SCAN_FIRST_PASS_GROUPS = 1024;
+
+/**
+ * Tiles per group for the two-pass multipass scan: as many as leave the first pass at least
+ * {@link SCAN_FIRST_PASS_GROUPS} workgroups, between 2 and 128 (up to 2^29 elements, the largest
+ * float32 binding, in groups of at most 1024); 1 (three passes) when a final-pass workgroup would
+ * have to sum more than 4 group totals per invocation.
+ */
+function scanSuperTiles(rows: number, tiles: number, workgroupSize: number): number {
+  const wanted = Math.floor(rows * tiles / SCAN_FIRST_PASS_GROUPS);
+  const size = Math.min(128, Math.max(2, 2 ** Math.floor(Math.log2(Math.max(1, wanted)))));
+  return Math.ceil(tiles / size) > 4 * workgroupSize ? 1 : size;
 }
 
 let scanOverride: Partial<ScanChoice> | null = null;
@@ -325,15 +347,20 @@ let scanOverride: Partial<ScanChoice> | null = null;
 /**
  * Scans: a row that fits one workgroup's tile (up to 1024 invocations x 16 elements) is scanned by
  * one workgroup, or by a team of as few invocations as hold it, many rows per dispatch. Longer
- * rows take the multipass scan (tile totals, their scan, then each tile from its offset); the
+ * rows take the multipass scan: sums and products in two passes (totals of tiles and of groups
+ * of tiles, then each tile from them: one dispatch fewer, same GPU time), max and min in three
+ * (tile totals, their scan, then each tile from its offset); the
  * single-pass decoupled look-back stays available by override ("lookback"). Inner axes
  * (`inner`: elements after the scan axis, 1 for the last axis) with at least 4096 rows use
  * "columns", one invocation per row walking the axis, so a subgroup reads 32 neighbouring
  * columns at once; with fewer rows there are too few invocations for that, and rows read with a
  * stride of 8 or more are first copied with the axis last ("transpose"). Measured on an H200
- * (float32, bench/results/kernels-nvidia-h200-scan*): cumsum of 64 Mi 206 us by multipass (70 +
- * 10 + 132 us; 212 with the final pass in ascending order, which starts on tiles long evicted
- * from L2) against 241-285 us by look-back, whatever its tile (128 to 512 invocations, 8 to
+ * (float32, bench/results/kernels-nvidia-h200-scan*): cumsum of 64 Mi 206 us by multipass in three
+ * passes (70 + 10 + 132 us; 212 with the final pass in ascending order, which starts on tiles long
+ * evicted from L2), 204.7 us in two (groups of 16 tiles: 74 + 134 us; groups of 4 or 32: 209 and
+ * 206; running both passes over chunks of 1 to 8 Mi elements, to find each chunk in L2 again,
+ * 305 to 1249 us: each large dispatch costs about 6 us to fill and drain the GPU) against
+ * 241-285 us by look-back, whatever its tile (128 to 512 invocations, 8 to
  * 32 elements, sub-tiles, wider windows, a spin back-off, launch-order tiles: a workgroup holds
  * its tile through a look-back of a few L2 round trips, and prefetching the next tile halved
  * occupancy instead, 324-581 us); cummax 299 against 452 us, cumprod 209 against 296; rows of
@@ -379,6 +406,11 @@ export function planScan(
     lookbackStates: 1,
     subTiles: 1,
     descendingFinalPass: true,
+    superTiles: scanSuperTiles(
+      problem.rows,
+      Math.ceil(problem.rowLength / (workgroupSize * elementsPerThread)),
+      workgroupSize,
+    ),
     ...scanOverride,
   };
   // What the device and the problem allow, whatever an override asks.
@@ -397,6 +429,11 @@ export function planScan(
   }
   if (![1, 2, 4, 8, 16].includes(choice.lookbackStates)) choice.lookbackStates = 1;
   if (![1, 2, 3, 4, 6, 8].includes(choice.subTiles)) choice.subTiles = 1;
+  const groupSizes = [1, 2, 4, 8, 16, 32, 64, 128];
+  if (!groupSizes.includes(choice.superTiles) || choice.superTiles > choice.workgroupSize) {
+    choice.superTiles = 1;
+  }
+  if (!choice.subgroups) choice.superTiles = 1;
   if (
     choice.variant === "row" && problem.rowLength > choice.workgroupSize * choice.elementsPerThread
   ) {

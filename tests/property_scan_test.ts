@@ -4,7 +4,7 @@
  * reverse, on contiguous, broadcast, transposed and sliced inputs, with every variant the scan plan
  * can choose forced through `setPlanOverride`: `row` (teams of every size, with and without
  * subgroups), `multipass` (tiles made small so that rows of a few thousand elements take many tiles
- * and a second level of tile totals), `lookback`, and the `transpose` layout for inner axes.
+ * and a second level of tile totals, or, in two passes, groups of them), `lookback`, and the `transpose` layout for inner axes.
  *
  * The look-back runs here on lavapipe although the plan never picks it there (no forward progress
  * between workgroups): a tile whose predecessor stays silent reduces that tile itself (the kernel's
@@ -128,6 +128,15 @@ function chainLength(choice: gyre.ScanChoice, len: number): number {
   if (choice.variant === "lookback") {
     const fallback = tile / (choice.subgroups ? caps.subgroupMinSize : 1) + sg;
     return inTile + fallback + tiles * (sg + choice.lookbackStates + 2);
+  }
+  if (choice.variant === "multipass" && choice.superTiles > 1 && choice.subgroups) {
+    // Two passes (sums and products): a tile's total (its chunks, the vec4, the subgroup, the
+    // subgroups in turn), its group's (S tiles in turn), the final pass's fold of the group totals
+    // before it (strided over the workgroup, then a subgroup and the subgroups in turn) and of
+    // the earlier tiles of its group, then the tile's own scan.
+    const tileTotal = choice.elementsPerThread / 4 + 2 + sg + wg / sg;
+    const groups = Math.ceil(tiles / choice.superTiles);
+    return inTile + tileTotal + choice.superTiles + Math.ceil(groups / wg) + 1 + sg + wg / sg;
   }
   let levels = 0;
   for (let t = tiles; t > 1; t = Math.ceil(t / tile)) levels++;
@@ -310,6 +319,7 @@ property(
       variant: fc.constant("multipass" as const),
       subgroups: fc.boolean(),
       descendingFinalPass: fc.boolean(),
+      superTiles: fc.constantFrom(1, 2, 4, 32),
       ...Object.fromEntries(Object.entries(small).map(([k, v]) => [k, fc.constant(v)])),
     }) as fc.Arbitrary<Partial<gyre.ScanChoice>>,
     { lengths: [129, 257, 1021, 4099, 17000], maxRank: 2 },

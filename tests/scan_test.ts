@@ -268,6 +268,43 @@ if (DEVICES.includes("gpu")) {
     assert.equal(wide.workgroupSize, 512);
     assert.equal(gyre.planScan(fast, { rows: 1, rowLength: 16384 }).workgroupSize, 1024);
     assert.equal(gyre.planScan(fast, { rows: 1, rowLength: 16385 }).variant, "multipass");
+    // Multipass in two passes with groups of tiles, sized to leave about 1024 first-pass
+    // workgroups (between 2 and 128 tiles of 4096); three passes beyond 1024 groups.
+    const sub = { ...fast, subgroups: true, subgroupMinSize: 32, subgroupMaxSize: 32 };
+    assert.equal(gyre.planScan(sub, { rows: 1, rowLength: 1 << 26 }).superTiles, 16);
+    assert.equal(gyre.planScan(sub, { rows: 1, rowLength: 1 << 20 }).superTiles, 2);
+    assert.equal(gyre.planScan(sub, { rows: 1, rowLength: 1 << 29 }).superTiles, 128);
+    assert.equal(gyre.planScan(sub, { rows: 1, rowLength: 2 ** 31 }).superTiles, 1);
+    assert.equal(
+      gyre.planScan({ ...sub, subgroups: false }, { rows: 1, rowLength: 1 << 26 }).superTiles,
+      1,
+    );
+  });
+
+  Deno.test({
+    name: "a long cumsum is two dispatches, a long cummax three [gpu]",
+    sanitizeOps: false,
+    sanitizeResources: false,
+    fn: async () => {
+      if (!caps.subgroups) return;
+      const n = 1 << 20;
+      const x = gyre.ones([n], { device: "gpu", dtype: "int32" });
+      await x.data();
+      const batch = gyre.runtime().gpu!.batch;
+      const count = (f: () => gyre.Tensor) => {
+        const before = batch.totalDispatches;
+        const y = f();
+        return { y, dispatches: batch.totalDispatches - before };
+      };
+      const sum = count(() => gyre.cumsum(x));
+      assert.equal(sum.dispatches, 2);
+      const want = Int32Array.from({ length: n }, (_, i) => i + 1);
+      assert.deepEqual(await sum.y.data(), want);
+      const max = count(() => gyre.cummax(x));
+      assert.equal(max.dispatches, 3);
+      assert.deepEqual(await max.y.data(), new Int32Array(n).fill(1));
+      for (const t of [x, sum.y, max.y]) t.dispose();
+    },
   });
 
   Deno.test({
@@ -280,19 +317,24 @@ if (DEVICES.includes("gpu")) {
       const want = Int32Array.from({ length: n }, (_, i) => n - i);
       for (const variant of ["lookback", "multipass"] as const) {
         for (const subgroups of [true, false]) {
-          gyre.setPlanOverride("scan", {
-            variant,
-            subgroups,
-            descendingFinalPass: subgroups,
-            workgroupSize: 32,
-            elementsPerThread: 4,
-          });
-          try {
-            const y = gyre.cumsum(ones, { reverse: true });
-            assert.deepEqual(await y.data(), want, `${variant} subgroups ${subgroups}`);
-            y.dispose();
-          } finally {
-            gyre.setPlanOverride("scan", null);
+          // Multipass in three passes (tile totals scanned) and in two (groups of 8 tiles).
+          for (const superTiles of variant === "multipass" ? [1, 8] : [1]) {
+            gyre.setPlanOverride("scan", {
+              variant,
+              subgroups,
+              descendingFinalPass: subgroups,
+              workgroupSize: 32,
+              elementsPerThread: 4,
+              superTiles,
+            });
+            try {
+              const y = gyre.cumsum(ones, { reverse: true });
+              const label = `${variant} subgroups ${subgroups} groups of ${superTiles}`;
+              assert.deepEqual(await y.data(), want, label);
+              y.dispose();
+            } finally {
+              gyre.setPlanOverride("scan", null);
+            }
           }
         }
       }

@@ -19,7 +19,13 @@
  *   from an atomic counter, publish their aggregate, look back over their predecessors' published
  *   states for an exclusive prefix, and publish their inclusive prefix;
  * - `stage: "reduce"` then `prefix: "offsets"`: the multipass fallback (tile totals, a scan of the
- *   totals, then each tile scanned from its offset).
+ *   totals, then each tile scanned from its offset);
+ * - `stage: "reduce"` with `superTiles` S > 1 then `prefix: "totals"`: the two-pass form of it
+ *   (sums and products). A first-pass workgroup reduces S consecutive tiles and writes each
+ *   tile's total and their group's; the final pass sums, for its tile, the group totals before
+ *   its group and the tile totals before it in its group (a few hundred L2-resident values, read
+ *   by the whole workgroup while its tile's loads are in flight), so the totals need no scan of
+ *   their own and no dispatch between the passes.
  *
  * Look-back states: each tile owns two 32-bit atomic words; each carries a 2-bit status in bits
  * 16-17 (0: nothing yet, 1: aggregate, 2: inclusive prefix) and one 16-bit half of the value's
@@ -57,7 +63,7 @@ export interface ScanSpec {
   /** "scan" writes every output; "reduce" writes one total per tile (multipass, first pass). */
   stage: "scan" | "reduce";
   /** Where a tile's exclusive prefix comes from (scan stage). */
-  prefix: "none" | "offsets" | "lookback";
+  prefix: "none" | "offsets" | "lookback" | "totals";
   /** "vec4": rows contiguous and 4-aligned, read as vec4s; "strided": through strides. */
   inMode: "vec4" | "strided";
   /** "vec4": contiguous rows; "strided": the scan axis has stride `inner` in the output. */
@@ -90,6 +96,12 @@ export interface ScanSpec {
    * its first pass ended reading the last tiles and they are still in L2.
    */
   descending: boolean;
+  /**
+   * Tiles per group of the two-pass multipass scan (1 elsewhere): the first pass (`stage:
+   * "reduce"`) reduces a group per workgroup and also writes the group totals; the final pass
+   * (`prefix: "totals"`) reads both. Sums and products with subgroups only.
+   */
+  superTiles: number;
 }
 
 /** Cache key of a spec. */
@@ -114,6 +126,7 @@ export function scanKey(s: ScanSpec): string {
     `st${s.subTiles}`,
     s.columns ? "col" : "",
     s.descending ? "desc" : "",
+    `g${s.superTiles}`,
   ].join("|");
 }
 
@@ -286,6 +299,13 @@ export function generateScan(s: ScanSpec): string {
       `@group(0) @binding(${binding++}) var<storage, read> offsets: array<${t}>;`,
     );
   }
+  const grouped = s.superTiles > 1;
+  if (s.prefix === "totals" && s.stage === "scan") {
+    lines.push(
+      `@group(0) @binding(${binding++}) var<storage, read> totals: array<${t}>;`,
+      `@group(0) @binding(${binding++}) var<storage, read> group_totals: array<${t}>;`,
+    );
+  }
   if (lookback) {
     lines.push(
       `@group(0) @binding(${binding++}) var<storage, read_write> flags: array<atomic<u32>>;`,
@@ -294,6 +314,13 @@ export function generateScan(s: ScanSpec): string {
   const dstElem = s.stage === "reduce" ? t : s.outMode === "vec4" ? `vec4<${outElem}>` : outElem;
   lines.push(
     `@group(0) @binding(${binding++}) var<storage, read_write> dst: array<${dstElem}>;`,
+  );
+  if (s.stage === "reduce" && grouped) {
+    lines.push(
+      `@group(0) @binding(${binding++}) var<storage, read_write> group_dst: array<${t}>;`,
+    );
+  }
+  lines.push(
     `@group(0) @binding(${binding}) var<uniform> p: Params;`,
     `var<workgroup> sh: array<${t}, ${wg}>;`,
     combineFunctions(s.op, s.type),
@@ -379,6 +406,15 @@ export function generateScan(s: ScanSpec): string {
       "let row_ok = true;",
       "let tl = lid;",
     );
+  } else if (tiled && s.stage === "reduce" && grouped) {
+    emit(
+      "if (g >= p.total) { return; }",
+      `let groups_per_row = (p.tiles + ${s.superTiles - 1}u) / ${s.superTiles}u;`,
+      "let row = g / groups_per_row;",
+      "let group = g % groups_per_row;",
+      "let row_ok = true;",
+      "let tl = lid;",
+    );
   } else if (tiled) {
     emit(
       "if (g >= p.total) { return; }",
@@ -440,9 +476,11 @@ export function generateScan(s: ScanSpec): string {
     return finish();
   }
   if (s.stage === "reduce" && s.subgroups && (s.op === "sum" || s.op === "prod")) {
-    body.push(...tileTotalBlock(s).map((x) => `  ${x}`), "}");
+    const block = grouped ? groupTotalBlock(s) : tileTotalBlock(s);
+    body.push(...block.map((x) => `  ${x}`), "}");
     return finish();
   }
+  if (grouped && s.prefix === "totals") body.push(...groupPrefixLoads(s).map((x) => `  ${x}`));
   body.push(...tileBlock(s).map((x) => `  ${x}`));
   if (s.stage === "reduce") {
     emit("if (lid == 0u) { dst[row * p.tiles + tile] = team_total; }");
@@ -453,6 +491,9 @@ export function generateScan(s: ScanSpec): string {
         `let tile_prefix = select(offsets[row * p.tiles + tile], ${id}, tile == 0u);`,
         "let left = c1(tile_prefix, cluster_prefix);",
       );
+    } else if (s.prefix === "totals") {
+      body.push(...groupPrefixSum(s).map((x) => `  ${x}`));
+      emit("let left = c1(tile_prefix, cluster_prefix);");
     } else {
       body.push(...lookbackBlock(s).map((x) => `  ${x}`));
       emit("let left = c1(workgroupUniformLoad(&tile_prefix), cluster_prefix);");
@@ -493,13 +534,13 @@ function loadFunction(s: ScanSpec): string {
  * the scan's ladders and barriers go (on an H200 this pass took 76 us for 64 Mi as a scan).
  * Max and min keep the scan's order, which decides ties between -0 and +0 and between NaNs.
  */
-function tileTotalBlock(s: ScanSpec): string[] {
+function tileTotalBlock(s: ScanSpec, tile = "tile", alsoTotal: string[] = []): string[] {
   const C = s.elementsPerThread / 4;
   const id = literal(scanIdentity(s.op, s.type), accumulatorDtype(s.type));
   const sign = s.op === "sum" ? "+" : "*";
   const folded = Array.from({ length: C }, (_, c) => `x${c}`).join(` ${sign} `);
   return [
-    ...tileLoads(s, "tile"),
+    ...tileLoads(s, tile),
     `let folded = ${folded};`,
     `let part = ${s.op === "sum" ? "subgroupAdd" : "subgroupMul"}(` +
     `(folded.x ${sign} folded.y) ${sign} (folded.z ${sign} folded.w));`,
@@ -508,8 +549,74 @@ function tileTotalBlock(s: ScanSpec): string[] {
     "if (lid == 0u) {",
     `  var total = ${id};`,
     `  for (var k = 0u; k < ${s.workgroupSize}u / sg_size; k++) { total = total ${sign} sh[k]; }`,
-    "  dst[row * p.tiles + tile] = total;",
+    `  dst[row * p.tiles + ${tile}] = total;`,
+    ...alsoTotal,
     "}",
+  ];
+}
+
+/** The sign of a sum or a product, the only ops with the two-pass multipass scan. */
+function foldSign(s: ScanSpec): string {
+  if (s.op !== "sum" && s.op !== "prod") throw new Error(`grouped scan of ${s.op}`);
+  return s.op === "sum" ? "+" : "*";
+}
+
+/**
+ * The two-pass scan's first pass: a workgroup reduces the S tiles of its group one after the
+ * other (`tileTotalBlock`), writing each tile's total and then the group's.
+ */
+function groupTotalBlock(s: ScanSpec): string[] {
+  const S = s.superTiles;
+  const id = literal(scanIdentity(s.op, s.type), accumulatorDtype(s.type));
+  const sign = foldSign(s);
+  return [
+    `var group_total = ${id};`,
+    `for (var sub = 0u; sub < ${S}u; sub++) {`,
+    `  let tile = group * ${S}u + sub;`,
+    "  if (tile >= p.tiles) { break; }",
+    // The previous tile's reads of `sh` come before this one's writes.
+    "  workgroupBarrier();",
+    ...tileTotalBlock(s, "tile", [`  group_total = group_total ${sign} total;`]).map((x) =>
+      `  ${x}`
+    ),
+    "}",
+    "if (lid == 0u) { group_dst[row * groups_per_row + group] = group_total; }",
+  ];
+}
+
+/**
+ * The two-pass scan's final pass, before its tile: each invocation folds its share of what
+ * precedes the tile (the totals of earlier groups, strided over the workgroup, and of the earlier
+ * tiles of its group, one each), issued before the tile's own loads so both are in flight at once.
+ */
+function groupPrefixLoads(s: ScanSpec): string[] {
+  const S = s.superTiles;
+  if (S > s.workgroupSize) throw new Error(`grouped scan: ${S} tiles per group > workgroup`);
+  const id = literal(scanIdentity(s.op, s.type), accumulatorDtype(s.type));
+  const sign = foldSign(s);
+  return [
+    `let groups_per_row = (p.tiles + ${S - 1}u) / ${S}u;`,
+    `let my_group = tile / ${S}u;`,
+    `var part = ${id};`,
+    `for (var j = lid; j < my_group; j += ${s.workgroupSize}u) {`,
+    `  part = part ${sign} group_totals[row * groups_per_row + j];`,
+    "}",
+    `if (lid < tile % ${S}u) { part = part ${sign} totals[row * p.tiles + my_group * ${S}u + lid]; }`,
+  ];
+}
+
+/** ... then, after the tile's scan, the workgroup's fold of `part`: `tile_prefix`. */
+function groupPrefixSum(s: ScanSpec): string[] {
+  const id = literal(scanIdentity(s.op, s.type), accumulatorDtype(s.type));
+  const sign = foldSign(s);
+  return [
+    // The tile scan's reads of `sh` come before these writes.
+    "workgroupBarrier();",
+    `let part_total = ${s.op === "sum" ? "subgroupAdd" : "subgroupMul"}(part);`,
+    "if (sg_lane == 0u) { sh[lid / sg_size] = part_total; }",
+    "workgroupBarrier();",
+    `var tile_prefix = ${id};`,
+    `for (var k = 0u; k < ${s.workgroupSize}u / sg_size; k++) { tile_prefix = tile_prefix ${sign} sh[k]; }`,
   ];
 }
 

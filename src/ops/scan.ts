@@ -264,6 +264,7 @@ function scanRows(
     subTiles: 1,
     columns: false,
     descending: false,
+    superTiles: 1,
   };
   const params: ScanParams = {
     rows,
@@ -276,8 +277,14 @@ function scanRows(
     rowShape: input.rowShape,
     rowStrides: input.rowStrides,
   };
-  const standard = (s: ScanSpec, buffers: GPUBuffer[], uniforms: ScanParams, groups: number) => {
-    const pipeline = gpu._pipeline(scanKey(s), buffers.length, () => generateScan(s));
+  const standard = (
+    s: ScanSpec,
+    buffers: GPUBuffer[],
+    uniforms: ScanParams,
+    groups: number,
+    writable = 1,
+  ) => {
+    const pipeline = gpu._pipeline(scanKey(s), buffers.length, () => generateScan(s), writable);
     gpu._dispatch(op, pipeline, buffers, scanUniforms(uniforms), gpu._grid(groups * wg, wg));
   };
   if (output.inner > 1 && choice.layout === "columns") {
@@ -317,8 +324,35 @@ function scanRows(
     );
     return;
   }
-  // Multipass: tile totals, their exclusive scan (recursively planned), then the tiles again.
   const accDtype = accumulatorDtype(type);
+  // Only sums and products have the grouped first pass (with subgroups: `tileTotalBlock`).
+  const groupSize = (scanOp === "sum" || scanOp === "prod") && choice.subgroups
+    ? choice.superTiles
+    : 1;
+  if (groupSize > 1) {
+    // Two passes: totals of tiles and of groups of tiles, then each tile from them.
+    const groups = Math.ceil(tiles / groupSize);
+    const totals = gpu._alloc(op, accDtype, rows * tiles);
+    const groupTotals = gpu._alloc(op, accDtype, rows * groups);
+    const grouped = { ...spec, superTiles: groupSize };
+    standard(
+      { ...grouped, stage: "reduce", prefix: "totals", outDtype: accDtype, outMode: "vec4" },
+      [input.buffer, totals.buffer, groupTotals.buffer],
+      { ...params, total: rows * groups },
+      rows * groups,
+      2,
+    );
+    standard(
+      { ...grouped, prefix: "totals", descending: choice.descendingFinalPass },
+      [input.buffer, totals.buffer, groupTotals.buffer, output.buffer],
+      params,
+      rows * tiles,
+    );
+    gpu.free(totals);
+    gpu.free(groupTotals);
+    return;
+  }
+  // Multipass: tile totals, their exclusive scan (recursively planned), then the tiles again.
   const totals = gpu._alloc(op, accDtype, rows * tiles);
   const offsets = gpu._alloc(op, accDtype, rows * tiles);
   const reduceSpec: ScanSpec = {
