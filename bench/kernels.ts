@@ -453,6 +453,34 @@ if (args.includes("--sweep")) {
   gyre.setPlanOverride("scan", { variant: "multipass", superTiles: 1 });
   await dispatchBreakdown(`cumsum ${big / Mi}Mi multipass, three passes`, () => gyre.cumsum(a));
   await dispatchBreakdown(`sum ${mid / Mi}Mi`, () => gyre.sum(a.slice([0, mid])));
+  // Host cost: wall clock per cumsum of 1 Mi with work pipelined (20 and 220 in a row, read back
+  // once), in two passes and in three.
+  const small = a.slice([0, Mi]).realize();
+  for (const superTiles of [undefined, 1]) {
+    gyre.setPlanOverride("scan", superTiles ? { superTiles } : null);
+    const wall = async (count: number) => {
+      const times: number[] = [];
+      for (let s = 0; s < 7; s++) {
+        const t0 = performance.now();
+        const out = gyre.tidy(() => {
+          let y = gyre.cumsum(small);
+          for (let i = 1; i < count; i++) y = gyre.cumsum(small);
+          return y;
+        });
+        await out.data();
+        times.push(performance.now() - t0);
+        out.dispose();
+      }
+      return median(times.slice(2));
+    };
+    const perOp = (await wall(220) - await wall(20)) / 200 * 1000;
+    console.error(
+      `cumsum 1Mi pipelined, ${superTiles ? "three passes" : "plan"}: ${
+        perOp.toFixed(1)
+      } us per op`,
+    );
+  }
+  small.dispose();
   gyre.setPlanOverride("scan", null);
 }
 
