@@ -192,7 +192,9 @@ function shapes(): Shape[] {
     {
       ...f32("4096^3 f16 acc16", 4096, 4096, 4096, {
         "128x128x16 t8x8": SQUARE["128x128x16 t8x8"],
+        "128x128x16 t8x8 paired k": tile(128, 128, 16, 8, 8, { pairedK: true }),
         "128x128x8 t8x16": SQUARE["128x128x8 t8x16"],
+        "128x128x8 t8x16 paired k": { ...SQUARE["128x128x8 t8x16"], pairedK: true },
         "128x256x16 t8x8": tile(128, 256, 16, 8, 8),
         "128x128x16 t8x8 interleaved": tile(128, 128, 16, 8, 8, { sharedLayout: "interleaved" }),
         "128x128x32 t8x8": tile(128, 128, 32, 8, 8),

@@ -661,6 +661,17 @@ export interface MatmulChoice {
   sharedLayout: "interleaved" | "thread";
   /** Read the next K step's fragments from shared memory before this step's products. */
   prefetch: boolean;
+  /**
+   * float16 accumulation with the "thread" layout: multiply-add pairs of k (each output keeps an
+   * even-k and an odd-k partial sum, summed at the end), so every product is a two-wide float16
+   * multiply-add of two whole vectors, where the default form multiplies one A value by four B
+   * values. A broadcast operand keeps NVIDIA's driver from pairing float16 multiply-adds
+   * (bench/fma_peak.ts on an H200: 62 TFLOP/s with one, 88-90 with whole vectors or pairs), yet
+   * in the product the pairs measured 41.3 TFLOP/s at 128x128x16 with 8x8 (52.2 without) and
+   * 49.8 at 128x128x8 with 8x16 (48.9 without), twice the accumulators costing more than the
+   * pairing gains: off by default, kept as a variant for devices where it pays.
+   */
+  pairedK: boolean;
   /** Tile rows walked together so workgroups in flight share operands in L2 (1: row-major). */
   swizzle: number;
   /** vec4 global loads and stores where the layout allows (false forces scalar ones). */
@@ -761,6 +772,7 @@ export function planMatmul(
     sharedLayout: "thread" as const,
     prefetch: true,
     swizzle: 4,
+    pairedK: false,
     vectorLoads: true,
   };
   const tiles = half ? [MATMUL_HALF_LARGE, ...MATMUL_TILES.slice(1)] : MATMUL_TILES;

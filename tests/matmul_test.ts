@@ -305,6 +305,47 @@ test("every plan variant gives the same product", async (device) => {
   row.dispose();
 });
 
+test("float16 accumulation in pairs of k gives the same product as one A value at a time", async (device) => {
+  if (device === "gpu" && !gyre.runtime().caps?.shaderF16) return;
+  const tiles: Partial<gyre.MatmulChoice>[] = [
+    { variant: "tiled", tileM: 32, tileN: 32, tileK: 8, threadM: 4, threadN: 4 },
+    { variant: "tiled", tileM: 64, tileN: 64, tileK: 16, threadM: 8, threadN: 8 },
+    { variant: "splitK", splitK: 3, tileM: 32, tileN: 64, tileK: 4, threadM: 4, threadN: 8 },
+  ];
+  // M x K x N in small integers (every partial sum an integer below 2048, exact in float16):
+  // multiples of 4 take vec4 loads (along k for A and for B stored [N, K], along N for B), the
+  // others scalar ones.
+  for (const [m, k, n] of [[37, 72, 48], [37, 70, 45]]) {
+    const a = gyre.tensor(Array.from({ length: m * k }, (_, i) => (i * 7) % 9 - 4), {
+      device,
+      shape: [m, k],
+      dtype: "float16",
+    });
+    const b = gyre.tensor(Array.from({ length: k * n }, (_, i) => (i * 5) % 7 - 3), {
+      device,
+      shape: [k, n],
+      dtype: "float16",
+    });
+    const bT = b.transpose().realize();
+    const want = await values(gyre.matmul(a.cast("float32"), b.cast("float32")));
+    try {
+      for (const tile of tiles) {
+        for (const pairedK of [true, false]) {
+          gyre.setPlanOverride("matmul", { ...tile, pairedK });
+          const label = JSON.stringify({ m, k, n, ...tile, pairedK });
+          const options = { accumulate: "float16" as const };
+          assert.deepEqual(await values(gyre.matmul(a, b, options)), want, label);
+          const transposed = gyre.matmul(a, bT, { ...options, transposeB: true });
+          assert.deepEqual(await values(transposed), want, `${label} transposeB`);
+        }
+      }
+    } finally {
+      gyre.setPlanOverride("matmul", null);
+    }
+    for (const x of [a, b, bT]) x.dispose();
+  }
+});
+
 test("linear: x @ weight^T + bias, then the activation", async (device) => {
   const x = t(device, [[1, 2]]);
   const w = t(device, [[1, 0], [0, 1], [1, -1]]);

@@ -46,6 +46,10 @@ const TILED: readonly (Partial<gyre.MatmulChoice> | null)[] = [
   { variant: "tiled", tileM: 128, tileN: 128, tileK: 8, threadM: 8, threadN: 8 },
   { variant: "tiled", tileM: 64, tileN: 64, tileK: 16, threadM: 4, threadN: 4, laneColumns: 4 },
   { variant: "tiled", tileM: 32, tileN: 64, tileK: 8, threadM: 4, threadN: 4, swizzle: 1 },
+  // float16 accumulation in pairs of k (two partial sums per output) rather than one A value
+  // times four B values; with float32 math the option changes nothing.
+  { variant: "tiled", tileM: 64, tileN: 64, tileK: 8, threadM: 8, threadN: 4, pairedK: true },
+  { variant: "tiled", tileM: 64, tileN: 128, tileK: 16, threadM: 8, threadN: 8, pairedK: true },
   { variant: "tiled", tileM: 64, tileN: 32, tileK: 4, threadM: 8, threadN: 4, doubleBuffer: false },
   { variant: "tiled", tileM: 64, tileN: 128, tileK: 8, threadM: 8, threadN: 16, laneColumns: 16 },
   { variant: "tiled", tileM: 32, tileN: 32, tileK: 8, threadM: 4, threadN: 4, vectorLoads: false },

@@ -104,6 +104,7 @@ export interface TiledSpec extends
     | "sharedLayout"
     | "prefetch"
     | "swizzle"
+    | "pairedK"
   > {
   kind: "tiled";
   dtype: MatmulDType;
@@ -159,9 +160,11 @@ export function matmulKey(s: MatmulSpec): string {
     case "tiled":
       return `mm|${s.dtype}|${s.math}|${s.tileM}x${s.tileN}x${s.tileK}|${s.threadM}x${s.threadN}|l${s.laneColumns}|${
         s.doubleBuffer ? "db" : "sb"
-      }|${s.sharedLayout}${s.prefetch ? "|pf" : ""}|sw${s.swizzle}|${loadKey("a", s.a)}|${
-        loadKey("b", s.b)
-      }|${s.vectorStore ? "vs" : "ss"}|br${s.batchRank}${s.split ? "|split" : ""}${epi}`;
+      }|${s.sharedLayout}${s.prefetch ? "|pf" : ""}${pairs(s) ? "|pk" : ""}|sw${s.swizzle}|${
+        loadKey("a", s.a)
+      }|${loadKey("b", s.b)}|${s.vectorStore ? "vs" : "ss"}|br${s.batchRank}${
+        s.split ? "|split" : ""
+      }${epi}`;
     case "gemv":
       return `mv|${s.dtype}|${s.form}|${s.vec4 ? 4 : 1}|wg${s.workgroupSize}|w${s.width}|${
         s.subgroups ? "sg" : "sh"
@@ -370,6 +373,15 @@ export function tiledThreads(
   return (s.tileM / s.threadM) * (s.tileN / s.threadN);
 }
 
+/**
+ * Whether a tiled spec multiplies pairs of k (`pairedK`; float16 accumulation, "thread" layout).
+ * Its shared vectors then hold two outer indices by two k each: (o, k), (o, k + 1), (o + 1, k),
+ * (o + 1, k + 1), so that a product is `fma(a.xyxy, b, acc)` over whole registers.
+ */
+function pairs(s: Pick<TiledSpec, "math" | "sharedLayout" | "pairedK">): boolean {
+  return s.math === "f16" && s.sharedLayout === "thread" && s.pairedK;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Tiled
 
@@ -572,9 +584,16 @@ function generateTiled(s: TiledSpec): string {
   const aLoads = operandLoads(s, a, threads);
   const bLoads = operandLoads(s, b, threads);
   lines.push(...aLoads.setup, ...bLoads.setup);
+  const paired = pairs(s);
   for (let r = 0; r < s.threadM; r++) {
     for (let d = 0; d < s.threadN / 4; d++) {
-      lines.push(`  var acc_${r}_${d} = vec4<${T}>(${zero});`);
+      // Paired k: two accumulators of two outputs' even-k and odd-k partial sums each.
+      if (paired) {
+        lines.push(
+          `  var acc_${r}_${d}_0 = vec4<${T}>(${zero});`,
+          `  var acc_${r}_${d}_1 = vec4<${T}>(${zero});`,
+        );
+      } else lines.push(`  var acc_${r}_${d} = vec4<${T}>(${zero});`);
     }
   }
   const loadAll = (k0: string) => [...aLoads.fetch(k0), ...bLoads.fetch(k0)];
@@ -615,6 +634,16 @@ function generateTiled(s: TiledSpec): string {
     );
   }
   lines.push("  }");
+  if (paired) {
+    for (let r = 0; r < s.threadM; r++) {
+      for (let d = 0; d < s.threadN / 4; d++) {
+        const [lo, hi] = [`acc_${r}_${d}_0`, `acc_${r}_${d}_1`];
+        lines.push(
+          `  let acc_${r}_${d} = vec4<${T}>(${lo}.x + ${lo}.y, ${lo}.z + ${lo}.w, ${hi}.x + ${hi}.y, ${hi}.z + ${hi}.w);`,
+        );
+      }
+    }
+  }
   lines.push(...tiledEpilogue(s, threadsM, threadsN));
   lines.push("}");
   return finish(lines);
@@ -691,6 +720,7 @@ function operandLoads(s: TiledSpec, o: OperandNames, threads: number) {
     return out;
   };
   const thread = s.sharedLayout === "thread";
+  const paired = pairs(s);
   const groups = o.thread / 4;
   const put = (buffer: string, sharedWords: number) => {
     const out: string[] = [];
@@ -698,14 +728,29 @@ function operandLoads(s: TiledSpec, o: OperandNames, threads: number) {
     // `threads` rows apart, and the vectors of k + 1 `groups` further along a row.
     const base = buffer === "0u" ? "" : `${buffer} * ${sharedWords}u + `;
     const row = buffer === "0u" ? `${o.x}_owner` : `${buffer} * ${o.threads}u + ${o.x}_owner`;
-    const at = (i: number, j: number) =>
-      thread
-        ? `${o.shared}[${row}${i}][${o.x}_slot${i}${j ? ` + ${j * groups}u` : ""}]`
-        : `${o.shared}[${base}${o.x}_slot${i}${j ? ` + ${(j * o.tile) / 4}u` : ""}]`;
+    // The vector `offset` vectors past load i's slot, and the one of k row j of load i.
+    const vectorAt = (i: number, offset: number) => {
+      const slot = `${o.x}_slot${i}${offset ? ` + ${offset}u` : ""}`;
+      return thread ? `${o.shared}[${row}${i}][${slot}]` : `${o.shared}[${base}${slot}]`;
+    };
+    const at = (i: number, j: number) => vectorAt(i, j * (thread ? groups : o.tile / 4));
     for (let i = 0; i < count; i++) {
       const guard = i === count - 1 && lastActive < threads ? `if (lid < ${lastActive}u) ` : "";
       const v = `${o.x}_reg${i}`;
-      if (o.load.vec4 && o.load.along === "outer") {
+      if (paired) {
+        // Element j of a vec4 along k: k + j, at slot + (j / 2) pairs on, lane + j % 2; along
+        // the outer axis: outer + j, at slot + j / 2, lane + (j % 2) * 2.
+        const alongK = o.load.along === "k";
+        const place = (j: number) => {
+          const vector = vectorAt(i, j < 2 ? 0 : alongK ? 2 * groups : 1);
+          const lane = j % 2 ? (alongK ? " + 1u" : " + 2u") : "";
+          return `${vector}[${o.x}_lane${i}${lane}]`;
+        };
+        const writes = o.load.vec4
+          ? [0, 1, 2, 3].map((j) => `${place(j)} = ${v}[${j}];`)
+          : [`${at(i, 0)}[${o.x}_lane${i}] = ${v};`];
+        out.push(`${guard}{ ${writes.join(" ")} }`);
+      } else if (o.load.vec4 && o.load.along === "outer") {
         out.push(`${guard}{ ${at(i, 0)} = ${v}; }`);
       } else if (o.load.vec4) {
         // Four consecutive k of one outer index: four scalar writes, one per k row.
@@ -754,7 +799,25 @@ function operandLoads(s: TiledSpec, o: OperandNames, threads: number) {
     // Where element (k, outer) of this K step goes: "interleaved", vec4 `k * tile/4 + outer/4`;
     // "thread", the row of the invocation owning vector outer/4 (vectors are dealt round-robin),
     // at fragment `k * groups + outer/4 / threads`. Then lane outer % 4.
-    if (thread) {
+    if (paired) {
+      // Paired k: vector ((k / 2) * groups + group) * 2 + (outer % 4) / 2 of the owner's row, lane
+      // (outer % 2) * 2 + k % 2 (a vec4 along the outer axis starts at outer % 4 == 0, along k at
+      // an even k).
+      const o4 = `${o.x}_o${i}`;
+      const pair = `((${o.x}_k${i} / 2u) * ${groups}u + (${o4} / 4u) / ${o.threads}u) * 2u`;
+      const vectorOuter = o.load.vec4 && o.load.along === "outer";
+      setup.push(
+        `  let ${o.x}_owner${i} = (${o4} / 4u) % ${o.threads}u;`,
+        `  let ${o.x}_slot${i} = ${pair}${vectorOuter ? "" : ` + (${o4} % 4u) / 2u`};`,
+        `  let ${o.x}_lane${i} = ${
+          vectorOuter
+            ? `${o.x}_k${i} % 2u`
+            : o.load.vec4
+            ? `(${o4} % 2u) * 2u`
+            : `(${o4} % 2u) * 2u + ${o.x}_k${i} % 2u`
+        };`,
+      );
+    } else if (thread) {
       setup.push(
         `  let ${o.x}_owner${i} = (${o.x}_o${i} / 4u) % ${o.threads}u;`,
         `  let ${o.x}_slot${i} = ${o.x}_k${i} * ${groups}u + (${o.x}_o${i} / 4u) / ${o.threads}u;`,
@@ -762,7 +825,7 @@ function operandLoads(s: TiledSpec, o: OperandNames, threads: number) {
     } else {
       setup.push(`  let ${o.x}_slot${i} = ${o.x}_k${i} * ${o.tile / 4}u + ${o.x}_o${i} / 4u;`);
     }
-    if (!(o.load.vec4 && o.load.along === "outer")) {
+    if (!paired && !(o.load.vec4 && o.load.along === "outer")) {
       setup.push(`  let ${o.x}_lane${i} = ${o.x}_o${i} % 4u;`);
     }
   }
@@ -823,6 +886,7 @@ function computeStep(
     }
     return lines;
   };
+  if (pairs(s)) return out.concat(pairedStep(s));
   // With `prefetch`, step kk + 1's fragments are read before step kk's products, so shared
   // memory latency overlaps arithmetic within one invocation.
   if (s.prefetch) out.push(...loads(0));
@@ -831,6 +895,56 @@ function computeStep(
       if (kk + 1 < s.tileK) out.push(...loads(kk + 1));
       out.push(products(kk).join(" "));
     } else out.push([...loads(kk), ...products(kk)].join(" "));
+  }
+  return out;
+}
+
+/**
+ * The paired-k inner products of one K step: for each pair of k, fragments `a<pair>_<group>_<half>`
+ * (rows 2 half, 2 half + 1 of a group of four, at k and k + 1) and likewise for B, then one
+ * two-wide multiply-add per vector: row (half * 2 + ra)'s pair `.xyxy` or `.zwzw` times B's
+ * vector of two columns by two k.
+ */
+function pairedStep(s: TiledSpec): string[] {
+  const groupsM = s.threadM / 4;
+  const groupsN = s.threadN / 4;
+  const out: string[] = [];
+  const loads = (kp: number) => {
+    const lines: string[] = [];
+    for (let c = 0; c < groupsM; c++) {
+      for (let h = 0; h < 2; h++) {
+        lines.push(`let a${kp}_${c}_${h} = (*a_frag)[${(kp * groupsM + c) * 2 + h}];`);
+      }
+    }
+    for (let d = 0; d < groupsN; d++) {
+      for (let h = 0; h < 2; h++) {
+        lines.push(`let b${kp}_${d}_${h} = (*b_frag)[${(kp * groupsN + d) * 2 + h}];`);
+      }
+    }
+    return lines;
+  };
+  const products = (kp: number) => {
+    const lines: string[] = [];
+    for (let c = 0; c < groupsM; c++) {
+      for (let i = 0; i < 4; i++) {
+        const a = `a${kp}_${c}_${i >> 1}.${i % 2 ? "zwzw" : "xyxy"}`;
+        for (let d = 0; d < groupsN; d++) {
+          for (let h = 0; h < 2; h++) {
+            const acc = `acc_${c * 4 + i}_${d}_${h}`;
+            lines.push(`${acc} = fma(${a}, b${kp}_${d}_${h}, ${acc});`);
+          }
+        }
+      }
+    }
+    return lines;
+  };
+  const steps = s.tileK / 2;
+  if (s.prefetch) out.push(...loads(0));
+  for (let kp = 0; kp < steps; kp++) {
+    if (s.prefetch) {
+      if (kp + 1 < steps) out.push(...loads(kp + 1));
+      out.push(products(kp).join(" "));
+    } else out.push([...loads(kp), ...products(kp)].join(" "));
   }
   return out;
 }

@@ -657,6 +657,7 @@ function runGpu(
     sharedLayout: choice.sharedLayout,
     prefetch: choice.prefetch,
     swizzle: choice.swizzle,
+    pairedK: choice.pairedK,
     a: loadOf(x.a, x.aPrologue, r, m),
     b: loadOf(x.b, x.bPrologue, r + 1, n),
     vectorStore: choice.vectorLoads && n % 4 === 0,
