@@ -303,7 +303,14 @@ if (DEVICES.includes("gpu")) {
       const max = count(() => gyre.cummax(x));
       assert.equal(max.dispatches, 3);
       assert.deepEqual(await max.y.data(), new Int32Array(n).fill(1));
-      for (const t of [x, sum.y, max.y]) t.dispose();
+      // A leading -0 stays -0 in the first tile, however the subgroup sums zeros elsewhere.
+      const host = new Float32Array(n).fill(1);
+      host[0] = -0;
+      const zeroFirst = gyre.tensor(host, { device: "gpu" });
+      const summed = await gyre.cumsum(zeroFirst).data();
+      assert.ok(Object.is(summed[0], -0), `cumsum[0] is ${summed[0]}`);
+      assert.equal(summed[n - 1], n - 1);
+      for (const t of [x, sum.y, max.y, zeroFirst]) t.dispose();
     },
   });
 

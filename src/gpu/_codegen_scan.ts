@@ -617,6 +617,9 @@ function groupPrefixSum(s: ScanSpec): string[] {
     "workgroupBarrier();",
     `var tile_prefix = ${id};`,
     `for (var k = 0u; k < ${s.workgroupSize}u / sg_size; k++) { tile_prefix = tile_prefix ${sign} sh[k]; }`,
+    // A row's first tile starts from the identity itself: a subgroup sum of -0 values may come
+    // out +0 (lavapipe's does), which would turn a leading -0 into +0.
+    `if (tile == 0u) { tile_prefix = ${id}; }`,
   ];
 }
 
