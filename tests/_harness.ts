@@ -308,6 +308,9 @@ export interface Layout {
   describe: string;
 }
 
+/** Elements a sliced layout's parent may hold (32 MiB of float32). */
+const SLICE_BASE_LIMIT = 1 << 23;
+
 /** Draws the details of a layout of kind `kind` producing (or broadcasting to) `shape`. */
 export function makeLayout(rng: () => number, kind: LayoutKind, shape: readonly number[]): Layout {
   const rank = shape.length;
@@ -344,12 +347,25 @@ export function makeLayout(rng: () => number, kind: LayoutKind, shape: readonly 
     }
     case "sliced": {
       const steps: number[] = shape.map(() => pick(rng, [1, 2, -1, -2, 3]));
-      if (!steps.some((s) => s !== 1)) steps[rank - 1] = -1;
       const extras = shape.map(() => randInt(rng, 0, 1));
-      const base = shape.map((
-        d,
-        i,
-      ) => (d === 0 ? 1 + extras[i] : Math.abs(steps[i]) * (d - 1) + 1 + extras[i]));
+      const baseOf = () =>
+        shape.map((
+          d,
+          i,
+        ) => (d === 0 ? 1 + extras[i] : Math.abs(steps[i]) * (d - 1) + 1 + extras[i]));
+      // Steps multiply the parent's size; past SLICE_BASE_LIMIT elements (a software adapter binds
+      // at most 128 MiB) the longest strided axes step by one instead.
+      while (sizeOf(baseOf()) > SLICE_BASE_LIMIT) {
+        // The strided axis (a step other than +-1) with the most elements.
+        let widest = -1;
+        steps.forEach((step, i) => {
+          if (Math.abs(step) > 1 && (widest < 0 || shape[i] > shape[widest])) widest = i;
+        });
+        if (widest < 0) break;
+        steps[widest] = Math.sign(steps[widest]);
+      }
+      if (!steps.some((s) => s !== 1)) steps[rank - 1] = -1;
+      const base = baseOf();
       const ranges: gyre.SliceRange[] = shape.map((d, i) => {
         if (d === 0) return [0, 0, 1];
         const s = steps[i];
