@@ -15,9 +15,10 @@ import { median } from "./_util.ts";
  * How one product is written: "splat" `fma(vec4(a.x), b, acc)`, "scale" `fma(b, vec4(a.x), acc)`,
  * "mul-add" `acc + b * a.x` (vector times scalar), "vector" `fma(a, b, acc)`, "pair"
  * `fma(a.xyxy, b, acc)` (a pair of values repeated), "vec2" `fma(a.xy, b.xy, acc2)` (two-wide
- * accumulators, twice as many).
+ * accumulators, twice as many), "scalar" `acc = fma(a.x, b.y, acc)` (scalar accumulators, four
+ * times as many).
  */
-type Form = "splat" | "scale" | "mul-add" | "vector" | "pair" | "vec2";
+type Form = "splat" | "scale" | "mul-add" | "vector" | "pair" | "vec2" | "scalar";
 
 /** A kernel of `accumulators` vec4 accumulators, `iterations` loop trips, in type `t`. */
 function kernel(t: "f32" | "f16", form: Form, accumulators: number): string {
@@ -31,10 +32,13 @@ function kernel(t: "f32" | "f16", form: Form, accumulators: number): string {
     `  let b = vec4<${t}>(vec4<f32>(u.x, u.x * 0.75, u.x * 0.125, u.x * 0.0625));`,
   ];
   const vec2 = form === "vec2";
-  // vec2: twice the accumulators, half as wide (the same registers and products).
-  const count = vec2 ? 2 * accumulators : accumulators;
+  const scalar = form === "scalar";
+  // vec2 and scalar: two and four times the accumulators, as much narrower (the same registers
+  // and products).
+  const count = vec2 ? 2 * accumulators : scalar ? 4 * accumulators : accumulators;
   for (let i = 0; i < count; i++) {
-    lines.push(`  var acc${i} = ${vec2 ? `vec2<${t}>(a.xy)` : `vec4<${t}>(a.x)`};`);
+    const init = vec2 ? `vec2<${t}>(a.xy)` : scalar ? "a.x" : `vec4<${t}>(a.x)`;
+    lines.push(`  var acc${i} = ${init};`);
   }
   // a and b change every trip (as matmul fragments do), so no splat can leave the loop.
   lines.push(
@@ -48,7 +52,9 @@ function kernel(t: "f32" | "f16", form: Form, accumulators: number): string {
     const acc = `acc${i}`;
     const half = i % 2 ? "zw" : "xy";
     lines.push(
-      form === "pair"
+      scalar
+        ? `    ${acc} = fma(x[${i % 4}], y[${(i >> 2) % 4}], ${acc});`
+        : form === "pair"
         ? `    ${acc} = fma(x.${half}${half}, y, ${acc});`
         : vec2
         ? `    ${acc} = fma(x.${half}, y.${i % 4 < 2 ? "xy" : "zw"}, ${acc});`
@@ -63,7 +69,8 @@ function kernel(t: "f32" | "f16", form: Form, accumulators: number): string {
   }
   lines.push("    x = x.yzwx;", "    y = y.wxyz;", "  }");
   const sum = Array.from({ length: count }, (_, i) => `acc${i}`).join(" + ");
-  lines.push(`  out[gid.x] = ${vec2 ? `vec4<${t}>(${sum}, ${sum})` : sum};`, "}");
+  const total = vec2 ? `vec4<${t}>(${sum}, ${sum})` : scalar ? `vec4<${t}>(${sum})` : sum;
+  lines.push(`  out[gid.x] = ${total};`, "}");
   return lines.join("\n");
 }
 
@@ -120,7 +127,7 @@ console.log(
 console.log("| type | form | vec4 accumulators | median us | TFLOP/s |");
 console.log("|---|---|---:|---:|---:|");
 for (const t of ["f32", "f16"] as const) {
-  for (const form of ["splat", "scale", "mul-add", "vector", "pair", "vec2"] as const) {
+  for (const form of ["splat", "scale", "mul-add", "vector", "pair", "vec2", "scalar"] as const) {
     for (const accumulators of [32]) {
       const module = device.createShaderModule({ code: kernel(t, form, accumulators) });
       const pipeline = device.createComputePipeline({
