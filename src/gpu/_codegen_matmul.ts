@@ -886,17 +886,24 @@ function computeStep(
     }
     return lines;
   };
-  if (pairs(s)) return out.concat(pairedStep(s));
-  // With `prefetch`, step kk + 1's fragments are read before step kk's products, so shared
-  // memory latency overlaps arithmetic within one invocation.
-  if (s.prefetch) out.push(...loads(0));
-  for (let kk = 0; kk < s.tileK; kk++) {
+  const inner = pairs(s) ? pairedStep(s) : { steps: s.tileK, loads, products };
+  // With `prefetch`, step j + 1's fragments are read before step j's products, so shared memory
+  // latency overlaps arithmetic within one invocation.
+  if (s.prefetch) out.push(...inner.loads(0));
+  for (let j = 0; j < inner.steps; j++) {
     if (s.prefetch) {
-      if (kk + 1 < s.tileK) out.push(...loads(kk + 1));
-      out.push(products(kk).join(" "));
-    } else out.push([...loads(kk), ...products(kk)].join(" "));
+      if (j + 1 < inner.steps) out.push(...inner.loads(j + 1));
+      out.push(inner.products(j).join(" "));
+    } else out.push([...inner.loads(j), ...inner.products(j)].join(" "));
   }
   return out;
+}
+
+/** One K step's fragment reads and products, in `steps` sub-steps (each k, or pairs of k). */
+interface InnerSteps {
+  steps: number;
+  loads(step: number): string[];
+  products(step: number): string[];
 }
 
 /**
@@ -905,10 +912,9 @@ function computeStep(
  * two-wide multiply-add per vector: row (half * 2 + ra)'s pair `.xyxy` or `.zwzw` times B's
  * vector of two columns by two k.
  */
-function pairedStep(s: TiledSpec): string[] {
+function pairedStep(s: TiledSpec): InnerSteps {
   const groupsM = s.threadM / 4;
   const groupsN = s.threadN / 4;
-  const out: string[] = [];
   const loads = (kp: number) => {
     const lines: string[] = [];
     for (let c = 0; c < groupsM; c++) {
@@ -938,15 +944,7 @@ function pairedStep(s: TiledSpec): string[] {
     }
     return lines;
   };
-  const steps = s.tileK / 2;
-  if (s.prefetch) out.push(...loads(0));
-  for (let kp = 0; kp < steps; kp++) {
-    if (s.prefetch) {
-      if (kp + 1 < steps) out.push(...loads(kp + 1));
-      out.push(products(kp).join(" "));
-    } else out.push([...loads(kp), ...products(kp)].join(" "));
-  }
-  return out;
+  return { steps: s.tileK / 2, loads, products };
 }
 
 function tiledEpilogue(s: TiledSpec, threadsM: number, threadsN: number): string[] {
