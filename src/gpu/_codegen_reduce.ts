@@ -14,6 +14,7 @@ import type { DType } from "../dtype.ts";
 import type { ReduceOp } from "../_backend.ts";
 import { type Expr, exprKey, readsIndex } from "../ops/_expr.ts";
 import { emitBody, epilogueFunction } from "./_codegen_elementwise.ts";
+import { taggedWordFunctions } from "./_codegen_tagged.ts";
 import {
   computeType,
   literal,
@@ -743,30 +744,28 @@ export function generateReduce(s: ReduceSpec): string {
 
 /**
  * Single-pass combine of a row's chunks. Each workgroup publishes its partial state as 32-bit
- * words, each word split over two atomic words as a 16-bit half tagged 1 in bits 16-17 (the
- * scan's look-back states use the same trick), then takes a ticket from the row's counter. The
- * workgroup that draws the last ticket reads every partial of the row, waiting on a word only
- * until its tag shows: its writer stored it before taking a ticket, so the wait needs no other
- * workgroup to make progress, and no ordering between WGSL's relaxed atomics is assumed. The
- * reader then clears the words and the counter, leaving the scratch buffer zeroed for the next
- * dispatch. Layout of `states`: one counter per row, then two atomic words per partial word.
+ * words, each a tagged word (./_codegen_tagged.ts, tag 1) over two atomic words, then takes a
+ * ticket from the row's counter. The workgroup that draws the last ticket reads every partial of
+ * the row, waiting on a word only until its tag shows: its writer stored it before taking a
+ * ticket, so the wait needs no other workgroup to make progress, and no ordering between WGSL's
+ * relaxed atomics is assumed. The reader then clears the words and the counter, leaving the
+ * scratch buffer zeroed for the next dispatch. Layout of `states`: one counter per row, then two
+ * atomic words per partial word.
  */
-const LAST_WORKGROUP_FUNCTIONS = `fn publish_word(at: u32, bits: u32) {
-  atomicStore(&states[at], 0x10000u | (bits & 0xffffu));
-  atomicStore(&states[at + 1u], 0x10000u | (bits >> 16u));
+const LAST_WORKGROUP_FUNCTIONS = `${taggedWordFunctions("states")}
+fn publish_word(at: u32, bits: u32) {
+  tagged_store(at, 1u, bits);
 }
 // The word at \`at\`, given its first reading (lo, hi): read again until both halves are tagged.
 fn settle_word(at: u32, first_lo: u32, first_hi: u32) -> u32 {
-  var lo = first_lo;
-  var hi = first_hi;
+  var word = tagged_word(first_lo, first_hi);
   loop {
-    if ((lo >> 16u) == 1u && (hi >> 16u) == 1u) { break; }
-    lo = atomicLoad(&states[at]);
-    hi = atomicLoad(&states[at + 1u]);
+    if (word.x == 1u) { break; }
+    word = tagged_word(atomicLoad(&states[at]), atomicLoad(&states[at + 1u]));
   }
   atomicStore(&states[at], 0u);
   atomicStore(&states[at + 1u], 0u);
-  return (lo & 0xffffu) | (hi << 16u);
+  return word.y;
 }`;
 
 /**

@@ -27,12 +27,10 @@
  *   by the whole workgroup while its tile's loads are in flight), so the totals need no scan of
  *   their own and no dispatch between the passes.
  *
- * Look-back states: each tile owns two 32-bit atomic words; each carries a 2-bit status in bits
- * 16-17 (0: nothing yet, 1: aggregate, 2: inclusive prefix) and one 16-bit half of the value's
- * bits. A reader accepts a state only when both words show the same status: statuses only grow
- * and each is written once, so equal statuses mean both halves come from the same publication.
- * No ordering between the two words is needed, hence no memory barriers (WGSL's atomics are
- * relaxed) and no 64-bit atomics. A predecessor that stays silent for a bounded number of reads
+ * Look-back states: each tile owns two 32-bit atomic words, a tagged word (./_codegen_tagged.ts)
+ * whose tag is the tile's status (0: nothing yet, 1: aggregate, 2: inclusive prefix). Statuses
+ * only grow and each is written once, so a state read with one status on both halves is whole:
+ * no memory barriers (WGSL's atomics are relaxed) and no 64-bit atomics. A predecessor that stays silent for a bounded number of reads
  * is reduced by the reader itself, so the look-back never depends on another workgroup running.
  *
  * Subgroups are assumed to be runs of consecutive `local_invocation_index` (subgroup k holds
@@ -41,6 +39,7 @@
  * @module
  */
 import type { DType } from "../dtype.ts";
+import { taggedWordFunctions } from "./_codegen_tagged.ts";
 import { literal, preludeFor, workgroupBuiltins } from "./_wgsl_types.ts";
 
 /** Scan operators. */
@@ -330,17 +329,13 @@ export function generateScan(s: ScanSpec): string {
     lines.push(
       "var<workgroup> tile_id: u32;",
       `var<workgroup> tile_prefix: ${t};`,
+      taggedWordFunctions("flags"),
       "// Status (1 aggregate, 2 inclusive prefix) and value of tile v; status 0 until both words agree.",
       "fn read_state(v: u32) -> vec2<u32> {",
-      "  let w0 = atomicLoad(&flags[1u + 2u * v]);",
-      "  let w1 = atomicLoad(&flags[2u + 2u * v]);",
-      "  let status = select(0u, w0 >> 16u, (w0 >> 16u) == (w1 >> 16u));",
-      "  return vec2(status, (w0 & 0xffffu) | (w1 << 16u));",
+      "  return tagged_word(atomicLoad(&flags[1u + 2u * v]), atomicLoad(&flags[2u + 2u * v]));",
       "}",
       `fn publish(v: u32, status: u32, value: ${t}) {`,
-      `  let bits = ${toBits(s.type, "value")};`,
-      "  atomicStore(&flags[1u + 2u * v], (status << 16u) | (bits & 0xffffu));",
-      "  atomicStore(&flags[2u + 2u * v], (status << 16u) | (bits >> 16u));",
+      `  tagged_store(1u + 2u * v, status, ${toBits(s.type, "value")});`,
       "}",
     );
   }

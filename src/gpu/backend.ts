@@ -138,7 +138,8 @@ export class GpuBackend implements Backend {
 
   /**
    * The compiled kernel for `key`, generating its WGSL on first use. Its bindings are
-   * `storageCount - 1` read-only inputs, one read-write output and a uniform. For op modules.
+   * `storageCount` storage buffers, of which the last `writable` are read-write (outputs, scratch
+   * state), then a uniform. For op modules.
    */
   _pipeline(key: string, storageCount: number, source: () => string, writable = 1): Kernel {
     let kernel = this.#pipelines.get(key);
