@@ -303,7 +303,7 @@ if (DEVICES.includes("gpu")) {
       const max = count(() => gyre.cummax(x));
       assert.equal(max.dispatches, 3);
       assert.deepEqual(await max.y.data(), new Int32Array(n).fill(1));
-      // A leading -0 stays -0 in the first tile, however the subgroup sums zeros elsewhere.
+      // A leading -0 stays -0 in the two-pass scan's first tile.
       const host = new Float32Array(n).fill(1);
       host[0] = -0;
       const zeroFirst = gyre.tensor(host, { device: "gpu" });
@@ -311,6 +311,33 @@ if (DEVICES.includes("gpu")) {
       assert.ok(Object.is(summed[0], -0), `cumsum[0] is ${summed[0]}`);
       assert.equal(summed[n - 1], n - 1);
       for (const t of [x, sum.y, max.y, zeroFirst]) t.dispose();
+    },
+  });
+
+  Deno.test({
+    name: "a run of -0 sums to -0 under every scheme (subgroup adds may start from +0) [gpu]",
+    sanitizeOps: false,
+    sanitizeResources: false,
+    fn: async () => {
+      const overrides: (Partial<gyre.ScanChoice> | null)[] = [
+        null,
+        { variant: "multipass", superTiles: 1 },
+        { variant: "lookback" },
+      ];
+      for (const n of [1000, 1 << 20]) {
+        const zeros = gyre.tensor(new Float32Array(n).fill(-0), { device: "gpu" });
+        for (const override of overrides) {
+          gyre.setPlanOverride("scan", override);
+          try {
+            const y = await gyre.cumsum(zeros).data();
+            const positive = y.findIndex((v) => !Object.is(v, -0));
+            assert.equal(positive, -1, `n ${n} ${JSON.stringify(override)}: [${positive}]`);
+          } finally {
+            gyre.setPlanOverride("scan", null);
+          }
+        }
+        zeros.dispose();
+      }
     },
   });
 

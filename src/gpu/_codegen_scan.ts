@@ -9,7 +9,7 @@
  * contiguous segment of the tile and reads it lane-striped (chunk c of lane l is vec4 number
  * `c * width + l` of the segment), so every load and store of a subgroup is one coalesced block.
  * Each chunk is scanned inside its vec4, then across the cluster with subgroup operations
- * (`subgroupInclusiveAdd` for sums, a shuffle-up ladder for the others), carrying the running
+ * (`subgroupInclusiveAdd` for integer sums, a shuffle-up ladder for the others), carrying the running
  * total from chunk to chunk; cluster totals are then scanned across the team in shared memory.
  * Without subgroups a cluster is one invocation.
  *
@@ -339,6 +339,23 @@ export function generateScan(s: ScanSpec): string {
       "}",
     );
   }
+  // Subgroup add built-ins may start from +0 (lavapipe's do), turning a sum of -0 values into +0
+  // where the scan's identity is -0. A float sum is -0 exactly when every term is -0, so a ballot
+  // of the terms that are not restores the sign (explicit shuffles and adds instead cost 3 us of
+  // 205 on a 64 Mi cumsum on an H200, and half the look-back's speed).
+  const exactZeros = s.op === "sum" && s.type === "f32";
+  if (s.subgroups && (s.op === "sum" || s.op === "prod")) {
+    lines.push(
+      `fn subgroup_total(v: ${t}, sg_size: u32) -> ${t} {`,
+      ...(exactZeros
+        ? [
+          "  let all_negative_zero = subgroupAll(bitcast<u32>(v) == 0x80000000u);",
+          "  return select(subgroupAdd(v), bitcast<f32>(0x80000000u), all_negative_zero);",
+        ]
+        : [`  return ${s.op === "sum" ? "subgroupAdd" : "subgroupMul"}(v);`]),
+      "}",
+    );
+  }
   if (s.subgroups) {
     // Inclusive scan within clusters of `width` lanes (a power of two dividing the subgroup).
     const ladder = [
@@ -351,7 +368,19 @@ export function generateScan(s: ScanSpec): string {
     ];
     lines.push(
       `fn cluster_scan(v: ${t}, lane: u32, width: u32, sg_size: u32) -> ${t} {`,
-      ...(s.op === "sum" ? ["  if (width == sg_size) { return subgroupInclusiveAdd(v); }"] : []),
+      ...(s.op === "sum" && !exactZeros
+        ? ["  if (width == sg_size) { return subgroupInclusiveAdd(v); }"]
+        : exactZeros
+        ? [
+          "  if (width == sg_size) {",
+          // Lanes up to this one holding anything but -0 (subgroups of at most 64).
+          "    let terms = subgroupBallot(bitcast<u32>(v) != 0x80000000u);",
+          "    let low = select(terms.x, terms.x & (0xffffffffu >> (31u - lane)), lane < 32u);",
+          "    let high = select(0u, terms.y & (0xffffffffu >> (63u - lane)), lane >= 32u);",
+          "    return select(bitcast<f32>(0x80000000u), subgroupInclusiveAdd(v), (low | high) != 0u);",
+          "  }",
+        ]
+        : []),
       ...ladder,
       "}",
     );
@@ -359,18 +388,14 @@ export function generateScan(s: ScanSpec): string {
       // Reduction over the whole subgroup in lane order: a higher lane is an earlier tile.
       lines.push(
         `fn ordered_reduce(v: ${t}, lane: u32, sg_size: u32) -> ${t} {`,
-        ...(s.op === "sum"
-          ? ["  return subgroupAdd(v);"]
-          : s.op === "prod"
-          ? ["  return subgroupMul(v);"]
-          : [
-            "  var r = v;",
-            "  for (var m = 1u; m < sg_size; m = m << 1u) {",
-            "    let other = subgroupShuffleXor(r, m);",
-            "    r = select(c1(other, r), c1(r, other), (lane & m) != 0u);",
-            "  }",
-            "  return r;",
-          ]),
+        ...(s.op === "sum" || s.op === "prod" ? ["  return subgroup_total(v, sg_size);"] : [
+          "  var r = v;",
+          "  for (var m = 1u; m < sg_size; m = m << 1u) {",
+          "    let other = subgroupShuffleXor(r, m);",
+          "    r = select(c1(other, r), c1(r, other), (lane & m) != 0u);",
+          "  }",
+          "  return r;",
+        ]),
         "}",
       );
     }
@@ -524,7 +549,7 @@ function loadFunction(s: ScanSpec): string {
 
 /**
  * A tile's total for the multipass scan's first pass, without scanning it: sums and products
- * fold each invocation's chunks, then the subgroup (`subgroupAdd`/`subgroupMul`), then the
+ * fold each invocation's chunks, then the subgroup (`subgroup_total`), then the
  * subgroups' partials in shared memory. Reading the tile costs the same as in `tileBlock`, but
  * the scan's ladders and barriers go (on an H200 this pass took 76 us for 64 Mi as a scan).
  * Max and min keep the scan's order, which decides ties between -0 and +0 and between NaNs.
@@ -537,8 +562,8 @@ function tileTotalBlock(s: ScanSpec, tile = "tile", alsoTotal: string[] = []): s
   return [
     ...tileLoads(s, tile),
     `let folded = ${folded};`,
-    `let part = ${s.op === "sum" ? "subgroupAdd" : "subgroupMul"}(` +
-    `(folded.x ${sign} folded.y) ${sign} (folded.z ${sign} folded.w));`,
+    "let part = subgroup_total(" +
+    `(folded.x ${sign} folded.y) ${sign} (folded.z ${sign} folded.w), sg_size);`,
     "if (sg_lane == 0u) { sh[lid / sg_size] = part; }",
     "workgroupBarrier();",
     "if (lid == 0u) {",
@@ -607,14 +632,11 @@ function groupPrefixSum(s: ScanSpec): string[] {
   return [
     // The tile scan's reads of `sh` come before these writes.
     "workgroupBarrier();",
-    `let part_total = ${s.op === "sum" ? "subgroupAdd" : "subgroupMul"}(part);`,
+    "let part_total = subgroup_total(part, sg_size);",
     "if (sg_lane == 0u) { sh[lid / sg_size] = part_total; }",
     "workgroupBarrier();",
     `var tile_prefix = ${id};`,
     `for (var k = 0u; k < ${s.workgroupSize}u / sg_size; k++) { tile_prefix = tile_prefix ${sign} sh[k]; }`,
-    // A row's first tile starts from the identity itself: a subgroup sum of -0 values may come
-    // out +0 (lavapipe's does), which would turn a leading -0 into +0.
-    `if (tile == 0u) { tile_prefix = ${id}; }`,
   ];
 }
 
