@@ -195,6 +195,20 @@ function shapes(): Shape[] {
         "128x128x16 t8x8 paired k": tile(128, 128, 16, 8, 8, { pairedK: true }),
         "128x128x8 t8x16": SQUARE["128x128x8 t8x16"],
         "128x128x8 t8x16 paired k": { ...SQUARE["128x128x8 t8x16"], pairedK: true },
+        "128x128x16 t8x8 repeated A": tile(128, 128, 16, 8, 8, { repeatedA: true }),
+        "128x128x16 t8x8 repeated A lanes 4": tile(128, 128, 16, 8, 8, {
+          repeatedA: true,
+          laneColumns: 4,
+        }),
+        "128x128x8 t8x16 repeated A": { ...SQUARE["128x128x8 t8x16"], repeatedA: true },
+        "128x128x16 t8x16 repeated A": tile(128, 128, 16, 8, 16, {
+          laneColumns: 2,
+          repeatedA: true,
+        }),
+        "128x128x16 t16x8 repeated A": tile(128, 128, 16, 16, 8, { repeatedA: true }),
+        "128x128x32 t8x8 repeated A": tile(128, 128, 32, 8, 8, { repeatedA: true }),
+        "64x128x16 t8x8 repeated A": tile(64, 128, 16, 8, 8, { repeatedA: true }),
+        "128x256x16 t8x8 repeated A": tile(128, 256, 16, 8, 8, { repeatedA: true }),
         "128x256x16 t8x8": tile(128, 256, 16, 8, 8),
         "128x128x16 t8x8 interleaved": tile(128, 128, 16, 8, 8, { sharedLayout: "interleaved" }),
         "128x128x32 t8x8": tile(128, 128, 32, 8, 8),
@@ -210,6 +224,17 @@ function shapes(): Shape[] {
       }),
       dtype: "float16",
       accumulate: "float16",
+    },
+    {
+      // A stored [K, M]: its tile loads are vec4 along M, stored to shared memory whole.
+      ...f32("4096^3 f16 acc16 transposeA", 4096, 4096, 4096, {
+        "128x128x16 t8x8": SQUARE["128x128x16 t8x8"],
+        "128x128x16 t8x8 repeated A": tile(128, 128, 16, 8, 8, { repeatedA: true }),
+        "128x128x8 t8x16 repeated A": { ...SQUARE["128x128x8 t8x16"], repeatedA: true },
+      }),
+      dtype: "float16",
+      accumulate: "float16",
+      transposeA: true,
     },
     { ...f32("linear 4096^3 bias+gelu", 4096, 4096, 4096, {}), linear: true },
     {

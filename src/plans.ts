@@ -672,6 +672,13 @@ export interface MatmulChoice {
    * pairing gains: off by default, kept as a variant for devices where it pays.
    */
   pairedK: boolean;
+  /**
+   * float16 accumulation with the "thread" layout (not with `pairedK`): A's values stored twice
+   * in shared memory, (a0, a0, a1, a1) per vector, so every product is a two-wide float16
+   * multiply-add of whole registers (`fma(a.xyxy, b, acc)`) with one accumulator per output, at
+   * the cost of twice A's shared reads.
+   */
+  repeatedA: boolean;
   /** Tile rows walked together so workgroups in flight share operands in L2 (1: row-major). */
   swizzle: number;
   /** vec4 global loads and stores where the layout allows (false forces scalar ones). */
@@ -773,6 +780,7 @@ export function planMatmul(
     prefetch: true,
     swizzle: 4,
     pairedK: false,
+    repeatedA: false,
     vectorLoads: true,
   };
   const tiles = half ? [MATMUL_HALF_LARGE, ...MATMUL_TILES.slice(1)] : MATMUL_TILES;
@@ -880,6 +888,7 @@ function checkMatmulChoice(caps: DeviceCaps | undefined, c: MatmulChoice, half: 
   if (c.variant !== "gemv" && shared > storage) {
     fail("tileK", `tiles within ${storage} bytes of workgroup storage`, `${shared} bytes`);
   }
+  if (c.pairedK && c.repeatedA) fail("repeatedA", "false with pairedK (two product forms)", true);
   if (c.sharedLayout !== "thread" && c.sharedLayout !== "interleaved") {
     fail("sharedLayout", '"thread" or "interleaved"', c.sharedLayout);
   }

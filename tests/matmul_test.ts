@@ -305,7 +305,7 @@ test("every plan variant gives the same product", async (device) => {
   row.dispose();
 });
 
-test("float16 accumulation in pairs of k gives the same product as one A value at a time", async (device) => {
+test("float16 accumulation in pairs of k or with A repeated gives the same product as one A value at a time", async (device) => {
   if (device === "gpu" && !gyre.runtime().caps?.shaderF16) return;
   const tiles: Partial<gyre.MatmulChoice>[] = [
     { variant: "tiled", tileM: 32, tileN: 32, tileK: 8, threadM: 4, threadN: 4 },
@@ -313,9 +313,9 @@ test("float16 accumulation in pairs of k gives the same product as one A value a
     { variant: "splitK", splitK: 3, tileM: 32, tileN: 64, tileK: 4, threadM: 4, threadN: 8 },
   ];
   // M x K x N in small integers (every partial sum an integer below 2048, exact in float16):
-  // multiples of 4 take vec4 loads (along k for A and for B stored [N, K], along N for B), the
-  // others scalar ones.
-  for (const [m, k, n] of [[37, 72, 48], [37, 70, 45]]) {
+  // multiples of 4 take vec4 loads (along k for A and for B stored [N, K], along N for B, along
+  // M for A stored [K, M]), the others scalar ones.
+  for (const [m, k, n] of [[37, 72, 48], [37, 70, 45], [40, 24, 20]]) {
     const a = gyre.tensor(Array.from({ length: m * k }, (_, i) => (i * 7) % 9 - 4), {
       device,
       shape: [m, k],
@@ -326,23 +326,27 @@ test("float16 accumulation in pairs of k gives the same product as one A value a
       shape: [k, n],
       dtype: "float16",
     });
-    const bT = b.transpose().realize();
+    // Stored transposed: B's loads then run along k, A's along M.
+    const bT = b.transpose().clone().realize();
+    const aT = a.transpose().clone().realize();
     const want = await values(gyre.matmul(a.cast("float32"), b.cast("float32")));
     try {
       for (const tile of tiles) {
-        for (const pairedK of [true, false]) {
-          gyre.setPlanOverride("matmul", { ...tile, pairedK });
-          const label = JSON.stringify({ m, k, n, ...tile, pairedK });
+        for (const form of [{ pairedK: true }, { repeatedA: true }, {}]) {
+          gyre.setPlanOverride("matmul", { ...tile, ...form });
+          const label = JSON.stringify({ m, k, n, ...tile, ...form });
           const options = { accumulate: "float16" as const };
           assert.deepEqual(await values(gyre.matmul(a, b, options)), want, label);
           const transposed = gyre.matmul(a, bT, { ...options, transposeB: true });
           assert.deepEqual(await values(transposed), want, `${label} transposeB`);
+          const viaA = gyre.matmul(aT, b, { ...options, transposeA: true });
+          assert.deepEqual(await values(viaA), want, `${label} transposeA`);
         }
       }
     } finally {
       gyre.setPlanOverride("matmul", null);
     }
-    for (const x of [a, b, bT]) x.dispose();
+    for (const x of [a, b, aT, bT]) x.dispose();
   }
 });
 
@@ -639,6 +643,16 @@ Deno.test("planMatmul: the rule's choices and what overrides may ask", () => {
     assert.equal(plan(h200, 64, 64, 64).variant, "tiled", "gemv needs M = 1 or N = 1");
     gyre.setPlanOverride("matmul", { threadM: 3 });
     assert.throws(() => plan(h200, 64, 64, 64), gyre.ValueError);
+    gyre.setPlanOverride("matmul", { pairedK: true, repeatedA: true });
+    assert.throws(() => plan(h200, 64, 64, 64), /matmul\.repeatedA/);
+    // A repeated doubles A's shared tile: double-buffered float16 128x128x32 tiles with 8x8
+    // per invocation take 32.5 KiB, and 48.5 KiB with A repeated, past an H200's 48.
+    const tile = { tileM: 128, tileN: 128, tileK: 32, threadM: 8, threadN: 8 };
+    const halfProblem = { dtype: "float16" as const, halfAccumulate: true };
+    gyre.setPlanOverride("matmul", tile);
+    assert.equal(plan(h200, 64, 64, 64, halfProblem).tileK, 32);
+    gyre.setPlanOverride("matmul", { ...tile, repeatedA: true });
+    assert.throws(() => plan(h200, 64, 64, 64, halfProblem), /48\.5 KiB|49664 bytes/);
     gyre.setPlanOverride("matmul", { variant: "splitK", splitK: 5 });
     assert.equal(plan(h200, 64, 64, 64).splitK, 5);
   } finally {

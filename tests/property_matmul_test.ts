@@ -50,6 +50,9 @@ const TILED: readonly (Partial<gyre.MatmulChoice> | null)[] = [
   // times four B values; with float32 math the option changes nothing.
   { variant: "tiled", tileM: 64, tileN: 64, tileK: 8, threadM: 8, threadN: 4, pairedK: true },
   { variant: "tiled", tileM: 64, tileN: 128, tileK: 16, threadM: 8, threadN: 8, pairedK: true },
+  // float16 accumulation with A's values stored twice (whole-register two-wide products).
+  { variant: "tiled", tileM: 64, tileN: 64, tileK: 8, threadM: 8, threadN: 4, repeatedA: true },
+  { variant: "tiled", tileM: 128, tileN: 64, tileK: 16, threadM: 16, threadN: 8, repeatedA: true },
   { variant: "tiled", tileM: 64, tileN: 32, tileK: 4, threadM: 8, threadN: 4, doubleBuffer: false },
   { variant: "tiled", tileM: 64, tileN: 128, tileK: 8, threadM: 8, threadN: 16, laneColumns: 16 },
   { variant: "tiled", tileM: 32, tileN: 32, tileK: 8, threadM: 4, threadN: 4, vectorLoads: false },

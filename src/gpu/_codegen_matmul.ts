@@ -105,6 +105,7 @@ export interface TiledSpec extends
     | "prefetch"
     | "swizzle"
     | "pairedK"
+    | "repeatedA"
   > {
   kind: "tiled";
   dtype: MatmulDType;
@@ -160,11 +161,11 @@ export function matmulKey(s: MatmulSpec): string {
     case "tiled":
       return `mm|${s.dtype}|${s.math}|${s.tileM}x${s.tileN}x${s.tileK}|${s.threadM}x${s.threadN}|l${s.laneColumns}|${
         s.doubleBuffer ? "db" : "sb"
-      }|${s.sharedLayout}${s.prefetch ? "|pf" : ""}${pairs(s) ? "|pk" : ""}|sw${s.swizzle}|${
-        loadKey("a", s.a)
-      }|${loadKey("b", s.b)}|${s.vectorStore ? "vs" : "ss"}|br${s.batchRank}${
-        s.split ? "|split" : ""
-      }${epi}`;
+      }|${s.sharedLayout}${s.prefetch ? "|pf" : ""}${pairs(s) ? "|pk" : ""}${
+        repeats(s) ? "|ra" : ""
+      }|sw${s.swizzle}|${loadKey("a", s.a)}|${loadKey("b", s.b)}|${
+        s.vectorStore ? "vs" : "ss"
+      }|br${s.batchRank}${s.split ? "|split" : ""}${epi}`;
     case "gemv":
       return `mv|${s.dtype}|${s.form}|${s.vec4 ? 4 : 1}|wg${s.workgroupSize}|w${s.width}|${
         s.subgroups ? "sg" : "sh"
@@ -341,10 +342,12 @@ export function generateMatmul(s: MatmulSpec): string {
 
 /** Shared memory bytes a tiled spec uses (checked against the device limit by the plan). */
 export function tiledSharedBytes(
-  s: Pick<
-    TiledSpec,
-    "tileM" | "tileN" | "tileK" | "threadM" | "threadN" | "doubleBuffer" | "math" | "sharedLayout"
-  >,
+  s:
+    & Pick<
+      TiledSpec,
+      "tileM" | "tileN" | "tileK" | "threadM" | "threadN" | "doubleBuffer" | "math" | "sharedLayout"
+    >
+    & Partial<Pick<TiledSpec, "pairedK" | "repeatedA">>,
 ): number {
   const element = s.math === "f16" ? 2 : 4;
   const buffers = s.doubleBuffer ? 2 : 1;
@@ -353,7 +356,8 @@ export function tiledSharedBytes(
   }
   const rows = (tile: number, thread: number, perK: number) =>
     (tile / thread) * threadRow(s.tileK * perK, tile / thread);
-  return (rows(s.tileM, s.threadM, s.threadM / 4) + rows(s.tileN, s.threadN, s.threadN / 4)) * 4 *
+  const aPerK = (s.threadM / 4) * (repeats(s) ? 2 : 1);
+  return (rows(s.tileM, s.threadM, aPerK) + rows(s.tileN, s.threadN, s.threadN / 4)) * 4 *
     element * buffers;
 }
 
@@ -378,8 +382,20 @@ export function tiledThreads(
  * Its shared vectors then hold two outer indices by two k each: (o, k), (o, k + 1), (o + 1, k),
  * (o + 1, k + 1), so that a product is `fma(a.xyxy, b, acc)` over whole registers.
  */
-function pairs(s: Pick<TiledSpec, "math" | "sharedLayout" | "pairedK">): boolean {
-  return s.math === "f16" && s.sharedLayout === "thread" && s.pairedK;
+function pairs(s: Pick<TiledSpec, "math" | "sharedLayout"> & { pairedK?: boolean }): boolean {
+  return s.math === "f16" && s.sharedLayout === "thread" && Boolean(s.pairedK);
+}
+
+/**
+ * Whether a tiled spec stores each A value twice (`repeatedA`; float16 accumulation, "thread"
+ * layout, not with `pairedK`). A's shared vectors then hold two rows at one k as (a0, a0, a1, a1),
+ * so that a product is `fma(a.xyxy, b, acc)` (or `.zwzw`) over whole registers, one output per
+ * lane as in the default form.
+ */
+function repeats(
+  s: Pick<TiledSpec, "math" | "sharedLayout"> & { pairedK?: boolean; repeatedA?: boolean },
+): boolean {
+  return s.math === "f16" && s.sharedLayout === "thread" && Boolean(s.repeatedA) && !pairs(s);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -486,7 +502,7 @@ function generateTiled(s: TiledSpec): string {
     ...(s.sharedLayout === "thread"
       ? [
         `var<workgroup> a_tile: array<array<vec4<${T}>, ${
-          threadRow(s.tileK * (s.threadM / 4), threadsM)
+          threadRow(s.tileK * (s.threadM / 4) * (repeats(s) ? 2 : 1), threadsM)
         }>, ${threadsM * buffers}>;`,
         `var<workgroup> b_tile: array<array<vec4<${T}>, ${
           threadRow(s.tileK * (s.threadN / 4), threadsN)
@@ -721,7 +737,10 @@ function operandLoads(s: TiledSpec, o: OperandNames, threads: number) {
   };
   const thread = s.sharedLayout === "thread";
   const paired = pairs(s);
+  const repeated = o.x === "a" && repeats(s);
   const groups = o.thread / 4;
+  // Vectors per k in an invocation's row ("thread" layout): two per group of four repeated rows.
+  const perK = repeated ? 2 * groups : groups;
   const put = (buffer: string, sharedWords: number) => {
     const out: string[] = [];
     // "interleaved": one flat array, buffers `sharedWords` apart; "thread": rows, buffers
@@ -733,7 +752,7 @@ function operandLoads(s: TiledSpec, o: OperandNames, threads: number) {
       const slot = `${o.x}_slot${i}${offset ? ` + ${offset}u` : ""}`;
       return thread ? `${o.shared}[${row}${i}][${slot}]` : `${o.shared}[${base}${slot}]`;
     };
-    const at = (i: number, j: number) => vectorAt(i, j * (thread ? groups : o.tile / 4));
+    const at = (i: number, j: number) => vectorAt(i, j * (thread ? perK : o.tile / 4));
     for (let i = 0; i < count; i++) {
       const guard = i === count - 1 && lastActive < threads ? `if (lid < ${lastActive}u) ` : "";
       const v = `${o.x}_reg${i}`;
@@ -749,6 +768,17 @@ function operandLoads(s: TiledSpec, o: OperandNames, threads: number) {
         const writes = o.load.vec4
           ? [0, 1, 2, 3].map((j) => `${place(j)} = ${v}[${j}];`)
           : [`${at(i, 0)}[${o.x}_lane${i}] = ${v};`];
+        out.push(`${guard}{ ${writes.join(" ")} }`);
+      } else if (repeated) {
+        // Each value in two lanes: a vec4 along the outer axis (four rows at one k) fills two
+        // vectors whole; otherwise lanes `lane` and `lane + 1` of its pair's vector.
+        const twice = (target: string, value: string) =>
+          `${target}[${o.x}_lane${i}] = ${value}; ${target}[${o.x}_lane${i} + 1u] = ${value};`;
+        const writes = !o.load.vec4
+          ? [twice(at(i, 0), v)]
+          : o.load.along === "outer"
+          ? [`${vectorAt(i, 0)} = ${v}.xxyy;`, `${vectorAt(i, 1)} = ${v}.zzww;`]
+          : [0, 1, 2, 3].map((j) => twice(at(i, j), `${v}[${j}]`));
         out.push(`${guard}{ ${writes.join(" ")} }`);
       } else if (o.load.vec4 && o.load.along === "outer") {
         out.push(`${guard}{ ${at(i, 0)} = ${v}; }`);
@@ -817,6 +847,18 @@ function operandLoads(s: TiledSpec, o: OperandNames, threads: number) {
             : `(${o4} % 2u) * 2u + ${o.x}_k${i} % 2u`
         };`,
       );
+    } else if (repeated) {
+      // Repeated A: rows 4g .. 4g + 3 of group g at k sit in vectors k * perK + 2g (rows 4g,
+      // 4g + 1) and 2g + 1, each value in lanes (row % 2) * 2 and the next.
+      const o4 = `${o.x}_o${i}`;
+      const vectorOuter = o.load.vec4 && o.load.along === "outer";
+      setup.push(
+        `  let ${o.x}_owner${i} = (${o4} / 4u) % ${o.threads}u;`,
+        `  let ${o.x}_slot${i} = ${o.x}_k${i} * ${perK}u + ((${o4} / 4u) / ${o.threads}u) * 2u${
+          vectorOuter ? "" : ` + (${o4} % 4u) / 2u`
+        };`,
+        ...(vectorOuter ? [] : [`  let ${o.x}_lane${i} = (${o4} % 2u) * 2u;`]),
+      );
     } else if (thread) {
       setup.push(
         `  let ${o.x}_owner${i} = (${o.x}_o${i} / 4u) % ${o.threads}u;`,
@@ -825,7 +867,7 @@ function operandLoads(s: TiledSpec, o: OperandNames, threads: number) {
     } else {
       setup.push(`  let ${o.x}_slot${i} = ${o.x}_k${i} * ${o.tile / 4}u + ${o.x}_o${i} / 4u;`);
     }
-    if (!paired && !(o.load.vec4 && o.load.along === "outer")) {
+    if (!paired && !repeated && !(o.load.vec4 && o.load.along === "outer")) {
       setup.push(`  let ${o.x}_lane${i} = ${o.x}_o${i} % 4u;`);
     }
   }
@@ -850,10 +892,18 @@ function computeStep(
     : [`let a_read = buffer * ${aWords}u + ty;`, `let b_read = buffer * ${bWords}u + tx;`];
   const groupsM = s.threadM / 4;
   const groupsN = s.threadN / 4;
-  // Fragment registers of step kk are named a<kk>_<c> and b<kk>_<d>.
+  const repeated = repeats(s);
+  // Fragment registers of step kk are named a<kk>_<c> (repeated A: a<kk>_<c>_<half>) and
+  // b<kk>_<d>.
   const loads = (kk: number) => {
     const lines: string[] = [];
     for (let c = 0; c < groupsM; c++) {
+      if (repeated) {
+        for (let h = 0; h < 2; h++) {
+          lines.push(`let a${kk}_${c}_${h} = (*a_frag)[${(kk * groupsM + c) * 2 + h}];`);
+        }
+        continue;
+      }
       lines.push(
         thread
           ? `let a${kk}_${c} = (*a_frag)[${kk * groupsM + c}];`
@@ -879,6 +929,10 @@ function computeStep(
           lines.push(
             T === "i32"
               ? `${acc} = ${acc} + vec4<i32>(${lane}) * b${kk}_${d};`
+              : repeated
+              ? `${acc} = fma(a${kk}_${c}_${i >> 1}.${
+                i % 2 ? "zwzw" : "xyxy"
+              }, b${kk}_${d}, ${acc});`
               : `${acc} = fma(vec4<${T}>(${lane}), b${kk}_${d}, ${acc});`,
           );
         }

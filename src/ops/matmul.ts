@@ -658,6 +658,7 @@ function runGpu(
     prefetch: choice.prefetch,
     swizzle: choice.swizzle,
     pairedK: choice.pairedK,
+    repeatedA: choice.repeatedA,
     a: loadOf(x.a, x.aPrologue, r, m),
     b: loadOf(x.b, x.bPrologue, r + 1, n),
     vectorStore: choice.vectorLoads && n % 4 === 0,
