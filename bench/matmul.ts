@@ -201,6 +201,19 @@ function shapes(): Shape[] {
           laneColumns: 4,
         }),
         "128x128x8 t8x16 repeated A": { ...SQUARE["128x128x8 t8x16"], repeatedA: true },
+        "128x128x8 t8x16 repeated A lanes 4": tile(128, 128, 8, 8, 16, {
+          laneColumns: 4,
+          repeatedA: true,
+        }),
+        "128x128x8 t8x16 repeated A swizzle 8": tile(128, 128, 8, 8, 16, {
+          laneColumns: 2,
+          swizzle: 8,
+          repeatedA: true,
+        }),
+        "128x256x8 t8x16 repeated A": tile(128, 256, 8, 8, 16, {
+          laneColumns: 2,
+          repeatedA: true,
+        }),
         "128x128x16 t8x16 repeated A": tile(128, 128, 16, 8, 16, {
           laneColumns: 2,
           repeatedA: true,
@@ -231,6 +244,14 @@ function shapes(): Shape[] {
         "128x128x16 t8x8": SQUARE["128x128x16 t8x8"],
         "128x128x16 t8x8 repeated A": tile(128, 128, 16, 8, 8, { repeatedA: true }),
         "128x128x8 t8x16 repeated A": { ...SQUARE["128x128x8 t8x16"], repeatedA: true },
+        "128x128x8 t8x16 repeated A lanes 4": tile(128, 128, 8, 8, 16, {
+          laneColumns: 4,
+          repeatedA: true,
+        }),
+        "128x256x8 t8x16 repeated A": tile(128, 256, 8, 8, 16, {
+          laneColumns: 2,
+          repeatedA: true,
+        }),
       }),
       dtype: "float16",
       accumulate: "float16",

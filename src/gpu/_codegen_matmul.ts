@@ -741,6 +741,10 @@ function operandLoads(s: TiledSpec, o: OperandNames, threads: number) {
   const groups = o.thread / 4;
   // Vectors per k in an invocation's row ("thread" layout): two per group of four repeated rows.
   const perK = repeated ? 2 * groups : groups;
+  // Repeated A loaded along k: an invocation's loads 2j and 2j + 1 take rows 2r and 2r + 1 at
+  // the same k, so each k's vector (a0, a0, a1, a1) is stored whole rather than lane by lane
+  // (on an H200 the lane stores cost a third of the product's speed).
+  const rowPairs = repeated && o.load.along === "k" && count % 2 === 0 && lastActive === threads;
   const put = (buffer: string, sharedWords: number) => {
     const out: string[] = [];
     // "interleaved": one flat array, buffers `sharedWords` apart; "thread": rows, buffers
@@ -774,7 +778,15 @@ function operandLoads(s: TiledSpec, o: OperandNames, threads: number) {
         // vectors whole; otherwise lanes `lane` and `lane + 1` of its pair's vector.
         const twice = (target: string, value: string) =>
           `${target}[${o.x}_lane${i}] = ${value}; ${target}[${o.x}_lane${i} + 1u] = ${value};`;
-        const writes = !o.load.vec4
+        const pair = `${o.x}_reg${i + 1}`;
+        const whole = (j: number) => {
+          const [x, y] = o.load.vec4 ? [`${v}[${j}]`, `${pair}[${j}]`] : [v, pair];
+          return `${at(i, j)} = vec4<${T}>(${x}, ${x}, ${y}, ${y});`;
+        };
+        if (rowPairs && i % 2) continue;
+        const writes = rowPairs
+          ? (o.load.vec4 ? [0, 1, 2, 3] : [0]).map(whole)
+          : !o.load.vec4
           ? [twice(at(i, 0), v)]
           : o.load.along === "outer"
           ? [`${vectorAt(i, 0)} = ${v}.xxyy;`, `${vectorAt(i, 1)} = ${v}.zzww;`]
@@ -793,12 +805,12 @@ function operandLoads(s: TiledSpec, o: OperandNames, threads: number) {
     return out;
   };
   for (let i = 0; i < count; i++) {
-    const idx = `lid + ${i * threads}u`;
+    const idx = `lid + ${(rowPairs ? i >> 1 : i) * threads}u`;
     let outer: string, k: string;
     if (o.load.along === "k") {
       // Consecutive invocations walk K (the contiguous axis) first.
       const perRow = o.load.vec4 ? tk / 4 : tk;
-      outer = `(${idx}) / ${perRow}u`;
+      outer = rowPairs ? `2u * ((${idx}) / ${perRow}u) + ${i % 2}u` : `(${idx}) / ${perRow}u`;
       k = o.load.vec4 ? `((${idx}) % ${perRow}u) * 4u` : `(${idx}) % ${perRow}u`;
     } else {
       const perRow = o.load.vec4 ? o.tile / 4 : o.tile;
