@@ -156,12 +156,6 @@ function shapes(): Shape[] {
       "128x128x8 t8x16 swizzle 16": tile(128, 128, 8, 8, 16, { laneColumns: 2, swizzle: 16 }),
       "128x128x8 t8x16 lanes 4": tile(128, 128, 8, 8, 16, { laneColumns: 4 }),
       "64x128x8 t8x16": tile(64, 128, 8, 8, 16, { laneColumns: 2 }),
-      "128x128x16 t8x16 k blocks 2": tile(128, 128, 16, 8, 16, { laneColumns: 2, kBlocks: 2 }),
-      "128x128x32 t8x16 k blocks 4 single buffer": tile(128, 128, 32, 8, 16, {
-        laneColumns: 2,
-        kBlocks: 4,
-        doubleBuffer: false,
-      }),
     }),
     // Workgroups of 256 invocations with the same 8 x 16 register block: fewer global loads per
     // multiply-add than 128 x 128 tiles.
@@ -192,7 +186,6 @@ function shapes(): Shape[] {
       ...f32("4096^3 f16", 4096, 4096, 4096, {
         "128x128x8 t8x16": SQUARE["128x128x8 t8x16"],
         "128x128x16 t8x8": SQUARE["128x128x16 t8x8"],
-        "128x128x16 t8x16 k blocks 2": tile(128, 128, 16, 8, 16, { laneColumns: 2, kBlocks: 2 }),
       }),
       dtype: "float16",
     },
@@ -225,18 +218,6 @@ function shapes(): Shape[] {
           laneColumns: 2,
           repeatedA: true,
         }),
-        "128x128x16 t8x16 repeated A k blocks 2": tile(128, 128, 16, 8, 16, {
-          laneColumns: 2,
-          repeatedA: true,
-          kBlocks: 2,
-        }),
-        "128x128x32 t8x16 repeated A k blocks 4": tile(128, 128, 32, 8, 16, {
-          laneColumns: 2,
-          repeatedA: true,
-          kBlocks: 4,
-        }),
-        "128x128x16 t8x16 k blocks 2": tile(128, 128, 16, 8, 16, { laneColumns: 2, kBlocks: 2 }),
-        "128x128x32 t8x8 k blocks 2": tile(128, 128, 32, 8, 8, { kBlocks: 2 }),
         "128x128x16 t16x8 repeated A": tile(128, 128, 16, 16, 8, { repeatedA: true }),
         "128x128x32 t8x8 repeated A": tile(128, 128, 32, 8, 8, { repeatedA: true }),
         "64x128x16 t8x8 repeated A": tile(64, 128, 16, 8, 8, { repeatedA: true }),
@@ -270,11 +251,6 @@ function shapes(): Shape[] {
         "128x256x8 t8x16 repeated A": tile(128, 256, 8, 8, 16, {
           laneColumns: 2,
           repeatedA: true,
-        }),
-        "128x128x16 t8x16 repeated A k blocks 2": tile(128, 128, 16, 8, 16, {
-          laneColumns: 2,
-          repeatedA: true,
-          kBlocks: 2,
         }),
       }),
       dtype: "float16",

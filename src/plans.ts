@@ -679,14 +679,6 @@ export interface MatmulChoice {
    * the cost of twice A's shared reads.
    */
   repeatedA: boolean;
-  /**
-   * Blocks of each K step (a power of two, tileK / kBlocks at least 4): the inner products are
-   * unrolled over one block and run in a loop over the blocks. A long K step then costs no more
-   * code than a short one (fully unrolled, 128x128x16 tiles with 8x16 per invocation measured
-   * 21-27 TFLOP/s against 39-56 for 128x128x8, past what the instruction cache holds), while
-   * its global loads read longer runs of each row: 16 float16 values are one 32-byte sector.
-   */
-  kBlocks: number;
   /** Tile rows walked together so workgroups in flight share operands in L2 (1: row-major). */
   swizzle: number;
   /** vec4 global loads and stores where the layout allows (false forces scalar ones). */
@@ -789,7 +781,6 @@ export function planMatmul(
     swizzle: 4,
     pairedK: false,
     repeatedA: false,
-    kBlocks: 1,
     vectorLoads: true,
   };
   const tiles = half ? [MATMUL_HALF_LARGE, ...MATMUL_TILES.slice(1)] : MATMUL_TILES;
@@ -898,9 +889,6 @@ function checkMatmulChoice(caps: DeviceCaps | undefined, c: MatmulChoice, half: 
     fail("tileK", `tiles within ${storage} bytes of workgroup storage`, `${shared} bytes`);
   }
   if (c.pairedK && c.repeatedA) fail("repeatedA", "false with pairedK (two product forms)", true);
-  if (!pow2(c.kBlocks) || c.tileK / c.kBlocks < 4) {
-    fail("kBlocks", "a power of two with tileK / kBlocks >= 4", c.kBlocks);
-  }
   if (c.sharedLayout !== "thread" && c.sharedLayout !== "interleaved") {
     fail("sharedLayout", '"thread" or "interleaved"', c.sharedLayout);
   }

@@ -310,7 +310,6 @@ test("float16 accumulation in pairs of k or with A repeated gives the same produ
   const tiles: Partial<gyre.MatmulChoice>[] = [
     { variant: "tiled", tileM: 32, tileN: 32, tileK: 8, threadM: 4, threadN: 4 },
     { variant: "tiled", tileM: 64, tileN: 64, tileK: 16, threadM: 8, threadN: 8 },
-    { variant: "tiled", tileM: 64, tileN: 64, tileK: 16, threadM: 8, threadN: 8, kBlocks: 2 },
     { variant: "splitK", splitK: 3, tileM: 32, tileN: 64, tileK: 4, threadM: 4, threadN: 8 },
   ];
   // M x K x N in small integers (every partial sum an integer below 2048, exact in float16):
@@ -646,10 +645,6 @@ Deno.test("planMatmul: the rule's choices and what overrides may ask", () => {
     assert.throws(() => plan(h200, 64, 64, 64), gyre.ValueError);
     gyre.setPlanOverride("matmul", { pairedK: true, repeatedA: true });
     assert.throws(() => plan(h200, 64, 64, 64), /matmul\.repeatedA/);
-    gyre.setPlanOverride("matmul", { tileK: 8, kBlocks: 4 });
-    assert.throws(() => plan(h200, 64, 64, 64), /matmul\.kBlocks/);
-    gyre.setPlanOverride("matmul", { tileK: 16, kBlocks: 3 });
-    assert.throws(() => plan(h200, 64, 64, 64), /matmul\.kBlocks/);
     // A repeated doubles A's shared tile: double-buffered float16 128x128x32 tiles with 8x8
     // per invocation take 32.5 KiB, and 48.5 KiB with A repeated, past an H200's 48.
     const tile = { tileM: 128, tileN: 128, tileK: 32, threadM: 8, threadN: 8 };

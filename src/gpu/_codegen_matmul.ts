@@ -106,7 +106,6 @@ export interface TiledSpec extends
     | "swizzle"
     | "pairedK"
     | "repeatedA"
-    | "kBlocks"
   > {
   kind: "tiled";
   dtype: MatmulDType;
@@ -164,9 +163,9 @@ export function matmulKey(s: MatmulSpec): string {
         s.doubleBuffer ? "db" : "sb"
       }|${s.sharedLayout}${s.prefetch ? "|pf" : ""}${pairs(s) ? "|pk" : ""}${
         repeats(s) ? "|ra" : ""
-      }${s.kBlocks > 1 ? `|kb${s.kBlocks}` : ""}|sw${s.swizzle}|${loadKey("a", s.a)}|${
-        loadKey("b", s.b)
-      }|${s.vectorStore ? "vs" : "ss"}|br${s.batchRank}${s.split ? "|split" : ""}${epi}`;
+      }|sw${s.swizzle}|${loadKey("a", s.a)}|${loadKey("b", s.b)}|${
+        s.vectorStore ? "vs" : "ss"
+      }|br${s.batchRank}${s.split ? "|split" : ""}${epi}`;
     case "gemv":
       return `mv|${s.dtype}|${s.form}|${s.vec4 ? 4 : 1}|wg${s.workgroupSize}|w${s.width}|${
         s.subgroups ? "sg" : "sh"
@@ -363,35 +362,6 @@ export function tiledSharedBytes(
 }
 
 /**
- * The declaration of a "thread" layout tile `<x>_tile` of `rows` rows (times the buffers) of
- * `fragments` vectors each. With `kBlocks` > 1 a row is a struct holding the blocks as arrays of
- * their own (`.blocks[block]`), so that the inner loop takes a pointer to one block and still
- * reads it at constant indices, and the padding vector (see {@link threadRow}) as a field.
- */
-function threadTile(
-  s: Pick<TiledSpec, "math" | "kBlocks" | "doubleBuffer">,
-  x: string,
-  fragments: number,
-  rows: number,
-): string[] {
-  const vector = `vec4<${s.math}>`;
-  const count = rows * (s.doubleBuffer ? 2 : 1);
-  if (s.kBlocks === 1) {
-    return [
-      `var<workgroup> ${x}_tile: array<array<${vector}, ${threadRow(fragments, rows)}>, ${count}>;`,
-    ];
-  }
-  const name = `${x.toUpperCase()}TileRow`;
-  const pad = threadRow(fragments, rows) > fragments ? ` pad: ${vector},` : "";
-  return [
-    `struct ${name} { blocks: array<array<${vector}, ${
-      fragments / s.kBlocks
-    }>, ${s.kBlocks}>,${pad} }`,
-    `var<workgroup> ${x}_tile: array<${name}, ${count}>;`,
-  ];
-}
-
-/**
  * vec4s in one invocation's row of a "thread" layout tile: its fragments for every k, plus one of
  * padding when several rows exist, so that rows start in different banks (an odd count of 16-byte
  * vectors puts eight consecutive rows in eight different 16-byte bank groups).
@@ -531,8 +501,12 @@ function generateTiled(s: TiledSpec): string {
   lines.push(
     ...(s.sharedLayout === "thread"
       ? [
-        ...threadTile(s, "a", s.tileK * (s.threadM / 4) * (repeats(s) ? 2 : 1), threadsM),
-        ...threadTile(s, "b", s.tileK * (s.threadN / 4), threadsN),
+        `var<workgroup> a_tile: array<array<vec4<${T}>, ${
+          threadRow(s.tileK * (s.threadM / 4) * (repeats(s) ? 2 : 1), threadsM)
+        }>, ${threadsM * buffers}>;`,
+        `var<workgroup> b_tile: array<array<vec4<${T}>, ${
+          threadRow(s.tileK * (s.threadN / 4), threadsN)
+        }>, ${threadsN * buffers}>;`,
       ]
       : [
         `var<workgroup> a_tile: array<vec4<${T}>, ${aWords * buffers}>;`,
@@ -771,12 +745,6 @@ function operandLoads(s: TiledSpec, o: OperandNames, threads: number) {
   // the same k, so each k's vector (a0, a0, a1, a1) is stored whole rather than lane by lane
   // (on an H200 the lane stores cost a third of the product's speed).
   const rowPairs = repeated && o.load.along === "k" && count % 2 === 0 && lastActive === threads;
-  // "thread" layout in K blocks: a slot is computed over the whole row (`<x>_at<i>`), then split
-  // into a block and a slot within it; the vectors of one load (up to four k on) share its block,
-  // as a block spans a multiple of four k.
-  const blocked = thread && s.kBlocks > 1;
-  const blockVectors = (s.tileK / s.kBlocks) * perK;
-  const slot = (i: number) => `${o.x}_${blocked ? "at" : "slot"}${i}`;
   const put = (buffer: string, sharedWords: number) => {
     const out: string[] = [];
     // "interleaved": one flat array, buffers `sharedWords` apart; "thread": rows, buffers
@@ -786,8 +754,7 @@ function operandLoads(s: TiledSpec, o: OperandNames, threads: number) {
     // The vector `offset` vectors past load i's slot, and the one of k row j of load i.
     const vectorAt = (i: number, offset: number) => {
       const slot = `${o.x}_slot${i}${offset ? ` + ${offset}u` : ""}`;
-      const block = blocked ? `.blocks[${o.x}_block${i}]` : "";
-      return thread ? `${o.shared}[${row}${i}]${block}[${slot}]` : `${o.shared}[${base}${slot}]`;
+      return thread ? `${o.shared}[${row}${i}][${slot}]` : `${o.shared}[${base}${slot}]`;
     };
     const at = (i: number, j: number) => vectorAt(i, j * (thread ? perK : o.tile / 4));
     for (let i = 0; i < count; i++) {
@@ -883,7 +850,7 @@ function operandLoads(s: TiledSpec, o: OperandNames, threads: number) {
       const vectorOuter = o.load.vec4 && o.load.along === "outer";
       setup.push(
         `  let ${o.x}_owner${i} = (${o4} / 4u) % ${o.threads}u;`,
-        `  let ${slot(i)} = ${pair}${vectorOuter ? "" : ` + (${o4} % 4u) / 2u`};`,
+        `  let ${o.x}_slot${i} = ${pair}${vectorOuter ? "" : ` + (${o4} % 4u) / 2u`};`,
         `  let ${o.x}_lane${i} = ${
           vectorOuter
             ? `${o.x}_k${i} % 2u`
@@ -899,7 +866,7 @@ function operandLoads(s: TiledSpec, o: OperandNames, threads: number) {
       const vectorOuter = o.load.vec4 && o.load.along === "outer";
       setup.push(
         `  let ${o.x}_owner${i} = (${o4} / 4u) % ${o.threads}u;`,
-        `  let ${slot(i)} = ${o.x}_k${i} * ${perK}u + ((${o4} / 4u) / ${o.threads}u) * 2u${
+        `  let ${o.x}_slot${i} = ${o.x}_k${i} * ${perK}u + ((${o4} / 4u) / ${o.threads}u) * 2u${
           vectorOuter ? "" : ` + (${o4} % 4u) / 2u`
         };`,
         ...(vectorOuter ? [] : [`  let ${o.x}_lane${i} = (${o4} % 2u) * 2u;`]),
@@ -907,16 +874,10 @@ function operandLoads(s: TiledSpec, o: OperandNames, threads: number) {
     } else if (thread) {
       setup.push(
         `  let ${o.x}_owner${i} = (${o.x}_o${i} / 4u) % ${o.threads}u;`,
-        `  let ${slot(i)} = ${o.x}_k${i} * ${groups}u + (${o.x}_o${i} / 4u) / ${o.threads}u;`,
+        `  let ${o.x}_slot${i} = ${o.x}_k${i} * ${groups}u + (${o.x}_o${i} / 4u) / ${o.threads}u;`,
       );
     } else {
       setup.push(`  let ${o.x}_slot${i} = ${o.x}_k${i} * ${o.tile / 4}u + ${o.x}_o${i} / 4u;`);
-    }
-    if (blocked) {
-      setup.push(
-        `  let ${o.x}_block${i} = ${o.x}_at${i} / ${blockVectors}u;`,
-        `  let ${o.x}_slot${i} = ${o.x}_at${i} % ${blockVectors}u;`,
-      );
     }
     if (!paired && !repeated && !(o.load.vec4 && o.load.along === "outer")) {
       setup.push(`  let ${o.x}_lane${i} = ${o.x}_o${i} % 4u;`);
@@ -925,10 +886,7 @@ function operandLoads(s: TiledSpec, o: OperandNames, threads: number) {
   return { setup, fetch, put };
 }
 
-/**
- * One K step's inner products, fully unrolled over tileK (or over one of `kBlocks` blocks of it,
- * in a loop over the blocks), threadM and threadN / 4.
- */
+/** One K step's inner products, fully unrolled over tileK, threadM and threadN / 4. */
 function computeStep(
   s: TiledSpec,
   threadsM: number,
@@ -938,20 +896,12 @@ function computeStep(
 ): string[] {
   const T = s.math;
   const thread = s.sharedLayout === "thread";
-  const blocks = s.kBlocks;
-  const unrolled = s.tileK / blocks;
-  // K blocks: the unrolled code covers one block and runs in a loop over them.
-  const block = blocks > 1 ? (thread ? ".blocks[block]" : "") : "";
-  const blockOffset = (words: number) => (blocks > 1 ? ` + block * ${words / blocks}u` : "");
   const out: string[] = thread
     ? [
-      `let a_frag = &a_tile[buffer * ${threadsM}u + ty]${block};`,
-      `let b_frag = &b_tile[buffer * ${threadsN}u + tx]${block};`,
+      `let a_frag = &a_tile[buffer * ${threadsM}u + ty];`,
+      `let b_frag = &b_tile[buffer * ${threadsN}u + tx];`,
     ]
-    : [
-      `let a_read = buffer * ${aWords}u + ty${blockOffset(aWords)};`,
-      `let b_read = buffer * ${bWords}u + tx${blockOffset(bWords)};`,
-    ];
+    : [`let a_read = buffer * ${aWords}u + ty;`, `let b_read = buffer * ${bWords}u + tx;`];
   const groupsM = s.threadM / 4;
   const groupsN = s.threadN / 4;
   const repeated = repeats(s);
@@ -1002,7 +952,7 @@ function computeStep(
     }
     return lines;
   };
-  const inner = pairs(s) ? pairedStep(s, unrolled) : { steps: unrolled, loads, products };
+  const inner = pairs(s) ? pairedStep(s) : { steps: s.tileK, loads, products };
   // With `prefetch`, step j + 1's fragments are read before step j's products, so shared memory
   // latency overlaps arithmetic within one invocation.
   if (s.prefetch) out.push(...inner.loads(0));
@@ -1012,8 +962,7 @@ function computeStep(
       out.push(inner.products(j).join(" "));
     } else out.push([...inner.loads(j), ...inner.products(j)].join(" "));
   }
-  if (blocks === 1) return out;
-  return [`for (var block = 0u; block < ${blocks}u; block++) {`, ...out.map((l) => `  ${l}`), "}"];
+  return out;
 }
 
 /** One K step's fragment reads and products, in `steps` sub-steps (each k, or pairs of k). */
@@ -1029,7 +978,7 @@ interface InnerSteps {
  * two-wide multiply-add per vector: row (half * 2 + ra)'s pair `.xyxy` or `.zwzw` times B's
  * vector of two columns by two k.
  */
-function pairedStep(s: TiledSpec, unrolled: number): InnerSteps {
+function pairedStep(s: TiledSpec): InnerSteps {
   const groupsM = s.threadM / 4;
   const groupsN = s.threadN / 4;
   const loads = (kp: number) => {
@@ -1061,7 +1010,7 @@ function pairedStep(s: TiledSpec, unrolled: number): InnerSteps {
     }
     return lines;
   };
-  return { steps: unrolled / 2, loads, products };
+  return { steps: s.tileK / 2, loads, products };
 }
 
 function tiledEpilogue(s: TiledSpec, threadsM: number, threadsN: number): string[] {

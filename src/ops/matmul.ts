@@ -659,7 +659,6 @@ function runGpu(
     swizzle: choice.swizzle,
     pairedK: choice.pairedK,
     repeatedA: choice.repeatedA,
-    kBlocks: choice.kBlocks,
     a: loadOf(x.a, x.aPrologue, r, m),
     b: loadOf(x.b, x.bPrologue, r + 1, n),
     vectorStore: choice.vectorLoads && n % 4 === 0,
