@@ -676,7 +676,10 @@ export interface MatmulChoice {
    * float16 accumulation with the "thread" layout (not with `pairedK`): A's values stored twice
    * in shared memory, (a0, a0, a1, a1) per vector, so every product is a two-wide float16
    * multiply-add of whole registers (`fma(a.xyxy, b, acc)`) with one accumulator per output, at
-   * the cost of twice A's shared reads.
+   * the cost of twice A's shared reads. On an H200 at 4096^3 with 128x128x8 tiles and 8x16 per
+   * invocation: 55.5-56.1 TFLOP/s with A stored [K, M], against 52.8-53.0 for the best tile
+   * without it; 48.9-54.1 across runs with A row-major; 34-42 with 8x8 per invocation, where A's
+   * doubled reads outweigh the pairing. The rule takes it for A stored [K, M].
    */
   repeatedA: boolean;
   /** Tile rows walked together so workgroups in flight share operands in L2 (1: row-major). */
@@ -701,10 +704,9 @@ export interface MatmulChoice {
 let matmulOverride: Partial<MatmulChoice> | null = null;
 
 /** A tile configuration the matmul rule chooses among. */
-type MatmulTile = Pick<
-  MatmulChoice,
-  "tileM" | "tileN" | "tileK" | "threadM" | "threadN" | "laneColumns"
->;
+type MatmulTile =
+  & Pick<MatmulChoice, "tileM" | "tileN" | "tileK" | "threadM" | "threadN" | "laneColumns">
+  & Partial<Pick<MatmulChoice, "repeatedA">>;
 
 /**
  * The rule's tiles, largest first. Measured on an H200 (float32 TFLOP/s, bench/results/matmul-*):
@@ -723,8 +725,11 @@ const MATMUL_TILES: readonly MatmulTile[] = [
 ];
 
 /**
- * With float16 accumulation the large tile is 128x128x16 with 8x8 (51.8 TFLOP/s at 4096^3 on an
- * H200; 8x16: 46-48, where float32 prefers it; 128x256: 46-50).
+ * With float16 accumulation the large tile is 128x128x16 with 8x8 (51.8-52.1 TFLOP/s at 4096^3
+ * on an H200; 8x16: 46-48, where float32 prefers it; 128x256: 46-50). With A stored [K, M]
+ * (M contiguous) it is 128x128x8 with 8x16 and A repeated (55.5-56.1 against 52.8-53.0). With A
+ * row-major the same tile measured 48.9 in one run and 54.1 in another (its global reads of A
+ * are 16 bytes per row, half a 32-byte sector), so there the 8x8 tile stays.
  */
 const MATMUL_HALF_LARGE: MatmulTile = {
   tileM: 128,
@@ -734,6 +739,7 @@ const MATMUL_HALF_LARGE: MatmulTile = {
   threadN: 8,
   laneColumns: 8,
 };
+const MATMUL_HALF_COLUMNS_LARGE: MatmulTile = { ...MATMUL_TILES[0], repeatedA: true };
 
 /** Workgroups that keep a large GPU busy (132 SMs, about two each); software adapters need few. */
 const MATMUL_BUSY = 256;
@@ -783,8 +789,9 @@ export function planMatmul(
     repeatedA: false,
     vectorLoads: true,
   };
-  const tiles = half ? [MATMUL_HALF_LARGE, ...MATMUL_TILES.slice(1)] : MATMUL_TILES;
-  const fits = (t: MatmulTile) => matmulFits(caps, { ...t, ...defaults }, half);
+  const halfLarge = problem.transposeA ? MATMUL_HALF_COLUMNS_LARGE : MATMUL_HALF_LARGE;
+  const tiles = half ? [halfLarge, ...MATMUL_TILES.slice(1)] : MATMUL_TILES;
+  const fits = (t: MatmulTile) => matmulFits(caps, { ...defaults, ...t }, half);
   const usable = tiles.filter(fits);
   const candidates = usable.length ? usable : [tiles[tiles.length - 1]];
   const maxSplits = k >= 2 * MATMUL_MIN_SPLIT ? Math.min(64, Math.floor(k / MATMUL_MIN_SPLIT)) : 1;
@@ -799,8 +806,8 @@ export function planMatmul(
   const choice: MatmulChoice = {
     kernel: "matmul",
     variant: m === 1 || n === 1 ? "gemv" : best.splitK > 1 ? "splitK" : "tiled",
-    ...best.tile,
     ...defaults,
+    ...best.tile,
     splitK: best.splitK,
     gemvWorkgroupSize: 256,
     gemvWidth: matrixKContiguous ? 32 : 4,
