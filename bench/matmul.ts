@@ -337,7 +337,10 @@ async function timeProduct(
   fn: () => gyre.Tensor,
   flops: number,
 ): Promise<{ times: number[]; dispatches: number }> {
-  const perWait = Math.max(2, Math.min(1000, Math.ceil((0.03 * 20e12) / flops)));
+  // At least as many products per wait as the timed runs have in flight, so that the buffer
+  // pool already holds as many outputs: fresh allocations made the first variant of a shape run
+  // slow in its timed runs.
+  const perWait = Math.max(runs, Math.min(1000, Math.ceil((0.03 * 20e12) / flops)));
   const start = performance.now();
   // Until warmMs have passed and the last three batches took the same time within 5%: after the
   // host has spent seconds preparing a shape, the clock takes longer than warmMs to come back
@@ -417,6 +420,7 @@ for (const s of shapes()) {
         k: s.k,
         batch: s.batch,
         dtype: s.dtype,
+        transposeA: Boolean(s.transposeA),
         transposeB: Boolean(s.linear),
         halfAccumulate: Boolean(s.accumulate),
       });
