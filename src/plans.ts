@@ -678,7 +678,7 @@ export interface MatmulChoice {
    * multiply-add of whole registers (`fma(a.xyxy, b, acc)`) with one accumulator per output, at
    * the cost of twice A's shared reads. On an H200 at 4096^3 with 128x128x8 tiles and 8x16 per
    * invocation: 55.5-56.1 TFLOP/s with A stored [K, M], against 52.8-53.0 for the best tile
-   * without it; 48.9-54.1 across runs with A row-major; 34-42 with 8x8 per invocation, where A's
+   * without it; with A row-major 54.1-54.3 in three runs and 48.9 in a fourth; 34-42 with 8x8 per invocation, where A's
    * doubled reads outweigh the pairing. The rule takes it for A stored [K, M].
    */
   repeatedA: boolean;
@@ -728,8 +728,9 @@ const MATMUL_TILES: readonly MatmulTile[] = [
  * With float16 accumulation the large tile is 128x128x16 with 8x8 (51.8-52.1 TFLOP/s at 4096^3
  * on an H200; 8x16: 46-48, where float32 prefers it; 128x256: 46-50). With A stored [K, M]
  * (M contiguous) it is 128x128x8 with 8x16 and A repeated (55.5-56.1 against 52.8-53.0). With A
- * row-major the same tile measured 48.9 in one run and 54.1 in another (its global reads of A
- * are 16 bytes per row, half a 32-byte sector), so there the 8x8 tile stays.
+ * row-major the same tile measured 54.1-54.3 in three runs but 48.9 in a fourth (its global
+ * reads of A are 16 bytes per row, half a 32-byte sector, which seems to make it sensitive to
+ * where the buffers lie), so there the 8x8 tile, steady at 51.9-52.1, stays.
  */
 const MATMUL_HALF_LARGE: MatmulTile = {
   tileM: 128,
