@@ -104,6 +104,30 @@ const VECTOR = {
   "tiled 32x32": tile(32, 32, 16, 4, 4),
 };
 
+/** A tile with A's values stored twice (`repeatedA`, float16 accumulation). */
+function repeated(
+  m: number,
+  n: number,
+  k: number,
+  tm: number,
+  tn: number,
+  extra: Partial<gyre.MatmulChoice> = {},
+): Partial<gyre.MatmulChoice> {
+  return tile(m, n, k, tm, tn, { repeatedA: true, ...extra });
+}
+
+/** Repeated-A tiles measured under both layouts of A. */
+const REPEATED_A = {
+  "128x128x16 t8x8 repeated A": repeated(128, 128, 16, 8, 8),
+  "128x128x8 t8x16 repeated A": repeated(128, 128, 8, 8, 16, { laneColumns: 2 }),
+  "128x128x8 t8x16 repeated A lanes 4": repeated(128, 128, 8, 8, 16, { laneColumns: 4 }),
+  "128x128x8 t8x16 repeated A swizzle 8": repeated(128, 128, 8, 8, 16, {
+    laneColumns: 2,
+    swizzle: 8,
+  }),
+  "128x256x8 t8x16 repeated A": repeated(128, 256, 8, 8, 16, { laneColumns: 2 }),
+};
+
 function shapes(): Shape[] {
   const f32 = (
     label: string,
@@ -195,33 +219,13 @@ function shapes(): Shape[] {
         "128x128x16 t8x8 paired k": tile(128, 128, 16, 8, 8, { pairedK: true }),
         "128x128x8 t8x16": SQUARE["128x128x8 t8x16"],
         "128x128x8 t8x16 paired k": { ...SQUARE["128x128x8 t8x16"], pairedK: true },
-        "128x128x16 t8x8 repeated A": tile(128, 128, 16, 8, 8, { repeatedA: true }),
-        "128x128x16 t8x8 repeated A lanes 4": tile(128, 128, 16, 8, 8, {
-          repeatedA: true,
-          laneColumns: 4,
-        }),
-        "128x128x8 t8x16 repeated A": { ...SQUARE["128x128x8 t8x16"], repeatedA: true },
-        "128x128x8 t8x16 repeated A lanes 4": tile(128, 128, 8, 8, 16, {
-          laneColumns: 4,
-          repeatedA: true,
-        }),
-        "128x128x8 t8x16 repeated A swizzle 8": tile(128, 128, 8, 8, 16, {
-          laneColumns: 2,
-          swizzle: 8,
-          repeatedA: true,
-        }),
-        "128x256x8 t8x16 repeated A": tile(128, 256, 8, 8, 16, {
-          laneColumns: 2,
-          repeatedA: true,
-        }),
-        "128x128x16 t8x16 repeated A": tile(128, 128, 16, 8, 16, {
-          laneColumns: 2,
-          repeatedA: true,
-        }),
-        "128x128x16 t16x8 repeated A": tile(128, 128, 16, 16, 8, { repeatedA: true }),
-        "128x128x32 t8x8 repeated A": tile(128, 128, 32, 8, 8, { repeatedA: true }),
-        "64x128x16 t8x8 repeated A": tile(64, 128, 16, 8, 8, { repeatedA: true }),
-        "128x256x16 t8x8 repeated A": tile(128, 256, 16, 8, 8, { repeatedA: true }),
+        ...REPEATED_A,
+        "128x128x16 t8x8 repeated A lanes 4": repeated(128, 128, 16, 8, 8, { laneColumns: 4 }),
+        "128x128x16 t8x16 repeated A": repeated(128, 128, 16, 8, 16, { laneColumns: 2 }),
+        "128x128x16 t16x8 repeated A": repeated(128, 128, 16, 16, 8),
+        "128x128x32 t8x8 repeated A": repeated(128, 128, 32, 8, 8),
+        "64x128x16 t8x8 repeated A": repeated(64, 128, 16, 8, 8),
+        "128x256x16 t8x8 repeated A": repeated(128, 256, 16, 8, 8),
         "128x256x16 t8x8": tile(128, 256, 16, 8, 8),
         "128x128x16 t8x8 interleaved": tile(128, 128, 16, 8, 8, { sharedLayout: "interleaved" }),
         "128x128x32 t8x8": tile(128, 128, 32, 8, 8),
@@ -242,30 +246,14 @@ function shapes(): Shape[] {
       // A stored [K, M]: its tile loads are vec4 along M, stored to shared memory whole.
       ...f32("4096^3 f16 acc16 transposeA", 4096, 4096, 4096, {
         "128x128x16 t8x8": SQUARE["128x128x16 t8x8"],
-        "128x128x16 t8x8 repeated A": tile(128, 128, 16, 8, 8, { repeatedA: true }),
-        "128x128x8 t8x16 repeated A": { ...SQUARE["128x128x8 t8x16"], repeatedA: true },
-        "128x128x8 t8x16 repeated A lanes 4": tile(128, 128, 8, 8, 16, {
-          laneColumns: 4,
-          repeatedA: true,
-        }),
-        "128x256x8 t8x16 repeated A": tile(128, 256, 8, 8, 16, {
+        ...REPEATED_A,
+        "128x128x8 t8x16 repeated A no prefetch": repeated(128, 128, 8, 8, 16, {
           laneColumns: 2,
-          repeatedA: true,
-        }),
-        "128x128x8 t8x16 repeated A no prefetch": tile(128, 128, 8, 8, 16, {
-          laneColumns: 2,
-          repeatedA: true,
           prefetch: false,
         }),
-        "128x128x8 t8x16 repeated A single buffer": tile(128, 128, 8, 8, 16, {
+        "128x128x8 t8x16 repeated A single buffer": repeated(128, 128, 8, 8, 16, {
           laneColumns: 2,
-          repeatedA: true,
           doubleBuffer: false,
-        }),
-        "128x128x8 t8x16 repeated A swizzle 8": tile(128, 128, 8, 8, 16, {
-          laneColumns: 2,
-          repeatedA: true,
-          swizzle: 8,
         }),
       }),
       dtype: "float16",
