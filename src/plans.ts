@@ -706,7 +706,7 @@ let matmulOverride: Partial<MatmulChoice> | null = null;
 /** A tile configuration the matmul rule chooses among. */
 type MatmulTile =
   & Pick<MatmulChoice, "tileM" | "tileN" | "tileK" | "threadM" | "threadN" | "laneColumns">
-  & Partial<Pick<MatmulChoice, "repeatedA">>;
+  & Partial<Pick<MatmulChoice, "repeatedA" | "doubleBuffer">>;
 
 /**
  * The rule's tiles, largest first. Measured on an H200 (float32 TFLOP/s, bench/results/matmul-*):
@@ -727,10 +727,12 @@ const MATMUL_TILES: readonly MatmulTile[] = [
 /**
  * With float16 accumulation the large tile is 128x128x16 with 8x8 (51.8-52.1 TFLOP/s at 4096^3
  * on an H200; 8x16: 46-48, where float32 prefers it; 128x256: 46-50). With A stored [K, M]
- * (M contiguous) it is 128x128x8 with 8x16 and A repeated (55.5-56.1 against 52.8-53.0). With A
- * row-major the same tile measured 54.1-54.3 in three runs but 48.9 in a fourth (its global
- * reads of A are 16 bytes per row, half a 32-byte sector, which seems to make it sensitive to
- * where the buffers lie), so there the 8x8 tile, steady at 51.9-52.1, stays.
+ * (M contiguous) it is 128x128x8 with 8x16, A repeated and one shared buffer (56.1 TFLOP/s on
+ * an H200 and 57.3 on an H100, about 1% above two buffers on both; 52.8-53.0 without A repeated
+ * on the H200). With A row-major that tile (two buffers) measured 54.1-54.3 in three runs but
+ * 48.9 in a fourth (its global reads of A are 16 bytes per row, half a 32-byte sector, which
+ * seems to make it sensitive to where the buffers lie), so there the 8x8 tile, steady at
+ * 51.9-52.1, stays.
  */
 const MATMUL_HALF_LARGE: MatmulTile = {
   tileM: 128,
@@ -740,7 +742,11 @@ const MATMUL_HALF_LARGE: MatmulTile = {
   threadN: 8,
   laneColumns: 8,
 };
-const MATMUL_HALF_COLUMNS_LARGE: MatmulTile = { ...MATMUL_TILES[0], repeatedA: true };
+const MATMUL_HALF_COLUMNS_LARGE: MatmulTile = {
+  ...MATMUL_TILES[0],
+  repeatedA: true,
+  doubleBuffer: false,
+};
 
 /** Workgroups that keep a large GPU busy (132 SMs, about two each); software adapters need few. */
 const MATMUL_BUSY = 256;

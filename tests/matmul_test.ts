@@ -612,18 +612,16 @@ Deno.test("planMatmul: the rule's choices and what overrides may ask", () => {
   );
   const half = plan(h200, 4096, 4096, 4096, { dtype: "float16", halfAccumulate: true });
   assert.deepEqual([half.tileK, half.threadM, half.threadN, half.repeatedA], [16, 8, 8, false]);
-  // A stored [K, M]: 8x16 per invocation with A repeated.
+  // A stored [K, M]: 8x16 per invocation with A repeated, one shared buffer.
   const columns = plan(h200, 4096, 4096, 4096, {
     dtype: "float16",
     halfAccumulate: true,
     transposeA: true,
   });
-  assert.deepEqual([columns.tileK, columns.threadM, columns.threadN, columns.repeatedA], [
-    8,
-    8,
-    16,
-    true,
-  ]);
+  assert.deepEqual(
+    [columns.tileK, columns.threadM, columns.threadN, columns.repeatedA, columns.doubleBuffer],
+    [8, 8, 16, true, false],
+  );
   assert.equal(plan(h200, 4096, 4096, 4096, { transposeA: true }).repeatedA, false, "float32");
   assert.deepEqual([plan(h200, 1024, 1024, 1024).tileM, plan(h200, 2048, 2048, 2048).tileM], [
     64,
