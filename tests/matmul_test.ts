@@ -310,6 +310,15 @@ test("float16 accumulation in pairs of k or with A repeated gives the same produ
   const tiles: Partial<gyre.MatmulChoice>[] = [
     { variant: "tiled", tileM: 32, tileN: 32, tileK: 8, threadM: 4, threadN: 4 },
     { variant: "tiled", tileM: 64, tileN: 64, tileK: 16, threadM: 8, threadN: 8 },
+    {
+      variant: "tiled",
+      tileM: 32,
+      tileN: 64,
+      tileK: 8,
+      threadM: 4,
+      threadN: 8,
+      doubleBuffer: false,
+    },
     { variant: "splitK", splitK: 3, tileM: 32, tileN: 64, tileK: 4, threadM: 4, threadN: 8 },
   ];
   // M x K x N in small integers (every partial sum an integer below 2048, exact in float16):
