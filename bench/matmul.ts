@@ -78,6 +78,9 @@ const tile = (
   threadM,
   threadN,
   laneColumns: 8,
+  // Stated, so that a variant does not inherit what the plan's own choice takes.
+  doubleBuffer: true,
+  repeatedA: false,
   ...extra,
 });
 const SQUARE = {
@@ -260,6 +263,27 @@ function shapes(): Shape[] {
       accumulate: "float16",
       transposeA: true,
     },
+    ...[false, true].map((transposeA) => ({
+      // One shared buffer against two, with and without A repeated.
+      ...f32(`4096^3 f16 acc16 one buffer${transposeA ? " transposeA" : ""}`, 4096, 4096, 4096, {
+        "128x128x16 t8x8 two buffers": tile(128, 128, 16, 8, 8),
+        "128x128x16 t8x8 one buffer": tile(128, 128, 16, 8, 8, { doubleBuffer: false }),
+        "128x128x16 t8x8 repeated A two buffers": repeated(128, 128, 16, 8, 8),
+        "128x128x16 t8x8 repeated A one buffer": repeated(128, 128, 16, 8, 8, {
+          doubleBuffer: false,
+        }),
+        "64x128x16 t8x8 repeated A one buffer": repeated(64, 128, 16, 8, 8, {
+          doubleBuffer: false,
+        }),
+        "128x128x8 t8x16 repeated A one buffer": repeated(128, 128, 8, 8, 16, {
+          laneColumns: 2,
+          doubleBuffer: false,
+        }),
+      }),
+      dtype: "float16" as const,
+      accumulate: "float16" as const,
+      transposeA,
+    })),
     { ...f32("linear 4096^3 bias+gelu", 4096, 4096, 4096, {}), linear: true },
     {
       ...f32("4096^3 transposeA", 4096, 4096, 4096, {
