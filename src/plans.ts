@@ -676,10 +676,10 @@ export interface MatmulChoice {
    * float16 accumulation with the "thread" layout (not with `pairedK`): A's values stored twice
    * in shared memory, (a0, a0, a1, a1) per vector, so every product is a two-wide float16
    * multiply-add of whole registers (`fma(a.xyxy, b, acc)`) with one accumulator per output, at
-   * the cost of twice A's shared reads. On an H200 at 4096^3 with 128x128x8 tiles and 8x16 per
-   * invocation: 55.5-56.1 TFLOP/s with A stored [K, M], against 52.8-53.0 for the best tile
-   * without it; with A row-major 54.1-54.3 in three runs and 48.9 in a fourth; 34-42 with 8x8 per invocation, where A's
-   * doubled reads outweigh the pairing. The rule takes it for A stored [K, M].
+   * the cost of twice A's shared reads. The rule takes it, with one shared buffer, for float16
+   * accumulation's large tiles (see `MATMUL_HALF_LARGE` in src/plans.ts for the figures): 61.0
+   * TFLOP/s at 4096^3 on an H200 with A stored [K, M] and 54.8 with A row-major, against 52-53
+   * without it.
    */
   repeatedA: boolean;
   /** Tile rows walked together so workgroups in flight share operands in L2 (1: row-major). */
@@ -725,25 +725,26 @@ const MATMUL_TILES: readonly MatmulTile[] = [
 ];
 
 /**
- * With float16 accumulation the large tile is 128x128x16 with 8x8 (51.8-52.1 TFLOP/s at 4096^3
- * on an H200; 8x16: 46-48, where float32 prefers it; 128x256: 46-50). With A stored [K, M]
- * (M contiguous) it is 128x128x8 with 8x16, A repeated and one shared buffer (56.1 TFLOP/s on
- * an H200 and 57.3 on an H100, about 1% above two buffers on both; 52.8-53.0 without A repeated
- * on the H200). With A row-major that tile (two buffers) measured 54.1-54.3 in three runs but
- * 48.9 in a fourth (its global reads of A are 16 bytes per row, half a 32-byte sector, which
- * seems to make it sensitive to where the buffers lie), so there the 8x8 tile, steady at
- * 51.9-52.1, stays.
+ * With float16 accumulation the large tiles store A's values twice (`repeatedA`) in one shared
+ * buffer. Measured on an H200 at 4096^3 (bench/results/matmul-nvidia-h200-one-buffer.md and
+ * earlier runs): with A stored [K, M] (M contiguous), 128x128x16 with 8x8 per invocation 61.0-61.2
+ * TFLOP/s in three runs (two buffers: 41-42; A not repeated: 52.7-53.0; 128x128x8 with 8x16:
+ * 56.1-56.7); with A row-major, 128x128x8 with 8x16 54.7-54.8 in two runs (two buffers:
+ * 54.1-54.3 in three runs and 48.9 in a fourth; the 8x8 tile repeated: 53.7; the best tile
+ * without repetition, 128x128x16 with 8x8 and two buffers: 51.9-52.1).
  */
 const MATMUL_HALF_LARGE: MatmulTile = {
+  ...MATMUL_TILES[0],
+  repeatedA: true,
+  doubleBuffer: false,
+};
+const MATMUL_HALF_COLUMNS_LARGE: MatmulTile = {
   tileM: 128,
   tileN: 128,
   tileK: 16,
   threadM: 8,
   threadN: 8,
   laneColumns: 8,
-};
-const MATMUL_HALF_COLUMNS_LARGE: MatmulTile = {
-  ...MATMUL_TILES[0],
   repeatedA: true,
   doubleBuffer: false,
 };

@@ -620,17 +620,22 @@ Deno.test("planMatmul: the rule's choices and what overrides may ask", () => {
     ["tiled", 128, 128, 8, 8, 16],
   );
   const half = plan(h200, 4096, 4096, 4096, { dtype: "float16", halfAccumulate: true });
-  assert.deepEqual([half.tileK, half.threadM, half.threadN, half.repeatedA], [16, 8, 8, false]);
-  // A stored [K, M]: 8x16 per invocation with A repeated, one shared buffer.
+  // float16 accumulation: A repeated in one shared buffer; 8x16 per invocation with A
+  // row-major, 8x8 with A stored [K, M].
+  const form = (c: gyre.MatmulChoice) => [
+    c.tileK,
+    c.threadM,
+    c.threadN,
+    c.repeatedA,
+    c.doubleBuffer,
+  ];
+  assert.deepEqual(form(half), [8, 8, 16, true, false]);
   const columns = plan(h200, 4096, 4096, 4096, {
     dtype: "float16",
     halfAccumulate: true,
     transposeA: true,
   });
-  assert.deepEqual(
-    [columns.tileK, columns.threadM, columns.threadN, columns.repeatedA, columns.doubleBuffer],
-    [8, 8, 16, true, false],
-  );
+  assert.deepEqual(form(columns), [16, 8, 8, true, false]);
   assert.equal(plan(h200, 4096, 4096, 4096, { transposeA: true }).repeatedA, false, "float32");
   assert.deepEqual([plan(h200, 1024, 1024, 1024).tileM, plan(h200, 2048, 2048, 2048).tileM], [
     64,
@@ -667,7 +672,7 @@ Deno.test("planMatmul: the rule's choices and what overrides may ask", () => {
     assert.throws(() => plan(h200, 64, 64, 64), /matmul\.repeatedA/);
     // A repeated doubles A's shared tile: double-buffered float16 128x128x32 tiles with 8x8
     // per invocation take 32.5 KiB, and 48.5 KiB with A repeated, past an H200's 48.
-    const tile = { tileM: 128, tileN: 128, tileK: 32, threadM: 8, threadN: 8 };
+    const tile = { tileM: 128, tileN: 128, tileK: 32, threadM: 8, threadN: 8, doubleBuffer: true };
     const halfProblem = { dtype: "float16" as const, halfAccumulate: true };
     gyre.setPlanOverride("matmul", tile);
     assert.equal(plan(h200, 64, 64, 64, halfProblem).tileK, 32);
