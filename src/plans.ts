@@ -829,6 +829,9 @@ export function planMatmul(
   // What the problem allows, whatever an override asks.
   if (choice.variant === "gemv" && m !== 1 && n !== 1) choice.variant = "tiled";
   if (choice.variant !== "splitK") choice.splitK = 1;
+  // The two float16 product forms exclude each other: asking for pairs of k drops the rule's
+  // repeated A (asking for both is refused below).
+  if (matmulOverride?.pairedK && matmulOverride.repeatedA === undefined) choice.repeatedA = false;
   checkMatmulChoice(caps, choice, half);
   return choice;
 }

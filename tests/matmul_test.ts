@@ -670,6 +670,10 @@ Deno.test("planMatmul: the rule's choices and what overrides may ask", () => {
     assert.throws(() => plan(h200, 64, 64, 64), gyre.ValueError);
     gyre.setPlanOverride("matmul", { pairedK: true, repeatedA: true });
     assert.throws(() => plan(h200, 64, 64, 64), /matmul\.repeatedA/);
+    // Pairs of k alone replace the rule's repeated A.
+    gyre.setPlanOverride("matmul", { pairedK: true });
+    const paired = plan(h200, 4096, 4096, 4096, { dtype: "float16", halfAccumulate: true });
+    assert.deepEqual([paired.pairedK, paired.repeatedA], [true, false]);
     // A repeated doubles A's shared tile: double-buffered float16 128x128x32 tiles with 8x8
     // per invocation take 32.5 KiB, and 48.5 KiB with A repeated, past an H200's 48.
     const tile = { tileM: 128, tileN: 128, tileK: 32, threadM: 8, threadN: 8, doubleBuffer: true };
