@@ -53,6 +53,28 @@ const TILED: readonly (Partial<gyre.MatmulChoice> | null)[] = [
   // float16 accumulation with A's values stored twice (whole-register two-wide products).
   { variant: "tiled", tileM: 64, tileN: 64, tileK: 8, threadM: 8, threadN: 4, repeatedA: true },
   { variant: "tiled", tileM: 128, tileN: 64, tileK: 16, threadM: 16, threadN: 8, repeatedA: true },
+  // The rule's large float16-accumulation tiles (A repeated, one shared buffer).
+  {
+    variant: "tiled",
+    tileM: 128,
+    tileN: 128,
+    tileK: 16,
+    threadM: 8,
+    threadN: 8,
+    repeatedA: true,
+    doubleBuffer: false,
+  },
+  {
+    variant: "tiled",
+    tileM: 128,
+    tileN: 128,
+    tileK: 8,
+    threadM: 8,
+    threadN: 16,
+    laneColumns: 2,
+    repeatedA: true,
+    doubleBuffer: false,
+  },
   { variant: "tiled", tileM: 64, tileN: 32, tileK: 4, threadM: 8, threadN: 4, doubleBuffer: false },
   { variant: "tiled", tileM: 64, tileN: 128, tileK: 8, threadM: 8, threadN: 16, laneColumns: 16 },
   { variant: "tiled", tileM: 32, tileN: 32, tileK: 8, threadM: 4, threadN: 4, vectorLoads: false },
