@@ -80,7 +80,7 @@ const tile = (
   laneColumns: 8,
   // Stated, so that a variant does not inherit what the plan's own choice takes.
   doubleBuffer: true,
-  repeatedA: false,
+  productForm: "broadcast",
   ...extra,
 });
 const SQUARE = {
@@ -107,7 +107,7 @@ const VECTOR = {
   "tiled 32x32": tile(32, 32, 16, 4, 4),
 };
 
-/** A tile with A's values stored twice (`repeatedA`, float16 accumulation). */
+/** A tile with A's values stored twice (`productForm: "repeatedA"`, float16 accumulation). */
 function repeated(
   m: number,
   n: number,
@@ -116,7 +116,7 @@ function repeated(
   tn: number,
   extra: Partial<gyre.MatmulChoice> = {},
 ): Partial<gyre.MatmulChoice> {
-  return tile(m, n, k, tm, tn, { repeatedA: true, ...extra });
+  return tile(m, n, k, tm, tn, { productForm: "repeatedA", ...extra });
 }
 
 /** Repeated-A tiles measured under both layouts of A. */
@@ -219,9 +219,9 @@ function shapes(): Shape[] {
     {
       ...f32("4096^3 f16 acc16", 4096, 4096, 4096, {
         "128x128x16 t8x8": SQUARE["128x128x16 t8x8"],
-        "128x128x16 t8x8 paired k": tile(128, 128, 16, 8, 8, { pairedK: true }),
+        "128x128x16 t8x8 paired k": tile(128, 128, 16, 8, 8, { productForm: "pairedK" }),
         "128x128x8 t8x16": SQUARE["128x128x8 t8x16"],
-        "128x128x8 t8x16 paired k": { ...SQUARE["128x128x8 t8x16"], pairedK: true },
+        "128x128x8 t8x16 paired k": { ...SQUARE["128x128x8 t8x16"], productForm: "pairedK" },
         ...REPEATED_A,
         "128x128x16 t8x8 repeated A lanes 4": repeated(128, 128, 16, 8, 8, { laneColumns: 4 }),
         "128x128x16 t8x16 repeated A": repeated(128, 128, 16, 8, 16, { laneColumns: 2 }),

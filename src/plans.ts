@@ -662,26 +662,22 @@ export interface MatmulChoice {
   /** Read the next K step's fragments from shared memory before this step's products. */
   prefetch: boolean;
   /**
-   * float16 accumulation with the "thread" layout: multiply-add pairs of k (each output keeps an
-   * even-k and an odd-k partial sum, summed at the end), so every product is a two-wide float16
-   * multiply-add of two whole vectors, where the default form multiplies one A value by four B
-   * values. A broadcast operand keeps NVIDIA's driver from pairing float16 multiply-adds
-   * (bench/fma_peak.ts on an H200: 62 TFLOP/s with one, 88-90 with whole vectors or pairs), yet
-   * in the product the pairs measured 41.3 TFLOP/s at 128x128x16 with 8x8 (52.2 without) and
-   * 49.8 at 128x128x8 with 8x16 (48.9 without), twice the accumulators costing more than the
-   * pairing gains: off by default, kept as a variant for devices where it pays.
+   * How float16 accumulation writes its products ("thread" layout; other math ignores it). A
+   * broadcast operand keeps NVIDIA's driver from pairing float16 multiply-adds
+   * (bench/fma_peak.ts on an H200: 62 TFLOP/s with one, 88-90 with whole vectors or pairs).
+   * - "broadcast": one A value times four B values, `fma(vec4(a.x), b, acc)`.
+   * - "pairedK": multiply-adds over pairs of k, `fma(a.xyxy, b, acc)` with two vectors of two k
+   *   each; every output keeps an even-k and an odd-k partial sum, summed at the end. Measured
+   *   41.3 TFLOP/s at 128x128x16 with 8x8 (52.2 broadcast) and 49.8 at 128x128x8 with 8x16
+   *   (48.9): twice the accumulators cost more than the pairing gains. Kept for devices where
+   *   it pays.
+   * - "repeatedA": A's values stored twice in shared memory, (a0, a0, a1, a1) per vector, so a
+   *   product is `fma(a.xyxy, b, acc)` with one accumulator per output, at the cost of twice A's
+   *   shared reads. The rule takes it, with one shared buffer, for float16 accumulation's large
+   *   tiles (figures at `MATMUL_HALF_LARGE` in src/plans.ts): 61.0 TFLOP/s at 4096^3 on an H200
+   *   with A stored [K, M] and 54.8 with A row-major, against 52-53 broadcast.
    */
-  pairedK: boolean;
-  /**
-   * float16 accumulation with the "thread" layout (not with `pairedK`): A's values stored twice
-   * in shared memory, (a0, a0, a1, a1) per vector, so every product is a two-wide float16
-   * multiply-add of whole registers (`fma(a.xyxy, b, acc)`) with one accumulator per output, at
-   * the cost of twice A's shared reads. The rule takes it, with one shared buffer, for float16
-   * accumulation's large tiles (see `MATMUL_HALF_LARGE` in src/plans.ts for the figures): 61.0
-   * TFLOP/s at 4096^3 on an H200 with A stored [K, M] and 54.8 with A row-major, against 52-53
-   * without it.
-   */
-  repeatedA: boolean;
+  productForm: "broadcast" | "pairedK" | "repeatedA";
   /** Tile rows walked together so workgroups in flight share operands in L2 (1: row-major). */
   swizzle: number;
   /** vec4 global loads and stores where the layout allows (false forces scalar ones). */
@@ -706,7 +702,7 @@ let matmulOverride: Partial<MatmulChoice> | null = null;
 /** A tile configuration the matmul rule chooses among. */
 type MatmulTile =
   & Pick<MatmulChoice, "tileM" | "tileN" | "tileK" | "threadM" | "threadN" | "laneColumns">
-  & Partial<Pick<MatmulChoice, "repeatedA" | "doubleBuffer">>;
+  & Partial<Pick<MatmulChoice, "productForm" | "doubleBuffer">>;
 
 /**
  * The rule's tiles, largest first. Measured on an H200 (float32 TFLOP/s, bench/results/matmul-*):
@@ -725,7 +721,7 @@ const MATMUL_TILES: readonly MatmulTile[] = [
 ];
 
 /**
- * With float16 accumulation the large tiles store A's values twice (`repeatedA`) in one shared
+ * With float16 accumulation the large tiles store A's values twice (`productForm: "repeatedA"`) in one shared
  * buffer. Measured on an H200 at 4096^3 (bench/results/matmul-nvidia-h200-one-buffer.md and
  * earlier runs): with A stored [K, M] (M contiguous), 128x128x16 with 8x8 per invocation 61.0-61.2
  * TFLOP/s in three runs (two buffers: 41-42; A not repeated: 52.7-53.0; 128x128x8 with 8x16:
@@ -735,7 +731,7 @@ const MATMUL_TILES: readonly MatmulTile[] = [
  */
 const MATMUL_HALF_LARGE: MatmulTile = {
   ...MATMUL_TILES[0],
-  repeatedA: true,
+  productForm: "repeatedA",
   doubleBuffer: false,
 };
 const MATMUL_HALF_COLUMNS_LARGE: MatmulTile = {
@@ -745,7 +741,7 @@ const MATMUL_HALF_COLUMNS_LARGE: MatmulTile = {
   threadM: 8,
   threadN: 8,
   laneColumns: 8,
-  repeatedA: true,
+  productForm: "repeatedA",
   doubleBuffer: false,
 };
 
@@ -793,8 +789,7 @@ export function planMatmul(
     sharedLayout: "thread" as const,
     prefetch: true,
     swizzle: 4,
-    pairedK: false,
-    repeatedA: false,
+    productForm: "broadcast" as const,
     vectorLoads: true,
   };
   const halfLarge = problem.transposeA ? MATMUL_HALF_COLUMNS_LARGE : MATMUL_HALF_LARGE;
@@ -829,9 +824,6 @@ export function planMatmul(
   // What the problem allows, whatever an override asks.
   if (choice.variant === "gemv" && m !== 1 && n !== 1) choice.variant = "tiled";
   if (choice.variant !== "splitK") choice.splitK = 1;
-  // The two float16 product forms exclude each other: asking for pairs of k drops the rule's
-  // repeated A (asking for both is refused below).
-  if (matmulOverride?.pairedK && matmulOverride.repeatedA === undefined) choice.repeatedA = false;
   checkMatmulChoice(caps, choice, half);
   return choice;
 }
@@ -906,7 +898,9 @@ function checkMatmulChoice(caps: DeviceCaps | undefined, c: MatmulChoice, half: 
   if (c.variant !== "gemv" && shared > storage) {
     fail("tileK", `tiles within ${storage} bytes of workgroup storage`, `${shared} bytes`);
   }
-  if (c.pairedK && c.repeatedA) fail("repeatedA", "false with pairedK (two product forms)", true);
+  if (!["broadcast", "pairedK", "repeatedA"].includes(c.productForm)) {
+    fail("productForm", '"broadcast", "pairedK" or "repeatedA"', c.productForm);
+  }
   if (c.sharedLayout !== "thread" && c.sharedLayout !== "interleaved") {
     fail("sharedLayout", '"thread" or "interleaved"', c.sharedLayout);
   }

@@ -341,9 +341,9 @@ test("float16 accumulation in pairs of k or with A repeated gives the same produ
     const want = await values(gyre.matmul(a.cast("float32"), b.cast("float32")));
     try {
       for (const tile of tiles) {
-        for (const form of [{ pairedK: true }, { repeatedA: true }, {}]) {
-          gyre.setPlanOverride("matmul", { ...tile, ...form });
-          const label = JSON.stringify({ m, k, n, ...tile, ...form });
+        for (const productForm of ["pairedK", "repeatedA", "broadcast"] as const) {
+          gyre.setPlanOverride("matmul", { ...tile, productForm });
+          const label = JSON.stringify({ m, k, n, ...tile, productForm });
           const options = { accumulate: "float16" as const };
           assert.deepEqual(await values(gyre.matmul(a, b, options)), want, label);
           const transposed = gyre.matmul(a, bT, { ...options, transposeB: true });
@@ -626,17 +626,21 @@ Deno.test("planMatmul: the rule's choices and what overrides may ask", () => {
     c.tileK,
     c.threadM,
     c.threadN,
-    c.repeatedA,
+    c.productForm,
     c.doubleBuffer,
   ];
-  assert.deepEqual(form(half), [8, 8, 16, true, false]);
+  assert.deepEqual(form(half), [8, 8, 16, "repeatedA", false]);
   const columns = plan(h200, 4096, 4096, 4096, {
     dtype: "float16",
     halfAccumulate: true,
     transposeA: true,
   });
-  assert.deepEqual(form(columns), [16, 8, 8, true, false]);
-  assert.equal(plan(h200, 4096, 4096, 4096, { transposeA: true }).repeatedA, false, "float32");
+  assert.deepEqual(form(columns), [16, 8, 8, "repeatedA", false]);
+  assert.equal(
+    plan(h200, 4096, 4096, 4096, { transposeA: true }).productForm,
+    "broadcast",
+    "float32",
+  );
   assert.deepEqual([plan(h200, 1024, 1024, 1024).tileM, plan(h200, 2048, 2048, 2048).tileM], [
     64,
     128,
@@ -668,19 +672,19 @@ Deno.test("planMatmul: the rule's choices and what overrides may ask", () => {
     assert.equal(plan(h200, 64, 64, 64).variant, "tiled", "gemv needs M = 1 or N = 1");
     gyre.setPlanOverride("matmul", { threadM: 3 });
     assert.throws(() => plan(h200, 64, 64, 64), gyre.ValueError);
-    gyre.setPlanOverride("matmul", { pairedK: true, repeatedA: true });
-    assert.throws(() => plan(h200, 64, 64, 64), /matmul\.repeatedA/);
-    // Pairs of k alone replace the rule's repeated A.
-    gyre.setPlanOverride("matmul", { pairedK: true });
+    gyre.setPlanOverride("matmul", { productForm: "pairs" as "pairedK" });
+    assert.throws(() => plan(h200, 64, 64, 64), /matmul\.productForm/);
+    // An override's form replaces the rule's repeated A.
+    gyre.setPlanOverride("matmul", { productForm: "pairedK" });
     const paired = plan(h200, 4096, 4096, 4096, { dtype: "float16", halfAccumulate: true });
-    assert.deepEqual([paired.pairedK, paired.repeatedA], [true, false]);
+    assert.equal(paired.productForm, "pairedK");
     // A repeated doubles A's shared tile: double-buffered float16 128x128x32 tiles with 8x8
     // per invocation take 32.5 KiB, and 48.5 KiB with A repeated, past an H200's 48.
     const tile = { tileM: 128, tileN: 128, tileK: 32, threadM: 8, threadN: 8, doubleBuffer: true };
     const halfProblem = { dtype: "float16" as const, halfAccumulate: true };
     gyre.setPlanOverride("matmul", tile);
     assert.equal(plan(h200, 64, 64, 64, halfProblem).tileK, 32);
-    gyre.setPlanOverride("matmul", { ...tile, repeatedA: true });
+    gyre.setPlanOverride("matmul", { ...tile, productForm: "repeatedA" });
     assert.throws(() => plan(h200, 64, 64, 64, halfProblem), /48\.5 KiB|49664 bytes/);
     gyre.setPlanOverride("matmul", { variant: "splitK", splitK: 5 });
     assert.equal(plan(h200, 64, 64, 64).splitK, 5);

@@ -48,11 +48,43 @@ const TILED: readonly (Partial<gyre.MatmulChoice> | null)[] = [
   { variant: "tiled", tileM: 32, tileN: 64, tileK: 8, threadM: 4, threadN: 4, swizzle: 1 },
   // float16 accumulation in pairs of k (two partial sums per output) rather than one A value
   // times four B values; with float32 math the option changes nothing.
-  { variant: "tiled", tileM: 64, tileN: 64, tileK: 8, threadM: 8, threadN: 4, pairedK: true },
-  { variant: "tiled", tileM: 64, tileN: 128, tileK: 16, threadM: 8, threadN: 8, pairedK: true },
+  {
+    variant: "tiled",
+    tileM: 64,
+    tileN: 64,
+    tileK: 8,
+    threadM: 8,
+    threadN: 4,
+    productForm: "pairedK",
+  },
+  {
+    variant: "tiled",
+    tileM: 64,
+    tileN: 128,
+    tileK: 16,
+    threadM: 8,
+    threadN: 8,
+    productForm: "pairedK",
+  },
   // float16 accumulation with A's values stored twice (whole-register two-wide products).
-  { variant: "tiled", tileM: 64, tileN: 64, tileK: 8, threadM: 8, threadN: 4, repeatedA: true },
-  { variant: "tiled", tileM: 128, tileN: 64, tileK: 16, threadM: 16, threadN: 8, repeatedA: true },
+  {
+    variant: "tiled",
+    tileM: 64,
+    tileN: 64,
+    tileK: 8,
+    threadM: 8,
+    threadN: 4,
+    productForm: "repeatedA",
+  },
+  {
+    variant: "tiled",
+    tileM: 128,
+    tileN: 64,
+    tileK: 16,
+    threadM: 16,
+    threadN: 8,
+    productForm: "repeatedA",
+  },
   // The rule's large float16-accumulation tiles (A repeated, one shared buffer).
   {
     variant: "tiled",
@@ -61,7 +93,7 @@ const TILED: readonly (Partial<gyre.MatmulChoice> | null)[] = [
     tileK: 16,
     threadM: 8,
     threadN: 8,
-    repeatedA: true,
+    productForm: "repeatedA",
     doubleBuffer: false,
   },
   {
@@ -72,7 +104,7 @@ const TILED: readonly (Partial<gyre.MatmulChoice> | null)[] = [
     threadM: 8,
     threadN: 16,
     laneColumns: 2,
-    repeatedA: true,
+    productForm: "repeatedA",
     doubleBuffer: false,
   },
   { variant: "tiled", tileM: 64, tileN: 32, tileK: 4, threadM: 8, threadN: 4, doubleBuffer: false },

@@ -104,8 +104,7 @@ export interface TiledSpec extends
     | "sharedLayout"
     | "prefetch"
     | "swizzle"
-    | "pairedK"
-    | "repeatedA"
+    | "productForm"
   > {
   kind: "tiled";
   dtype: MatmulDType;
@@ -347,7 +346,7 @@ export function tiledSharedBytes(
       TiledSpec,
       "tileM" | "tileN" | "tileK" | "threadM" | "threadN" | "doubleBuffer" | "math" | "sharedLayout"
     >
-    & Partial<Pick<TiledSpec, "pairedK" | "repeatedA">>,
+    & Partial<Pick<TiledSpec, "productForm">>,
 ): number {
   const element = s.math === "f16" ? 2 : 4;
   const buffers = s.doubleBuffer ? 2 : 1;
@@ -356,8 +355,7 @@ export function tiledSharedBytes(
   }
   const rows = (tile: number, thread: number, perK: number) =>
     (tile / thread) * threadRow(s.tileK * perK, tile / thread);
-  const aPerK = (s.threadM / 4) * (repeats(s) ? 2 : 1);
-  return (rows(s.tileM, s.threadM, aPerK) + rows(s.tileN, s.threadN, s.threadN / 4)) * 4 *
+  return (rows(s.tileM, s.threadM, aVectorsPerK(s)) + rows(s.tileN, s.threadN, s.threadN / 4)) * 4 *
     element * buffers;
 }
 
@@ -378,24 +376,56 @@ export function tiledThreads(
 }
 
 /**
- * Whether a tiled spec multiplies pairs of k (`pairedK`; float16 accumulation, "thread" layout).
- * Its shared vectors then hold two outer indices by two k each: (o, k), (o, k + 1), (o + 1, k),
- * (o + 1, k + 1), so that a product is `fma(a.xyxy, b, acc)` over whole registers.
+ * The product form a tiled spec generates: `productForm` with float16 accumulation and the
+ * "thread" layout, "broadcast" otherwise.
+ * - "pairedK": shared vectors hold two outer indices by two k each: (o, k), (o, k + 1),
+ *   (o + 1, k), (o + 1, k + 1), so that a product is `fma(a.xyxy, b, acc)` over whole registers.
+ * - "repeatedA": A's shared vectors hold two rows at one k as (a0, a0, a1, a1), so that a product
+ *   is `fma(a.xyxy, b, acc)` (or `.zwzw`) over whole registers, one output per lane as broadcast.
  */
-function pairs(s: Pick<TiledSpec, "math" | "sharedLayout"> & { pairedK?: boolean }): boolean {
-  return s.math === "f16" && s.sharedLayout === "thread" && Boolean(s.pairedK);
+function formOf(
+  s: Pick<TiledSpec, "math" | "sharedLayout"> & Partial<Pick<TiledSpec, "productForm">>,
+): TiledSpec["productForm"] {
+  return s.math === "f16" && s.sharedLayout === "thread"
+    ? s.productForm ?? "broadcast"
+    : "broadcast";
+}
+
+/** Whether a tiled spec multiplies pairs of k (see {@link formOf}). */
+function pairs(s: Parameters<typeof formOf>[0]): boolean {
+  return formOf(s) === "pairedK";
+}
+
+/** Whether a tiled spec stores each A value twice (see {@link formOf}). */
+function repeats(s: Parameters<typeof formOf>[0]): boolean {
+  return formOf(s) === "repeatedA";
 }
 
 /**
- * Whether a tiled spec stores each A value twice (`repeatedA`; float16 accumulation, "thread"
- * layout, not with `pairedK`). A's shared vectors then hold two rows at one k as (a0, a0, a1, a1),
- * so that a product is `fma(a.xyxy, b, acc)` (or `.zwzw`) over whole registers, one output per
- * lane as in the default form.
+ * Shared vectors per k in an invocation's row of A ("thread" layout): one per group of four
+ * rows, two when A is repeated.
  */
-function repeats(
-  s: Pick<TiledSpec, "math" | "sharedLayout"> & { pairedK?: boolean; repeatedA?: boolean },
-): boolean {
-  return s.math === "f16" && s.sharedLayout === "thread" && Boolean(s.repeatedA) && !pairs(s);
+function aVectorsPerK(s: Parameters<typeof formOf>[0] & Pick<TiledSpec, "threadM">): number {
+  return (s.threadM / 4) * (repeats(s) ? 2 : 1);
+}
+
+/**
+ * Pair forms ("pairedK", "repeatedA"): the fragment reads of A at sub-step `step`, two vectors
+ * `a<step>_<group>_<half>` per group of four rows, and the operand of row `row` (0-3) of group
+ * `group`: its pair `.xyxy` (rows 0, 1) or `.zwzw` (rows 2, 3) of the half holding it.
+ */
+function pairRowLoads(step: number, groupsM: number): string[] {
+  const lines: string[] = [];
+  for (let c = 0; c < groupsM; c++) {
+    for (let h = 0; h < 2; h++) {
+      lines.push(`let a${step}_${c}_${h} = (*a_frag)[${(step * groupsM + c) * 2 + h}];`);
+    }
+  }
+  return lines;
+}
+
+function pairRowOperand(step: number, group: number, row: number): string {
+  return `a${step}_${group}_${row >> 1}.${row % 2 ? "zwzw" : "xyxy"}`;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -502,7 +532,7 @@ function generateTiled(s: TiledSpec): string {
     ...(s.sharedLayout === "thread"
       ? [
         `var<workgroup> a_tile: array<array<vec4<${T}>, ${
-          threadRow(s.tileK * (s.threadM / 4) * (repeats(s) ? 2 : 1), threadsM)
+          threadRow(s.tileK * aVectorsPerK(s), threadsM)
         }>, ${threadsM * buffers}>;`,
         `var<workgroup> b_tile: array<array<vec4<${T}>, ${
           threadRow(s.tileK * (s.threadN / 4), threadsN)
@@ -739,8 +769,8 @@ function operandLoads(s: TiledSpec, o: OperandNames, threads: number) {
   const paired = pairs(s);
   const repeated = o.x === "a" && repeats(s);
   const groups = o.thread / 4;
-  // Vectors per k in an invocation's row ("thread" layout): two per group of four repeated rows.
-  const perK = repeated ? 2 * groups : groups;
+  // Vectors per k in an invocation's row ("thread" layout).
+  const perK = o.x === "a" ? aVectorsPerK(s) : groups;
   // Repeated A loaded along k: an invocation's loads 2j and 2j + 1 take rows 2r and 2r + 1 at
   // the same k, so each k's vector (a0, a0, a1, a1) is stored whole rather than lane by lane
   // (on an H200 at 4096^3: 39 TFLOP/s with the lane stores, 49-54 with whole ones).
@@ -841,35 +871,24 @@ function operandLoads(s: TiledSpec, o: OperandNames, threads: number) {
     // Where element (k, outer) of this K step goes: "interleaved", vec4 `k * tile/4 + outer/4`;
     // "thread", the row of the invocation owning vector outer/4 (vectors are dealt round-robin),
     // at fragment `k * groups + outer/4 / threads`. Then lane outer % 4.
-    if (paired) {
-      // Paired k: vector ((k / 2) * groups + group) * 2 + (outer % 4) / 2 of the owner's row, lane
-      // (outer % 2) * 2 + k % 2 (a vec4 along the outer axis starts at outer % 4 == 0, along k at
-      // an even k).
+    if (paired || repeated) {
+      // Pair forms: rows 4g .. 4g + 3 of group g sit in two vectors of the owner's row (rows 4g,
+      // 4g + 1 in the first), perK vectors on per k (repeated A: each value in lanes
+      // (row % 2) * 2 and the next) or 2 perK per pair of k (paired: lane (row % 2) * 2 + k % 2).
+      // A vec4 along the outer axis starts at outer % 4 == 0, along k at an even k.
       const o4 = `${o.x}_o${i}`;
-      const pair = `((${o.x}_k${i} / 2u) * ${groups}u + (${o4} / 4u) / ${o.threads}u) * 2u`;
+      const k = `${o.x}_k${i}`;
       const vectorOuter = o.load.vec4 && o.load.along === "outer";
+      const kVectors = paired ? `(${k} / 2u) * ${2 * perK}u` : `${k} * ${perK}u`;
+      const lane = vectorOuter
+        ? (paired ? `${k} % 2u` : "")
+        : `(${o4} % 2u) * 2u${paired && !o.load.vec4 ? ` + ${k} % 2u` : ""}`;
       setup.push(
         `  let ${o.x}_owner${i} = (${o4} / 4u) % ${o.threads}u;`,
-        `  let ${o.x}_slot${i} = ${pair}${vectorOuter ? "" : ` + (${o4} % 4u) / 2u`};`,
-        `  let ${o.x}_lane${i} = ${
-          vectorOuter
-            ? `${o.x}_k${i} % 2u`
-            : o.load.vec4
-            ? `(${o4} % 2u) * 2u`
-            : `(${o4} % 2u) * 2u + ${o.x}_k${i} % 2u`
-        };`,
-      );
-    } else if (repeated) {
-      // Repeated A: rows 4g .. 4g + 3 of group g at k sit in vectors k * perK + 2g (rows 4g,
-      // 4g + 1) and 2g + 1, each value in lanes (row % 2) * 2 and the next.
-      const o4 = `${o.x}_o${i}`;
-      const vectorOuter = o.load.vec4 && o.load.along === "outer";
-      setup.push(
-        `  let ${o.x}_owner${i} = (${o4} / 4u) % ${o.threads}u;`,
-        `  let ${o.x}_slot${i} = ${o.x}_k${i} * ${perK}u + ((${o4} / 4u) / ${o.threads}u) * 2u${
+        `  let ${o.x}_slot${i} = ${kVectors} + ((${o4} / 4u) / ${o.threads}u) * 2u${
           vectorOuter ? "" : ` + (${o4} % 4u) / 2u`
         };`,
-        ...(vectorOuter ? [] : [`  let ${o.x}_lane${i} = (${o4} % 2u) * 2u;`]),
+        ...(lane ? [`  let ${o.x}_lane${i} = ${lane};`] : []),
       );
     } else if (thread) {
       setup.push(
@@ -908,14 +927,8 @@ function computeStep(
   // Fragment registers of step kk are named a<kk>_<c> (repeated A: a<kk>_<c>_<half>) and
   // b<kk>_<d>.
   const loads = (kk: number) => {
-    const lines: string[] = [];
-    for (let c = 0; c < groupsM; c++) {
-      if (repeated) {
-        for (let h = 0; h < 2; h++) {
-          lines.push(`let a${kk}_${c}_${h} = (*a_frag)[${(kk * groupsM + c) * 2 + h}];`);
-        }
-        continue;
-      }
+    const lines = repeated ? pairRowLoads(kk, groupsM) : [];
+    for (let c = 0; c < (repeated ? 0 : groupsM); c++) {
       lines.push(
         thread
           ? `let a${kk}_${c} = (*a_frag)[${kk * groupsM + c}];`
@@ -942,9 +955,7 @@ function computeStep(
             T === "i32"
               ? `${acc} = ${acc} + vec4<i32>(${lane}) * b${kk}_${d};`
               : repeated
-              ? `${acc} = fma(a${kk}_${c}_${i >> 1}.${
-                i % 2 ? "zwzw" : "xyxy"
-              }, b${kk}_${d}, ${acc});`
+              ? `${acc} = fma(${pairRowOperand(kk, c, i)}, b${kk}_${d}, ${acc});`
               : `${acc} = fma(vec4<${T}>(${lane}), b${kk}_${d}, ${acc});`,
           );
         }
@@ -982,12 +993,7 @@ function pairedStep(s: TiledSpec): InnerSteps {
   const groupsM = s.threadM / 4;
   const groupsN = s.threadN / 4;
   const loads = (kp: number) => {
-    const lines: string[] = [];
-    for (let c = 0; c < groupsM; c++) {
-      for (let h = 0; h < 2; h++) {
-        lines.push(`let a${kp}_${c}_${h} = (*a_frag)[${(kp * groupsM + c) * 2 + h}];`);
-      }
-    }
+    const lines = pairRowLoads(kp, groupsM);
     for (let d = 0; d < groupsN; d++) {
       for (let h = 0; h < 2; h++) {
         lines.push(`let b${kp}_${d}_${h} = (*b_frag)[${(kp * groupsN + d) * 2 + h}];`);
@@ -999,7 +1005,7 @@ function pairedStep(s: TiledSpec): InnerSteps {
     const lines: string[] = [];
     for (let c = 0; c < groupsM; c++) {
       for (let i = 0; i < 4; i++) {
-        const a = `a${kp}_${c}_${i >> 1}.${i % 2 ? "zwzw" : "xyxy"}`;
+        const a = pairRowOperand(kp, c, i);
         for (let d = 0; d < groupsN; d++) {
           for (let h = 0; h < 2; h++) {
             const acc = `acc_${c * 4 + i}_${d}_${h}`;
