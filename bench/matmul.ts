@@ -254,10 +254,6 @@ function shapes(): Shape[] {
           laneColumns: 2,
           prefetch: false,
         }),
-        "128x128x8 t8x16 repeated A single buffer": repeated(128, 128, 8, 8, 16, {
-          laneColumns: 2,
-          doubleBuffer: false,
-        }),
       }),
       dtype: "float16",
       accumulate: "float16",
@@ -324,7 +320,8 @@ function describeChoice(c: gyre.MatmulChoice): string {
   if (c.variant === "gemv") return `gemv width ${c.gemvWidth}${c.subgroups ? " subgroups" : ""}`;
   return `${c.variant} ${c.tileM}x${c.tileN}x${c.tileK} t${c.threadM}x${c.threadN}` +
     `${c.splitK > 1 ? ` split${c.splitK}` : ""}${c.doubleBuffer ? "" : " single"}` +
-    `${c.sharedLayout === "interleaved" ? " interleaved" : ""}`;
+    `${c.sharedLayout === "interleaved" ? " interleaved" : ""}` +
+    `${c.productForm === "broadcast" ? "" : ` ${c.productForm}`}`;
 }
 
 if (device === "wasm") {
