@@ -40,76 +40,37 @@ type Transpose = "none" | "option" | "view";
 /** Lengths: 1, primes, around the tile sizes (4 to 128) and their multiples. */
 const LENGTHS = [1, 2, 3, 4, 5, 7, 8, 13, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129] as const;
 
+/** A forced tiled choice: tile M x N x K, outputs per invocation, and any other fields. */
+function tiled(
+  tileM: number,
+  tileN: number,
+  tileK: number,
+  threadM: number,
+  threadN: number,
+  extra: Partial<gyre.MatmulChoice> = {},
+): Partial<gyre.MatmulChoice> {
+  return { variant: "tiled", tileM, tileN, tileK, threadM, threadN, ...extra };
+}
+
 /** Every plan variant and several tiles, forced on the GPU (null: the plan's own rule). */
 const TILED: readonly (Partial<gyre.MatmulChoice> | null)[] = [
   null,
-  { variant: "tiled", tileM: 128, tileN: 128, tileK: 8, threadM: 8, threadN: 8 },
-  { variant: "tiled", tileM: 64, tileN: 64, tileK: 16, threadM: 4, threadN: 4, laneColumns: 4 },
-  { variant: "tiled", tileM: 32, tileN: 64, tileK: 8, threadM: 4, threadN: 4, swizzle: 1 },
-  // float16 accumulation in pairs of k (two partial sums per output) rather than one A value
-  // times four B values; with float32 math the option changes nothing.
-  {
-    variant: "tiled",
-    tileM: 64,
-    tileN: 64,
-    tileK: 8,
-    threadM: 8,
-    threadN: 4,
-    productForm: "pairedK",
-  },
-  {
-    variant: "tiled",
-    tileM: 64,
-    tileN: 128,
-    tileK: 16,
-    threadM: 8,
-    threadN: 8,
-    productForm: "pairedK",
-  },
-  // float16 accumulation with A's values stored twice (whole-register two-wide products).
-  {
-    variant: "tiled",
-    tileM: 64,
-    tileN: 64,
-    tileK: 8,
-    threadM: 8,
-    threadN: 4,
-    productForm: "repeatedA",
-  },
-  {
-    variant: "tiled",
-    tileM: 128,
-    tileN: 64,
-    tileK: 16,
-    threadM: 16,
-    threadN: 8,
-    productForm: "repeatedA",
-  },
+  tiled(128, 128, 8, 8, 8),
+  tiled(64, 64, 16, 4, 4, { laneColumns: 4 }),
+  tiled(32, 64, 8, 4, 4, { swizzle: 1 }),
+  // float16 accumulation in pairs of k (two partial sums per output) or with A's values stored
+  // twice, rather than one A value times four B values; with float32 math the form changes
+  // nothing.
+  tiled(64, 64, 8, 8, 4, { productForm: "pairedK" }),
+  tiled(64, 128, 16, 8, 8, { productForm: "pairedK" }),
+  tiled(64, 64, 8, 8, 4, { productForm: "repeatedA" }),
+  tiled(128, 64, 16, 16, 8, { productForm: "repeatedA" }),
   // The rule's large float16-accumulation tiles (A repeated, one shared buffer).
-  {
-    variant: "tiled",
-    tileM: 128,
-    tileN: 128,
-    tileK: 16,
-    threadM: 8,
-    threadN: 8,
-    productForm: "repeatedA",
-    doubleBuffer: false,
-  },
-  {
-    variant: "tiled",
-    tileM: 128,
-    tileN: 128,
-    tileK: 8,
-    threadM: 8,
-    threadN: 16,
-    laneColumns: 2,
-    productForm: "repeatedA",
-    doubleBuffer: false,
-  },
-  { variant: "tiled", tileM: 64, tileN: 32, tileK: 4, threadM: 8, threadN: 4, doubleBuffer: false },
-  { variant: "tiled", tileM: 64, tileN: 128, tileK: 8, threadM: 8, threadN: 16, laneColumns: 16 },
-  { variant: "tiled", tileM: 32, tileN: 32, tileK: 8, threadM: 4, threadN: 4, vectorLoads: false },
+  tiled(128, 128, 16, 8, 8, { productForm: "repeatedA", doubleBuffer: false }),
+  tiled(128, 128, 8, 8, 16, { laneColumns: 2, productForm: "repeatedA", doubleBuffer: false }),
+  tiled(64, 32, 4, 8, 4, { doubleBuffer: false }),
+  tiled(64, 128, 8, 8, 16, { laneColumns: 16 }),
+  tiled(32, 32, 8, 4, 4, { vectorLoads: false }),
   { variant: "splitK", splitK: 3, tileM: 32, tileN: 32, tileK: 4, threadM: 4, threadN: 4 },
   { variant: "splitK", splitK: 7, tileM: 64, tileN: 64, tileK: 8, threadM: 8, threadN: 8 },
 ];
