@@ -108,14 +108,8 @@ const VECTOR = {
 };
 
 /** A tile with A's values stored twice (`productForm: "repeatedA"`, float16 accumulation). */
-function repeated(
-  m: number,
-  n: number,
-  k: number,
-  tm: number,
-  tn: number,
-  extra: Partial<gyre.MatmulChoice> = {},
-): Partial<gyre.MatmulChoice> {
+function repeated(...args: Parameters<typeof tile>): Partial<gyre.MatmulChoice> {
+  const [m, n, k, tm, tn, extra] = args;
   return tile(m, n, k, tm, tn, { productForm: "repeatedA", ...extra });
 }
 
