@@ -81,6 +81,7 @@ const tile = (
   // Stated, so that a variant does not inherit what the plan's own choice takes.
   doubleBuffer: true,
   productForm: "broadcast",
+  transposeAFirst: false,
   ...extra,
 });
 const SQUARE = {
@@ -274,6 +275,33 @@ function shapes(): Shape[] {
       accumulate: "float16" as const,
       transposeA,
     })),
+    ...[2048, 4096, 8192].map((size) => ({
+      // A row-major, copied into [K, M] order by a transposing kernel before the product (two
+      // dispatches, timed together) or read as stored.
+      ...f32(`${size}^3 f16 acc16 A copied`, size, size, size, {
+        "A copied, 128x128x16 t8x8 repeated A one buffer": repeated(128, 128, 16, 8, 8, {
+          doubleBuffer: false,
+          transposeAFirst: true,
+        }),
+        "A copied, 64x128x16 t8x8 repeated A one buffer": repeated(64, 128, 16, 8, 8, {
+          doubleBuffer: false,
+          transposeAFirst: true,
+        }),
+        "A as stored, 128x128x8 t8x16 repeated A one buffer": repeated(128, 128, 8, 8, 16, {
+          laneColumns: 2,
+          doubleBuffer: false,
+        }),
+      }),
+      dtype: "float16" as const,
+      accumulate: "float16" as const,
+    })),
+    f32("4096^3 f32 A copied", 4096, 4096, 4096, {
+      "A copied, 128x128x8 t8x16": tile(128, 128, 8, 8, 16, {
+        laneColumns: 2,
+        transposeAFirst: true,
+      }),
+      "A as stored, 128x128x8 t8x16": SQUARE["128x128x8 t8x16"],
+    }),
     { ...f32("linear 4096^3 bias+gelu", 4096, 4096, 4096, {}), linear: true },
     {
       ...f32("4096^3 transposeA", 4096, 4096, 4096, {
@@ -315,7 +343,8 @@ function describeChoice(c: gyre.MatmulChoice): string {
   return `${c.variant} ${c.tileM}x${c.tileN}x${c.tileK} t${c.threadM}x${c.threadN}` +
     `${c.splitK > 1 ? ` split${c.splitK}` : ""}${c.doubleBuffer ? "" : " single"}` +
     `${c.sharedLayout === "interleaved" ? " interleaved" : ""}` +
-    `${c.productForm === "broadcast" ? "" : ` ${c.productForm}`}`;
+    `${c.productForm === "broadcast" ? "" : ` ${c.productForm}`}` +
+    `${c.transposeAFirst ? " A copied" : ""}`;
 }
 
 if (device === "wasm") {

@@ -359,6 +359,55 @@ test("float16 accumulation in pairs of k or with A repeated gives the same produ
   }
 });
 
+test("A copied into [K, M] order first: the same product, one more dispatch, nothing kept", async (device) => {
+  if (device !== "gpu") return;
+  const gpu = gyre.runtime().gpu!;
+  // Sizes around the transposing kernel's 64 x 64 tiles; batches broadcast, sliced and whole.
+  const cases: [number[], number[], boolean][] = [
+    [[70, 129], [129, 5], false],
+    [[2, 3, 64, 65], [65, 33], false],
+    [[3, 1, 17, 64], [2, 64, 9], true],
+  ];
+  for (const [aShape, bShape, sliced] of cases) {
+    const size = (s: number[]) => s.reduce((x, y) => x * y, 1);
+    const k = aShape[aShape.length - 1];
+    const a0 = gyre.tensor(Array.from({ length: size(aShape) * 2 }, (_, i) => (i * 7) % 9 - 4), {
+      device,
+      shape: [...aShape.slice(0, -1), 2 * k],
+    });
+    // Every other column when sliced (A's strides allow no vector loads), else the first half.
+    const a = a0.slice(...aShape.slice(0, -1).map(() => null), sliced ? [0, 2 * k, 2] : [0, k]);
+    const b = gyre.tensor(Array.from({ length: size(bShape) }, (_, i) => (i * 5) % 7 - 3), {
+      device,
+      shape: bShape,
+    });
+    const want = await values(gyre.matmul(a, b));
+    gyre.flush();
+    const before = gpu.pool.stats();
+    const dispatches = gpu.batch.totalDispatches;
+    let got: gyre.Tensor;
+    try {
+      gyre.setPlanOverride("matmul", { transposeAFirst: true });
+      got = gyre.matmul(a, b).realize();
+      gyre.flush();
+    } finally {
+      gyre.setPlanOverride("matmul", null);
+    }
+    const label = JSON.stringify({ aShape, bShape, sliced });
+    assert.equal(gpu.batch.totalDispatches - dispatches, 2, label);
+    // Small integers: both orders give every sum exactly.
+    assert.deepEqual(await values(got), want, label);
+    got.dispose();
+    gyre.flush();
+    assert.equal(
+      gpu.pool.stats().liveBuffers,
+      before.liveBuffers,
+      `${label}: the copy is released`,
+    );
+    for (const x of [a0, a, b]) x.dispose();
+  }
+});
+
 test("linear: x @ weight^T + bias, then the activation", async (device) => {
   const x = t(device, [[1, 2]]);
   const w = t(device, [[1, 0], [0, 1], [1, -1]]);
@@ -619,23 +668,31 @@ Deno.test("planMatmul: the rule's choices and what overrides may ask", () => {
     [big.variant, big.tileM, big.tileN, big.tileK, big.threadM, big.threadN],
     ["tiled", 128, 128, 8, 8, 16],
   );
-  const half = plan(h200, 4096, 4096, 4096, { dtype: "float16", halfAccumulate: true });
-  // float16 accumulation: A repeated in one shared buffer; 8x16 per invocation with A
-  // row-major, 8x8 with A stored [K, M].
+  const halfProblem = { dtype: "float16" as const, halfAccumulate: true };
+  // float16 accumulation: A repeated in one shared buffer; 8x8 per invocation with A stored
+  // [K, M] (a large row-major A is copied into that order first), 8x16 with A row-major.
   const form = (c: gyre.MatmulChoice) => [
     c.tileK,
     c.threadM,
     c.threadN,
     c.productForm,
     c.doubleBuffer,
+    c.transposeAFirst,
   ];
-  assert.deepEqual(form(half), [8, 8, 16, "repeatedA", false]);
-  const columns = plan(h200, 4096, 4096, 4096, {
-    dtype: "float16",
-    halfAccumulate: true,
-    transposeA: true,
-  });
-  assert.deepEqual(form(columns), [16, 8, 8, "repeatedA", false]);
+  const half = plan(h200, 4096, 4096, 4096, halfProblem);
+  assert.deepEqual(form(half), [16, 8, 8, "repeatedA", false, true]);
+  const columns = plan(h200, 4096, 4096, 4096, { ...halfProblem, transposeA: true });
+  assert.deepEqual(form(columns), [16, 8, 8, "repeatedA", false, false]);
+  // A row-major that cannot be copied (a fused prologue, scattered batch axes), or too small a
+  // product for the copy to pay: A read as it is stored.
+  const rowMajor = [8, 8, 16, "repeatedA", false, false];
+  assert.deepEqual(
+    form(plan(h200, 4096, 4096, 4096, { ...halfProblem, aCopyable: false })),
+    rowMajor,
+  );
+  assert.deepEqual(form(plan(h200, 4096, 1024, 4096, halfProblem)), rowMajor);
+  assert.equal(plan(h200, 4096, 4096, 4096).transposeAFirst, false, "float32 reads A as stored");
+  assert.equal(plan(h200, 1, 4096, 4096, halfProblem).transposeAFirst, false, "gemv");
   assert.equal(
     plan(h200, 4096, 4096, 4096, { transposeA: true }).productForm,
     "broadcast",
@@ -681,13 +738,17 @@ Deno.test("planMatmul: the rule's choices and what overrides may ask", () => {
     // A repeated doubles A's shared tile: double-buffered float16 128x128x32 tiles with 8x8
     // per invocation take 32.5 KiB, and 48.5 KiB with A repeated, past an H200's 48.
     const tile = { tileM: 128, tileN: 128, tileK: 32, threadM: 8, threadN: 8, doubleBuffer: true };
-    const halfProblem = { dtype: "float16" as const, halfAccumulate: true };
     gyre.setPlanOverride("matmul", tile);
     assert.equal(plan(h200, 64, 64, 64, halfProblem).tileK, 32);
     gyre.setPlanOverride("matmul", { ...tile, productForm: "repeatedA" });
     assert.throws(() => plan(h200, 64, 64, 64, halfProblem), /48\.5 KiB|49664 bytes/);
     gyre.setPlanOverride("matmul", { variant: "splitK", splitK: 5 });
     assert.equal(plan(h200, 64, 64, 64).splitK, 5);
+    // The copy may be forced on any dtype, but never where A is already stored [K, M].
+    gyre.setPlanOverride("matmul", { transposeAFirst: true });
+    assert.equal(plan(h200, 64, 64, 64).transposeAFirst, true);
+    assert.equal(plan(h200, 64, 64, 64, { transposeA: true }).transposeAFirst, false);
+    assert.equal(plan(h200, 64, 64, 64, { aCopyable: false }).transposeAFirst, false);
   } finally {
     gyre.setPlanOverride("matmul", null);
   }

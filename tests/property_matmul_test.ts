@@ -68,6 +68,24 @@ const TILED: readonly (Partial<gyre.MatmulChoice> | null)[] = [
   // The rule's large float16-accumulation tiles (A repeated, one shared buffer).
   tiled(128, 128, 16, 8, 8, { productForm: "repeatedA", doubleBuffer: false }),
   tiled(128, 128, 8, 8, 16, { laneColumns: 2, productForm: "repeatedA", doubleBuffer: false }),
+  // A copied into [K, M] order by the transposing kernel first (the rule does it for large
+  // float16-accumulation products), from row-major, sliced and batched operands.
+  tiled(64, 64, 8, 8, 4, { transposeAFirst: true }),
+  tiled(128, 128, 16, 8, 8, {
+    productForm: "repeatedA",
+    doubleBuffer: false,
+    transposeAFirst: true,
+  }),
+  {
+    variant: "splitK",
+    splitK: 2,
+    tileM: 32,
+    tileN: 32,
+    tileK: 8,
+    threadM: 4,
+    threadN: 4,
+    transposeAFirst: true,
+  },
   tiled(64, 32, 4, 8, 4, { doubleBuffer: false }),
   tiled(64, 128, 8, 8, 16, { laneColumns: 16 }),
   tiled(32, 32, 8, 4, 4, { vectorLoads: false }),

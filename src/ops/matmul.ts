@@ -39,10 +39,17 @@ import {
   type TiledSpec,
   tiledThreads,
 } from "../gpu/_codegen_matmul.ts";
+import {
+  generateTranspose,
+  TRANSPOSE_THREADS,
+  transposeGroups,
+  type TransposeUniforms,
+  transposeUniforms,
+} from "../gpu/_codegen_transpose.ts";
 import { loadAs, storageType } from "../gpu/_wgsl_types.ts";
 import { epilogueFunction } from "../gpu/_codegen_elementwise.ts";
 import { bind, fusedLabel, makePending, type Producer } from "../_lazy.ts";
-import { planMatmul, planMatmulPrologue, planWasmGemm } from "../plans.ts";
+import { type MatmulChoice, planMatmul, planMatmulPrologue, planWasmGemm } from "../plans.ts";
 import { runtime } from "../runtime.ts";
 import { Tensor } from "../tensor.ts";
 import type { Value, WasmBackend, WasmStorage } from "../wasm/backend.ts";
@@ -472,6 +479,101 @@ function runGpu(
   custom: { epilogue: MatmulEpilogue; buffers: GPUBuffer[] } | null = null,
 ): GpuStorage {
   backend._check(op, [p.dtype]);
+  const r = p.batch.length;
+  const [aOuter, aK] = [x.a.strides[r], x.a.strides[r + 1]];
+  const [bK, bOuter] = [x.b.strides[r], x.b.strides[r + 1]];
+  const aBatch = x.aPrologue ? null : batchRun(p.batch, x.a.strides.slice(0, r));
+  const choice = planMatmul(backend.caps, {
+    m: p.m,
+    n: p.n,
+    k: p.k,
+    batch: sizeOf(p.batch),
+    dtype: p.dtype,
+    transposeA: aK !== 1 && aOuter === 1,
+    transposeB: bK === 1 && bOuter !== 1,
+    halfAccumulate: p.halfAccumulate,
+    aCopyable: aBatch !== null,
+  });
+  if (!choice.transposeAFirst || !aBatch) {
+    return runPlanned(op, backend, p, x, parts, custom, choice);
+  }
+  const copy = copyAColumns(backend, op, p, x.a, aBatch);
+  try {
+    return runPlanned(op, backend, p, { ...x, a: copy.view }, parts, custom, choice);
+  } finally {
+    backend.free(copy.storage);
+  }
+}
+
+/**
+ * A's own batch axes (neither 1 nor broadcast) as one run of `count` matrices `stride` apart, or
+ * null where they do not form one.
+ */
+function batchRun(
+  shape: readonly number[],
+  strides: readonly number[],
+): { count: number; stride: number } | null {
+  const own = shape.map((_, d) => d).filter((d) => shape[d] > 1 && strides[d] !== 0);
+  const run = collapseBatch(own.map((d) => shape[d]), [own.map((d) => strides[d])]);
+  if (run.shape.length === 0) return { count: 1, stride: 0 };
+  return run.shape.length === 1 ? { count: run.shape[0], stride: run.strides[0][0] } : null;
+}
+
+/**
+ * Copies A ([...batch, M, K] through its strides) into fresh contiguous [count, K, M] storage by
+ * the tiled transposing kernel, and returns a view of it with A's logical shape.
+ */
+function copyAColumns(
+  backend: GpuBackend,
+  op: string,
+  p: Problem,
+  a: View,
+  run: { count: number; stride: number },
+): { storage: GpuStorage; view: View } {
+  const r = p.batch.length;
+  const { m, k } = p;
+  const storage = backend._alloc(op, a.dtype, run.count * m * k);
+  const copy: TransposeUniforms = {
+    rows: m,
+    columns: k,
+    batches: run.count,
+    offset: a.offset,
+    rowStride: a.strides[r],
+    columnStride: a.strides[r + 1],
+    batchStride: run.stride,
+  };
+  const pipeline = backend._pipeline(
+    `transpose:${a.dtype}`,
+    2,
+    () => generateTranspose(a.dtype),
+  );
+  backend._dispatch(
+    op,
+    pipeline,
+    [(a.storage as GpuStorage).buffer, storage.buffer],
+    transposeUniforms(copy),
+    backend._grid(transposeGroups(copy) * TRANSPOSE_THREADS, TRANSPOSE_THREADS),
+  );
+  // Batch axes step through the copies in A's own order; broadcast axes stay broadcast.
+  const batchStrides = a.strides.slice(0, r).map((s, d) =>
+    p.batch[d] === 1 || s === 0 ? 0 : (s / run.stride) * m * k
+  );
+  return {
+    storage,
+    view: { storage, dtype: a.dtype, shape: a.shape, offset: 0, strides: [...batchStrides, 1, m] },
+  };
+}
+
+/** {@link runGpu} under a chosen plan, with A already in the layout the plan expects. */
+function runPlanned(
+  op: string,
+  backend: GpuBackend,
+  p: Problem,
+  x: Operands,
+  parts: EpilogueParts,
+  custom: { epilogue: MatmulEpilogue; buffers: GPUBuffer[] } | null,
+  choice: MatmulChoice,
+): GpuStorage {
   const { m, n, k } = p;
   const r = p.batch.length;
   const batches = sizeOf(p.batch);
@@ -484,16 +586,6 @@ function runGpu(
   const batchRank = collapsed.shape.length;
   const [aOuter, aK] = [x.a.strides[r], x.a.strides[r + 1]];
   const [bK, bOuter] = [x.b.strides[r], x.b.strides[r + 1]];
-  const choice = planMatmul(backend.caps, {
-    m,
-    n,
-    k,
-    batch: batches,
-    dtype: p.dtype,
-    transposeA: aK !== 1 && aOuter === 1,
-    transposeB: bK === 1 && bOuter !== 1,
-    halfAccumulate: p.halfAccumulate,
-  });
   const epilogue = custom?.epilogue ?? gpuEpilogue(parts);
   const extraBuffers = custom?.buffers ??
     (parts.bias ? [(parts.bias.storage as GpuStorage).buffer] : []);

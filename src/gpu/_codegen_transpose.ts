@@ -1,0 +1,136 @@
+/**
+ * Generates a WGSL kernel that copies a batch of strided matrices into contiguous transposed
+ * storage: element (b, r, c), read at `offset + b * batchStride + r * rowStride + c * columnStride`,
+ * lands at `(b * columns + c) * rows + r`. A workgroup of 32 x 8 invocations moves one 64 x 64 tile
+ * through workgroup memory, so both the reads (along the source's columns) and the writes (along
+ * its rows) are coalesced, where a plain strided gather reads one element per memory sector.
+ * Every invocation loads its sixteen elements before it stores any, so many loads are in flight.
+ *
+ * Used where a kernel reads the transposed order faster than the strided one: float16 matmul with
+ * A copied into [K, M] order first (`MatmulChoice.transposeAFirst`, src/plans.ts).
+ * @module
+ */
+import type { DType } from "../dtype.ts";
+import { storageType } from "./_wgsl_types.ts";
+
+/** Side of the square tile one workgroup moves. */
+export const TRANSPOSE_TILE = 64;
+/** Invocations per workgroup (32 columns by 8 rows). */
+export const TRANSPOSE_THREADS = 256;
+
+/**
+ * The copy's sizes and the source's layout, for {@link transposeUniforms}.
+ *
+ * @example
+ * ```ts
+ * const copy: TransposeUniforms = {
+ *   rows: 4096, columns: 4096, batches: 1,
+ *   offset: 0, rowStride: 4096, columnStride: 1, batchStride: 0,
+ * };
+ * ```
+ */
+export interface TransposeUniforms {
+  rows: number;
+  columns: number;
+  batches: number;
+  offset: number;
+  rowStride: number;
+  columnStride: number;
+  batchStride: number;
+}
+
+/**
+ * The uniform block of the transposing copy (eight u32 words).
+ *
+ * @example
+ * ```ts
+ * transposeUniforms({
+ *   rows: 2, columns: 3, batches: 1, offset: 0, rowStride: 3, columnStride: 1, batchStride: 0,
+ * }).length; // 8
+ * ```
+ */
+export function transposeUniforms(u: TransposeUniforms): Uint32Array {
+  const tilesRows = Math.ceil(u.rows / TRANSPOSE_TILE);
+  const tilesColumns = Math.ceil(u.columns / TRANSPOSE_TILE);
+  return Uint32Array.from([
+    u.rows,
+    u.columns,
+    u.offset,
+    u.rowStride,
+    u.columnStride,
+    u.batchStride,
+    tilesColumns,
+    tilesRows * tilesColumns * u.batches,
+  ]);
+}
+
+/** Workgroups the copy dispatches (one per tile). */
+export function transposeGroups(u: TransposeUniforms): number {
+  return Math.ceil(u.rows / TRANSPOSE_TILE) * Math.ceil(u.columns / TRANSPOSE_TILE) * u.batches;
+}
+
+/**
+ * WGSL of the transposing copy for elements of `dtype`. The tile is held as f32 for float16
+ * (exact both ways), so workgroup memory is addressed in whole words.
+ *
+ * @example
+ * ```ts
+ * generateTranspose("float16").includes("enable f16;"); // true
+ * ```
+ */
+export function generateTranspose(dtype: DType): string {
+  const element = storageType(dtype);
+  const shared = dtype === "float16" ? "f32" : element;
+  const half = TRANSPOSE_TILE / 2;
+  const load: string[] = [];
+  const keep: string[] = [];
+  const store: string[] = [];
+  // Invocation (x, y) moves columns x and x + 32 of tile rows y, y + 8, ... (loads), and rows
+  // x and x + 32 of tile columns y, y + 8, ... (stores).
+  for (let i = 0; i < TRANSPOSE_TILE / 8; i++) {
+    for (let j = 0; j < 2; j++) {
+      const v = `v${i}_${j}`;
+      const r = `${i * 8}u + lid.y`, c = `${j * half}u + lid.x`;
+      load.push(
+        `  let ${v} = select(${shared}(), ${shared}(src[min(base + (r0 + ${r}) * p.row_stride + ` +
+          `(c0 + ${c}) * p.column_stride, last)]), r0 + ${r} < p.rows && c0 + ${c} < p.columns);`,
+      );
+      keep.push(`  tile[${r}][${c}] = ${v};`);
+      store.push(
+        `  if (c0 + ${r} < p.columns && r0 + ${c} < p.rows) { ` +
+          `dst[out_base + (c0 + ${r}) * p.rows + r0 + ${c}] = ${element}(tile[${c}][${r}]); }`,
+      );
+    }
+  }
+  return [
+    ...(dtype === "float16" ? ["enable f16;"] : []),
+    "struct Params { rows: u32, columns: u32, offset: u32, row_stride: u32, column_stride: u32, " +
+    "batch_stride: u32, tiles_columns: u32, tiles: u32 }",
+    `@group(0) @binding(0) var<storage, read> src: array<${element}>;`,
+    `@group(0) @binding(1) var<storage, read_write> dst: array<${element}>;`,
+    "@group(0) @binding(2) var<uniform> p: Params;",
+    // One padding column: the stores read the tile down its columns without bank conflicts.
+    `var<workgroup> tile: array<array<${shared}, ${TRANSPOSE_TILE + 1}>, ${TRANSPOSE_TILE}>;`,
+    "@compute @workgroup_size(32, 8)",
+    "fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, " +
+    "@builtin(local_invocation_id) lid: vec3<u32>) {",
+    "  let t = wid.x + wid.y * nwg.x;",
+    "  if (t >= p.tiles) { return; }",
+    `  let tiles_rows = (p.rows + ${TRANSPOSE_TILE - 1}u) / ${TRANSPOSE_TILE}u;`,
+    "  let per_batch = tiles_rows * p.tiles_columns;",
+    "  let b = t / per_batch;",
+    "  let within = t - b * per_batch;",
+    `  let r0 = (within / p.tiles_columns) * ${TRANSPOSE_TILE}u;`,
+    `  let c0 = (within % p.tiles_columns) * ${TRANSPOSE_TILE}u;`,
+    "  let base = p.offset + b * p.batch_stride;",
+    // Out-of-range lanes read a valid element and discard it, so no load is conditional.
+    "  let last = arrayLength(&src) - 1u;",
+    "  let out_base = b * p.rows * p.columns;",
+    ...load,
+    ...keep,
+    "  workgroupBarrier();",
+    ...store,
+    "}",
+    "",
+  ].join("\n");
+}
