@@ -288,9 +288,13 @@ export interface ScanChoice {
    * "lookback": one pass over tiles of long rows, each tile taking its prefix from its
    * predecessors' published aggregates (decoupled look-back; a predecessor silent too long is
    * reduced by its reader, so no forward progress is assumed; chosen only by override);
-   * "multipass": reduce tiles, scan the tile totals, scan tiles with their offsets.
+   * "multipass": reduce tiles, scan the tile totals, scan tiles with their offsets;
+   * "chunks": one pass over chunks of `chunkTiles` tiles, each reduced, then given the sum of
+   * every earlier chunk's published aggregate at once, then scanned again from L2 where it can
+   * (sums and products with subgroups; others take "multipass"; like "lookback", a chunk silent
+   * too long is reduced by its reader).
    */
-  variant: "row" | "lookback" | "multipass";
+  variant: "row" | "lookback" | "multipass" | "chunks";
   /** Scan across a workgroup with subgroup operations rather than shared memory alone. */
   subgroups: boolean;
   workgroupSize: number;
@@ -325,6 +329,8 @@ export interface ScanChoice {
    * them. 1 keeps three passes (as max and min always do).
    */
   superTiles: number;
+  /** "chunks": tiles per chunk (1 to 64), so that a long scan has about 1024 chunks. */
+  chunkTiles: number;
 }
 
 /** Workgroups the two-pass scan's first pass should keep busy (132 SMs on an H200). */
@@ -412,6 +418,16 @@ export function planScan(
       Math.ceil(problem.rowLength / (workgroupSize * elementsPerThread)),
       workgroupSize,
     ),
+    chunkTiles: Math.min(
+      64,
+      Math.max(
+        1,
+        Math.ceil(
+          problem.rows * Math.ceil(problem.rowLength / (workgroupSize * elementsPerThread)) /
+            SCAN_FIRST_PASS_GROUPS,
+        ),
+      ),
+    ),
     ...scanOverride,
   };
   // What the device and the problem allow, whatever an override asks.
@@ -435,6 +451,9 @@ export function planScan(
     choice.superTiles = 1;
   }
   if (!choice.subgroups) choice.superTiles = 1;
+  if (!Number.isInteger(choice.chunkTiles) || choice.chunkTiles < 1 || choice.chunkTiles > 64) {
+    choice.chunkTiles = 1;
+  }
   if (
     choice.variant === "row" && problem.rowLength > choice.workgroupSize * choice.elementsPerThread
   ) {

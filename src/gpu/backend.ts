@@ -181,7 +181,8 @@ export class GpuBackend implements Backend {
       buffer = this.device.createBuffer({
         label: `gyre ${purpose}`,
         size: Math.ceil(size / 16) * 16,
-        usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST,
+        // COPY_SRC: tests read the states back to check that kernels leave them clear.
+        usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC,
       });
       this.#scratch.set(purpose, buffer);
     }
