@@ -411,7 +411,7 @@ if (args.includes("--sweep")) {
     [`cummax ${big / Mi}Mi f32`, () => gyre.cummax(a)],
     [`cumprod ${big / Mi}Mi f32`, () => gyre.cumprod(a)],
   ];
-  for (const variant of ["lookback", "multipass", "chunks"] as const) {
+  for (const variant of ["lookback", "multipass"] as const) {
     gyre.setPlanOverride("scan", { variant });
     for (const [name, fn] of cases) {
       const elements = name.includes(`${mid / Mi}Mi`) ? mid : big;
@@ -437,25 +437,6 @@ if (args.includes("--sweep")) {
       () => gyre.cumsum(a),
     );
   }
-  // Chunks of 4 to 64 tiles of 4096 (the rule takes 16 at 64 Mi: 1024 chunks).
-  for (
-    const tile of [
-      { chunkTiles: 4 },
-      { chunkTiles: 8 },
-      { chunkTiles: 32 },
-      { chunkTiles: 64 },
-      { chunkTiles: 8, elementsPerThread: 32 },
-      { chunkTiles: 32, workgroupSize: 512 },
-    ]
-  ) {
-    gyre.setPlanOverride("scan", { variant: "chunks", ...tile });
-    await bench(
-      `cumsum ${big / Mi}Mi f32, chunks ${JSON.stringify(tile)}`,
-      big,
-      2 * 4 * big,
-      () => gyre.cumsum(a),
-    );
-  }
   gyre.setPlanOverride("scan", null);
   // Rows that fit one tile (the row variant: no look-back): the tile scan's own throughput.
   await bench(
@@ -465,7 +446,7 @@ if (args.includes("--sweep")) {
     () => gyre.cumsum(a.reshape([big / 4096, 4096])),
   );
   // Each dispatch of the two long-row schemes timed on its own (medians of 10 runs, in order).
-  for (const variant of ["lookback", "multipass", "chunks"] as const) {
+  for (const variant of ["lookback", "multipass"] as const) {
     gyre.setPlanOverride("scan", { variant });
     await dispatchBreakdown(`cumsum ${big / Mi}Mi ${variant}`, () => gyre.cumsum(a));
   }
@@ -475,14 +456,8 @@ if (args.includes("--sweep")) {
   // Host cost: wall clock per cumsum of 1 Mi with work pipelined (20 and 220 in a row, read back
   // once), in two passes and in three.
   const small = a.slice([0, Mi]).realize();
-  const schemes: [string, Partial<gyre.ScanChoice> | null][] = [
-    ["plan", null],
-    ["three passes", { variant: "multipass", superTiles: 1 }],
-    ["two passes", { variant: "multipass" }],
-    ["chunks", { variant: "chunks" }],
-  ];
-  for (const [scheme, override] of schemes) {
-    gyre.setPlanOverride("scan", override);
+  for (const superTiles of [undefined, 1]) {
+    gyre.setPlanOverride("scan", superTiles ? { superTiles } : null);
     const wall = async (count: number) => {
       const times: number[] = [];
       for (let s = 0; s < 7; s++) {
@@ -500,7 +475,9 @@ if (args.includes("--sweep")) {
     };
     const perOp = (await wall(220) - await wall(20)) / 200 * 1000;
     console.error(
-      `cumsum 1Mi pipelined, ${scheme}: ${perOp.toFixed(1)} us per op`,
+      `cumsum 1Mi pipelined, ${superTiles ? "three passes" : "plan"}: ${
+        perOp.toFixed(1)
+      } us per op`,
     );
   }
   small.dispose();

@@ -288,13 +288,9 @@ export interface ScanChoice {
    * "lookback": one pass over tiles of long rows, each tile taking its prefix from its
    * predecessors' published aggregates (decoupled look-back; a predecessor silent too long is
    * reduced by its reader, so no forward progress is assumed; chosen only by override);
-   * "multipass": reduce tiles, scan the tile totals, scan tiles with their offsets;
-   * "chunks": one pass over chunks of `chunkTiles` tiles, each reduced, then given the sum of
-   * every earlier chunk's published aggregate at once, then scanned again from L2 where it can
-   * (sums and products with subgroups; others take "multipass"; like "lookback", a chunk silent
-   * too long is reduced by its reader).
+   * "multipass": reduce tiles, scan the tile totals, scan tiles with their offsets.
    */
-  variant: "row" | "lookback" | "multipass" | "chunks";
+  variant: "row" | "lookback" | "multipass";
   /** Scan across a workgroup with subgroup operations rather than shared memory alone. */
   subgroups: boolean;
   workgroupSize: number;
@@ -329,8 +325,6 @@ export interface ScanChoice {
    * them. 1 keeps three passes (as max and min always do).
    */
   superTiles: number;
-  /** "chunks": tiles per chunk (1 to 64), so that a long scan has about 1024 chunks. */
-  chunkTiles: number;
 }
 
 /** Workgroups the two-pass scan's first pass should keep busy (132 SMs on an H200). */
@@ -372,6 +366,10 @@ let scanOverride: Partial<ScanChoice> | null = null;
  * its tile through a look-back of a few L2 round trips, and prefetching the next tile halved
  * occupancy instead, 324-581 us); cummax 299 against 452 us, cumprod 209 against 296; rows of
  * 8192 as one 512-wide workgroup each 137 us (93%) against 178 us with two look-back tiles;
+ * a single-pass reduce-then-scan over chunks of 4 to 64 tiles (each chunk reduced, given the
+ * fold of every earlier chunk's aggregate at once, then scanned again from its last tile down)
+ * took 217-282 us (bench/results/kernels-nvidia-h200-scan-chunks.md): it moves the bytes of
+ * two passes and adds the waits, so it was dropped;
  * [256, 262144] over axis 0 took 156 us as columns, 891 us strided and 2323 us transposed.
  *
  * @example
@@ -418,16 +416,6 @@ export function planScan(
       Math.ceil(problem.rowLength / (workgroupSize * elementsPerThread)),
       workgroupSize,
     ),
-    chunkTiles: Math.min(
-      64,
-      Math.max(
-        1,
-        Math.ceil(
-          problem.rows * Math.ceil(problem.rowLength / (workgroupSize * elementsPerThread)) /
-            SCAN_FIRST_PASS_GROUPS,
-        ),
-      ),
-    ),
     ...scanOverride,
   };
   // What the device and the problem allow, whatever an override asks.
@@ -451,9 +439,6 @@ export function planScan(
     choice.superTiles = 1;
   }
   if (!choice.subgroups) choice.superTiles = 1;
-  if (!Number.isInteger(choice.chunkTiles) || choice.chunkTiles < 1 || choice.chunkTiles > 64) {
-    choice.chunkTiles = 1;
-  }
   if (
     choice.variant === "row" && problem.rowLength > choice.workgroupSize * choice.elementsPerThread
   ) {

@@ -4,8 +4,7 @@
  * reverse, on contiguous, broadcast, transposed and sliced inputs, with every variant the scan plan
  * can choose forced through `setPlanOverride`: `row` (teams of every size, with and without
  * subgroups), `multipass` (tiles made small so that rows of a few thousand elements take many tiles
- * and a second level of tile totals, or, in two passes, groups of them), `lookback`, `chunks` (the
- * single-pass reduce-then-scan over chunks of tiles), and the `transpose` layout for inner axes.
+ * and a second level of tile totals, or, in two passes, groups of them), `lookback`, and the `transpose` layout for inner axes.
  *
  * The look-back runs here on lavapipe although the plan never picks it there (no forward progress
  * between workgroups): a tile whose predecessor stays silent reduces that tile itself (the kernel's
@@ -129,17 +128,6 @@ function chainLength(choice: gyre.ScanChoice, len: number): number {
   if (choice.variant === "lookback") {
     const fallback = tile / (choice.subgroups ? caps.subgroupMinSize : 1) + sg;
     return inTile + fallback + tiles * (sg + choice.lookbackStates + 2);
-  }
-  if (choice.variant === "chunks" && choice.subgroups) {
-    // One pass over chunks of S tiles: a chunk's aggregate (its tiles' totals in turn, or, for a
-    // chunk its reader reduced itself, one vec4 after another), the fold of the earlier chunks'
-    // (strided over the workgroup, then a subgroup and the subgroups in turn), the exclusive
-    // scan of the chunk's tile totals, then the tile's own scan.
-    const tileTotal = choice.elementsPerThread / 4 + 2 + sg + wg / sg;
-    const perChunk = subTile * choice.chunkTiles;
-    const aggregate = Math.max(tileTotal + choice.chunkTiles, perChunk / 4 + 2);
-    const before = Math.ceil(Math.ceil(len / perChunk) / wg);
-    return inTile + aggregate + before + sg + wg / sg + choice.chunkTiles + 2;
   }
   if (choice.variant === "multipass" && choice.superTiles > 1 && choice.subgroups) {
     // Two passes (sums and products): a tile's total (its chunks, the vec4, the subgroup, the
@@ -360,23 +348,6 @@ property(
 
 property(
   ["scan/cumsum", "scan/cumprod", "scan/cummax", "scan/cummin"],
-  "chunks variant: chunks of a few small tiles in one pass (sums and products with subgroups)",
-  cases(
-    fc.record({
-      variant: fc.constant("chunks" as const),
-      subgroups: fc.boolean(),
-      workgroupSize: fc.constantFrom(32, 64),
-      elementsPerThread: fc.constantFrom(4, 8, 16),
-      chunkTiles: fc.constantFrom(1, 2, 3, 5),
-    }),
-    { lengths: [129, 257, 1021, 4099, 17000], maxRank: 2 },
-  ),
-  check,
-  { numRuns: 25 },
-);
-
-property(
-  ["scan/cumsum", "scan/cumprod", "scan/cummax", "scan/cummin"],
   "transpose and columns layouts for inner axes",
   cases(
     fc.record({
@@ -403,11 +374,7 @@ property(
     reverse: fc.boolean(),
     layout: fc.constant<LayoutKind>("contiguous"),
     integers: fc.constant(true),
-    override: fc.constantFrom(
-      null,
-      { variant: "lookback" as const },
-      { variant: "chunks" as const },
-    ),
+    override: fc.constantFrom(null, { variant: "lookback" as const }),
     seed: fc.nat(),
   }),
   check,

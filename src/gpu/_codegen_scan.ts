@@ -20,13 +20,6 @@
  *   states for an exclusive prefix, and publish their inclusive prefix;
  * - `stage: "reduce"` then `prefix: "offsets"`: the multipass fallback (tile totals, a scan of the
  *   totals, then each tile scanned from its offset);
- * - `prefix: "chunks"`: single-pass reduce-then-scan over chunks of S sub-tiles (sums and products
- *   with subgroups). A workgroup takes a chunk id from an atomic counter, reduces its sub-tiles,
- *   publishes the chunk's aggregate, then its whole workgroup folds the aggregates of every earlier
- *   chunk of the row at once (with ~1024 chunks, one state per invocation or a few: no chain of
- *   inclusive prefixes to wait along), and scans its sub-tiles again from the last down, so the
- *   first re-reads find what the reduction read last still in L2. The last workgroup to finish
- *   clears the states, so no dispatch has to zero them;
  * - `stage: "reduce"` with `superTiles` S > 1 then `prefix: "totals"`: the two-pass form of it
  *   (sums and products). A first-pass workgroup reduces S consecutive tiles and writes each
  *   tile's total and their group's; the final pass sums, for its tile, the group totals before
@@ -69,7 +62,7 @@ export interface ScanSpec {
   /** "scan" writes every output; "reduce" writes one total per tile (multipass, first pass). */
   stage: "scan" | "reduce";
   /** Where a tile's exclusive prefix comes from (scan stage). */
-  prefix: "none" | "offsets" | "lookback" | "totals" | "chunks";
+  prefix: "none" | "offsets" | "lookback" | "totals";
   /** "vec4": rows contiguous and 4-aligned, read as vec4s; "strided": through strides. */
   inMode: "vec4" | "strided";
   /** "vec4": contiguous rows; "strided": the scan axis has stride `inner` in the output. */
@@ -95,7 +88,6 @@ export interface ScanSpec {
   /**
    * Look-back: sub-tiles (of T x E elements) per tile. Above 1 the workgroup first reduces its
    * sub-tiles, looks back once for all of them, then reads them again (from L2) to scan and store.
-   * Chunks: sub-tiles per chunk.
    */
   subTiles: number;
   /**
@@ -137,7 +129,7 @@ export function scanKey(s: ScanSpec): string {
   ].join("|");
 }
 
-/** Uniform words: rows, len, inner, tiles, in_off, in_step, total, groups, row shape, row strides. */
+/** Uniform words: rows, len, inner, tiles, in_off, in_step, total, pad, row shape, row strides. */
 const U_WORDS = 8 + 2 * 8;
 
 /** The per-dispatch parameters. */
@@ -153,8 +145,6 @@ export interface ScanParams {
   inStep: number;
   /** Tiles of all rows (tiled uses). */
   total: number;
-  /** Workgroups dispatched, folded grid included ("chunks": the last of them clears the states). */
-  groups?: number;
   /** Shape and input strides of the axes that index a row (strided input). */
   rowShape: readonly number[];
   rowStrides: readonly number[];
@@ -163,16 +153,7 @@ export interface ScanParams {
 /** Packs the uniform block for one dispatch (negative strides wrap, as u32 arithmetic expects). */
 export function scanUniforms(p: ScanParams): Uint32Array {
   const u = new Uint32Array(U_WORDS);
-  u.set([
-    p.rows,
-    p.len,
-    p.inner,
-    p.tiles,
-    p.inOffset >>> 0,
-    p.inStep >>> 0,
-    p.total,
-    p.groups ?? 0,
-  ]);
+  u.set([p.rows, p.len, p.inner, p.tiles, p.inOffset >>> 0, p.inStep >>> 0, p.total]);
   p.rowShape.forEach((d, i) => (u[8 + i] = d));
   p.rowStrides.forEach((d, i) => (u[16 + i] = d >>> 0));
   return u;
@@ -299,16 +280,14 @@ export function generateScan(s: ScanSpec): string {
   // The exclusive scan's first output: the identity, but +0 rather than the internal -0.
   const firstOut = s.op === "sum" && s.type === "f32" ? "0.0" : null;
   const half = s.inDtype === "float16" || s.outDtype === "float16";
-  const chunks = s.prefix === "chunks";
-  // Both keep tile (chunk) states in `flags`, published as tagged words.
-  const lookback = s.prefix === "lookback" || chunks;
+  const lookback = s.prefix === "lookback";
   const tiled = T === wg && s.prefix !== "none";
   const inElem = storageElement(s.inDtype);
   const outElem = storageElement(s.outDtype);
   const lines: string[] = [];
   if (half) lines.push("enable f16;");
   lines.push(
-    "struct Params { rows: u32, len: u32, inner: u32, tiles: u32, in_off: u32, in_step: u32, total: u32, groups: u32, row_shape: array<vec4<u32>, 2>, row_strides: array<vec4<u32>, 2> }",
+    "struct Params { rows: u32, len: u32, inner: u32, tiles: u32, in_off: u32, in_step: u32, total: u32, pad0: u32, row_shape: array<vec4<u32>, 2>, row_strides: array<vec4<u32>, 2> }",
     `@group(0) @binding(0) var<storage, read> src: array<${
       s.inMode === "vec4" ? `vec4<${inElem}>` : inElem
     }>;`,
@@ -346,27 +325,10 @@ export function generateScan(s: ScanSpec): string {
     combineFunctions(s.op, s.type),
     loadFunction(s),
   );
-  if (chunks) {
-    lines.push(
-      `var<workgroup> sub_prefix: array<${t}, ${s.subTiles}>;`,
-      "var<workgroup> last_group: u32;",
-      // Every workgroup counts itself out once it has read all the states it needs; the last one
-      // clears the states and both counters for the next dispatch.
-      "fn finish_chunks(lid: u32) {",
-      "  let words = 2u * p.total + 2u;",
-      "  if (lid == 0u) {",
-      "    last_group = select(0u, 1u, atomicAdd(&flags[words - 1u], 1u) == p.groups - 1u);",
-      "  }",
-      "  if (workgroupUniformLoad(&last_group) == 1u) {",
-      `    for (var w = lid; w < words; w += ${wg}u) { atomicStore(&flags[w], 0u); }`,
-      "  }",
-      "}",
-    );
-  }
   if (lookback) {
     lines.push(
       "var<workgroup> tile_id: u32;",
-      ...(chunks ? [] : [`var<workgroup> tile_prefix: ${t};`]),
+      `var<workgroup> tile_prefix: ${t};`,
       taggedWordFunctions("flags"),
       "// Status (1 aggregate, 2 inclusive prefix) and value of tile v; status 0 until both words agree.",
       "fn read_state(v: u32) -> vec2<u32> {",
@@ -458,9 +420,7 @@ export function generateScan(s: ScanSpec): string {
       "if (lid == 0u) { tile_id = atomicAdd(&flags[0], 1u); }",
       "let v = workgroupUniformLoad(&tile_id);",
       // Extra workgroups of a folded grid take ids past the end and leave together.
-      chunks
-        ? "if (v >= p.total) { finish_chunks(lid); return; }"
-        : "if (v >= p.total) { return; }",
+      "if (v >= p.total) { return; }",
       "let row = v / p.tiles;",
       "let tile = v % p.tiles;",
       "let row_ok = true;",
@@ -531,10 +491,6 @@ export function generateScan(s: ScanSpec): string {
     );
     return finish();
   }
-  if (chunks) {
-    body.push(...chunkedScan(s, firstOut).map((x) => `  ${x}`), "}");
-    return finish();
-  }
   if (lookback && s.subTiles > 1) {
     body.push(...subTiledLookback(s, firstOut).map((x) => `  ${x}`), "}");
     return finish();
@@ -598,12 +554,7 @@ function loadFunction(s: ScanSpec): string {
  * the scan's ladders and barriers go (on an H200 this pass took 76 us for 64 Mi as a scan).
  * Max and min keep the scan's order, which decides ties between -0 and +0 and between NaNs.
  */
-function tileTotalBlock(
-  s: ScanSpec,
-  tile = "tile",
-  alsoTotal: string[] = [],
-  store = true,
-): string[] {
+function tileTotalBlock(s: ScanSpec, tile = "tile", alsoTotal: string[] = []): string[] {
   const C = s.elementsPerThread / 4;
   const id = literal(scanIdentity(s.op, s.type), accumulatorDtype(s.type));
   const sign = s.op === "sum" ? "+" : "*";
@@ -618,7 +569,7 @@ function tileTotalBlock(
     "if (lid == 0u) {",
     `  var total = ${id};`,
     `  for (var k = 0u; k < ${s.workgroupSize}u / sg_size; k++) { total = total ${sign} sh[k]; }`,
-    ...(store ? [`  dst[row * p.tiles + ${tile}] = total;`] : []),
+    `  dst[row * p.tiles + ${tile}] = total;`,
     ...alsoTotal,
     "}",
   ];
@@ -917,64 +868,6 @@ function subTiledLookback(s: ScanSpec, firstOut: string | null): string[] {
     "  let left = c1(run, cluster_prefix);",
     ...indent(outputBlock(s, firstOut)),
     "  run = c1(run, team_total);",
-    "}",
-  ];
-}
-
-/** Reads of a silent chunk state before the reader reduces that chunk itself. */
-const CHUNK_SPIN_LIMIT = 4096;
-
-/**
- * The chunked scan's body (see the module comment): reduce the S sub-tiles of chunk `tile`
- * (keeping each total), publish the chunk's aggregate, fold every earlier chunk's with the whole
- * workgroup, then scan the sub-tiles from the last down. A state still missing after
- * {@link CHUNK_SPIN_LIMIT} reads is replaced by its reader's own reduction of that chunk's input,
- * so no workgroup depends on another running (lavapipe), at a cost only when that happens.
- */
-function chunkedScan(s: ScanSpec, firstOut: string | null): string[] {
-  const S = s.subTiles;
-  const chunk = s.teamSize * s.elementsPerThread * S;
-  const id = literal(scanIdentity(s.op, s.type), accumulatorDtype(s.type));
-  const indent = (xs: string[]) => xs.map((x) => `  ${x}`);
-  const sign = foldSign(s);
-  return [
-    `var chunk_total = ${id};`,
-    `for (var sub = 0u; sub < ${S}u; sub++) {`,
-    // The previous sub-tile's reads of `sh` come before this one's writes.
-    "  workgroupBarrier();",
-    ...indent(tileTotalBlock(s, `(tile * ${S}u + sub)`, [
-      "  sub_prefix[sub] = total;",
-      `  chunk_total = chunk_total ${sign} total;`,
-    ], false)),
-    "}",
-    "if (lid == 0u) {",
-    "  publish(v, 1u, chunk_total);",
-    `  var run = ${id};`,
-    `  for (var i = 0u; i < ${S}u; i++) { let x = sub_prefix[i]; sub_prefix[i] = run; run = run ${sign} x; }`,
-    "}",
-    "let first = v - tile;",
-    `var part = ${id};`,
-    `for (var j = first + lid; j < v; j += ${s.workgroupSize}u) {`,
-    "  var st = read_state(j);",
-    `  for (var k = 0u; k < ${CHUNK_SPIN_LIMIT}u && st.x == 0u; k++) { st = read_state(j); }`,
-    "  if (st.x == 0u) {",
-    `    var own = ${id};`,
-    `    for (var e = 0u; e < ${chunk}u; e += 4u) {`,
-    `      let c = load4(ibase, (j - first) * ${chunk}u + e);`,
-    `      own = own ${sign} ((c.x ${sign} c.y) ${sign} (c.z ${sign} c.w));`,
-    "    }",
-    `    st = vec2(1u, ${toBits(s.type, "own")});`,
-    "  }",
-    `  part = part ${sign} ${fromBits(s.type, "st.y")};`,
-    "}",
-    ...groupPrefixSum(s),
-    "finish_chunks(lid);",
-    `for (var step = 0u; step < ${S}u; step++) {`,
-    `  let sub = ${S - 1}u - step;`,
-    "  workgroupBarrier();",
-    ...indent(tileBlock(s, `(tile * ${S}u + sub)`)),
-    "  let left = c1(c1(tile_prefix, sub_prefix[sub]), cluster_prefix);",
-    ...indent(outputBlock(s, firstOut)),
     "}",
   ];
 }

@@ -181,8 +181,7 @@ export class GpuBackend implements Backend {
       buffer = this.device.createBuffer({
         label: `gyre ${purpose}`,
         size: Math.ceil(size / 16) * 16,
-        // COPY_SRC: tests read the states back to check that kernels leave them clear.
-        usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC,
+        usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST,
       });
       this.#scratch.set(purpose, buffer);
     }

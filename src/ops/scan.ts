@@ -324,24 +324,6 @@ function scanRows(
     );
     return;
   }
-  if (variant === "chunks" && (scanOp === "sum" || scanOp === "prod") && choice.subgroups) {
-    const perChunk = wg * perThread * choice.chunkTiles;
-    const chunks = Math.ceil(len / perChunk);
-    const s: ScanSpec = { ...spec, prefix: "chunks", subTiles: choice.chunkTiles };
-    const total = rows * chunks;
-    // Zero when created, and left zeroed by each dispatch's last workgroup.
-    const states = gpu._scratch("scan chunk states", 2 * total + 2);
-    const grid = gpu._grid(total * wg, wg);
-    const pipeline = gpu._pipeline(scanKey(s), 3, () => generateScan(s), 2);
-    gpu._dispatch(
-      op,
-      pipeline,
-      [input.buffer, states, output.buffer],
-      scanUniforms({ ...params, tiles: chunks, total, groups: grid[0] * grid[1] }),
-      grid,
-    );
-    return;
-  }
   const accDtype = accumulatorDtype(type);
   // Only sums and products have the grouped first pass (with subgroups: `tileTotalBlock`).
   const groupSize = (scanOp === "sum" || scanOp === "prod") && choice.subgroups
