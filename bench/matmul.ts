@@ -287,6 +287,12 @@ function shapes(): Shape[] {
           doubleBuffer: false,
           transposeAFirst: true,
         }),
+        ...Object.fromEntries(
+          [{ swizzle: 8 }, { swizzle: 16 }, { laneColumns: 4 }, { laneColumns: 16 }].map((x) => [
+            `A copied, 128x128x16 t8x8 repeated A one buffer ${JSON.stringify(x)}`,
+            repeated(128, 128, 16, 8, 8, { doubleBuffer: false, transposeAFirst: true, ...x }),
+          ]),
+        ),
         "A as stored, 128x128x8 t8x16 repeated A one buffer": repeated(128, 128, 8, 8, 16, {
           laneColumns: 2,
           doubleBuffer: false,
@@ -457,6 +463,7 @@ for (const s of shapes()) {
         halfAccumulate: Boolean(s.accumulate),
       });
       const { times, dispatches } = await timeProduct(product, flops);
+      if (dispatches > 1) await dispatchBreakdown(`${s.label} ${name}`, product);
       const c = product();
       const maxError = await spotCheck(c, s, aData, bData, biasHost);
       c.dispose();
@@ -493,6 +500,25 @@ for (const s of shapes()) {
   b.dispose();
   bias.dispose();
   scale.dispose();
+}
+
+/**
+ * Prints each dispatch of a product of several (a copy of A, split-K's reduction) timed on its
+ * own: medians of 10 runs, in dispatch order. Run right after `timeProduct`, on a warm GPU.
+ */
+async function dispatchBreakdown(label: string, fn: () => gyre.Tensor): Promise<void> {
+  profiler.start();
+  for (let r = 0; r < 10; r++) {
+    gyre.tidy(() => fn()).realize().dispose();
+    gyre.flush();
+  }
+  const timings = await profiler.stop();
+  const perRun = timings.length / 10;
+  const parts = Array.from(
+    { length: perRun },
+    (_, i) => median(timings.filter((_, j) => j % perRun === i).map((t) => t.nanoseconds / 1000)),
+  );
+  console.error(`${label} dispatches (us): ${parts.map((us) => us.toFixed(1)).join(", ")}`);
 }
 
 /**

@@ -363,48 +363,58 @@ test("A copied into [K, M] order first: the same product, one more dispatch, not
   if (device !== "gpu") return;
   const gpu = gyre.runtime().gpu!;
   // Sizes around the transposing kernel's 64 x 64 tiles; batches broadcast, sliced and whole.
+  // Even sizes in float16 take the kernel's paired form (two elements per word).
   const cases: [number[], number[], boolean][] = [
     [[70, 129], [129, 5], false],
     [[2, 3, 64, 65], [65, 33], false],
     [[3, 1, 17, 64], [2, 64, 9], true],
+    [[66, 130], [130, 12], false],
+    [[2, 1, 64, 66], [3, 66, 8], false],
   ];
-  for (const [aShape, bShape, sliced] of cases) {
-    const size = (s: number[]) => s.reduce((x, y) => x * y, 1);
-    const k = aShape[aShape.length - 1];
-    const a0 = gyre.tensor(Array.from({ length: size(aShape) * 2 }, (_, i) => (i * 7) % 9 - 4), {
-      device,
-      shape: [...aShape.slice(0, -1), 2 * k],
-    });
-    // Every other column when sliced (A's strides allow no vector loads), else the first half.
-    const a = a0.slice(...aShape.slice(0, -1).map(() => null), sliced ? [0, 2 * k, 2] : [0, k]);
-    const b = gyre.tensor(Array.from({ length: size(bShape) }, (_, i) => (i * 5) % 7 - 3), {
-      device,
-      shape: bShape,
-    });
-    const want = await values(gyre.matmul(a, b));
-    gyre.flush();
-    const before = gpu.pool.stats();
-    const dispatches = gpu.batch.totalDispatches;
-    let got: gyre.Tensor;
-    try {
-      gyre.setPlanOverride("matmul", { transposeAFirst: true });
-      got = gyre.matmul(a, b).realize();
+  const dtypes = gyre.runtime().caps?.shaderF16
+    ? ["float32", "float16"] as const
+    : ["float32"] as const;
+  for (const dtype of dtypes) {
+    for (const [aShape, bShape, sliced] of cases) {
+      const size = (s: number[]) => s.reduce((x, y) => x * y, 1);
+      const k = aShape[aShape.length - 1];
+      const a0 = gyre.tensor(Array.from({ length: size(aShape) * 2 }, (_, i) => (i * 7) % 9 - 4), {
+        device,
+        shape: [...aShape.slice(0, -1), 2 * k],
+        dtype,
+      });
+      // Every other column when sliced (A's strides allow no vector loads), else the first half.
+      const a = a0.slice(...aShape.slice(0, -1).map(() => null), sliced ? [0, 2 * k, 2] : [0, k]);
+      const b = gyre.tensor(Array.from({ length: size(bShape) }, (_, i) => (i * 5) % 7 - 3), {
+        device,
+        shape: bShape,
+        dtype,
+      });
+      const want = await values(gyre.matmul(a, b));
       gyre.flush();
-    } finally {
-      gyre.setPlanOverride("matmul", null);
+      const before = gpu.pool.stats();
+      const dispatches = gpu.batch.totalDispatches;
+      let got: gyre.Tensor;
+      try {
+        gyre.setPlanOverride("matmul", { transposeAFirst: true });
+        got = gyre.matmul(a, b).realize();
+        gyre.flush();
+      } finally {
+        gyre.setPlanOverride("matmul", null);
+      }
+      const label = JSON.stringify({ dtype, aShape, bShape, sliced });
+      assert.equal(gpu.batch.totalDispatches - dispatches, 2, label);
+      // Small integers: both orders give every sum exactly.
+      assert.deepEqual(await values(got), want, label);
+      got.dispose();
+      gyre.flush();
+      assert.equal(
+        gpu.pool.stats().liveBuffers,
+        before.liveBuffers,
+        `${label}: the copy is released`,
+      );
+      for (const x of [a0, a, b]) x.dispose();
     }
-    const label = JSON.stringify({ aShape, bShape, sliced });
-    assert.equal(gpu.batch.totalDispatches - dispatches, 2, label);
-    // Small integers: both orders give every sum exactly.
-    assert.deepEqual(await values(got), want, label);
-    got.dispose();
-    gyre.flush();
-    assert.equal(
-      gpu.pool.stats().liveBuffers,
-      before.liveBuffers,
-      `${label}: the copy is released`,
-    );
-    for (const x of [a0, a, b]) x.dispose();
   }
 });
 

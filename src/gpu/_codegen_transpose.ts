@@ -5,6 +5,9 @@
  * through workgroup memory, so both the reads (along the source's columns) and the writes (along
  * its rows) are coalesced, where a plain strided gather reads one element per memory sector.
  * Every invocation loads its sixteen elements before it stores any, so many loads are in flight.
+ * Two-byte elements in even-sized, even-aligned matrices read along the source's rows (`paired`)
+ * move as 32-bit words holding two neighbours each: a subgroup's loads and stores then cover 128
+ * bytes rather than 64.
  *
  * Used where a kernel reads the transposed order faster than the strided one: float16 matmul with
  * A copied into [K, M] order first (`MatmulChoice.transposeAFirst`, src/plans.ts).
@@ -40,7 +43,24 @@ export interface TransposeUniforms {
 }
 
 /**
- * The uniform block of the transposing copy (eight u32 words).
+ * Whether {@link generateTranspose}'s paired form can copy `u` for elements of `dtype`: two-byte
+ * elements, contiguous along the source's rows, with even sizes, offsets and strides.
+ *
+ * @example
+ * ```ts
+ * transposePairs("float16", {
+ *   rows: 64, columns: 64, batches: 1, offset: 0, rowStride: 64, columnStride: 1, batchStride: 0,
+ * }); // true
+ * ```
+ */
+export function transposePairs(dtype: DType, u: TransposeUniforms): boolean {
+  return dtype === "float16" && u.columnStride === 1 &&
+    [u.rows, u.columns, u.offset, u.rowStride, u.batchStride].every((x) => x % 2 === 0);
+}
+
+/**
+ * The uniform block of the transposing copy (eight u32 words); the paired form takes offsets and
+ * strides in words.
  *
  * @example
  * ```ts
@@ -49,16 +69,17 @@ export interface TransposeUniforms {
  * }).length; // 8
  * ```
  */
-export function transposeUniforms(u: TransposeUniforms): Uint32Array {
+export function transposeUniforms(u: TransposeUniforms, paired = false): Uint32Array {
   const tilesRows = Math.ceil(u.rows / TRANSPOSE_TILE);
   const tilesColumns = Math.ceil(u.columns / TRANSPOSE_TILE);
+  const unit = paired ? 2 : 1;
   return Uint32Array.from([
     u.rows,
     u.columns,
-    u.offset,
-    u.rowStride,
+    u.offset / unit,
+    u.rowStride / unit,
     u.columnStride,
-    u.batchStride,
+    u.batchStride / unit,
     tilesColumns,
     tilesRows * tilesColumns * u.batches,
   ]);
@@ -70,15 +91,17 @@ export function transposeGroups(u: TransposeUniforms): number {
 }
 
 /**
- * WGSL of the transposing copy for elements of `dtype`. The tile is held as f32 for float16
- * (exact both ways), so workgroup memory is addressed in whole words.
+ * WGSL of the transposing copy for elements of `dtype` (`paired`: two-byte elements moved as
+ * words of two, see {@link transposePairs}). The tile is held as f32 for float16 (exact both
+ * ways), or as the 16-bit patterns when paired, so workgroup memory is addressed in whole words.
  *
  * @example
  * ```ts
  * generateTranspose("float16").includes("enable f16;"); // true
  * ```
  */
-export function generateTranspose(dtype: DType): string {
+export function generateTranspose(dtype: DType, paired = false): string {
+  if (paired) return generatePairedTranspose();
   const element = storageType(dtype);
   const shared = dtype === "float16" ? "f32" : element;
   const half = TRANSPOSE_TILE / 2;
@@ -124,6 +147,59 @@ export function generateTranspose(dtype: DType): string {
     `  let c0 = (within % p.tiles_columns) * ${TRANSPOSE_TILE}u;`,
     "  let base = p.offset + b * p.batch_stride;",
     // Out-of-range lanes read a valid element and discard it, so no load is conditional.
+    "  let last = arrayLength(&src) - 1u;",
+    "  let out_base = b * p.rows * p.columns;",
+    ...load,
+    ...keep,
+    "  workgroupBarrier();",
+    ...store,
+    "}",
+    "",
+  ].join("\n");
+}
+
+/** The paired form: each word holds elements 2j and 2j + 1 of a row, low half first. */
+function generatePairedTranspose(): string {
+  const load: string[] = [];
+  const keep: string[] = [];
+  const store: string[] = [];
+  // Invocation (x, y) loads word x (elements 2x, 2x + 1) of tile rows y, y + 8, ..., and stores
+  // word x (tile rows 2x, 2x + 1) of tile columns y, y + 8, ...: 32 words span the 64-wide tile.
+  for (let i = 0; i < TRANSPOSE_TILE / 8; i++) {
+    const r = `${i * 8}u + lid.y`;
+    load.push(
+      `  let w${i} = select(0u, src[min(base + (r0 + ${r}) * p.row_stride + c0 / 2u + lid.x, ` +
+        `last)], r0 + ${r} < p.rows && c0 + 2u * lid.x < p.columns);`,
+    );
+    keep.push(
+      `  tile[${r}][2u * lid.x] = w${i} & 0xffffu;`,
+      `  tile[${r}][2u * lid.x + 1u] = w${i} >> 16u;`,
+    );
+    store.push(
+      `  if (c0 + ${r} < p.columns && r0 + 2u * lid.x < p.rows) { ` +
+        `dst[(out_base + (c0 + ${r}) * p.rows + r0) / 2u + lid.x] = ` +
+        `tile[2u * lid.x][${r}] | (tile[2u * lid.x + 1u][${r}] << 16u); }`,
+    );
+  }
+  return [
+    "struct Params { rows: u32, columns: u32, offset: u32, row_stride: u32, column_stride: u32, " +
+    "batch_stride: u32, tiles_columns: u32, tiles: u32 }",
+    "@group(0) @binding(0) var<storage, read> src: array<u32>;",
+    "@group(0) @binding(1) var<storage, read_write> dst: array<u32>;",
+    "@group(0) @binding(2) var<uniform> p: Params;",
+    `var<workgroup> tile: array<array<u32, ${TRANSPOSE_TILE + 1}>, ${TRANSPOSE_TILE}>;`,
+    "@compute @workgroup_size(32, 8)",
+    "fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, " +
+    "@builtin(local_invocation_id) lid: vec3<u32>) {",
+    "  let t = wid.x + wid.y * nwg.x;",
+    "  if (t >= p.tiles) { return; }",
+    `  let tiles_rows = (p.rows + ${TRANSPOSE_TILE - 1}u) / ${TRANSPOSE_TILE}u;`,
+    "  let per_batch = tiles_rows * p.tiles_columns;",
+    "  let b = t / per_batch;",
+    "  let within = t - b * per_batch;",
+    `  let r0 = (within / p.tiles_columns) * ${TRANSPOSE_TILE}u;`,
+    `  let c0 = (within % p.tiles_columns) * ${TRANSPOSE_TILE}u;`,
+    "  let base = p.offset + b * p.batch_stride;",
     "  let last = arrayLength(&src) - 1u;",
     "  let out_base = b * p.rows * p.columns;",
     ...load,

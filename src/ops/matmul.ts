@@ -43,6 +43,7 @@ import {
   generateTranspose,
   TRANSPOSE_THREADS,
   transposeGroups,
+  transposePairs,
   type TransposeUniforms,
   transposeUniforms,
 } from "../gpu/_codegen_transpose.ts";
@@ -542,16 +543,17 @@ function copyAColumns(
     columnStride: a.strides[r + 1],
     batchStride: run.stride,
   };
+  const paired = transposePairs(a.dtype, copy);
   const pipeline = backend._pipeline(
-    `transpose:${a.dtype}`,
+    `transpose:${a.dtype}${paired ? ":paired" : ""}`,
     2,
-    () => generateTranspose(a.dtype),
+    () => generateTranspose(a.dtype, paired),
   );
   backend._dispatch(
     op,
     pipeline,
     [(a.storage as GpuStorage).buffer, storage.buffer],
-    transposeUniforms(copy),
+    transposeUniforms(copy, paired),
     backend._grid(transposeGroups(copy) * TRANSPOSE_THREADS, TRANSPOSE_THREADS),
   );
   // Batch axes step through the copies in A's own order; broadcast axes stay broadcast.
