@@ -14,6 +14,14 @@ import { BINARY, UNARY } from "../src/ops/_elementwise_table.ts";
 import { INTERNAL_KERNELS } from "../src/kernels.ts";
 import { kernelObservers } from "../src/_backend.ts";
 import { median, slugOf } from "./_util.ts";
+import type { GpuStorage } from "../src/gpu/backend.ts";
+import {
+  generateTranspose,
+  TRANSPOSE_THREADS,
+  transposeGroups,
+  type TransposeUniforms,
+  transposeUniforms,
+} from "../src/gpu/_codegen_transpose.ts";
 
 const args = Deno.args;
 const flag = (name: string, fallback: string) => {
@@ -399,6 +407,56 @@ async function dispatchBreakdown(name: string, fn: () => gyre.Tensor): Promise<v
     (_, i) => median(timings.filter((_, j) => j % perRun === i).map((t) => t.nanoseconds / 1000)),
   );
   console.error(`${name} dispatches (us): ${parts.map((us) => us.toFixed(1)).join(", ")}`);
+}
+
+// --transpose: the tiled transposing copy (matmul's copy of A into [K, M] order) by form and tiles
+// per workgroup, against a transposed view cloned by the elementwise kernel (a strided gather).
+if (args.includes("--transpose")) {
+  const side = scale === "full" ? 4096 : 512;
+  for (const dtype of ["float16", "float32"] as const) {
+    const x = gyre.zeros([side, side], { device: "gpu", dtype }).realize();
+    const shape: TransposeUniforms = {
+      rows: side,
+      columns: side,
+      batches: 1,
+      offset: 0,
+      rowStride: side,
+      columnStride: 1,
+      batchStride: 0,
+    };
+    const bytes = 2 * side * side * (dtype === "float16" ? 2 : 4);
+    const forms = dtype === "float16" ? [true, false] : [false];
+    for (const paired of forms) {
+      for (const tilesPerGroup of [1, 2, 4, 8]) {
+        const name = `transpose ${side}^2 ${dtype}${
+          paired ? " paired" : ""
+        } ${tilesPerGroup} tiles`;
+        const pipeline = gpu._pipeline(
+          `bench transpose ${dtype} ${paired} ${tilesPerGroup}`,
+          2,
+          () => generateTranspose(dtype, paired, tilesPerGroup),
+        );
+        await bench(name, side * side, bytes, () => {
+          const out = gpu._alloc("transpose", dtype, side * side);
+          gpu._dispatch(
+            "transpose",
+            pipeline,
+            [(x._view().storage as GpuStorage).buffer, out.buffer],
+            transposeUniforms(shape, paired),
+            gpu._grid(transposeGroups(shape, tilesPerGroup) * TRANSPOSE_THREADS, TRANSPOSE_THREADS),
+          );
+          gpu.free(out);
+        });
+      }
+    }
+    await bench(
+      `transpose ${side}^2 ${dtype} gather`,
+      side * side,
+      bytes,
+      () => x.transpose().clone(),
+    );
+    x.dispose();
+  }
 }
 
 // --sweep: long scans under each scheme, the row variant, and each dispatch of a 64 Mi scan.

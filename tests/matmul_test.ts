@@ -9,6 +9,15 @@
 import assert from "node:assert/strict";
 import * as gyre from "../src/mod.ts";
 import type { DeviceCaps } from "../src/gpu/device.ts";
+import type { GpuStorage } from "../src/gpu/backend.ts";
+import {
+  generateTranspose,
+  TRANSPOSE_THREADS,
+  transposeGroups,
+  transposePairs,
+  type TransposeUniforms,
+  transposeUniforms,
+} from "../src/gpu/_codegen_transpose.ts";
 import { devices, expectClose, expectTensor, liveCounts, values } from "./_devices.ts";
 
 const DEVICES = await devices();
@@ -414,6 +423,60 @@ test("A copied into [K, M] order first: the same product, one more dispatch, not
         `${label}: the copy is released`,
       );
       for (const x of [a0, a, b]) x.dispose();
+    }
+  }
+});
+
+test("the transposing copy: every form and tiles per workgroup give the exact transpose", async (device) => {
+  if (device !== "gpu") return;
+  const gpu = gyre.runtime().gpu!;
+  const dtypes = gyre.runtime().caps?.shaderF16
+    ? ["float32", "float16"] as const
+    : ["float32"] as const;
+  // [batches, rows, columns]: partial tiles, more tiles than a workgroup takes, one tile.
+  for (const [batches, rows, columns] of [[1, 130, 66], [3, 64, 200], [2, 2, 64]]) {
+    for (const dtype of dtypes) {
+      // Source rows padded to columns + 2, starting at element 2: strides and offsets count.
+      const pitch = columns + 2;
+      const data = Array.from({ length: 2 + batches * rows * pitch }, (_, i) => (i % 1999) - 999);
+      const x = gyre.tensor(data, { device, dtype });
+      const copy: TransposeUniforms = {
+        rows,
+        columns,
+        batches,
+        offset: 2,
+        rowStride: pitch,
+        columnStride: 1,
+        batchStride: rows * pitch,
+      };
+      const want: number[] = [];
+      for (let b = 0; b < batches; b++) {
+        for (let c = 0; c < columns; c++) {
+          for (let r = 0; r < rows; r++) want.push(data[2 + b * rows * pitch + r * pitch + c]);
+        }
+      }
+      for (const paired of transposePairs(dtype, copy) ? [false, true] : [false]) {
+        for (const tilesPerGroup of [1, 2, 3, 8]) {
+          const pipeline = gpu._pipeline(
+            `test transpose ${dtype} ${paired} ${tilesPerGroup}`,
+            2,
+            () => generateTranspose(dtype, paired, tilesPerGroup),
+          );
+          const out = gpu.allocate("test", dtype, want.length) as GpuStorage;
+          gpu._dispatch(
+            "test",
+            pipeline,
+            [(x._view().storage as GpuStorage).buffer, out.buffer],
+            transposeUniforms(copy, paired),
+            gpu._grid(transposeGroups(copy, tilesPerGroup) * TRANSPOSE_THREADS, TRANSPOSE_THREADS),
+          );
+          const got = gyre.Tensor._fromStorage(out, dtype, [want.length]);
+          const label = JSON.stringify({ batches, rows, columns, dtype, paired, tilesPerGroup });
+          assert.deepEqual(Array.from(await got.data()), want, label);
+          got.dispose();
+        }
+      }
+      x.dispose();
     }
   }
 });

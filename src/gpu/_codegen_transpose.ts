@@ -85,48 +85,31 @@ export function transposeUniforms(u: TransposeUniforms, paired = false): Uint32A
   ]);
 }
 
-/** Workgroups the copy dispatches (one per tile). */
-export function transposeGroups(u: TransposeUniforms): number {
-  return Math.ceil(u.rows / TRANSPOSE_TILE) * Math.ceil(u.columns / TRANSPOSE_TILE) * u.batches;
+/** Workgroups the copy dispatches: one per `tilesPerGroup` tiles. */
+export function transposeGroups(u: TransposeUniforms, tilesPerGroup = 1): number {
+  const tiles = Math.ceil(u.rows / TRANSPOSE_TILE) * Math.ceil(u.columns / TRANSPOSE_TILE) *
+    u.batches;
+  return Math.ceil(tiles / tilesPerGroup);
 }
 
 /**
  * WGSL of the transposing copy for elements of `dtype` (`paired`: two-byte elements moved as
- * words of two, see {@link transposePairs}). The tile is held as f32 for float16 (exact both
- * ways), or as the 16-bit patterns when paired, so workgroup memory is addressed in whole words.
+ * words of two, see {@link transposePairs}), each workgroup moving `tilesPerGroup` consecutive
+ * tiles: the next tile's loads go out before this tile's stores. The tile is held as f32 for
+ * float16 (exact both ways), or as the 16-bit patterns when paired, so workgroup memory is
+ * addressed in whole words.
  *
  * @example
  * ```ts
  * generateTranspose("float16").includes("enable f16;"); // true
  * ```
  */
-export function generateTranspose(dtype: DType, paired = false): string {
-  if (paired) return generatePairedTranspose();
-  const element = storageType(dtype);
-  const shared = dtype === "float16" ? "f32" : element;
-  const half = TRANSPOSE_TILE / 2;
-  const load: string[] = [];
-  const keep: string[] = [];
-  const store: string[] = [];
-  // Invocation (x, y) moves columns x and x + 32 of tile rows y, y + 8, ... (loads), and rows
-  // x and x + 32 of tile columns y, y + 8, ... (stores).
-  for (let i = 0; i < TRANSPOSE_TILE / 8; i++) {
-    for (let j = 0; j < 2; j++) {
-      const v = `v${i}_${j}`;
-      const r = `${i * 8}u + lid.y`, c = `${j * half}u + lid.x`;
-      load.push(
-        `  let ${v} = select(${shared}(), ${shared}(src[min(base + (r0 + ${r}) * p.row_stride + ` +
-          `(c0 + ${c}) * p.column_stride, last)]), r0 + ${r} < p.rows && c0 + ${c} < p.columns);`,
-      );
-      keep.push(`  tile[${r}][${c}] = ${v};`);
-      store.push(
-        `  if (c0 + ${r} < p.columns && r0 + ${c} < p.rows) { ` +
-          `dst[out_base + (c0 + ${r}) * p.rows + r0 + ${c}] = ${element}(tile[${c}][${r}]); }`,
-      );
-    }
-  }
-  return [
-    ...(dtype === "float16" ? ["enable f16;"] : []),
+export function generateTranspose(dtype: DType, paired = false, tilesPerGroup = 1): string {
+  const element = paired ? "u32" : storageType(dtype);
+  const shared = paired ? "u32" : dtype === "float16" ? "f32" : element;
+  const K = tilesPerGroup;
+  const lines = [
+    ...(dtype === "float16" && !paired ? ["enable f16;"] : []),
     "struct Params { rows: u32, columns: u32, offset: u32, row_stride: u32, column_stride: u32, " +
     "batch_stride: u32, tiles_columns: u32, tiles: u32 }",
     `@group(0) @binding(0) var<storage, read> src: array<${element}>;`,
@@ -137,76 +120,101 @@ export function generateTranspose(dtype: DType, paired = false): string {
     "@compute @workgroup_size(32, 8)",
     "fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, " +
     "@builtin(local_invocation_id) lid: vec3<u32>) {",
-    "  let t = wid.x + wid.y * nwg.x;",
-    "  if (t >= p.tiles) { return; }",
+    "  let g = wid.x + wid.y * nwg.x;",
+    `  if (g * ${K}u >= p.tiles) { return; }`,
     `  let tiles_rows = (p.rows + ${TRANSPOSE_TILE - 1}u) / ${TRANSPOSE_TILE}u;`,
     "  let per_batch = tiles_rows * p.tiles_columns;",
-    "  let b = t / per_batch;",
-    "  let within = t - b * per_batch;",
-    `  let r0 = (within / p.tiles_columns) * ${TRANSPOSE_TILE}u;`,
-    `  let c0 = (within % p.tiles_columns) * ${TRANSPOSE_TILE}u;`,
-    "  let base = p.offset + b * p.batch_stride;",
     // Out-of-range lanes read a valid element and discard it, so no load is conditional.
     "  let last = arrayLength(&src) - 1u;",
-    "  let out_base = b * p.rows * p.columns;",
-    ...load,
-    ...keep,
-    "  workgroupBarrier();",
-    ...store,
-    "}",
-    "",
-  ].join("\n");
+  ];
+  const tiles = Array.from(
+    { length: K },
+    (_, j) => (paired ? pairedTile(j) : plainTile(j, shared, element)),
+  );
+  for (let j = 0; j < K; j++) {
+    // Tile j of this workgroup: `r0_j, c0_j` in batch `b_j`, from source element (or word)
+    // `base_j`; its output starts at element `out_j`; `ok_j` false past the last tile.
+    lines.push(
+      `  let t${j} = g * ${K}u + ${j}u;`,
+      `  let ok${j} = t${j} < p.tiles;`,
+      `  let b${j} = t${j} / per_batch;`,
+      `  let within${j} = t${j} - b${j} * per_batch;`,
+      `  let r0_${j} = (within${j} / p.tiles_columns) * ${TRANSPOSE_TILE}u;`,
+      `  let c0_${j} = (within${j} % p.tiles_columns) * ${TRANSPOSE_TILE}u;`,
+      `  let base${j} = p.offset + b${j} * p.batch_stride;`,
+      `  let out${j} = b${j} * p.rows * p.columns;`,
+    );
+  }
+  lines.push(...tiles[0].load);
+  for (let j = 0; j < K; j++) {
+    // The previous tile's reads of `tile` come before this one's writes.
+    if (j > 0) lines.push("  workgroupBarrier();");
+    lines.push(...tiles[j].keep, "  workgroupBarrier();");
+    if (j + 1 < K) lines.push(...tiles[j + 1].load);
+    lines.push(...tiles[j].store);
+  }
+  lines.push("}", "");
+  return lines.join("\n");
 }
 
-/** The paired form: each word holds elements 2j and 2j + 1 of a row, low half first. */
-function generatePairedTranspose(): string {
-  const load: string[] = [];
-  const keep: string[] = [];
-  const store: string[] = [];
-  // Invocation (x, y) loads word x (elements 2x, 2x + 1) of tile rows y, y + 8, ..., and stores
-  // word x (tile rows 2x, 2x + 1) of tile columns y, y + 8, ...: 32 words span the 64-wide tile.
+/** One tile's loads (into registers), their writes to `tile`, and its stores. */
+interface TileLines {
+  load: string[];
+  keep: string[];
+  store: string[];
+}
+
+/**
+ * Tile j, element by element: invocation (x, y) loads columns x and x + 32 of tile rows y,
+ * y + 8, ..., and stores rows x and x + 32 of tile columns y, y + 8, ...
+ */
+function plainTile(j: number, shared: string, element: string): TileLines {
+  const out: TileLines = { load: [], keep: [], store: [] };
+  const [r0, c0] = [`r0_${j}`, `c0_${j}`];
   for (let i = 0; i < TRANSPOSE_TILE / 8; i++) {
+    for (let h = 0; h < 2; h++) {
+      const v = `v${j}_${i}_${h}`;
+      const r = `${i * 8}u + lid.y`, c = `${h * TRANSPOSE_TILE / 2}u + lid.x`;
+      out.load.push(
+        `  let ${v} = select(${shared}(), ${shared}(src[min(base${j} + (${r0} + ${r}) * ` +
+          `p.row_stride + (${c0} + ${c}) * p.column_stride, last)]), ok${j} && ` +
+          `${r0} + ${r} < p.rows && ${c0} + ${c} < p.columns);`,
+      );
+      out.keep.push(`  tile[${r}][${c}] = ${v};`);
+      out.store.push(
+        `  if (ok${j} && ${c0} + ${r} < p.columns && ${r0} + ${c} < p.rows) { ` +
+          `dst[out${j} + (${c0} + ${r}) * p.rows + ${r0} + ${c}] = ` +
+          `${element}(tile[${c}][${r}]); }`,
+      );
+    }
+  }
+  return out;
+}
+
+/**
+ * Tile j in words of two elements (low half first): invocation (x, y) loads word x (elements 2x,
+ * 2x + 1) of tile rows y, y + 8, ..., and stores word x (tile rows 2x, 2x + 1) of tile columns
+ * y, y + 8, ...: 32 words span the 64-wide tile.
+ */
+function pairedTile(j: number): TileLines {
+  const out: TileLines = { load: [], keep: [], store: [] };
+  const [r0, c0] = [`r0_${j}`, `c0_${j}`];
+  for (let i = 0; i < TRANSPOSE_TILE / 8; i++) {
+    const w = `w${j}_${i}`;
     const r = `${i * 8}u + lid.y`;
-    load.push(
-      `  let w${i} = select(0u, src[min(base + (r0 + ${r}) * p.row_stride + c0 / 2u + lid.x, ` +
-        `last)], r0 + ${r} < p.rows && c0 + 2u * lid.x < p.columns);`,
+    out.load.push(
+      `  let ${w} = select(0u, src[min(base${j} + (${r0} + ${r}) * p.row_stride + ${c0} / 2u + ` +
+        `lid.x, last)], ok${j} && ${r0} + ${r} < p.rows && ${c0} + 2u * lid.x < p.columns);`,
     );
-    keep.push(
-      `  tile[${r}][2u * lid.x] = w${i} & 0xffffu;`,
-      `  tile[${r}][2u * lid.x + 1u] = w${i} >> 16u;`,
+    out.keep.push(
+      `  tile[${r}][2u * lid.x] = ${w} & 0xffffu;`,
+      `  tile[${r}][2u * lid.x + 1u] = ${w} >> 16u;`,
     );
-    store.push(
-      `  if (c0 + ${r} < p.columns && r0 + 2u * lid.x < p.rows) { ` +
-        `dst[(out_base + (c0 + ${r}) * p.rows + r0) / 2u + lid.x] = ` +
+    out.store.push(
+      `  if (ok${j} && ${c0} + ${r} < p.columns && ${r0} + 2u * lid.x < p.rows) { ` +
+        `dst[(out${j} + (${c0} + ${r}) * p.rows + ${r0}) / 2u + lid.x] = ` +
         `tile[2u * lid.x][${r}] | (tile[2u * lid.x + 1u][${r}] << 16u); }`,
     );
   }
-  return [
-    "struct Params { rows: u32, columns: u32, offset: u32, row_stride: u32, column_stride: u32, " +
-    "batch_stride: u32, tiles_columns: u32, tiles: u32 }",
-    "@group(0) @binding(0) var<storage, read> src: array<u32>;",
-    "@group(0) @binding(1) var<storage, read_write> dst: array<u32>;",
-    "@group(0) @binding(2) var<uniform> p: Params;",
-    `var<workgroup> tile: array<array<u32, ${TRANSPOSE_TILE + 1}>, ${TRANSPOSE_TILE}>;`,
-    "@compute @workgroup_size(32, 8)",
-    "fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, " +
-    "@builtin(local_invocation_id) lid: vec3<u32>) {",
-    "  let t = wid.x + wid.y * nwg.x;",
-    "  if (t >= p.tiles) { return; }",
-    `  let tiles_rows = (p.rows + ${TRANSPOSE_TILE - 1}u) / ${TRANSPOSE_TILE}u;`,
-    "  let per_batch = tiles_rows * p.tiles_columns;",
-    "  let b = t / per_batch;",
-    "  let within = t - b * per_batch;",
-    `  let r0 = (within / p.tiles_columns) * ${TRANSPOSE_TILE}u;`,
-    `  let c0 = (within % p.tiles_columns) * ${TRANSPOSE_TILE}u;`,
-    "  let base = p.offset + b * p.batch_stride;",
-    "  let last = arrayLength(&src) - 1u;",
-    "  let out_base = b * p.rows * p.columns;",
-    ...load,
-    ...keep,
-    "  workgroupBarrier();",
-    ...store,
-    "}",
-    "",
-  ].join("\n");
+  return out;
 }
