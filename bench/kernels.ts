@@ -19,6 +19,9 @@ import {
   generateTranspose,
   TRANSPOSE_THREADS,
   transposeGroups,
+  transposeKey,
+  transposeSharedBytes,
+  type TransposeSpec,
   type TransposeUniforms,
   transposeUniforms,
 } from "../src/gpu/_codegen_transpose.ts";
@@ -425,25 +428,25 @@ if (args.includes("--transpose")) {
       batchStride: 0,
     };
     const bytes = 2 * side * side * (dtype === "float16" ? 2 : 4);
-    const forms = dtype === "float16" ? [true, false] : [false];
-    for (const paired of forms) {
-      for (const tilesPerGroup of [1, 2, 4, 8]) {
+    // Tiles [rows, columns]: 128-wide ones need more than lavapipe's 32 KiB for float32.
+    const tiles = [[64, 64], [128, 64], [64, 128], [128, 128], [32, 32]];
+    for (const paired of dtype === "float16" ? [true, false] : [false]) {
+      for (const [tileRows, tileColumns] of tiles) {
+        const spec: TransposeSpec = { dtype, paired, tileRows, tileColumns };
+        if (transposeSharedBytes(spec) > caps.limits.maxComputeWorkgroupStorageSize) continue;
+        if (paired && (tileRows < 64 || tileColumns < 64)) continue;
         const name = `transpose ${side}^2 ${dtype}${
           paired ? " paired" : ""
-        } ${tilesPerGroup} tiles`;
-        const pipeline = gpu._pipeline(
-          `bench transpose ${dtype} ${paired} ${tilesPerGroup}`,
-          2,
-          () => generateTranspose(dtype, paired, tilesPerGroup),
-        );
+        } ${tileRows}x${tileColumns}`;
+        const pipeline = gpu._pipeline(transposeKey(spec), 2, () => generateTranspose(spec));
         await bench(name, side * side, bytes, () => {
           const out = gpu._alloc("transpose", dtype, side * side);
           gpu._dispatch(
             "transpose",
             pipeline,
             [(x._view().storage as GpuStorage).buffer, out.buffer],
-            transposeUniforms(shape, paired),
-            gpu._grid(transposeGroups(shape, tilesPerGroup) * TRANSPOSE_THREADS, TRANSPOSE_THREADS),
+            transposeUniforms(spec, shape),
+            gpu._grid(transposeGroups(spec, shape) * TRANSPOSE_THREADS, TRANSPOSE_THREADS),
           );
           gpu.free(out);
         });

@@ -14,7 +14,10 @@ import {
   generateTranspose,
   TRANSPOSE_THREADS,
   transposeGroups,
+  transposeKey,
   transposePairs,
+  transposeSharedBytes,
+  type TransposeSpec,
   type TransposeUniforms,
   transposeUniforms,
 } from "../src/gpu/_codegen_transpose.ts";
@@ -427,7 +430,7 @@ test("A copied into [K, M] order first: the same product, one more dispatch, not
   }
 });
 
-test("the transposing copy: every form and tiles per workgroup give the exact transpose", async (device) => {
+test("the transposing copy: every form and tile shape gives the exact transpose", async (device) => {
   if (device !== "gpu") return;
   const gpu = gyre.runtime().gpu!;
   const dtypes = gyre.runtime().caps?.shaderF16
@@ -456,22 +459,21 @@ test("the transposing copy: every form and tiles per workgroup give the exact tr
         }
       }
       for (const paired of transposePairs(dtype, copy) ? [false, true] : [false]) {
-        for (const tilesPerGroup of [1, 2, 3, 8]) {
-          const pipeline = gpu._pipeline(
-            `test transpose ${dtype} ${paired} ${tilesPerGroup}`,
-            2,
-            () => generateTranspose(dtype, paired, tilesPerGroup),
-          );
+        for (const [tileRows, tileColumns] of [[64, 64], [128, 64], [64, 128], [32, 32]]) {
+          const spec: TransposeSpec = { dtype, paired, tileRows, tileColumns };
+          if (paired && tileRows < 64 || paired && tileColumns < 64) continue;
+          if (transposeSharedBytes(spec) > gpu.caps.limits.maxComputeWorkgroupStorageSize) continue;
+          const pipeline = gpu._pipeline(transposeKey(spec), 2, () => generateTranspose(spec));
           const out = gpu.allocate("test", dtype, want.length) as GpuStorage;
           gpu._dispatch(
             "test",
             pipeline,
             [(x._view().storage as GpuStorage).buffer, out.buffer],
-            transposeUniforms(copy, paired),
-            gpu._grid(transposeGroups(copy, tilesPerGroup) * TRANSPOSE_THREADS, TRANSPOSE_THREADS),
+            transposeUniforms(spec, copy),
+            gpu._grid(transposeGroups(spec, copy) * TRANSPOSE_THREADS, TRANSPOSE_THREADS),
           );
           const got = gyre.Tensor._fromStorage(out, dtype, [want.length]);
-          const label = JSON.stringify({ batches, rows, columns, dtype, paired, tilesPerGroup });
+          const label = JSON.stringify({ batches, rows, columns, ...spec });
           assert.deepEqual(Array.from(await got.data()), want, label);
           got.dispose();
         }

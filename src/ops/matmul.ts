@@ -43,7 +43,9 @@ import {
   generateTranspose,
   TRANSPOSE_THREADS,
   transposeGroups,
+  transposeKey,
   transposePairs,
+  type TransposeSpec,
   type TransposeUniforms,
   transposeUniforms,
 } from "../gpu/_codegen_transpose.ts";
@@ -543,18 +545,19 @@ function copyAColumns(
     columnStride: a.strides[r + 1],
     batchStride: run.stride,
   };
-  const paired = transposePairs(a.dtype, copy);
-  const pipeline = backend._pipeline(
-    `transpose:${a.dtype}${paired ? ":paired" : ""}`,
-    2,
-    () => generateTranspose(a.dtype, paired),
-  );
+  const spec: TransposeSpec = {
+    dtype: a.dtype,
+    paired: transposePairs(a.dtype, copy),
+    tileRows: 64,
+    tileColumns: 64,
+  };
+  const pipeline = backend._pipeline(transposeKey(spec), 2, () => generateTranspose(spec));
   backend._dispatch(
     op,
     pipeline,
     [(a.storage as GpuStorage).buffer, storage.buffer],
-    transposeUniforms(copy, paired),
-    backend._grid(transposeGroups(copy) * TRANSPOSE_THREADS, TRANSPOSE_THREADS),
+    transposeUniforms(spec, copy),
+    backend._grid(transposeGroups(spec, copy) * TRANSPOSE_THREADS, TRANSPOSE_THREADS),
   );
   // Batch axes step through the copies in A's own order; broadcast axes stay broadcast.
   const batchStrides = a.strides.slice(0, r).map((s, d) =>
