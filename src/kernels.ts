@@ -127,12 +127,14 @@ export const KERNELS: readonly KernelEntry[] = [
     wasmReference: wasm,
     gpu: {
       generator: "gpu/_codegen_matmul.ts",
-      // "tiled-prologue": the tiled and split-K kernels computing a pending elementwise operand.
+      // "tiled-prologue": the tiled and split-K kernels computing a pending elementwise operand;
+      // "tiled-a-copied": A first copied into [K, M] order (gpu/_codegen_transpose.ts).
       variants: [
         "tiled",
         "tiled-single-buffer",
         "split-k",
         "tiled-prologue",
+        "tiled-a-copied",
         "gemv-dot",
         "gemv-column",
       ],

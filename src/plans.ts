@@ -757,6 +757,18 @@ const MATMUL_HALF_COLUMNS_LARGE: MatmulTile = {
 };
 
 /**
+ * Tile of the transposing copy (src/gpu/_codegen_transpose.ts; `paired`: two-byte elements moved
+ * as words of two). Measured on an H200 copying 4096 x 4096 (bench/results/
+ * kernels-nvidia-h200-transpose.md): paired float16 64x64 27.9 us, 57% of copy (128x64 35.0,
+ * 64x128 39.2, 128x128 72.3); element by element 32x32 is best, float32 44.0 us, 73% (64x64 52.6,
+ * 128-wide 70), float16 36.8 (64x64 48.6); a strided gather (the elementwise kernel) 112-124 us.
+ * Smaller tiles win: more workgroups overlap one's loads with another's stores.
+ */
+export function _transposeTile(paired: boolean): { tileRows: number; tileColumns: number } {
+  return paired ? { tileRows: 64, tileColumns: 64 } : { tileRows: 32, tileColumns: 32 };
+}
+
+/**
  * Smallest M, N and K at which float16 accumulation copies a row-major A into [K, M] order first.
  * The copy reads and writes M x K elements once; the gain measured at 4096^3 is 10% of the product.
  */

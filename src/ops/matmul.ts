@@ -52,7 +52,13 @@ import {
 import { loadAs, storageType } from "../gpu/_wgsl_types.ts";
 import { epilogueFunction } from "../gpu/_codegen_elementwise.ts";
 import { bind, fusedLabel, makePending, type Producer } from "../_lazy.ts";
-import { type MatmulChoice, planMatmul, planMatmulPrologue, planWasmGemm } from "../plans.ts";
+import {
+  _transposeTile,
+  type MatmulChoice,
+  planMatmul,
+  planMatmulPrologue,
+  planWasmGemm,
+} from "../plans.ts";
 import { runtime } from "../runtime.ts";
 import { Tensor } from "../tensor.ts";
 import type { Value, WasmBackend, WasmStorage } from "../wasm/backend.ts";
@@ -545,12 +551,8 @@ function copyAColumns(
     columnStride: a.strides[r + 1],
     batchStride: run.stride,
   };
-  const spec: TransposeSpec = {
-    dtype: a.dtype,
-    paired: transposePairs(a.dtype, copy),
-    tileRows: 64,
-    tileColumns: 64,
-  };
+  const paired = transposePairs(a.dtype, copy);
+  const spec: TransposeSpec = { dtype: a.dtype, paired, ..._transposeTile(paired) };
   const pipeline = backend._pipeline(transposeKey(spec), 2, () => generateTranspose(spec));
   backend._dispatch(
     op,
