@@ -417,13 +417,13 @@ async function timeProduct(
 
 // An idle GPU starts at its lowest clock (345 MHz on an H200) and takes seconds of sustained load
 // to reach its full one; short products can agree three batches in a row while it still climbs
-// (the first 2048^3 variants measured 17-51 TFLOP/s against 57 once warm). So the run starts with
-// two seconds of large products, before any shape.
+// (the first 2048^3 variants of a run measured 17-51 TFLOP/s against 57 once warm, after two
+// seconds of 2048^3 products as well). So the run starts with five seconds of 4096^3 products.
 if (full) {
-  const x = gyre.zeros([2048, 2048]);
+  const x = gyre.zeros([4096, 4096]).realize();
   const start = performance.now();
-  while (performance.now() - start < 2000) {
-    for (let i = 0; i < 50; i++) gyre.tidy(() => gyre.matmul(x, x)).realize().dispose();
+  while (performance.now() - start < 5000) {
+    for (let i = 0; i < 20; i++) gyre.tidy(() => gyre.matmul(x, x)).realize().dispose();
     await gyre.sync();
   }
   x.dispose();
