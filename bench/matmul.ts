@@ -374,6 +374,7 @@ const failures: string[] = [];
 async function timeProduct(
   fn: () => gyre.Tensor,
   flops: number,
+  minimumWarmMs = warmMs,
 ): Promise<{ times: number[]; dispatches: number }> {
   // At least as many products per wait as the timed runs have in flight, so that the buffer
   // pool already holds as many outputs: fresh allocations made the first variant of a shape run
@@ -398,7 +399,7 @@ async function timeProduct(
     await gyre.sync();
     batches.push(performance.now() - batchStart);
   } while (
-    performance.now() - start < 5000 && (performance.now() - start < warmMs || !steady())
+    performance.now() - start < 5000 && (performance.now() - start < minimumWarmMs || !steady())
   );
   // Each run's dispatches (two for split K) share one timed pass, as they run unprofiled; one
   // submit per run.
@@ -413,20 +414,6 @@ async function timeProduct(
   kernelObservers.delete(count);
   const times = (await profiler.stop()).map((t) => t.nanoseconds / 1e6);
   return { times, dispatches: dispatches / runs };
-}
-
-// An idle GPU starts at its lowest clock (345 MHz on an H200) and takes seconds of sustained load
-// to reach its full one; short products can agree three batches in a row while it still climbs
-// (the first 2048^3 variants of a run measured 17-51 TFLOP/s against 57 once warm, after two
-// seconds of 2048^3 products as well). So the run starts with five seconds of 4096^3 products.
-if (full) {
-  const x = gyre.zeros([4096, 4096]).realize();
-  const start = performance.now();
-  while (performance.now() - start < 5000) {
-    for (let i = 0; i < 20; i++) gyre.tidy(() => gyre.matmul(x, x)).realize().dispose();
-    await gyre.sync();
-  }
-  x.dispose();
 }
 
 for (const s of shapes()) {
@@ -476,7 +463,16 @@ for (const s of shapes()) {
         transposeB: Boolean(s.linear),
         halfAccumulate: Boolean(s.accumulate),
       });
-      const { times, dispatches } = await timeProduct(product, flops);
+      // A shape's first variant warms for two seconds: while the host prepared the shape the GPU
+      // idled down to its lowest clock, and short products (2048^3: 0.3 ms) can agree three
+      // batches in a row while it climbs back (the first variants measured 15-51 TFLOP/s against
+      // 57 once warm, even after five seconds of products before the shape).
+      const first = name === variants[0][0];
+      const { times, dispatches } = await timeProduct(
+        product,
+        flops,
+        first && full ? 2000 : warmMs,
+      );
       if (dispatches > 1) await dispatchBreakdown(`${s.label} ${name}`, product);
       const c = product();
       const maxError = await spotCheck(c, s, aData, bData, biasHost);
@@ -619,7 +615,9 @@ await Deno.writeTextFile(
 const md = [
   `# Matmul on ${caps.description}`,
   "",
-  `${result.date}, Deno ${result.deno}, scale ${scale}. Each variant: a warm-up of at least ${warmMs} ms, until three batches take the same time, then ` +
+  `${result.date}, Deno ${result.deno}, scale ${scale}. Each variant: a warm-up of at least ${warmMs} ms (a shape's first: ${
+    full ? 2000 : warmMs
+  } ms), until three batches take the same time, then ` +
   `${runs} runs timed with GPU timestamps, one submit each; median (best). Shapes M x N x K. ` +
   `"plan" is the rule's own choice. Error: largest of 16 outputs against f64, relative to ` +
   `sum |a b|.`,
