@@ -679,14 +679,18 @@ export interface MatmulChoice {
    *   product is `fma(a.xyxy, b, acc)` with one accumulator per output, at the cost of twice A's
    *   shared reads. The rule takes it, with one shared buffer, for float16 accumulation's large
    *   tiles (figures at `MATMUL_HALF_LARGE` in src/plans.ts): 61.0 TFLOP/s at 4096^3 on an H200
-   *   with A stored [K, M] and 54.8 with A row-major, against 52-53 broadcast.
+   *   with A stored [K, M] and 54.8 with A row-major, against 52-53 broadcast (a large row-major
+   *   A is now copied into [K, M] order first: `transposeAFirst`).
    */
   productForm: "broadcast" | "pairedK" | "repeatedA";
   /**
    * Copy A into [K, M] order (M contiguous) by a transposing kernel of its own before the product
    * ("tiled" and "splitK"; A row-major, without a fused prologue, its batch axes one run). The
-   * float16 tiles read A faster that way: at 4096^3 with float16 accumulation on an H200, 61.0
-   * TFLOP/s with A stored [K, M] against 54.8 row-major, while the copy moves 64 MiB.
+   * float16 tiles read A faster that way: with float16 accumulation on an H200 (bench/results/
+   * matmul-nvidia-h200-f16-acc16.md, -a-copied-paired.md, -a-copied-2048.md), copy and product
+   * together 60.0-60.6 TFLOP/s at 4096^3 in four runs (the copy 26-28 us of 2.27 ms) against 54.6
+   * with A read as stored; 57.3 against 54.6 at 2048^3; 61.6 against 55.0 at 8192^3. float32
+   * gains nothing (39.0 copied, 39.1 as stored), so the rule copies for float16 accumulation only.
    */
   transposeAFirst: boolean;
   /** Tile rows walked together so workgroups in flight share operands in L2 (1: row-major). */
@@ -762,15 +766,17 @@ const MATMUL_HALF_COLUMNS_LARGE: MatmulTile = {
  * kernels-nvidia-h200-transpose.md): paired float16 64x64 27.9 us, 57% of copy (128x64 35.0,
  * 64x128 39.2, 128x128 72.3); element by element 32x32 is best, float32 44.0 us, 73% (64x64 52.6,
  * 128-wide 70), float16 36.8 (64x64 48.6); a strided gather (the elementwise kernel) 112-124 us.
- * Smaller tiles win: more workgroups overlap one's loads with another's stores.
+ * Smaller tiles won every comparison; several tiles per workgroup, each tile's stores overlapping
+ * the next one's loads, did not help (40-66 us).
  */
 export function _transposeTile(paired: boolean): { tileRows: number; tileColumns: number } {
   return paired ? { tileRows: 64, tileColumns: 64 } : { tileRows: 32, tileColumns: 32 };
 }
 
 /**
- * Smallest M, N and K at which float16 accumulation copies a row-major A into [K, M] order first.
- * The copy reads and writes M x K elements once; the gain measured at 4096^3 is 10% of the product.
+ * Smallest M, N and K at which float16 accumulation copies a row-major A into [K, M] order first:
+ * the copy reads and writes M x K elements once, and paid 5% at 2048^3 and 10-12% at 4096^3 and
+ * 8192^3 on an H200 (figures at `transposeAFirst`); smaller products were not measured.
  */
 const MATMUL_COPY_A_MIN = 2048;
 
