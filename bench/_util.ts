@@ -1,8 +1,10 @@
 /**
- * Helpers every benchmark script shares: medians, deterministic host data, and the file-name
- * slug of a device's description.
+ * Helpers every benchmark script shares: medians, deterministic host data, the file-name slug of
+ * a device's description, and per-dispatch timings of an op.
  * @module
  */
+import * as gyre from "../src/mod.ts";
+import type { GpuProfiler } from "../src/gpu/profiler.ts";
 
 /** The median of `xs` (the mean of the middle two for an even count). */
 export function median(xs: number[]): number {
@@ -28,4 +30,30 @@ export function hostData(n: number, seed: number): Float32Array<ArrayBuffer> {
 /** A device description as a file-name part: "NVIDIA H200" -> "nvidia-h200". */
 export function slugOf(description: string): string {
   return description.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-|-$/g, "");
+}
+
+/**
+ * Prints each dispatch of `fn` timed on its own: medians of 10 runs, in dispatch order (after one
+ * untimed run that compiles its kernels).
+ */
+export async function dispatchBreakdown(
+  profiler: GpuProfiler,
+  label: string,
+  fn: () => gyre.Tensor,
+): Promise<void> {
+  const once = () => {
+    gyre.tidy(() => fn()).realize().dispose();
+    gyre.flush();
+  };
+  once();
+  await gyre.sync();
+  profiler.start();
+  for (let r = 0; r < 10; r++) once();
+  const timings = await profiler.stop();
+  const perRun = timings.length / 10;
+  const parts = Array.from(
+    { length: perRun },
+    (_, i) => median(timings.filter((_, j) => j % perRun === i).map((t) => t.nanoseconds / 1000)),
+  );
+  console.error(`${label} dispatches (us): ${parts.map((us) => us.toFixed(1)).join(", ")}`);
 }

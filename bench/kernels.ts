@@ -13,18 +13,14 @@ import { WGSL } from "../src/gpu/_wgsl_bundle.ts";
 import { BINARY, UNARY } from "../src/ops/_elementwise_table.ts";
 import { INTERNAL_KERNELS } from "../src/kernels.ts";
 import { kernelObservers } from "../src/_backend.ts";
-import { median, slugOf } from "./_util.ts";
+import { dispatchBreakdown, median, slugOf } from "./_util.ts";
 import type { GpuStorage } from "../src/gpu/backend.ts";
 import {
-  generateTranspose,
-  TRANSPOSE_THREADS,
-  transposeGroups,
-  transposeKey,
   transposeSharedBytes,
   type TransposeSpec,
   type TransposeUniforms,
-  transposeUniforms,
 } from "../src/gpu/_codegen_transpose.ts";
+import { transposeCopy } from "../src/ops/_transpose.ts";
 
 const args = Deno.args;
 const flag = (name: string, fallback: string) => {
@@ -397,20 +393,6 @@ await bench(
   () => gyre.cumsum(matrix, { axis: 1 }),
 );
 await bench(`cummax ${big / Mi}Mi f32`, big, 2 * 4 * big, () => gyre.cummax(a));
-/** Prints each dispatch of `fn` timed on its own (medians of 10 runs, in dispatch order). */
-async function dispatchBreakdown(name: string, fn: () => gyre.Tensor): Promise<void> {
-  fn().realize().dispose();
-  await gyre.sync();
-  profiler.start();
-  for (let r = 0; r < 10; r++) fn().realize().dispose();
-  const timings = await profiler.stop();
-  const perRun = timings.length / 10;
-  const parts = Array.from(
-    { length: perRun },
-    (_, i) => median(timings.filter((_, j) => j % perRun === i).map((t) => t.nanoseconds / 1000)),
-  );
-  console.error(`${name} dispatches (us): ${parts.map((us) => us.toFixed(1)).join(", ")}`);
-}
 
 // --transpose: the tiled transposing copy (matmul's copy of A into [K, M] order) by form and tiles
 // per workgroup, against a transposed view cloned by the elementwise kernel (a strided gather).
@@ -438,15 +420,15 @@ if (args.includes("--transpose")) {
         const name = `transpose ${side}^2 ${dtype}${
           paired ? " paired" : ""
         } ${tileRows}x${tileColumns}`;
-        const pipeline = gpu._pipeline(transposeKey(spec), 2, () => generateTranspose(spec));
         await bench(name, side * side, bytes, () => {
           const out = gpu._alloc("transpose", dtype, side * side);
-          gpu._dispatch(
+          transposeCopy(
+            gpu,
             "transpose",
-            pipeline,
-            [(x._view().storage as GpuStorage).buffer, out.buffer],
-            transposeUniforms(spec, shape),
-            gpu._grid(transposeGroups(spec, shape) * TRANSPOSE_THREADS, TRANSPOSE_THREADS),
+            spec,
+            (x._view().storage as GpuStorage).buffer,
+            out.buffer,
+            shape,
           );
           gpu.free(out);
         });
@@ -509,11 +491,15 @@ if (args.includes("--sweep")) {
   // Each dispatch of the two long-row schemes timed on its own (medians of 10 runs, in order).
   for (const variant of ["lookback", "multipass"] as const) {
     gyre.setPlanOverride("scan", { variant });
-    await dispatchBreakdown(`cumsum ${big / Mi}Mi ${variant}`, () => gyre.cumsum(a));
+    await dispatchBreakdown(profiler, `cumsum ${big / Mi}Mi ${variant}`, () => gyre.cumsum(a));
   }
   gyre.setPlanOverride("scan", { variant: "multipass", superTiles: 1 });
-  await dispatchBreakdown(`cumsum ${big / Mi}Mi multipass, three passes`, () => gyre.cumsum(a));
-  await dispatchBreakdown(`sum ${mid / Mi}Mi`, () => gyre.sum(a.slice([0, mid])));
+  await dispatchBreakdown(
+    profiler,
+    `cumsum ${big / Mi}Mi multipass, three passes`,
+    () => gyre.cumsum(a),
+  );
+  await dispatchBreakdown(profiler, `sum ${mid / Mi}Mi`, () => gyre.sum(a.slice([0, mid])));
   // Host cost: wall clock per cumsum of 1 Mi with work pipelined (20 and 220 in a row, read back
   // once), in two passes and in three.
   const small = a.slice([0, Mi]).realize();

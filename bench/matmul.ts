@@ -18,7 +18,7 @@
 import * as gyre from "../src/mod.ts";
 import { GpuProfiler } from "../src/gpu/profiler.ts";
 import { kernelObservers } from "../src/_backend.ts";
-import { hostData, median, slugOf } from "./_util.ts";
+import { dispatchBreakdown, hostData, median, slugOf } from "./_util.ts";
 
 const args = Deno.args;
 const flag = (name: string, fallback: string) => {
@@ -473,7 +473,7 @@ for (const s of shapes()) {
         flops,
         first && full ? 2000 : warmMs,
       );
-      if (dispatches > 1) await dispatchBreakdown(`${s.label} ${name}`, product);
+      if (dispatches > 1) await dispatchBreakdown(profiler, `${s.label} ${name}`, product);
       const c = product();
       const maxError = await spotCheck(c, s, aData, bData, biasHost);
       c.dispose();
@@ -510,25 +510,6 @@ for (const s of shapes()) {
   b.dispose();
   bias.dispose();
   scale.dispose();
-}
-
-/**
- * Prints each dispatch of a product of several (a copy of A, split-K's reduction) timed on its
- * own: medians of 10 runs, in dispatch order. Run right after `timeProduct`, on a warm GPU.
- */
-async function dispatchBreakdown(label: string, fn: () => gyre.Tensor): Promise<void> {
-  profiler.start();
-  for (let r = 0; r < 10; r++) {
-    gyre.tidy(() => fn()).realize().dispose();
-    gyre.flush();
-  }
-  const timings = await profiler.stop();
-  const perRun = timings.length / 10;
-  const parts = Array.from(
-    { length: perRun },
-    (_, i) => median(timings.filter((_, j) => j % perRun === i).map((t) => t.nanoseconds / 1000)),
-  );
-  console.error(`${label} dispatches (us): ${parts.map((us) => us.toFixed(1)).join(", ")}`);
 }
 
 /**

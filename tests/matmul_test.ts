@@ -11,16 +11,12 @@ import * as gyre from "../src/mod.ts";
 import type { DeviceCaps } from "../src/gpu/device.ts";
 import type { GpuStorage } from "../src/gpu/backend.ts";
 import {
-  generateTranspose,
-  TRANSPOSE_THREADS,
-  transposeGroups,
-  transposeKey,
   transposePairs,
   transposeSharedBytes,
   type TransposeSpec,
   type TransposeUniforms,
-  transposeUniforms,
 } from "../src/gpu/_codegen_transpose.ts";
+import { transposeCopy } from "../src/ops/_transpose.ts";
 import { devices, expectClose, expectTensor, liveCounts, values } from "./_devices.ts";
 
 const DEVICES = await devices();
@@ -463,14 +459,14 @@ test("the transposing copy: every form and tile shape gives the exact transpose"
           const spec: TransposeSpec = { dtype, paired, tileRows, tileColumns };
           if (paired && tileRows < 64 || paired && tileColumns < 64) continue;
           if (transposeSharedBytes(spec) > gpu.caps.limits.maxComputeWorkgroupStorageSize) continue;
-          const pipeline = gpu._pipeline(transposeKey(spec), 2, () => generateTranspose(spec));
           const out = gpu.allocate("test", dtype, want.length) as GpuStorage;
-          gpu._dispatch(
+          transposeCopy(
+            gpu,
             "test",
-            pipeline,
-            [(x._view().storage as GpuStorage).buffer, out.buffer],
-            transposeUniforms(spec, copy),
-            gpu._grid(transposeGroups(spec, copy) * TRANSPOSE_THREADS, TRANSPOSE_THREADS),
+            spec,
+            (x._view().storage as GpuStorage).buffer,
+            out.buffer,
+            copy,
           );
           const got = gyre.Tensor._fromStorage(out, dtype, [want.length]);
           const label = JSON.stringify({ batches, rows, columns, ...spec });

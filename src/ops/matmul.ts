@@ -40,15 +40,11 @@ import {
   tiledThreads,
 } from "../gpu/_codegen_matmul.ts";
 import {
-  generateTranspose,
-  TRANSPOSE_THREADS,
-  transposeGroups,
-  transposeKey,
   transposePairs,
   type TransposeSpec,
   type TransposeUniforms,
-  transposeUniforms,
 } from "../gpu/_codegen_transpose.ts";
+import { transposeCopy } from "./_transpose.ts";
 import { loadAs, storageType } from "../gpu/_wgsl_types.ts";
 import { epilogueFunction } from "../gpu/_codegen_elementwise.ts";
 import { bind, fusedLabel, makePending, type Producer } from "../_lazy.ts";
@@ -553,14 +549,7 @@ function copyAColumns(
   };
   const paired = transposePairs(a.dtype, copy);
   const spec: TransposeSpec = { dtype: a.dtype, paired, ..._transposeTile(paired) };
-  const pipeline = backend._pipeline(transposeKey(spec), 2, () => generateTranspose(spec));
-  backend._dispatch(
-    op,
-    pipeline,
-    [(a.storage as GpuStorage).buffer, storage.buffer],
-    transposeUniforms(spec, copy),
-    backend._grid(transposeGroups(spec, copy) * TRANSPOSE_THREADS, TRANSPOSE_THREADS),
-  );
+  transposeCopy(backend, op, spec, (a.storage as GpuStorage).buffer, storage.buffer, copy);
   // Batch axes step through the copies in A's own order; broadcast axes stay broadcast.
   const batchStrides = a.strides.slice(0, r).map((s, d) =>
     p.batch[d] === 1 || s === 0 ? 0 : (s / run.stride) * m * k
