@@ -3,8 +3,9 @@
  * 1-D operands (the added axis removed), broadcast batches, transposes by option and by view,
  * strided slices, K = 0 and empty outputs, float16 (both accumulations), int32 wrapping, dtype
  * promotion, NaN and infinities, linear with bias and every activation (one fused dispatch on the
- * GPU), typed errors that leave nothing allocated, the plan's rule and its override checks, and
- * the WASM GEMM itself against a plain f64 triple loop.
+ * GPU), typed errors that leave nothing allocated, the plan's rule and its override checks, A
+ * copied into [K, M] order before the product (and the transposing copy itself, every form and
+ * tile shape, exactly), and the WASM GEMM itself against a plain f64 triple loop.
  */
 import assert from "node:assert/strict";
 import * as gyre from "../src/mod.ts";

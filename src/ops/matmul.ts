@@ -549,7 +549,9 @@ function copyAColumns(
   };
   const paired = transposePairs(a.dtype, copy);
   const spec: TransposeSpec = { dtype: a.dtype, paired, ..._transposeTile(paired) };
-  transposeCopy(backend, op, spec, (a.storage as GpuStorage).buffer, storage.buffer, copy);
+  // Its own label, so profiles and `explain` tell the copy from the product.
+  const label = `transpose A (${op})`;
+  transposeCopy(backend, label, spec, (a.storage as GpuStorage).buffer, storage.buffer, copy);
   // Batch axes step through the copies in A's own order; broadcast axes stay broadcast.
   const batchStrides = a.strides.slice(0, r).map((s, d) =>
     p.batch[d] === 1 || s === 0 ? 0 : (s / run.stride) * m * k
