@@ -20,7 +20,6 @@ import {
   type TransposeSpec,
   type TransposeUniforms,
 } from "../src/gpu/_codegen_transpose.ts";
-import { transposeCopy } from "../src/ops/_transpose.ts";
 
 const args = Deno.args;
 const flag = (name: string, fallback: string) => {
@@ -422,8 +421,7 @@ if (args.includes("--transpose")) {
         } ${tileRows}x${tileColumns}`;
         await bench(name, side * side, bytes, () => {
           const out = gpu._alloc("transpose", dtype, side * side);
-          transposeCopy(
-            gpu,
+          gpu._transposeCopy(
             "transpose",
             spec,
             (x._view().storage as GpuStorage).buffer,

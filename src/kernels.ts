@@ -62,6 +62,14 @@ export const KERNELS: readonly KernelEntry[] = [
     plan: "planElementwise",
   },
   { id: "elementwise/cast", wasmReference: "cast_", gpu: ELEMENTWISE_GPU, plan: "planElementwise" },
+  // A plain copy of a transposed matrix (a clone of `x.transpose()`): WASM copies it as a cast
+  // to the same dtype does.
+  {
+    id: "elementwise/transposedCopy",
+    wasmReference: "cast_",
+    gpu: { generator: "gpu/_codegen_transpose.ts", variants: ["plain", "paired"] },
+    plan: "planElementwise",
+  },
   {
     id: "elementwise/scatter",
     wasmReference: "scatter_",

@@ -17,7 +17,6 @@ import {
   type TransposeSpec,
   type TransposeUniforms,
 } from "../src/gpu/_codegen_transpose.ts";
-import { transposeCopy } from "../src/ops/_transpose.ts";
 import { devices, expectClose, expectTensor, liveCounts, values } from "./_devices.ts";
 
 const DEVICES = await devices();
@@ -461,8 +460,7 @@ test("the transposing copy: every form and tile shape gives the exact transpose"
           if (paired && tileRows < 64 || paired && tileColumns < 64) continue;
           if (transposeSharedBytes(spec) > gpu.caps.limits.maxComputeWorkgroupStorageSize) continue;
           const out = gpu.allocate("test", dtype, want.length) as GpuStorage;
-          transposeCopy(
-            gpu,
+          gpu._transposeCopy(
             "test",
             spec,
             (x._view().storage as GpuStorage).buffer,

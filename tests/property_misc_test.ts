@@ -1,6 +1,6 @@
 /**
  * Property tests of the remaining GPU kernels against the WASM reference: `cast` between every
- * pair of dtypes, `where`, the strided-output "scatter" kernel behind `concat` and `stack`, the
+ * pair of dtypes, clones of transposed matrices (the tiled transposing copy), `where`, the strided-output "scatter" kernel behind `concat` and `stack`, the
  * counter-based generators `random.uniform` and `random.normal` (which also exercise the internal
  * kernels pcgHash, bitwiseXor and shiftRight), and the creation generators `arange`, `linspace`
  * and `eye` (which exercise floorDiv and mod on uint32).
@@ -172,6 +172,63 @@ property(
     }
   },
   { numRuns: 60 },
+);
+
+// ---------------------------------------------------------------------------------------------
+// clones of transposed matrices
+
+interface TransposedCase {
+  dtype: DType;
+  rows: number;
+  columns: number;
+  batch: number[];
+  /** The batch axes broadcast from one matrix. */
+  broadcast: boolean;
+  /** The stored matrix is a slice of a wider one (an odd offset and row stride). */
+  sliced: boolean;
+  seed: number;
+}
+
+property(
+  "elementwise/transposedCopy",
+  "clones of transposed matrices (the tiled transposing copy) match WASM exactly",
+  fc.record({
+    dtype: fc.constantFrom(...DTYPES),
+    rows: fc.constantFrom(32, 33, 63, 64, 65, 100, 129),
+    columns: fc.constantFrom(32, 33, 63, 64, 65, 100, 129),
+    batch: fc.constantFrom<number[]>([], [2], [3, 2], [2, 1, 3]),
+    broadcast: fc.boolean(),
+    sliced: fc.boolean(),
+    seed: fc.integer(),
+  }),
+  async (c: TransposedCase) => {
+    const bag = new Bag();
+    try {
+      const rng = mulberry32(c.seed);
+      // Stored [..., columns, rows (+ 2 when sliced)]; the view is its transpose.
+      const own = c.broadcast ? [] : c.batch;
+      const width = c.sliced ? c.rows + 2 : c.rows;
+      const stored = [...own, c.columns, width];
+      const data = hostData(rng, c.dtype, sizeOf(stored), FULL);
+      const view = (device: gyre.DeviceName) => {
+        let t = bag.add(gyre.tensor(data, { shape: stored, dtype: c.dtype, device }));
+        if (c.sliced) t = bag.add(t.slice(...own.map(() => null), null, [1, c.rows + 1]));
+        t = bag.add(t.transpose([...own.keys(), own.length + 1, own.length]));
+        return c.broadcast ? bag.add(t.broadcastTo([...c.batch, c.rows, c.columns])) : t;
+      };
+      const [got, want] = await gyre.readAll([
+        bag.add(view("gpu").clone()),
+        bag.add(view("wasm").clone()),
+      ]);
+      const label = `clone of [${c.batch}, ${c.rows}, ${c.columns}] ${c.dtype} transposed${
+        c.broadcast ? ", broadcast" : ""
+      }${c.sliced ? ", sliced" : ""}`;
+      compare(label, c.dtype, got, want, { signedZero: true });
+    } finally {
+      bag.dispose();
+    }
+  },
+  { numRuns: 40 },
 );
 
 // ---------------------------------------------------------------------------------------------

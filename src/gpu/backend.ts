@@ -25,7 +25,17 @@ import {
 } from "../dtype.ts";
 import { DTypeError, GpuError } from "../errors.ts";
 import { E, type Expr } from "../ops/_expr.ts";
-import { planElementwise, planReduce } from "../plans.ts";
+import { _transposeTile, planElementwise, planReduce } from "../plans.ts";
+import {
+  generateTranspose,
+  TRANSPOSE_THREADS,
+  transposeGroups,
+  transposeKey,
+  transposePairs,
+  type TransposeSpec,
+  type TransposeUniforms,
+  transposeUniforms,
+} from "./_codegen_transpose.ts";
 import { CommandBatch, type Kernel, type TimestampSlot } from "./batch.ts";
 import {
   elementwiseKey,
@@ -246,7 +256,21 @@ export class GpuBackend implements Backend {
     const modes: InputMode[] = inputs.map((v) => inputMode(shape, v.strides));
     const vec4Eligible = !target &&
       vec4Layout(shape, inputs.map((v, k) => ({ mode: modes[k], offset: v.offset })));
-    const choice = planElementwise(this.caps, { elements: n, vec4Eligible });
+    // A plain copy of a transposed matrix (a clone of `x.transpose()`).
+    const copy = !target && expr.kind === "input" && inputs[0].dtype === expr.dtype
+      ? transposedCopy(inputs[0])
+      : null;
+    const choice = planElementwise(this.caps, {
+      elements: n,
+      vec4Eligible,
+      transposedCopy: copy !== null,
+    });
+    if (choice.variant === "transpose" && copy) {
+      const paired = transposePairs(expr.dtype, copy);
+      const spec = { dtype: expr.dtype, paired, ..._transposeTile(paired) };
+      this._transposeCopy(op, spec, (inputs[0].storage as GpuStorage).buffer, out.buffer, copy);
+      return out;
+    }
     const spec: ElementwiseSpec = {
       expr,
       inputs: inputs.map((v, k) => ({ dtype: v.dtype, mode: modes[k] })),
@@ -278,6 +302,28 @@ export class GpuBackend implements Backend {
       this._grid(invocations, spec.workgroupSize),
     );
     return out;
+  }
+
+  /**
+   * Records the tiled transposing copy (./_codegen_transpose.ts) of `copy`'s matrices from
+   * `source` into `target` (at least `batches * rows * columns` elements) as kernel `label`. For op
+   * modules.
+   */
+  _transposeCopy(
+    label: string,
+    spec: TransposeSpec,
+    source: GPUBuffer,
+    target: GPUBuffer,
+    copy: TransposeUniforms,
+  ): void {
+    const pipeline = this._pipeline(transposeKey(spec), 2, () => generateTranspose(spec));
+    this._dispatch(
+      label,
+      pipeline,
+      [source, target],
+      transposeUniforms(spec, copy),
+      this._grid(transposeGroups(spec, copy) * TRANSPOSE_THREADS, TRANSPOSE_THREADS),
+    );
   }
 
   reduce(
@@ -540,4 +586,38 @@ function toHost(dtype: DType, mapped: ArrayBuffer, byteOffset: number, n: number
       out.set(new (out.constructor as Float32ArrayConstructor)(mapped, byteOffset, n));
   }
   return out;
+}
+
+/**
+ * The copy of a view whose last two axes read a contiguous matrix transposed (stride 1 down its
+ * rows, a stride of 2 or more along them), both at least a tile's side (32), with batch axes that
+ * form one run (or are all broadcast), as the tiled transposing copy's parameters: the source's
+ * rows are the view's columns. Null for any other view.
+ */
+function transposedCopy(view: View): TransposeUniforms | null {
+  const rank = view.shape.length;
+  if (rank < 2) return null;
+  const [rows, columns] = [view.shape[rank - 2], view.shape[rank - 1]];
+  const [rowStride, columnStride] = [view.strides[rank - 2], view.strides[rank - 1]];
+  if (rowStride !== 1 || columnStride < 2 || Math.min(rows, columns) < 32) return null;
+  // Batch axes longer than 1: all broadcast, or one run of matrices `stride` apart.
+  const axes = view.shape.slice(0, -2).map((d, i) => [d, view.strides[i]]).filter(([d]) => d > 1);
+  const batches = axes.reduce((total, [d]) => total * d, 1);
+  let batchStride = 0;
+  if (axes.some(([, s]) => s !== 0)) {
+    for (let i = 0; i + 1 < axes.length; i++) {
+      if (axes[i][1] !== axes[i + 1][1] * axes[i + 1][0]) return null;
+    }
+    batchStride = axes[axes.length - 1][1];
+    if (batchStride <= 0) return null;
+  }
+  return {
+    rows: columns,
+    columns: rows,
+    batches,
+    offset: view.offset,
+    rowStride: columnStride,
+    columnStride: 1,
+    batchStride,
+  };
 }

@@ -44,7 +44,6 @@ import {
   type TransposeSpec,
   type TransposeUniforms,
 } from "../gpu/_codegen_transpose.ts";
-import { transposeCopy } from "./_transpose.ts";
 import { loadAs, storageType } from "../gpu/_wgsl_types.ts";
 import { epilogueFunction } from "../gpu/_codegen_elementwise.ts";
 import { bind, fusedLabel, makePending, type Producer } from "../_lazy.ts";
@@ -551,7 +550,7 @@ function copyAColumns(
   const spec: TransposeSpec = { dtype: a.dtype, paired, ..._transposeTile(paired) };
   // Its own label, so profiles and `explain` tell the copy from the product.
   const label = `transpose A (${op})`;
-  transposeCopy(backend, label, spec, (a.storage as GpuStorage).buffer, storage.buffer, copy);
+  backend._transposeCopy(label, spec, (a.storage as GpuStorage).buffer, storage.buffer, copy);
   // Batch axes step through the copies in A's own order; broadcast axes stay broadcast.
   const batchStrides = a.strides.slice(0, r).map((s, d) =>
     p.batch[d] === 1 || s === 0 ? 0 : (s / run.stride) * m * k
