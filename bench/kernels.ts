@@ -393,8 +393,9 @@ await bench(
 );
 await bench(`cummax ${big / Mi}Mi f32`, big, 2 * 4 * big, () => gyre.cummax(a));
 
-// --transpose: the tiled transposing copy (matmul's copy of A into [K, M] order) by form and tiles
-// per workgroup, against a transposed view cloned by the elementwise kernel (a strided gather).
+// --transpose: the tiled transposing copy (matmul's copy of A into [K, M] order, clones of
+// transposed matrices) by form and tile shape, a transposed view cloned under the plan, and the
+// same forced through the elementwise kernel (a strided gather).
 if (args.includes("--transpose")) {
   const side = scale === "full" ? 4096 : 512;
   for (const dtype of ["float16", "float32"] as const) {
@@ -432,12 +433,22 @@ if (args.includes("--transpose")) {
         });
       }
     }
+    // A transposed view cloned: under the plan (the tiled copy), and forced through the
+    // elementwise kernel's strided gather.
+    await bench(
+      `transpose ${side}^2 ${dtype} clone`,
+      side * side,
+      bytes,
+      () => x.transpose().clone(),
+    );
+    gyre.setPlanOverride("elementwise", { variant: "scalar" });
     await bench(
       `transpose ${side}^2 ${dtype} gather`,
       side * side,
       bytes,
       () => x.transpose().clone(),
     );
+    gyre.setPlanOverride("elementwise", null);
     x.dispose();
   }
 }

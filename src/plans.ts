@@ -95,9 +95,10 @@ export function setPlanOverride(
  * Elementwise: vec4 whenever the layout allows it (contiguous or scalar inputs, 4-aligned
  * offsets); 256 invocations per workgroup, which fills an SM's schedulers on NVIDIA and suits
  * llvmpipe's wide SIMD. A plain copy of a transposed matrix (`transposedCopy`: both sides at least
- * 32) takes the tiled transposing copy: on an H200 at 4096 x 4096, 44.0 us for float32 and 27.9
- * for float16 against 123.5 and 112.1 for the strided gather (bench/results/
- * kernels-nvidia-h200-transpose.md; other sizes not measured).
+ * 32) takes the tiled transposing copy on a hardware GPU: on an H200 at 4096 x 4096, 44.0 us for
+ * float32 and 27.9 for float16 against 123.5 and 112.1 for the strided gather (bench/results/
+ * kernels-nvidia-h200-transpose.md; other sizes not measured). Software adapters keep the gather
+ * (llvmpipe at 512 x 512: 0.8 ms against 1.1-2.5 for the tiled copy).
  *
  * @example
  * ```ts
@@ -106,12 +107,12 @@ export function setPlanOverride(
  * ```
  */
 export function planElementwise(
-  _caps: DeviceCaps | undefined,
+  caps: DeviceCaps | undefined,
   problem: { elements: number; vec4Eligible: boolean; transposedCopy?: boolean },
 ): ElementwiseChoice {
   const choice: ElementwiseChoice = {
     kernel: "elementwise",
-    variant: problem.transposedCopy
+    variant: problem.transposedCopy && !caps?.isFallbackAdapter
       ? "transpose"
       : problem.vec4Eligible && problem.elements >= 4
       ? "vec4"

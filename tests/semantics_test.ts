@@ -20,6 +20,38 @@ function iota(shape: number[], device: gyre.DeviceName, dtype: gyre.DType = "int
 }
 
 // ---------------------------------------------------------------------------------------------
+// The elementwise plan
+
+Deno.test("planElementwise: the transposing copy on hardware GPUs, where the problem allows it", () => {
+  const hardware = { isFallbackAdapter: false } as unknown as gyre.DeviceCaps;
+  const software = { isFallbackAdapter: true } as unknown as gyre.DeviceCaps;
+  const copy = { elements: 1 << 20, vec4Eligible: false, transposedCopy: true };
+  assert.equal(gyre.planElementwise(hardware, copy).variant, "transpose");
+  assert.equal(gyre.planElementwise(software, copy).variant, "scalar", "llvmpipe gathers faster");
+  assert.equal(
+    gyre.planElementwise(hardware, { ...copy, transposedCopy: false }).variant,
+    "scalar",
+  );
+  try {
+    // Forced: taken where the problem is a transposed copy, refused (vec4 or scalar) elsewhere.
+    gyre.setPlanOverride("elementwise", { variant: "transpose" });
+    assert.equal(gyre.planElementwise(software, copy).variant, "transpose");
+    assert.equal(
+      gyre.planElementwise(hardware, { elements: 64, vec4Eligible: true }).variant,
+      "vec4",
+    );
+    assert.equal(
+      gyre.planElementwise(hardware, { elements: 64, vec4Eligible: false }).variant,
+      "scalar",
+    );
+    gyre.setPlanOverride("elementwise", { variant: "vec4" });
+    assert.equal(gyre.planElementwise(hardware, copy).variant, "scalar", "no vec4 layout");
+  } finally {
+    gyre.setPlanOverride("elementwise", null);
+  }
+});
+
+// ---------------------------------------------------------------------------------------------
 // Broadcasting
 
 test("broadcast: scalar, row and column", async (device) => {
