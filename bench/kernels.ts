@@ -424,10 +424,10 @@ if (args.includes("--transpose")) {
           const out = gpu._alloc("transpose", dtype, side * side);
           gpu._transposeCopy(
             "transpose",
-            spec,
             (x._view().storage as GpuStorage).buffer,
             out.buffer,
-            shape,
+            { ...shape, dtype },
+            spec,
           );
           gpu.free(out);
         });

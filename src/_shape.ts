@@ -29,6 +29,34 @@ export function contiguousStrides(shape: Shape): number[] {
   return strides;
 }
 
+/**
+ * Batch axes (`shape`, `strides`) whose own axes (longer than 1, stride not 0) form one run of
+ * `count` matrices `stride` apart (`{ count: 1, stride: 0 }` with none), as a kernel that steps
+ * one batch index through them can read; `broadcast` counts the elements of the other axes longer
+ * than 1 (stride 0). Null where the own axes do not form one run with a positive stride.
+ *
+ * @example
+ * ```ts
+ * batchRun([2, 3], [30, 10]); // { count: 6, stride: 10, broadcast: 1 }
+ * batchRun([2, 3], [0, 10]); // { count: 3, stride: 10, broadcast: 2 }
+ * batchRun([2, 3], [10, 30]); // null
+ * ```
+ */
+export function batchRun(
+  shape: Shape,
+  strides: readonly number[],
+): { count: number; stride: number; broadcast: number } | null {
+  const own = shape.map((_, d) => d).filter((d) => shape[d] > 1 && strides[d] !== 0);
+  const broadcast = shape.reduce((total, size, d) => (strides[d] === 0 ? total * size : total), 1);
+  for (let i = 0; i + 1 < own.length; i++) {
+    if (strides[own[i]] !== strides[own[i + 1]] * shape[own[i + 1]]) return null;
+  }
+  if (own.length === 0) return { count: 1, stride: 0, broadcast };
+  const stride = strides[own[own.length - 1]];
+  if (stride <= 0) return null;
+  return { count: own.reduce((total, d) => total * shape[d], 1), stride, broadcast };
+}
+
 /** True when `strides` lay `shape` out row-major with no gaps (axes of length 1 may have any stride). */
 export function isContiguous(shape: Shape, strides: readonly number[]): boolean {
   let s = 1;

@@ -6,7 +6,13 @@
  */
 import type { DeviceCaps } from "./gpu/device.ts";
 import { ValueError } from "./errors.ts";
+import type { DType } from "./dtype.ts";
 import { tiledSharedBytes } from "./gpu/_codegen_matmul.ts";
+import {
+  transposePairs,
+  type TransposeSpec,
+  type TransposeUniforms,
+} from "./gpu/_codegen_transpose.ts";
 
 /** The choice for an elementwise kernel. */
 export interface ElementwiseChoice {
@@ -776,16 +782,18 @@ const MATMUL_HALF_COLUMNS_LARGE: MatmulTile = {
 };
 
 /**
- * Tile of the transposing copy (src/gpu/_codegen_transpose.ts; `paired`: two-byte elements moved
- * as words of two). Measured on an H200 copying 4096 x 4096 (bench/results/
+ * The transposing copy's form and tile (src/gpu/_codegen_transpose.ts): two-byte elements in words
+ * of two (`paired`) wherever the layout allows. Measured on an H200 copying 4096 x 4096 (bench/results/
  * kernels-nvidia-h200-transpose.md): paired float16 64x64 27.9 us, 57% of copy (128x64 35.0,
  * 64x128 39.2, 128x128 72.3); element by element 32x32 is best, float32 44.0 us, 73% (64x64 52.6,
  * 128-wide 70), float16 36.8 (64x64 48.6); a strided gather (the elementwise kernel) 112-124 us.
  * Smaller tiles won every comparison; several tiles per workgroup, each tile's stores overlapping
  * the next one's loads, did not help (40-66 us).
  */
-export function _transposeTile(paired: boolean): { tileRows: number; tileColumns: number } {
-  return paired ? { tileRows: 64, tileColumns: 64 } : { tileRows: 32, tileColumns: 32 };
+export function _planTranspose(dtype: DType, copy: TransposeUniforms): TransposeSpec {
+  const paired = transposePairs(dtype, copy);
+  const side = paired ? 64 : 32;
+  return { dtype, paired, tileRows: side, tileColumns: side };
 }
 
 /**

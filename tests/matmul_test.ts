@@ -462,10 +462,10 @@ test("the transposing copy: every form and tile shape gives the exact transpose"
           const out = gpu.allocate("test", dtype, want.length) as GpuStorage;
           gpu._transposeCopy(
             "test",
-            spec,
             (x._view().storage as GpuStorage).buffer,
             out.buffer,
-            copy,
+            { ...copy, dtype },
+            spec,
           );
           const got = gyre.Tensor._fromStorage(out, dtype, [want.length]);
           const label = JSON.stringify({ batches, rows, columns, ...spec });

@@ -14,7 +14,7 @@ import {
   type Storage,
   type View,
 } from "../_backend.ts";
-import { isContiguous, type Shape, sizeOf } from "../_shape.ts";
+import { batchRun, isContiguous, type Shape, sizeOf } from "../_shape.ts";
 import {
   type DType,
   f16BitsToF32,
@@ -25,13 +25,12 @@ import {
 } from "../dtype.ts";
 import { DTypeError, GpuError } from "../errors.ts";
 import { E, type Expr } from "../ops/_expr.ts";
-import { _transposeTile, planElementwise, planReduce } from "../plans.ts";
+import { _planTranspose, planElementwise, planReduce } from "../plans.ts";
 import {
   generateTranspose,
   TRANSPOSE_THREADS,
   transposeGroups,
   transposeKey,
-  transposePairs,
   type TransposeSpec,
   type TransposeUniforms,
   transposeUniforms,
@@ -266,9 +265,7 @@ export class GpuBackend implements Backend {
       transposedCopy: copy !== null,
     });
     if (choice.variant === "transpose" && copy) {
-      const paired = transposePairs(expr.dtype, copy);
-      const spec = { dtype: expr.dtype, paired, ..._transposeTile(paired) };
-      this._transposeCopy(op, spec, (inputs[0].storage as GpuStorage).buffer, out.buffer, copy);
+      this._transposeCopy(op, (inputs[0].storage as GpuStorage).buffer, out.buffer, copy);
       return out;
     }
     const spec: ElementwiseSpec = {
@@ -305,16 +302,16 @@ export class GpuBackend implements Backend {
   }
 
   /**
-   * Records the tiled transposing copy (./_codegen_transpose.ts) of `copy`'s matrices from
-   * `source` into `target` (at least `batches * rows * columns` elements) as kernel `label`. For op
-   * modules.
+   * Records the tiled transposing copy (./_codegen_transpose.ts) of `copy`'s matrices of the
+   * source's dtype from `source` into `target` (at least `batches * rows * columns` elements) as
+   * kernel `label`, in the plan's form and tile unless `spec` says otherwise. For op modules.
    */
   _transposeCopy(
     label: string,
-    spec: TransposeSpec,
     source: GPUBuffer,
     target: GPUBuffer,
-    copy: TransposeUniforms,
+    copy: TransposeUniforms & { dtype: DType },
+    spec: TransposeSpec = _planTranspose(copy.dtype, copy),
   ): void {
     const pipeline = this._pipeline(transposeKey(spec), 2, () => generateTranspose(spec));
     this._dispatch(
@@ -594,30 +591,23 @@ function toHost(dtype: DType, mapped: ArrayBuffer, byteOffset: number, n: number
  * form one run (or are all broadcast), as the tiled transposing copy's parameters: the source's
  * rows are the view's columns. Null for any other view.
  */
-function transposedCopy(view: View): TransposeUniforms | null {
+function transposedCopy(view: View): (TransposeUniforms & { dtype: DType }) | null {
   const rank = view.shape.length;
   if (rank < 2) return null;
   const [rows, columns] = [view.shape[rank - 2], view.shape[rank - 1]];
   const [rowStride, columnStride] = [view.strides[rank - 2], view.strides[rank - 1]];
   if (rowStride !== 1 || columnStride < 2 || Math.min(rows, columns) < 32) return null;
-  // Batch axes longer than 1: all broadcast, or one run of matrices `stride` apart.
-  const axes = view.shape.slice(0, -2).map((d, i) => [d, view.strides[i]]).filter(([d]) => d > 1);
-  const batches = axes.reduce((total, [d]) => total * d, 1);
-  let batchStride = 0;
-  if (axes.some(([, s]) => s !== 0)) {
-    for (let i = 0; i + 1 < axes.length; i++) {
-      if (axes[i][1] !== axes[i + 1][1] * axes[i + 1][0]) return null;
-    }
-    batchStride = axes[axes.length - 1][1];
-    if (batchStride <= 0) return null;
-  }
+  // Every output matrix is written: batch axes all broadcast, or none (one run).
+  const run = batchRun(view.shape.slice(0, -2), view.strides.slice(0, -2));
+  if (!run || (run.count > 1 && run.broadcast > 1)) return null;
   return {
+    dtype: view.dtype,
     rows: columns,
     columns: rows,
-    batches,
+    batches: run.count * run.broadcast,
     offset: view.offset,
     rowStride: columnStride,
     columnStride: 1,
-    batchStride,
+    batchStride: run.stride,
   };
 }

@@ -14,7 +14,7 @@
  * @module
  */
 import type { View } from "../_backend.ts";
-import { contiguousStrides, type Shape, sizeOf } from "../_shape.ts";
+import { batchRun, contiguousStrides, type Shape, sizeOf } from "../_shape.ts";
 import { type DType, promoteTypes } from "../dtype.ts";
 import {
   _checkOptions,
@@ -39,21 +39,11 @@ import {
   type TiledSpec,
   tiledThreads,
 } from "../gpu/_codegen_matmul.ts";
-import {
-  transposePairs,
-  type TransposeSpec,
-  type TransposeUniforms,
-} from "../gpu/_codegen_transpose.ts";
+import type { TransposeUniforms } from "../gpu/_codegen_transpose.ts";
 import { loadAs, storageType } from "../gpu/_wgsl_types.ts";
 import { epilogueFunction } from "../gpu/_codegen_elementwise.ts";
 import { bind, fusedLabel, makePending, type Producer } from "../_lazy.ts";
-import {
-  _transposeTile,
-  type MatmulChoice,
-  planMatmul,
-  planMatmulPrologue,
-  planWasmGemm,
-} from "../plans.ts";
+import { type MatmulChoice, planMatmul, planMatmulPrologue, planWasmGemm } from "../plans.ts";
 import { runtime } from "../runtime.ts";
 import { Tensor } from "../tensor.ts";
 import type { Value, WasmBackend, WasmStorage } from "../wasm/backend.ts";
@@ -486,6 +476,7 @@ function runGpu(
   const r = p.batch.length;
   const [aOuter, aK] = [x.a.strides[r], x.a.strides[r + 1]];
   const [bK, bOuter] = [x.b.strides[r], x.b.strides[r + 1]];
+  // A's own batch axes as one run of matrices (broadcast ones stay broadcast in the copy's view).
   const aBatch = x.aPrologue ? null : batchRun(p.batch, x.a.strides.slice(0, r));
   const choice = planMatmul(backend.caps, {
     m: p.m,
@@ -507,20 +498,6 @@ function runGpu(
   } finally {
     backend.free(copy.storage);
   }
-}
-
-/**
- * A's own batch axes (neither 1 nor broadcast) as one run of `count` matrices `stride` apart, or
- * null where they do not form one.
- */
-function batchRun(
-  shape: readonly number[],
-  strides: readonly number[],
-): { count: number; stride: number } | null {
-  const own = shape.map((_, d) => d).filter((d) => shape[d] > 1 && strides[d] !== 0);
-  const run = collapseBatch(own.map((d) => shape[d]), [own.map((d) => strides[d])]);
-  if (run.shape.length === 0) return { count: 1, stride: 0 };
-  return run.shape.length === 1 ? { count: run.shape[0], stride: run.strides[0][0] } : null;
 }
 
 /**
@@ -546,11 +523,12 @@ function copyAColumns(
     columnStride: a.strides[r + 1],
     batchStride: run.stride,
   };
-  const paired = transposePairs(a.dtype, copy);
-  const spec: TransposeSpec = { dtype: a.dtype, paired, ..._transposeTile(paired) };
   // Its own label, so profiles and `explain` tell the copy from the product.
   const label = `transpose A (${op})`;
-  backend._transposeCopy(label, spec, (a.storage as GpuStorage).buffer, storage.buffer, copy);
+  backend._transposeCopy(label, (a.storage as GpuStorage).buffer, storage.buffer, {
+    ...copy,
+    dtype: a.dtype,
+  });
   // Batch axes step through the copies in A's own order; broadcast axes stay broadcast.
   const batchStrides = a.strides.slice(0, r).map((s, d) =>
     p.batch[d] === 1 || s === 0 ? 0 : (s / run.stride) * m * k
