@@ -108,6 +108,20 @@ const VECTOR = {
   "tiled 32x32": tile(32, 32, 16, 4, 4),
 };
 
+/**
+ * The large float32 tile in waves ("tiled") against stream-K with waves of as many workgroups as
+ * an H200 holds at once (264: 132 multiprocessors x 2) and of twice that.
+ */
+const STREAM_K = {
+  "tiled 128x128x8 t8x16": tile(128, 128, 8, 8, 16, { laneColumns: 2 }),
+  ...Object.fromEntries(
+    [264, 528].map((streamKGroups) => [
+      `stream-K ${streamKGroups}`,
+      tile(128, 128, 8, 8, 16, { laneColumns: 2, variant: "streamK", streamKGroups }),
+    ]),
+  ),
+};
+
 /** A tile with A's values stored twice (`productForm: "repeatedA"`, float16 accumulation). */
 function repeated(...args: Parameters<typeof tile>): Partial<gyre.MatmulChoice> {
   const [m, n, k, tm, tn, extra] = args;
@@ -189,6 +203,26 @@ function shapes(): Shape[] {
       "256x128x8 t16x8": tile(256, 128, 8, 16, 8, { swizzle: 4 }),
       "128x256x4 t8x16": tile(128, 256, 4, 8, 16, { laneColumns: 2, swizzle: 4 }),
     }),
+    // Output tiles against the GPU's slots: 128 x 128 tiles number 992 to 1184 over these N, so
+    // a last, partly filled wave of workgroups shows as a dip where the count just passes a
+    // multiple of the slots (132 SMs times the workgroups each holds).
+    ...[3968, 4096, 4224, 4352, 4608, 4736].map((n) =>
+      f32(`4096x${n}x4096 waves`, 4096, n, 4096, {
+        "tiled 128x128x8 t8x16": STREAM_K["tiled 128x128x8 t8x16"],
+      })
+    ),
+    // Stream-K against waves of tiles where the rule takes it, and where K is short.
+    ...([
+      [4096, 4096, 4096],
+      [8192, 8192, 8192],
+      [2048, 2048, 2048],
+      [4096, 4096, 1024],
+      [4096, 4096, 256],
+      [8192, 8192, 256],
+    ] as const).map(([m, n, k]) => f32(`stream-K ${m}x${n}x${k}`, m, n, k, STREAM_K)),
+    f32("stream-K batched 32 x 512^3", 512, 512, 512, STREAM_K, 32),
+    { ...f32("stream-K 4096^3 f16", 4096, 4096, 4096, STREAM_K), dtype: "float16" },
+    { ...f32("stream-K linear 4096^3 bias+gelu", 4096, 4096, 4096, {}), linear: true },
     f32("8192^3", 8192, 8192, 8192, {
       "128x128x8 t8x16": SQUARE["128x128x8 t8x16"],
       "128x128x16 t8x8": SQUARE["128x128x16 t8x8"],
@@ -348,6 +382,7 @@ function describeChoice(c: gyre.MatmulChoice): string {
   if (c.variant === "gemv") return `gemv width ${c.gemvWidth}${c.subgroups ? " subgroups" : ""}`;
   return `${c.variant} ${c.tileM}x${c.tileN}x${c.tileK} t${c.threadM}x${c.threadN}` +
     `${c.splitK > 1 ? ` split${c.splitK}` : ""}${c.doubleBuffer ? "" : " single"}` +
+    `${c.variant === "streamK" ? ` ${c.streamKGroups} groups` : ""}` +
     `${c.sharedLayout === "interleaved" ? " interleaved" : ""}` +
     `${c.productForm === "broadcast" ? "" : ` ${c.productForm}`}` +
     `${c.transposeAFirst ? " A copied" : ""}`;

@@ -663,9 +663,15 @@ export interface MatmulChoice {
    * "tiled": shared-memory tiles, one workgroup per output tile; "splitK": the same kernel over
    * K ranges writing partials (float32; int32 for int32), summed by a second pass that also runs
    * the epilogue; "gemv": M = 1 or N = 1, one
-   * workgroup per block of outputs (an override asking for it elsewhere falls back to "tiled").
+   * workgroup per block of outputs (an override asking for it elsewhere falls back to "tiled");
+   * "streamK": whole waves of `streamKGroups` tiles run as "tiled"; the tiles left over are
+   * shared out equally by (tile, K step) units among `streamKGroups` workgroups, less than a
+   * tile each, and a third pass sums the tiles cut between workgroups and runs the epilogue
+   * (float32 accumulation; int32 and float16 accumulation fall back to "tiled"). On an H200
+   * (bench/results/matmul-nvidia-h200-stream-k.md): 4096^3 39.6-39.7 TFLOP/s against 39.1,
+   * 8192^3 39.9 against 39.0, 4096 x 4352 x 4096 39.8 against 33.2.
    */
-  variant: "tiled" | "splitK" | "gemv";
+  variant: "tiled" | "splitK" | "gemv" | "streamK";
   /** Output tile of a workgroup, and K per shared-memory step. */
   tileM: number;
   tileN: number;
@@ -720,6 +726,12 @@ export interface MatmulChoice {
   vectorLoads: boolean;
   /** K ranges ("splitK" only; 1 otherwise). */
   splitK: number;
+  /**
+   * "streamK": tiles per wave, as many workgroups as the GPU holds at once for the tile (more
+   * would run the shared tiles as a second, part-empty wave; fewer leave multiprocessors idle:
+   * 132 and 396 measured 22-30 TFLOP/s at 4096^3 on an H200). 0 otherwise.
+   */
+  streamKGroups: number;
   /** gemv: invocations per workgroup. */
   gemvWorkgroupSize: number;
   /** gemv: invocations per output (K contiguous) or groups of four outputs per workgroup (outputs contiguous). */
@@ -803,6 +815,35 @@ export function _planTranspose(dtype: DType, copy: TransposeUniforms): Transpose
  */
 const MATMUL_COPY_A_MIN = 2048;
 
+/**
+ * Multiprocessors of GPUs known by the adapter's description (WebGPU does not report them).
+ * Stream-K needs the number of workgroups the GPU holds at once; elsewhere tiles run in waves.
+ */
+const KNOWN_MULTIPROCESSORS: readonly (readonly [RegExp, number])[] = [
+  [/\bH200\b/, 132],
+  [/\bH100\b.*\b(HBM3|SXM|NVL)\b/, 132],
+  [/\bH100\b.*\bPCIe\b/, 114],
+];
+
+/**
+ * Workgroups of the float32 128x128x8 tile (8x16 per invocation) that one multiprocessor holds.
+ * Measured on an H200 (bench/results/matmul-nvidia-h200-stream-k.md): at 4096 x N x 4096 the
+ * time is flat from 992 to 1056 tiles (3.51-3.53 ms) and steps to 4.39 ms at 1088, so the GPU
+ * runs 264 = 132 x 2 at once; 4096^3's 1024 tiles leave its fourth wave 88% full (39.1 TFLOP/s
+ * against 40.2 with 1056 tiles).
+ */
+const MATMUL_LARGE_PER_MULTIPROCESSOR = 2;
+
+/**
+ * Stream-K's price on an H200: its K steps run about 2% slower than plain tiles' (1.02), and
+ * summing the cut tiles takes 15-18 us. It pays where the K it saves, K times the empty share of
+ * the last wave less that 2%, is at least this many elements (one element of K is about 0.22 us
+ * of a wave of this tile): at 4096^3, 421 (saves 50 us); at 4096 x 4096 x 1024, 105 (about what
+ * the sums cost).
+ */
+const MATMUL_STREAM_K_SLOWER = 1.02;
+const MATMUL_STREAM_K_MIN_SAVED_K = 200;
+
 /** Workgroups that keep a large GPU busy (132 SMs, about two each); software adapters need few. */
 const MATMUL_BUSY = 256;
 /** Split K only when each split keeps at least this much of K. */
@@ -868,14 +909,32 @@ export function planMatmul(
     return { tile: t, splitK, groups: groups * splitK };
   });
   const best = plans.find((x) => x.groups >= busy) ?? plans[plans.length - 1];
+  // Stream-K: the large float32 tile, where whole waves would leave the last one part-empty
+  // for long enough (the whole waves still run as plain tiles; see `variant`).
+  const multiprocessors = caps?.isFallbackAdapter
+    ? undefined
+    : KNOWN_MULTIPROCESSORS.find(([name]) => name.test(caps?.description ?? ""))?.[1];
+  const slots = (multiprocessors ?? 0) * MATMUL_LARGE_PER_MULTIPROCESSOR;
+  const leftover = slots > 0 ? best.groups % slots : 0;
+  const streamK = !half && problem.dtype !== "int32" && best.tile === MATMUL_TILES[0] &&
+    best.splitK === 1 && leftover > 0 &&
+    k * (1 - (MATMUL_STREAM_K_SLOWER * leftover) / slots) >= MATMUL_STREAM_K_MIN_SAVED_K;
   // gemv: the matrix's contiguous axis decides the form; the vector side of M = 1 is A.
   const matrixKContiguous = m === 1 ? Boolean(problem.transposeB) : !problem.transposeA;
   const choice: MatmulChoice = {
     kernel: "matmul",
-    variant: m === 1 || n === 1 ? "gemv" : best.splitK > 1 ? "splitK" : "tiled",
+    variant: m === 1 || n === 1
+      ? "gemv"
+      : best.splitK > 1
+      ? "splitK"
+      : streamK
+      ? "streamK"
+      : "tiled",
     ...defaults,
     ...best.tile,
     splitK: best.splitK,
+    // An override asking for stream-K without a count gets the slots, or what keeps it busy.
+    streamKGroups: slots || busy,
     gemvWorkgroupSize: 256,
     gemvWidth: matrixKContiguous ? 32 : 4,
     subgroups: false,
@@ -889,6 +948,9 @@ export function planMatmul(
   // What the problem allows, whatever an override asks.
   if (choice.variant === "gemv" && m !== 1 && n !== 1) choice.variant = "tiled";
   if (choice.variant !== "splitK") choice.splitK = 1;
+  // Stream-K publishes float32 partials; other accumulators run the tiles in waves.
+  if (choice.variant === "streamK" && (half || problem.dtype === "int32")) choice.variant = "tiled";
+  if (choice.variant !== "streamK") choice.streamKGroups = 0;
   if (choice.variant === "gemv" || !aCopyable) choice.transposeAFirst = false;
   checkMatmulChoice(caps, choice, half);
   return choice;
@@ -953,6 +1015,12 @@ function checkMatmulChoice(caps: DeviceCaps | undefined, c: MatmulChoice, half: 
   if (!Number.isInteger(c.swizzle) || c.swizzle < 1) fail("swizzle", "an integer >= 1", c.swizzle);
   if (!Number.isInteger(c.splitK) || c.splitK < 1 || c.splitK > 256) {
     fail("splitK", "an integer in [1, 256]", c.splitK);
+  }
+  if (
+    c.variant === "streamK" &&
+    (!Number.isInteger(c.streamKGroups) || c.streamKGroups < 1 || c.streamKGroups > 65535)
+  ) {
+    fail("streamKGroups", "an integer in [1, 65535] with variant streamK", c.streamKGroups);
   }
   const maxThreads = caps?.limits.maxComputeInvocationsPerWorkgroup ?? 256;
   const threads = (c.tileM / c.threadM) * (c.tileN / c.threadN);

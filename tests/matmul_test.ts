@@ -290,6 +290,17 @@ test("every plan variant gives the same product", async (device) => {
       sharedLayout: "interleaved",
     },
     { variant: "splitK", splitK: 3, tileM: 32, tileN: 32, tileK: 8, threadM: 4, threadN: 4 },
+    // 4 tiles of 9 K steps: 5 workgroups cut tiles mid-K, 36 take one step each (a tile summed
+    // from 9 of them), 1 takes everything.
+    ...[5, 36, 1].map((streamKGroups) => ({
+      variant: "streamK" as const,
+      streamKGroups,
+      tileM: 32,
+      tileN: 32,
+      tileK: 8,
+      threadM: 4,
+      threadN: 4,
+    })),
   ];
   for (const o of overrides) {
     gyre.setPlanOverride("matmul", o);
@@ -539,6 +550,40 @@ test("linear runs bias and activation in the matmul's dispatch", async (device) 
   for (const v of [x, w, bias, bias4, y]) v.dispose();
 });
 
+test("stream-K: tiles cut anywhere in K, the epilogue after the sum, two dispatches", async (device) => {
+  if (device !== "gpu") return;
+  const gpu = gyre.runtime().gpu!;
+  // 70 x 45 x 300 in small integers (exact in any order): 3 x 2 tiles of 32 x 32, 38 K steps.
+  const x = gyre.tensor(Array.from({ length: 70 * 300 }, (_, i) => (i * 7) % 11 - 5), {
+    device,
+    shape: [70, 300],
+  });
+  const w = gyre.tensor(Array.from({ length: 45 * 300 }, (_, i) => (i * 5) % 13 - 6), {
+    device,
+    shape: [45, 300],
+  });
+  const bias = gyre.tensor(Array.from({ length: 45 }, (_, i) => i - 20), { device });
+  await gyre.readAll([x, w, bias]);
+  const tile = { tileM: 32, tileN: 32, tileK: 8, threadM: 4, threadN: 4 };
+  gyre.setPlanOverride("matmul", { variant: "tiled", ...tile });
+  const want = await values(gyre.linear(x, w, { bias, activation: "relu" }));
+  assert.ok(want.some((v) => v > 0) && want.some((v) => v === 0), "relu cuts some outputs");
+  // Whole waves of the group count run as plain tiles (1 and 2 groups: all six tiles; 4: four
+  // tiles, then two shared by 4 workgroups, then their sums: three dispatches); 7, 19: tiles
+  // cut once or twice; 228: one K step per workgroup, a tile summed from 38 parts; 500: no more
+  // workgroups than units.
+  const cases = [[1, 1], [2, 1], [4, 3], [7, 2], [19, 2], [228, 2], [500, 2]];
+  for (const [streamKGroups, dispatches] of cases) {
+    gyre.setPlanOverride("matmul", { variant: "streamK", streamKGroups, ...tile });
+    const before = gpu.batch.totalDispatches;
+    const got = gyre.linear(x, w, { bias, activation: "relu" });
+    assert.equal(gpu.batch.totalDispatches - before, dispatches, `${streamKGroups} groups`);
+    assert.deepEqual(await values(got), want, `${streamKGroups} groups`);
+    got.dispose();
+  }
+  for (const v of [x, w, bias]) v.dispose();
+});
+
 test("typed errors name the argument and leave nothing allocated", async (device) => {
   const a = gyre.ones([2, 3], { device });
   const b = gyre.ones([4, 2], { device });
@@ -641,20 +686,22 @@ test("typed errors name the argument and leave nothing allocated", async (device
   other?.dispose();
 });
 
-test("nothing leaks across products, epilogues and split-K partials", async (device) => {
+test("nothing leaks across products, epilogues, split-K and stream-K partials", async (device) => {
   const a = gyre.ones([33, 70], { device, dtype: "float16" });
   const b = gyre.ones([70, 20], { device });
   await gyre.sync();
   const before = liveCounts();
-  gyre.setPlanOverride("matmul", { variant: "splitK", splitK: 2 });
-  gyre.tidy(() => {
-    gyre.matmul(a, b);
-    gyre.linear(b.transpose(), a.cast("float32"), {
-      bias: gyre.ones([33], { device }),
-      activation: "gelu",
+  for (const o of [{ variant: "splitK", splitK: 2 }, { variant: "streamK", streamKGroups: 3 }]) {
+    gyre.setPlanOverride("matmul", o as Partial<gyre.MatmulChoice>);
+    gyre.tidy(() => {
+      gyre.matmul(a, b);
+      gyre.linear(b.transpose(), a.cast("float32"), {
+        bias: gyre.ones([33], { device }),
+        activation: "gelu",
+      });
+      gyre.matmul(a.slice([0, 1]), b);
     });
-    gyre.matmul(a.slice([0, 1]), b);
-  });
+  }
   gyre.setPlanOverride("matmul", null);
   await gyre.sync();
   assert.deepEqual(liveCounts(), before);
@@ -733,12 +780,31 @@ Deno.test("planMatmul: the rule's choices and what overrides may ask", () => {
   } as unknown as DeviceCaps;
   const plan = (caps: DeviceCaps, m: number, n: number, k: number, extra = {}) =>
     gyre.planMatmul(caps, { m, n, k, batch: 1, dtype: "float32", ...extra });
+  const halfProblem = { dtype: "float16" as const, halfAccumulate: true };
   const big = plan(h200, 4096, 4096, 4096);
   assert.deepEqual(
-    [big.variant, big.tileM, big.tileN, big.tileK, big.threadM, big.threadN],
-    ["tiled", 128, 128, 8, 8, 16],
+    [big.variant, big.tileM, big.tileN, big.tileK, big.threadM, big.threadN, big.streamKGroups],
+    ["streamK", 128, 128, 8, 8, 16, 264],
   );
-  const halfProblem = { dtype: "float16" as const, halfAccumulate: true };
+  // Stream-K only where whole waves of 264 tiles would leave the last part-empty for long
+  // enough, on a GPU whose multiprocessors the rule knows, with float32 accumulation.
+  const waves = (caps: DeviceCaps, n: number, extra = {}) =>
+    plan(caps, 4096, n, 4096, extra).variant;
+  assert.equal(waves(h200, 4224), "tiled", "1056 tiles: four whole waves");
+  assert.equal(waves(h200, 4352), "streamK", "1088 tiles");
+  assert.equal(waves(h200, 4096, { dtype: "float16" }), "streamK", "float16 storage");
+  assert.equal(waves(h200, 4096, halfProblem), "tiled", "float16 accumulation");
+  assert.equal(waves(h200, 4096, { dtype: "int32" }), "tiled", "int32");
+  const h100 = { ...h200, description: "NVIDIA H100 80GB HBM3" } as DeviceCaps;
+  assert.equal(plan(h100, 4096, 4096, 4096).streamKGroups, 264);
+  const h100Pcie = { ...h200, description: "NVIDIA H100 PCIe" } as DeviceCaps;
+  assert.equal(plan(h100Pcie, 4096, 4096, 4096).streamKGroups, 228);
+  const unknown = { ...h200, description: "Some GPU" } as DeviceCaps;
+  assert.equal(waves(unknown, 4096), "tiled", "multiprocessors unknown");
+  assert.equal(waves(lavapipe, 4096), "tiled", "software adapter");
+  assert.equal(plan(h200, 2048, 2048, 2048).variant, "tiled", "256 tiles: one wave 97% full");
+  assert.equal(plan(h200, 4096, 4096, 1024).variant, "tiled", "too short a K to pay");
+  assert.equal(plan(h200, 4096, 4352, 1024).variant, "streamK", "a wave of 32 tiles");
   // float16 accumulation: A repeated in one shared buffer; 8x8 per invocation with A stored
   // [K, M] (a large row-major A is copied into that order first), 8x16 with A row-major.
   const form = (c: gyre.MatmulChoice) => [
@@ -814,6 +880,19 @@ Deno.test("planMatmul: the rule's choices and what overrides may ask", () => {
     assert.throws(() => plan(h200, 64, 64, 64, halfProblem), /48\.5 KiB|49664 bytes/);
     gyre.setPlanOverride("matmul", { variant: "splitK", splitK: 5 });
     assert.equal(plan(h200, 64, 64, 64).splitK, 5);
+    // Stream-K by override: the rule's slots, or as many workgroups as keep the device busy.
+    gyre.setPlanOverride("matmul", { variant: "streamK" });
+    assert.deepEqual([plan(h200, 64, 64, 64).variant, plan(h200, 64, 64, 64).streamKGroups], [
+      "streamK",
+      264,
+    ]);
+    assert.equal(plan(lavapipe, 64, 64, 64).streamKGroups, 16);
+    assert.equal(plan(h200, 64, 64, 64, halfProblem).variant, "tiled", "float16 accumulation");
+    assert.equal(plan(h200, 64, 64, 64, { dtype: "int32" }).variant, "tiled", "int32");
+    gyre.setPlanOverride("matmul", { variant: "streamK", streamKGroups: 0 });
+    assert.throws(() => plan(h200, 64, 64, 64), /matmul\.streamKGroups/);
+    gyre.setPlanOverride("matmul", { variant: "tiled", streamKGroups: 7 });
+    assert.equal(plan(h200, 64, 64, 64).streamKGroups, 0, "only stream-K has persistent groups");
     // The copy may be forced on any dtype, but never where A is already stored [K, M].
     gyre.setPlanOverride("matmul", { transposeAFirst: true });
     assert.equal(plan(h200, 64, 64, 64).transposeAFirst, true);

@@ -91,6 +91,13 @@ const TILED: readonly (Partial<gyre.MatmulChoice> | null)[] = [
   tiled(32, 32, 8, 4, 4, { vectorLoads: false }),
   { variant: "splitK", splitK: 3, tileM: 32, tileN: 32, tileK: 4, threadM: 4, threadN: 4 },
   { variant: "splitK", splitK: 7, tileM: 64, tileN: 64, tileK: 8, threadM: 8, threadN: 8 },
+  // Stream-K: persistent workgroups over (tile, K step) units, so tiles are cut anywhere in K,
+  // across up to all of them (few units per workgroup) or none (one workgroup).
+  { variant: "streamK", streamKGroups: 3, tileM: 32, tileN: 32, tileK: 4, threadM: 4, threadN: 4 },
+  { variant: "streamK", streamKGroups: 7, tileM: 64, tileN: 64, tileK: 8, threadM: 8, threadN: 8 },
+  { variant: "streamK", streamKGroups: 1, tileM: 32, tileN: 64, tileK: 8, threadM: 4, threadN: 8 },
+  tiled(128, 128, 8, 8, 16, { laneColumns: 2, variant: "streamK", streamKGroups: 5 }),
+  tiled(64, 64, 4, 4, 4, { variant: "streamK", streamKGroups: 40, doubleBuffer: false }),
 ];
 
 const GEMV: readonly (Partial<gyre.MatmulChoice> | null)[] = [
@@ -414,7 +421,7 @@ async function checkCase(
 
 property(
   "matmul/matmul",
-  "tiled and split-K products match the WASM GEMM within 2 gamma_K |A||B|",
+  "tiled, split-K and stream-K products match the WASM GEMM within 2 gamma_K |A||B|",
   caseArb(TILED, false),
   (c) => checkCase(c),
   { numRuns: 60 },

@@ -118,6 +118,15 @@ export interface TiledSpec extends
   batchRank: number;
   /** Write float32 partials of a K range per split (the epilogue then runs in `splitReduce`). */
   split: boolean;
+  /**
+   * Stream-K (f32 math only, not with `split`): `p.splits` workgroups share the (tile, K step)
+   * units of the tiles from `p.k_chunk` on equally, less than a tile each, so that the tiles
+   * left over after whole waves do not run as a part-empty last wave. A tile within one
+   * workgroup's share gets its epilogue there; the parts of a tile cut between workgroups go to
+   * `sk_partials` (binding after C), two slots per workgroup, and the `streamKFixup` kernel sums
+   * them and runs the epilogue.
+   */
+  streamK: boolean;
   epilogue: MatmulEpilogue | null;
 }
 
@@ -150,8 +159,16 @@ export interface SplitReduceSpec {
   epilogue: MatmulEpilogue | null;
 }
 
+/** Stream-K's second pass over the tiles cut between workgroups (see `TiledSpec.streamK`). */
+export interface StreamKFixupSpec {
+  kind: "streamKFixup";
+  /** The stream-K tile kernel whose parts it sums. */
+  tiled: TiledSpec;
+  epilogue: MatmulEpilogue | null;
+}
+
 /** Any matmul kernel. */
-export type MatmulSpec = TiledSpec | GemvSpec | SplitReduceSpec;
+export type MatmulSpec = TiledSpec | GemvSpec | SplitReduceSpec | StreamKFixupSpec;
 
 /** Cache key of a spec. */
 export function matmulKey(s: MatmulSpec): string {
@@ -164,13 +181,15 @@ export function matmulKey(s: MatmulSpec): string {
         repeats(s) ? "|ra" : ""
       }|sw${s.swizzle}|${loadKey("a", s.a)}|${loadKey("b", s.b)}|${
         s.vectorStore ? "vs" : "ss"
-      }|br${s.batchRank}${s.split ? "|split" : ""}${epi}`;
+      }|br${s.batchRank}${s.split ? "|split" : ""}${s.streamK ? "|sk" : ""}${epi}`;
     case "gemv":
       return `mv|${s.dtype}|${s.form}|${s.vec4 ? 4 : 1}|wg${s.workgroupSize}|w${s.width}|${
         s.subgroups ? "sg" : "sh"
       }|${s.outputs}|br${s.batchRank}${epi}`;
     case "splitReduce":
       return `mr|${s.dtype}|${s.vec4 ? 4 : 1}|wg${s.workgroupSize}${epi}`;
+    case "streamKFixup":
+      return `skf|${matmulKey(s.tiled)}`;
   }
 }
 
@@ -200,7 +219,10 @@ export interface MatmulUniforms {
   tilesM: number;
   tilesN: number;
   splits: number;
-  /** K elements per split (a multiple of tileK). */
+  /**
+   * K elements per split (a multiple of tileK). Stream-K: the first tile (over the batch's tiles
+   * in order) that its workgroups share.
+   */
   kChunk: number;
   /** Offsets and strides in elements. gemv: A is the matrix (outer = output axis), B the vector. */
   aOffset: number;
@@ -314,6 +336,7 @@ function apply(e: MatmulEpilogue | null, value: string, row: string, col: string
 }
 
 function halfNeeded(s: MatmulSpec): boolean {
+  if (s.kind === "streamKFixup") return s.tiled.dtype === "float16";
   if (s.dtype === "float16") return true;
   if (s.kind !== "tiled") return false;
   const prologueHalf = (l: OperandLoad) =>
@@ -336,6 +359,8 @@ export function generateMatmul(s: MatmulSpec): string {
       return generateGemv(s);
     case "splitReduce":
       return generateSplitReduce(s);
+    case "streamKFixup":
+      return generateStreamKFixup(s.tiled);
   }
 }
 
@@ -498,6 +523,73 @@ function operandBatches(
   }));
 }
 
+/**
+ * Invocation coordinates (tx, ty) in the tile's grid of invocations: groups of 32 consecutive
+ * invocations cover laneColumns x (32 / laneColumns) of it, the warp's footprint in the shared
+ * tiles.
+ */
+function invocationCoordinates(s: TiledSpec): string[] {
+  const threads = tiledThreads(s);
+  const threadsM = s.tileM / s.threadM;
+  const threadsN = s.tileN / s.threadN;
+  const lanes = Math.min(32, threads);
+  const laneColumns = Math.min(s.laneColumns, threadsN, lanes);
+  if (
+    threads % 32 === 0 && lanes % laneColumns === 0 && threadsN % laneColumns === 0 &&
+    threadsM % (lanes / laneColumns) === 0 && laneColumns !== threadsN
+  ) {
+    const warpsN = threadsN / laneColumns;
+    return [
+      "let lane = lid % 32u;",
+      "let warp = lid / 32u;",
+      `let tx = (warp % ${warpsN}u) * ${laneColumns}u + lane % ${laneColumns}u;`,
+      `let ty = (warp / ${warpsN}u) * ${32 / laneColumns}u + lane / ${laneColumns}u;`,
+    ];
+  }
+  return [`let tx = lid % ${threadsN}u;`, `let ty = lid / ${threadsN}u;`];
+}
+
+/**
+ * Where tile `t` of matrix `batch` lies (m0, n0) and its operands' batch offsets. Grouped tile
+ * order: `swizzle` tile rows are walked column by column, so the workgroups in flight share A
+ * rows and B columns in L2.
+ */
+function tileOrigin(s: TiledSpec): string[] {
+  const aInputs = s.a.prologue?.inputs.length ?? 0;
+  return [
+    ...(s.swizzle > 1
+      ? [
+        `let group_size = ${s.swizzle}u * p.tiles_n;`,
+        `let first_m = (t / group_size) * ${s.swizzle}u;`,
+        `let rows_in_group = min(p.tiles_m - first_m, ${s.swizzle}u);`,
+        "let tile_m = first_m + (t % group_size) % rows_in_group;",
+        "let tile_n = (t % group_size) / rows_in_group;",
+      ]
+      : ["let tile_m = t / p.tiles_n;", "let tile_n = t % p.tiles_n;"]),
+    `let m0 = tile_m * ${s.tileM}u;`,
+    `let n0 = tile_n * ${s.tileN}u;`,
+    ...batchOffsets(s.batchRank, "batch", [
+      ...operandBatches(s.a, "a", 0, OPERAND_BATCHES[0]),
+      ...operandBatches(s.b, "b", aInputs, OPERAND_BATCHES[1]),
+    ]),
+  ];
+}
+
+/**
+ * Stream-K's units: the (tile, K step) pairs of the tiles from `p.k_chunk` on, in order, shared
+ * by `p.splits` workgroups; workgroup w's share starts at `units_offset + w * share + min(w,
+ * extra)`.
+ */
+function streamKShares(tileK: number): string[] {
+  return [
+    `let k_steps = (p.k + ${tileK - 1}u) / ${tileK}u;`,
+    "let units_offset = p.k_chunk * k_steps;",
+    "let units = p.batches * tiles * k_steps - units_offset;",
+    "let share = units / p.splits;",
+    "let extra = units % p.splits;",
+  ];
+}
+
 function generateTiled(s: TiledSpec): string {
   const threads = tiledThreads(s);
   const threadsM = s.tileM / s.threadM;
@@ -523,7 +615,14 @@ function generateTiled(s: TiledSpec): string {
     `@group(0) @binding(${first + extra}) var<storage, read_write> c_dst: array<${
       s.vectorStore ? `vec4<${outType}>` : outType
     }>;`,
-    `@group(0) @binding(${first + extra + 1}) var<uniform> p: Params;`,
+    ...(s.streamK
+      ? [
+        `@group(0) @binding(${
+          first + extra + 1
+        }) var<storage, read_write> sk_partials: array<vec4<f32>>;`,
+        `@group(0) @binding(${first + extra + 2}) var<uniform> p: Params;`,
+      ]
+      : [`@group(0) @binding(${first + extra + 1}) var<uniform> p: Params;`]),
   );
   const buffers = s.doubleBuffer ? 2 : 1;
   const aWords = (s.tileK * s.tileM) / 4;
@@ -547,58 +646,34 @@ function generateTiled(s: TiledSpec): string {
       "@builtin(local_invocation_index) lid: u32) {",
     "  let g = wid.x + wid.y * nwg.x;",
     "  let tiles = p.tiles_m * p.tiles_n;",
-    "  let per_matrix = tiles * p.splits;",
-    "  let batch = g / per_matrix;",
-    // The whole workgroup leaves together, so the barriers below stay in uniform control flow.
-    "  if (batch >= p.batches) { return; }",
-    "  let in_matrix = g % per_matrix;",
-    "  let split = in_matrix / tiles;",
-    "  let t = in_matrix % tiles;",
   );
-  // Grouped tile order: `swizzle` tile rows are walked column by column, so the workgroups in
-  // flight share A rows and B columns in L2.
-  if (s.swizzle > 1) {
+  const origin = tileOrigin(s);
+  if (s.streamK) {
+    // Workgroup g's units are [units_begin, units_end) of the (tile, K step) units in order.
     lines.push(
-      `  let group_size = ${s.swizzle}u * p.tiles_n;`,
-      `  let first_m = (t / group_size) * ${s.swizzle}u;`,
-      `  let rows_in_group = min(p.tiles_m - first_m, ${s.swizzle}u);`,
-      "  let tile_m = first_m + (t % group_size) % rows_in_group;",
-      "  let tile_n = (t % group_size) / rows_in_group;",
+      "  if (g >= p.splits) { return; }",
+      ...streamKShares(s.tileK).map((l) => `  ${l}`),
+      "  let units_begin = units_offset + g * share + min(g, extra);",
+      "  let units_end = units_begin + share + select(0u, 1u, g < extra);",
     );
   } else {
-    lines.push("  let tile_m = t / p.tiles_n;", "  let tile_n = t % p.tiles_n;");
-  }
-  lines.push(
-    `  let m0 = tile_m * ${s.tileM}u;`,
-    `  let n0 = tile_n * ${s.tileN}u;`,
-    ...batchOffsets(s.batchRank, "batch", [
-      ...operandBatches(s.a, "a", 0, OPERAND_BATCHES[0]),
-      ...operandBatches(s.b, "b", aInputs, OPERAND_BATCHES[1]),
-    ]).map((l) => `  ${l}`),
-    "  let k_begin = split * p.k_chunk;",
-    "  let k_end = min(k_begin + p.k_chunk, p.k);",
-    `  let k_tiles = select(0u, (k_end - k_begin + ${
-      s.tileK - 1
-    }u) / ${s.tileK}u, k_end > k_begin);`,
-  );
-  // Invocation coordinates: groups of 32 consecutive invocations cover laneColumns x
-  // (32 / laneColumns) invocations of the grid, the warp's footprint in the shared tiles.
-  const lanes = Math.min(32, threads);
-  const laneColumns = Math.min(s.laneColumns, threadsN, lanes);
-  if (
-    threads % 32 === 0 && lanes % laneColumns === 0 && threadsN % laneColumns === 0 &&
-    threadsM % (lanes / laneColumns) === 0 && laneColumns !== threadsN
-  ) {
-    const warpsN = threadsN / laneColumns;
     lines.push(
-      "  let lane = lid % 32u;",
-      "  let warp = lid / 32u;",
-      `  let tx = (warp % ${warpsN}u) * ${laneColumns}u + lane % ${laneColumns}u;`,
-      `  let ty = (warp / ${warpsN}u) * ${32 / laneColumns}u + lane / ${laneColumns}u;`,
+      "  let per_matrix = tiles * p.splits;",
+      "  let batch = g / per_matrix;",
+      // The whole workgroup leaves together, so the barriers below stay in uniform control flow.
+      "  if (batch >= p.batches) { return; }",
+      "  let in_matrix = g % per_matrix;",
+      "  let split = in_matrix / tiles;",
+      "  let t = in_matrix % tiles;",
+      ...origin.map((l) => `  ${l}`),
+      "  let k_begin = split * p.k_chunk;",
+      "  let k_end = min(k_begin + p.k_chunk, p.k);",
+      `  let k_tiles = select(0u, (k_end - k_begin + ${
+        s.tileK - 1
+      }u) / ${s.tileK}u, k_end > k_begin);`,
     );
-  } else {
-    lines.push(`  let tx = lid % ${threadsN}u;`, `  let ty = lid / ${threadsN}u;`);
   }
+  lines.push(...invocationCoordinates(s).map((l) => `  ${l}`));
   const a: OperandNames = {
     x: "a",
     buffer: "a_src",
@@ -629,17 +704,13 @@ function generateTiled(s: TiledSpec): string {
   };
   const aLoads = operandLoads(s, a, threads);
   const bLoads = operandLoads(s, b, threads);
-  lines.push(...aLoads.setup, ...bLoads.setup);
   const paired = pairs(s);
+  const accumulators: string[] = [];
   for (let r = 0; r < s.threadM; r++) {
     for (let d = 0; d < s.threadN / 4; d++) {
       // Paired k: two accumulators of two outputs' even-k and odd-k partial sums each.
-      if (paired) {
-        lines.push(
-          `  var acc_${r}_${d}_0 = vec4<${T}>(${zero});`,
-          `  var acc_${r}_${d}_1 = vec4<${T}>(${zero});`,
-        );
-      } else lines.push(`  var acc_${r}_${d} = vec4<${T}>(${zero});`);
+      if (paired) accumulators.push(`acc_${r}_${d}_0`, `acc_${r}_${d}_1`);
+      else accumulators.push(`acc_${r}_${d}`);
     }
   }
   const loadAll = (k0: string) => [...aLoads.fetch(k0), ...bLoads.fetch(k0)];
@@ -647,51 +718,164 @@ function generateTiled(s: TiledSpec): string {
     buffer: string,
   ) => [...aLoads.put(buffer, aWords), ...bLoads.put(buffer, bWords)];
   const compute = computeStep(s, threadsM, threadsN, aWords, bWords);
-  lines.push(
-    "  if (k_tiles > 0u) {",
-    ...loadAll("k_begin").map((l) => `    ${l}`),
-    ...storeAll("0u").map((l) => `    ${l}`),
-    "  }",
-    "  workgroupBarrier();",
-    "  var buffer = 0u;",
-    "  for (var kt = 0u; kt < k_tiles; kt++) {",
-    "    let more = kt + 1u < k_tiles;",
+  // One tile's K range [k_begin, k_end) in k_tiles steps, into the accumulators.
+  const product = [
+    "if (k_tiles > 0u) {",
+    ...loadAll("k_begin").map((l) => `  ${l}`),
+    ...storeAll("0u").map((l) => `  ${l}`),
+    "}",
+    "workgroupBarrier();",
+    "var buffer = 0u;",
+    "for (var kt = 0u; kt < k_tiles; kt++) {",
+    "  let more = kt + 1u < k_tiles;",
     // Next step's global loads go out before this step's arithmetic.
-    `    if (more) {`,
-    ...loadAll(`k_begin + (kt + 1u) * ${s.tileK}u`).map((l) => `      ${l}`),
-    "    }",
-    ...compute.map((l) => `    ${l}`),
-  );
+    `  if (more) {`,
+    ...loadAll(`k_begin + (kt + 1u) * ${s.tileK}u`).map((l) => `    ${l}`),
+    "  }",
+    ...compute.map((l) => `  ${l}`),
+  ];
   if (s.doubleBuffer) {
-    lines.push(
-      "    buffer = 1u - buffer;",
-      "    if (more) {",
-      ...storeAll("buffer").map((l) => `      ${l}`),
-      "    }",
-      "    workgroupBarrier();",
+    product.push(
+      "  buffer = 1u - buffer;",
+      "  if (more) {",
+      ...storeAll("buffer").map((l) => `    ${l}`),
+      "  }",
+      "  workgroupBarrier();",
     );
   } else {
-    lines.push(
-      "    workgroupBarrier();",
-      "    if (more) {",
-      ...storeAll("0u").map((l) => `      ${l}`),
-      "    }",
-      "    workgroupBarrier();",
+    product.push(
+      "  workgroupBarrier();",
+      "  if (more) {",
+      ...storeAll("0u").map((l) => `    ${l}`),
+      "  }",
+      "  workgroupBarrier();",
     );
   }
-  lines.push("  }");
+  product.push("}");
   if (paired) {
     for (let r = 0; r < s.threadM; r++) {
       for (let d = 0; d < s.threadN / 4; d++) {
         const [lo, hi] = [`acc_${r}_${d}_0`, `acc_${r}_${d}_1`];
-        lines.push(
-          `  let acc_${r}_${d} = vec4<${T}>(${lo}.x + ${lo}.y, ${lo}.z + ${lo}.w, ${hi}.x + ${hi}.y, ${hi}.z + ${hi}.w);`,
+        product.push(
+          `let acc_${r}_${d} = vec4<${T}>(${lo}.x + ${lo}.y, ${lo}.z + ${lo}.w, ${hi}.x + ${hi}.y, ${hi}.z + ${hi}.w);`,
         );
       }
     }
   }
-  lines.push(...tiledEpilogue(s, threadsM, threadsN));
-  lines.push("}");
+  const epilogue = tiledEpilogue(s, threadsM, threadsN).map((l) => l.slice(2));
+  if (!s.streamK) {
+    lines.push(
+      ...aLoads.setup,
+      ...bLoads.setup,
+      ...accumulators.map((x) => `  var ${x} = vec4<${T}>(${zero});`),
+      ...product.map((l) => `  ${l}`),
+      ...epilogue.map((l) => `  ${l}`),
+      "}",
+    );
+    return finish(lines);
+  }
+  // Segments last first: the head of the tile the share ends in, then (a share is less than a
+  // tile: the tiles before `p.k_chunk` run in whole waves as plain tiles) the tail of the tile
+  // before. A loop rather than straight-line segments: two copies of the K loop made it 16%
+  // slower on an H200.
+  const segment = [
+    "let gt = (seg_end - 1u) / k_steps;",
+    "let tile_first = gt * k_steps;",
+    "let seg_begin = max(units_begin, tile_first);",
+    "let batch = gt / tiles;",
+    "let t = gt % tiles;",
+    ...origin,
+    `let k_begin = (seg_begin - tile_first) * ${s.tileK}u;`,
+    `let k_end = min((seg_end - tile_first) * ${s.tileK}u, p.k);`,
+    "let k_tiles = seg_end - seg_begin;",
+    ...aLoads.setup.map((l) => l.slice(2)),
+    ...bLoads.setup.map((l) => l.slice(2)),
+    ...accumulators.map((x) => `${x} = vec4<${T}>(${zero});`),
+    ...product,
+    "if (seg_begin == tile_first && seg_end == tile_first + k_steps) {",
+    ...epilogue.map((l) => `  ${l}`),
+    "} else {",
+    // Slot 0: the part that starts the workgroup's share; slot 1: the part that ends it.
+    `  let part = (g * 2u + select(1u, 0u, seg_begin == units_begin)) * ${
+      (s.tileM * s.tileN) / 4
+    }u + lid;`,
+    ...accumulators.map((acc, i) => `  sk_partials[part + ${i * threads}u] = ${acc};`),
+    "}",
+    "seg_end = seg_begin;",
+  ];
+  lines.push(
+    ...accumulators.map((x) => `  var ${x}: vec4<${T}>;`),
+    "  var seg_end = units_end;",
+    "  loop {",
+    "    if (seg_end <= units_begin) { break; }",
+    ...segment.map((l) => `    ${l}`),
+    "  }",
+    "}",
+  );
+  return finish(lines);
+}
+
+/**
+ * Stream-K's second pass: one workgroup per boundary w between two workgroups' shares (w = 1 ..
+ * p.splits - 1). A boundary inside a tile, the first in that tile, sums the tile's parts: the
+ * previous workgroup's (slot 1, or slot 0 where its share starts at the tile) and then slot 0 of
+ * each later workgroup whose share starts inside the tile, in that order (results repeat run to
+ * run); then the tile's epilogue. Same invocation layout as the tile kernel.
+ */
+function generateStreamKFixup(s: TiledSpec): string {
+  const threads = tiledThreads(s);
+  const store = storageType(s.dtype);
+  const aInputs = s.a.prologue?.inputs.length ?? 0;
+  const bInputs = s.b.prologue?.inputs.length ?? 0;
+  const extra = s.epilogue?.bindings.length ?? 0;
+  const slot = (s.tileM * s.tileN) / 4;
+  const lines: string[] = [];
+  if (halfNeeded(s)) lines.push("enable f16;");
+  const accumulators: string[] = [];
+  for (let r = 0; r < s.threadM; r++) {
+    for (let d = 0; d < s.threadN / 4; d++) accumulators.push(`acc_${r}_${d}`);
+  }
+  const add = (part: string) =>
+    accumulators.map((acc, i) => `${acc} += sk_partials[${part} + ${i * threads}u];`);
+  lines.push(
+    params(aInputs + bInputs),
+    "@group(0) @binding(0) var<storage, read> sk_partials: array<vec4<f32>>;",
+    ...epilogueBindings(s.epilogue, 1),
+    `@group(0) @binding(${1 + extra}) var<storage, read_write> c_dst: array<${
+      s.vectorStore ? `vec4<${store}>` : store
+    }>;`,
+    `@group(0) @binding(${2 + extra}) var<uniform> p: Params;`,
+    `@compute @workgroup_size(${threads})`,
+    "fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, " +
+      "@builtin(local_invocation_index) lid: u32) {",
+    "  let w = wid.x + wid.y * nwg.x + 1u;",
+    "  if (w >= p.splits) { return; }",
+    "  let tiles = p.tiles_m * p.tiles_n;",
+    ...streamKShares(s.tileK).map((l) => `  ${l}`),
+    "  let boundary = units_offset + w * share + min(w, extra);",
+    "  let gt = boundary / k_steps;",
+    "  let tile_first = gt * k_steps;",
+    "  let before = units_offset + (w - 1u) * share + min(w - 1u, extra);",
+    "  if (boundary == tile_first || before > tile_first) { return; }",
+    "  let batch = gt / tiles;",
+    "  let t = gt % tiles;",
+    ...tileOrigin(s).map((l) => `  ${l}`),
+    ...invocationCoordinates(s).map((l) => `  ${l}`),
+    ...accumulators.map((acc) => `  var ${acc} = vec4<f32>(0.0);`),
+    `  let first_part = ((w - 1u) * 2u + select(1u, 0u, before == tile_first)) * ${slot}u + lid;`,
+    ...add("first_part").map((l) => `  ${l}`),
+    "  var j = w;",
+    "  loop {",
+    "    if (j >= p.splits || units_offset + j * share + min(j, extra) >= tile_first + k_steps) {",
+    "      break;",
+    "    }",
+    `    let part = j * 2u * ${slot}u + lid;`,
+    ...add("part").map((l) => `    ${l}`),
+    "    j += 1u;",
+    "  }",
+    ...tiledEpilogue(s, s.tileM / s.threadM, s.tileN / s.threadN),
+    "}",
+  );
   return finish(lines);
 }
 

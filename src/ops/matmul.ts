@@ -36,6 +36,7 @@ import {
   matmulUniforms,
   type OperandLoad,
   type SplitReduceSpec,
+  type StreamKFixupSpec,
   type TiledSpec,
   tiledThreads,
 } from "../gpu/_codegen_matmul.ts";
@@ -591,8 +592,14 @@ function runPlanned(
     u: MatmulUniforms,
     groups: number,
     threads: number,
+    writable = 1,
   ) => {
-    const pipeline = backend._pipeline(matmulKey(spec), buffers.length, () => generateMatmul(spec));
+    const pipeline = backend._pipeline(
+      matmulKey(spec),
+      buffers.length,
+      () => generateMatmul(spec),
+      writable,
+    );
     backend._dispatch(
       op,
       pipeline,
@@ -710,6 +717,15 @@ function runPlanned(
   );
   const kChunk = Math.ceil(Math.ceil(k / splits) / choice.tileK) * choice.tileK;
   splits = Math.ceil(k / kChunk);
+  // Stream-K: whole waves of `streamKGroups` tiles run as plain tiles; the tiles left over are
+  // shared out by (tile, K step) units, no more workgroups than units. With K = 0, or no tiles
+  // left over, plain tiles do it all.
+  const allTiles = batches * tilesM * tilesN;
+  const wholeWaves = choice.variant === "streamK"
+    ? Math.floor(allTiles / choice.streamKGroups) * choice.streamKGroups
+    : allTiles;
+  const units = (allTiles - wholeWaves) * Math.ceil(k / choice.tileK);
+  const streamK = units > 0 && !p.halfAccumulate && p.dtype !== "int32";
   const spec: TiledSpec = {
     kind: "tiled",
     dtype: p.dtype,
@@ -730,6 +746,7 @@ function runPlanned(
     vectorStore: choice.vectorLoads && n % 4 === 0,
     batchRank,
     split: splits > 1,
+    streamK: false,
     epilogue,
   };
   const threads = tiledThreads(spec);
@@ -743,6 +760,15 @@ function runPlanned(
     kStride,
     batchStrides: batchOf(v),
   }));
+  // The workgroups' two slots of partial tiles each must fit one binding.
+  const slotBytes = 4 * choice.tileM * choice.tileN;
+  const persistent = streamK
+    ? Math.min(
+      choice.streamKGroups,
+      units,
+      Math.floor(backend.caps.limits.maxStorageBufferBindingSize / (2 * slotBytes)),
+    )
+    : 0;
   const uniforms: MatmulUniforms = {
     ...base,
     tilesM,
@@ -757,6 +783,46 @@ function runPlanned(
     ...(x.aPrologue ? aInputs.map(bufferOf) : [aBuffer]),
     ...(x.bPrologue ? bInputs.map(bufferOf) : [bBuffer]),
   ];
+  if (streamK) {
+    // The whole waves, then the tiles left over (the stream-K workgroup count and first tile
+    // travel in the split count's and K chunk's words), then the sums of the tiles cut between workgroups. Two slots of
+    // partial tiles per workgroup.
+    if (wholeWaves > 0) {
+      dispatch(
+        spec,
+        [...operandBuffers, ...extraBuffers, out.buffer],
+        uniforms,
+        wholeWaves,
+        threads,
+      );
+    }
+    const shared = { ...uniforms, splits: persistent, kChunk: wholeWaves };
+    const partials = backend._alloc(op, "float32", persistent * 2 * choice.tileM * choice.tileN);
+    dispatch(
+      { ...spec, streamK: true },
+      [...operandBuffers, ...extraBuffers, out.buffer, partials.buffer],
+      shared,
+      persistent,
+      threads,
+      2,
+    );
+    if (persistent > 1) {
+      const fixup: StreamKFixupSpec = {
+        kind: "streamKFixup",
+        tiled: { ...spec, streamK: true },
+        epilogue,
+      };
+      dispatch(
+        fixup,
+        [partials.buffer, ...extraBuffers, out.buffer],
+        shared,
+        persistent - 1,
+        threads,
+      );
+    }
+    backend.free(partials);
+    return out;
+  }
   if (splits === 1) {
     dispatch(spec, [...operandBuffers, ...extraBuffers, out.buffer], uniforms, groups, threads);
     return out;
