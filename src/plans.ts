@@ -668,8 +668,9 @@ export interface MatmulChoice {
    * shared out equally by (tile, K step) units among `streamKGroups` workgroups, less than a
    * tile each, and a third pass sums the tiles cut between workgroups and runs the epilogue
    * (float32 accumulation; int32 and float16 accumulation fall back to "tiled"). On an H200
-   * (bench/results/matmul-nvidia-h200-stream-k.md): 4096^3 39.6-39.7 TFLOP/s against 39.1,
-   * 8192^3 39.9 against 39.0, 4096 x 4352 x 4096 39.8 against 33.2.
+   * (bench/results/matmul-nvidia-h200-stream-k.md, -waves.md): 4096^3 39.7 TFLOP/s against
+   * 39.1, 8192^3 40.3 against 39.3, float16 storage 4096^3 40.3-40.4 against 39.4, 4096 x 4352 x
+   * 4096 39.9 against 33.3.
    */
   variant: "tiled" | "splitK" | "gemv" | "streamK";
   /** Output tile of a workgroup, and K per shared-memory step. */
@@ -827,7 +828,7 @@ const KNOWN_MULTIPROCESSORS: readonly (readonly [RegExp, number])[] = [
 
 /**
  * Workgroups of the float32 128x128x8 tile (8x16 per invocation) that one multiprocessor holds.
- * Measured on an H200 (bench/results/matmul-nvidia-h200-stream-k.md): at 4096 x N x 4096 the
+ * Measured on an H200 (bench/results/matmul-nvidia-h200-waves.md): at 4096 x N x 4096 the
  * time is flat from 992 to 1056 tiles (3.51-3.53 ms) and steps to 4.39 ms at 1088, so the GPU
  * runs 264 = 132 x 2 at once; 4096^3's 1024 tiles leave its fourth wave 88% full (39.1 TFLOP/s
  * against 40.2 with 1056 tiles).
