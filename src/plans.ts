@@ -831,7 +831,8 @@ const KNOWN_MULTIPROCESSORS: readonly (readonly [RegExp, number])[] = [
  * Measured on an H200 (bench/results/matmul-nvidia-h200-waves.md): at 4096 x N x 4096 the
  * time is flat from 992 to 1056 tiles (3.51-3.53 ms) and steps to 4.39 ms at 1088, so the GPU
  * runs 264 = 132 x 2 at once; 4096^3's 1024 tiles leave its fourth wave 88% full (39.1 TFLOP/s
- * against 40.2 with 1056 tiles).
+ * against 40.2 with 1056 tiles). An H100 80GB HBM3 measured the same (bench/README.md, session
+ * 7 pass 10).
  */
 const MATMUL_LARGE_PER_MULTIPROCESSOR = 2;
 
