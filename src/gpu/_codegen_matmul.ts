@@ -120,7 +120,7 @@ export interface TiledSpec extends
   split: boolean;
   /**
    * Stream-K (f32 math only, not with `split`): `p.splits` workgroups share the (tile, K step)
-   * units of the tiles from `p.k_chunk` on equally, less than a tile each, so that the tiles
+   * units of the tiles from `p.k_chunk` on equally, mostly less than a tile each, so that the tiles
    * left over after whole waves do not run as a part-empty last wave. A tile within one
    * workgroup's share gets its epilogue there; the parts of a tile cut between workgroups go to
    * `sk_partials` (binding after C), two slots per workgroup, and the `streamKFixup` kernel sums
@@ -774,10 +774,10 @@ function generateTiled(s: TiledSpec): string {
     );
     return finish(lines);
   }
-  // Segments last first: the head of the tile the share ends in, then (a share is less than a
-  // tile: the tiles before `p.k_chunk` run in whole waves as plain tiles) the tail of the tile
-  // before. A loop rather than straight-line segments: two copies of the K loop made it 16%
-  // slower on an H200.
+  // Segments last first: the head of the tile the share ends in, then (a share is mostly less
+  // than a tile: the tiles before `p.k_chunk` run in whole waves as plain tiles) the tail of
+  // the tile before, and any whole tiles between. A loop rather than straight-line segments:
+  // two copies of the K loop made it 16% slower on an H200.
   const segment = [
     "let gt = (seg_end - 1u) / k_steps;",
     "let tile_first = gt * k_steps;",

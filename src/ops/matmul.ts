@@ -785,8 +785,8 @@ function runPlanned(
   ];
   if (streamK) {
     // The whole waves, then the tiles left over (the stream-K workgroup count and first tile
-    // travel in the split count's and K chunk's words), then the sums of the tiles cut between workgroups. Two slots of
-    // partial tiles per workgroup.
+    // travel in the split count's and K chunk's words), then the sums of the tiles cut between
+    // workgroups. Two slots of partial tiles per workgroup.
     if (wholeWaves > 0) {
       dispatch(
         spec,
