@@ -222,6 +222,17 @@ function shapes(): Shape[] {
     ] as const).map(([m, n, k]) => f32(`stream-K ${m}x${n}x${k}`, m, n, k, STREAM_K)),
     f32("stream-K batched 32 x 512^3", 512, 512, 512, STREAM_K, 32),
     { ...f32("stream-K 4096^3 f16", 4096, 4096, 4096, STREAM_K), dtype: "float16" },
+    // Loads without bounds tests (every tile whole) against the tested ones, by dtype.
+    ...([["float32", undefined], ["float16", undefined], ["float16", "float16"]] as const).map((
+      [dtype, accumulate],
+    ) => ({
+      ...f32(`interior loads 4096^3 ${dtype}${accumulate ? " acc16" : ""}`, 4096, 4096, 4096, {
+        "tested": { interiorLoads: false },
+        "interior": { interiorLoads: true },
+      }),
+      dtype,
+      accumulate,
+    })),
     { ...f32("stream-K linear 4096^3 bias+gelu", 4096, 4096, 4096, {}), linear: true },
     f32("8192^3", 8192, 8192, 8192, {
       "128x128x8 t8x16": SQUARE["128x128x8 t8x16"],

@@ -721,6 +721,14 @@ export interface MatmulChoice {
    * gains nothing (39.0 copied, 39.1 as stored), so the rule copies for float16 accumulation only.
    */
   transposeAFirst: boolean;
+  /**
+   * Global loads without bounds tests where every tile is whole and K is a multiple of tileK
+   * (the kernel checks nothing then; elsewhere this is ignored). On an H200 at 4096^3 float32
+   * (bench/results/matmul-nvidia-h200-interior.md): 43.0 TFLOP/s tiled against 39.1 with the
+   * tests, 43.6-43.8 with stream-K; but float16 storage with float32 accumulation fell from
+   * 39.4 to 34.5, so the rule takes it for float32 only.
+   */
+  interiorLoads: boolean;
   /** Tile rows walked together so workgroups in flight share operands in L2 (1: row-major). */
   swizzle: number;
   /** vec4 global loads and stores where the layout allows (false forces scalar ones). */
@@ -942,6 +950,7 @@ export function planMatmul(
     gemvWidth: matrixKContiguous ? 32 : 4,
     subgroups: false,
     prologue: planMatmulPrologue(problem),
+    interiorLoads: problem.dtype === "float32",
     transposeAFirst,
     ...matmulOverride,
   };

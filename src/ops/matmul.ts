@@ -747,6 +747,8 @@ function runPlanned(
     batchRank,
     split: splits > 1,
     streamK: false,
+    interior: choice.interiorLoads && m % choice.tileM === 0 && n % choice.tileN === 0 &&
+      k % choice.tileK === 0,
     epilogue,
   };
   const threads = tiledThreads(spec);
