@@ -668,9 +668,9 @@ export interface MatmulChoice {
    * shared out equally by (tile, K step) units among `streamKGroups` workgroups, less than a
    * tile each, and a third pass sums the tiles cut between workgroups and runs the epilogue
    * (float32 accumulation; int32 and float16 accumulation fall back to "tiled"). On an H200
-   * (bench/results/matmul-nvidia-h200-stream-k.md, -waves.md): 4096^3 39.7 TFLOP/s against
-   * 39.1, 8192^3 40.3 against 39.3, float16 storage 4096^3 40.3-40.4 against 39.4, 4096 x 4352 x
-   * 4096 39.9 against 33.3.
+   * (bench/results/matmul-nvidia-h200-stream-k.md, -waves.md; float32 with `interiorLoads`):
+   * 4096^3 43.7 TFLOP/s against 42.9, 8192^3 44.7 against 43.6, float16 storage 4096^3 40.4
+   * against 39.3, 4096 x 4352 x 4096 43.8 against 40.0.
    */
   variant: "tiled" | "splitK" | "gemv" | "streamK";
   /** Output tile of a workgroup, and K per shared-memory step. */
@@ -763,8 +763,9 @@ type MatmulTile =
   & Partial<Pick<MatmulChoice, "productForm" | "doubleBuffer">>;
 
 /**
- * The rule's tiles, largest first. Measured on an H200 (float32 TFLOP/s, bench/results/matmul-*):
- * 128x128x8 with 8x16 per invocation 39.0 at 4096^3, 39.4 at 8192^3, 37.9 at 2048^3 (8x8: 32;
+ * The rule's tiles, largest first. Measured on an H200 (float32 TFLOP/s, bench/results/matmul-*;
+ * before `interiorLoads`, which takes the first to 42.9 at 4096^3, 43.6 at 8192^3 and 41.6 at
+ * 2048^3): 128x128x8 with 8x16 per invocation 39.0 at 4096^3, 39.4 at 8192^3, 37.9 at 2048^3 (8x8: 32;
  * 16x8: 37.9; 128x256 or 256x128: 31-32; 128x128x16 with 8x16: 21, past the registers); 64x64 4x4
  * 26.9 at 1024^3 (64x128 8x8: 27.1); 32x32 4x4 11.2 at 512^3, where launch latency dominates.
  * Tile rows walked together (`swizzle`): 4 gave 39.08 at 4096^3 against 38.80 with 8 and 39.01
@@ -848,9 +849,9 @@ const MATMUL_LARGE_PER_MULTIPROCESSOR = 2;
 /**
  * Stream-K's price on an H200: its K steps run about 2% slower than plain tiles' (1.02), and
  * summing the cut tiles takes 15-18 us. It pays where the K it saves, K times the empty share of
- * the last wave less that 2%, is at least this many elements (one element of K is about 0.22 us
- * of a wave of this tile): at 4096^3, 421 (saves 50 us); at 4096 x 4096 x 1024, 105 (about what
- * the sums cost).
+ * the last wave less that 2%, is at least this many elements (one element of K is about 0.2 us
+ * of a wave of this tile): at 4096^3, 421 (saves 50-60 us); at 4096 x 4096 x 1024, 105 (about
+ * what the sums cost: 0.829 ms against 0.824 tiled).
  */
 const MATMUL_STREAM_K_SLOWER = 1.02;
 const MATMUL_STREAM_K_MIN_SAVED_K = 200;
