@@ -1,5 +1,5 @@
 /**
- * Generates the WGSL of every matrix-multiply kernel: one parameterised generator, three kernel
+ * Generates the WGSL of every matrix-multiply kernel: one parameterised generator, four kernel
  * kinds.
  *
  * - `tiled`: C[b] = A[b] @ B[b] by output tiles of tileM x tileN per workgroup, K walked in steps
@@ -11,7 +11,8 @@
  *   and columns are spread as groups of four `threadsM * 4` (`threadsN * 4`) apart, so neighbouring
  *   invocations read neighbouring vectors. Global loads are `vec4` along whichever axis is
  *   contiguous when the layout allows it, else scalar through strides; tiles at the edges are
- *   padded with zeros, so the inner loop has no bounds checks. Loads for the next K step are issued
+ *   padded with zeros, so the inner loop has no bounds checks (and where every tile is whole,
+ *   `interior`, the loads have none either). Loads for the next K step are issued
  *   before the current one is computed (register prefetch); with `doubleBuffer` they land in a
  *   second shared buffer, one barrier per step instead of two. A split-K launch writes float32
  *   partials of a K range each, which the `splitReduce` kernel sums. An operand may be an
@@ -22,6 +23,9 @@
  *   shuffles or shared memory. "column": outputs contiguous, each invocation owns four adjacent
  *   outputs and a slice of K, reduced across slices in shared memory.
  * - `splitReduce`: sums split-K partials and applies the epilogue.
+ * - `streamKFixup`: stream-K's last pass. The tiled kind with `streamK` has its workgroups share
+ *   the (tile, K step) units of the tiles left over after whole waves; this kind sums the parts
+ *   of each tile cut between them and applies the epilogue.
  *
  * Every kind ends in the same epilogue hook: a WGSL expression of the f32 value and its output
  * row and column (bias, activation; later, fused elementwise ops), written with the output.
