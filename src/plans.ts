@@ -832,7 +832,7 @@ const MATMUL_COPY_A_MIN = 2048;
  */
 const KNOWN_MULTIPROCESSORS: readonly (readonly [RegExp, number])[] = [
   [/\bH200\b/, 132],
-  [/\bH100\b.*\b(HBM3|SXM|NVL)\b/, 132],
+  [/\bH100\b.*\b(HBM3|SXM\d*|NVL)\b/, 132],
   [/\bH100\b.*\bPCIe\b/, 114],
 ];
 

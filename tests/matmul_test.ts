@@ -797,6 +797,8 @@ Deno.test("planMatmul: the rule's choices and what overrides may ask", () => {
   assert.equal(waves(h200, 4096, { dtype: "int32" }), "tiled", "int32");
   const h100 = { ...h200, description: "NVIDIA H100 80GB HBM3" } as DeviceCaps;
   assert.equal(plan(h100, 4096, 4096, 4096).streamKGroups, 264);
+  const h100Sxm5 = { ...h200, description: "NVIDIA H100 SXM5 80GB" } as DeviceCaps;
+  assert.equal(plan(h100Sxm5, 4096, 4096, 4096).streamKGroups, 264);
   const h100Pcie = { ...h200, description: "NVIDIA H100 PCIe" } as DeviceCaps;
   assert.equal(plan(h100Pcie, 4096, 4096, 4096).streamKGroups, 228);
   const unknown = { ...h200, description: "Some GPU" } as DeviceCaps;
