@@ -535,6 +535,18 @@ function operandBatches(
 }
 
 /**
+ * An invocation's output registers `acc_<row>_<column group>` (vec4s), in the order the stream-K
+ * slots store them.
+ */
+function outputRegisters(s: TiledSpec): string[] {
+  const names: string[] = [];
+  for (let r = 0; r < s.threadM; r++) {
+    for (let d = 0; d < s.threadN / 4; d++) names.push(`acc_${r}_${d}`);
+  }
+  return names;
+}
+
+/**
  * Invocation coordinates (tx, ty) in the tile's grid of invocations: groups of 32 consecutive
  * invocations cover laneColumns x (32 / laneColumns) of it, the warp's footprint in the shared
  * tiles.
@@ -716,14 +728,10 @@ function generateTiled(s: TiledSpec): string {
   const aLoads = operandLoads(s, a, threads);
   const bLoads = operandLoads(s, b, threads);
   const paired = pairs(s);
-  const accumulators: string[] = [];
-  for (let r = 0; r < s.threadM; r++) {
-    for (let d = 0; d < s.threadN / 4; d++) {
-      // Paired k: two accumulators of two outputs' even-k and odd-k partial sums each.
-      if (paired) accumulators.push(`acc_${r}_${d}_0`, `acc_${r}_${d}_1`);
-      else accumulators.push(`acc_${r}_${d}`);
-    }
-  }
+  // Paired k: two accumulators of two outputs' even-k and odd-k partial sums each.
+  const accumulators = outputRegisters(s).flatMap((acc) =>
+    paired ? [`${acc}_0`, `${acc}_1`] : [acc]
+  );
   const loadAll = (k0: string) => [...aLoads.fetch(k0), ...bLoads.fetch(k0)];
   const storeAll = (
     buffer: string,
@@ -810,7 +818,7 @@ function generateTiled(s: TiledSpec): string {
     `  let part = (g * 2u + select(1u, 0u, seg_begin == units_begin)) * ${
       (s.tileM * s.tileN) / 4
     }u + lid;`,
-    ...accumulators.map((acc, i) => `  sk_partials[part + ${i * threads}u] = ${acc};`),
+    ...outputRegisters(s).map((acc, i) => `  sk_partials[part + ${i * threads}u] = ${acc};`),
     "}",
     "seg_end = seg_begin;",
   ];
@@ -842,10 +850,7 @@ function generateStreamKFixup(s: TiledSpec): string {
   const slot = (s.tileM * s.tileN) / 4;
   const lines: string[] = [];
   if (halfNeeded(s)) lines.push("enable f16;");
-  const accumulators: string[] = [];
-  for (let r = 0; r < s.threadM; r++) {
-    for (let d = 0; d < s.threadN / 4; d++) accumulators.push(`acc_${r}_${d}`);
-  }
+  const accumulators = outputRegisters(s);
   const add = (part: string) =>
     accumulators.map((acc, i) => `${acc} += sk_partials[${part} + ${i * threads}u];`);
   lines.push(

@@ -799,9 +799,10 @@ function runPlanned(
       );
     }
     const shared = { ...uniforms, splits: persistent, kChunk: wholeWaves };
+    const streamKSpec: TiledSpec = { ...spec, streamK: true };
     const partials = backend._alloc(op, "float32", persistent * 2 * choice.tileM * choice.tileN);
     dispatch(
-      { ...spec, streamK: true },
+      streamKSpec,
       [...operandBuffers, ...extraBuffers, out.buffer, partials.buffer],
       shared,
       persistent,
@@ -811,7 +812,7 @@ function runPlanned(
     if (persistent > 1) {
       const fixup: StreamKFixupSpec = {
         kind: "streamKFixup",
-        tiled: { ...spec, streamK: true },
+        tiled: streamKSpec,
         epilogue,
       };
       dispatch(
