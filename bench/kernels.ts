@@ -472,8 +472,51 @@ if (args.includes("--sweep")) {
   }
   for (
     const tile of [
+      { elementsPerThread: 32 },
+      { elementsPerThread: 32, workgroupSize: 512 },
+      { elementsPerThread: 32, workgroupSize: 1024 },
+      { elementsPerThread: 24, workgroupSize: 512 },
+      { elementsPerThread: 16, workgroupSize: 1024 },
+    ]
+  ) {
+    gyre.setPlanOverride("scan", { variant: "lookback", ...tile });
+    await bench(
+      `cumsum ${big / Mi}Mi f32, lookback ${JSON.stringify(tile)}`,
+      big,
+      2 * 4 * big,
+      () => gyre.cumsum(a),
+    );
+  }
+  gyre.setPlanOverride("scan", { variant: "lookback", elementsPerThread: 32, workgroupSize: 512 });
+  for (const [name, fn] of cases.filter(([name]) => !name.includes("rows"))) {
+    const elements = name.includes(`${mid / Mi}Mi`) ? mid : big;
+    await bench(`${name}, lookback 512 x 32`, elements, 2 * 4 * elements, fn);
+  }
+  // Where the look-back starts to beat two passes: sums from 256 Ki to 4 Mi elements, one row
+  // and many.
+  for (const variant of [null, "lookback", "multipass"] as const) {
+    gyre.setPlanOverride("scan", variant ? { variant } : null);
+    for (const n of [Mi / 4, Mi / 2, Mi, 2 * Mi, 4 * Mi].filter((n) => n <= big)) {
+      const label = n < Mi ? `${n / 1024}Ki` : `${n / Mi}Mi`;
+      await bench(
+        `cumsum ${label} f32, ${variant ?? "plan"}`,
+        n,
+        2 * 4 * n,
+        () => gyre.cumsum(a.slice([0, n])),
+      );
+    }
+    await bench(
+      `cumsum rows [64,${big / 64}], ${variant ?? "plan"}`,
+      big,
+      2 * 4 * big,
+      () => gyre.cumsum(a.reshape([64, big / 64])),
+    );
+  }
+  for (
+    const tile of [
       { superTiles: 1 },
       { superTiles: 4 },
+      { superTiles: 8 },
       { superTiles: 32 },
       { descendingFinalPass: false },
       { elementsPerThread: 32 },
@@ -490,13 +533,23 @@ if (args.includes("--sweep")) {
     );
   }
   gyre.setPlanOverride("scan", null);
-  // Rows that fit one tile (the row variant: no look-back): the tile scan's own throughput.
-  await bench(
-    `cumsum rows [${big / 4096},4096]`,
-    big,
-    2 * 4 * big,
-    () => gyre.cumsum(a.reshape([big / 4096, 4096])),
-  );
+  // Rows that fit one tile (the row variant: no look-back): the tile scan's own throughput, by
+  // the plan and with the same tile held by more invocations.
+  for (
+    const tile of [null, { workgroupSize: 512, elementsPerThread: 8 }, {
+      workgroupSize: 1024,
+      elementsPerThread: 4,
+    }]
+  ) {
+    gyre.setPlanOverride("scan", tile);
+    await bench(
+      `cumsum rows [${big / 4096},4096]${tile ? ` ${JSON.stringify(tile)}` : ""}`,
+      big,
+      2 * 4 * big,
+      () => gyre.cumsum(a.reshape([big / 4096, 4096])),
+    );
+  }
+  gyre.setPlanOverride("scan", null);
   // Each dispatch of the two long-row schemes timed on its own (medians of 10 runs, in order).
   for (const variant of ["lookback", "multipass"] as const) {
     gyre.setPlanOverride("scan", { variant });

@@ -13,6 +13,27 @@ const INT_MIN = -2147483648;
 const INT_MAX = 2147483647;
 const UINT_MAX = 4294967295;
 
+/**
+ * Asserts `got[i] === want(i)` for every i, reporting the first difference and how many: not a
+ * diff of a long array, which would exhaust memory before the assertion printed.
+ */
+function sameElements(
+  got: ArrayLike<number>,
+  length: number,
+  want: (i: number) => number,
+  label: string,
+): void {
+  assert.equal(got.length, length, `${label}: length`);
+  let first = -1, count = 0;
+  for (let i = 0; i < got.length; i++) {
+    if (got[i] !== want(i)) {
+      if (first < 0) first = i;
+      count++;
+    }
+  }
+  assert.equal(count, 0, `${label}: ${count} differ, first [${first}] = ${got[first]}`);
+}
+
 function test(name: string, fn: (device: gyre.DeviceName) => Promise<void> | void): void {
   for (const device of DEVICES) {
     Deno.test({
@@ -243,7 +264,7 @@ test("errors name the op and the argument; nothing leaks", (device) => {
 if (DEVICES.includes("gpu")) {
   const caps = gyre.runtime().caps!;
 
-  Deno.test("planScan: a tile per row when it fits, else multipass", () => {
+  Deno.test("planScan: a tile per row when it fits, else look-back for sums, else multipass", () => {
     const fast = { ...caps, isFallbackAdapter: false };
     const slow = { ...caps, isFallbackAdapter: true };
     assert.equal(gyre.planScan(fast, { rows: 1000, rowLength: 4096 }).variant, "row");
@@ -279,6 +300,37 @@ if (DEVICES.includes("gpu")) {
       gyre.planScan({ ...sub, subgroups: false }, { rows: 1, rowLength: 1 << 26 }).superTiles,
       1,
     );
+    // Sums of 1 Mi elements and more on hardware GPUs with subgroups: the look-back, in tiles of
+    // 512 x 32 where workgroups are that wide.
+    const sum = { rows: 1, rowLength: 1 << 26, op: "sum" } as const;
+    const lookback = gyre.planScan(sub, sum);
+    assert.deepEqual(
+      [lookback.variant, lookback.workgroupSize, lookback.elementsPerThread],
+      ["lookback", 512, 32],
+    );
+    assert.equal(gyre.planScan(sub, { ...sum, rows: 64, rowLength: 1 << 14 }).variant, "row");
+    assert.equal(gyre.planScan(sub, { ...sum, rows: 32, rowLength: 1 << 15 }).variant, "lookback");
+    assert.equal(gyre.planScan(sub, { ...sum, rowLength: (1 << 20) - 4 }).variant, "multipass");
+    assert.equal(gyre.planScan(sub, { ...sum, op: "prod" }).variant, "multipass");
+    assert.equal(gyre.planScan(sub, { ...sum, op: "max" }).variant, "multipass");
+    assert.equal(gyre.planScan({ ...sub, isFallbackAdapter: true }, sum).variant, "multipass");
+    assert.equal(gyre.planScan({ ...sub, subgroups: false }, sum).variant, "multipass");
+    const narrow = gyre.planScan({
+      ...sub,
+      limits: { ...sub.limits, maxComputeInvocationsPerWorkgroup: 256 },
+    }, sum);
+    assert.deepEqual([narrow.variant, narrow.workgroupSize, narrow.elementsPerThread], [
+      "lookback",
+      256,
+      16,
+    ]);
+    gyre.setPlanOverride("scan", { variant: "lookback" });
+    try {
+      // Forced on a product, the look-back takes its own tile too.
+      assert.equal(gyre.planScan(sub, { ...sum, op: "prod" }).workgroupSize, 512);
+    } finally {
+      gyre.setPlanOverride("scan", null);
+    }
   });
 
   Deno.test({
@@ -298,22 +350,10 @@ if (DEVICES.includes("gpu")) {
       };
       const sum = count(() => gyre.cumsum(x));
       assert.equal(sum.dispatches, 2);
-      // The first difference and how many, not a diff of a million elements (which would
-      // exhaust memory before the assertion printed).
-      const same = (got: ArrayLike<number>, want: (i: number) => number, label: string) => {
-        let first = -1, count = 0;
-        for (let i = 0; i < n; i++) {
-          if (got[i] !== want(i)) {
-            if (first < 0) first = i;
-            count++;
-          }
-        }
-        assert.equal(count, 0, `${label}: ${count} differ, first [${first}] = ${got[first]}`);
-      };
-      same(await sum.y.data() as Int32Array, (i) => i + 1, "cumsum");
+      sameElements(await sum.y.data() as Int32Array, n, (i) => i + 1, "cumsum");
       const max = count(() => gyre.cummax(x));
       assert.equal(max.dispatches, 3);
-      same(await max.y.data() as Int32Array, () => 1, "cummax");
+      sameElements(await max.y.data() as Int32Array, n, () => 1, "cummax");
       // A leading -0 stays -0 in the two-pass scan's first tile.
       const host = new Float32Array(n).fill(1);
       host[0] = -0;
@@ -353,17 +393,25 @@ if (DEVICES.includes("gpu")) {
   });
 
   Deno.test({
-    name: "every variant scans 100003 ones in tiles of 128 [gpu]",
+    name: "every variant scans 100003 integers in tiles of 128 [gpu]",
     sanitizeOps: false,
     sanitizeResources: false,
     fn: async () => {
       const n = 100003;
-      const ones = gyre.ones([n], { device: "gpu", dtype: "int32" });
-      const want = Int32Array.from({ length: n }, (_, i) => n - i);
+      // Values that differ from tile to tile, so a total read from the wrong tile or group shows.
+      const values = Int32Array.from({ length: n }, (_, i) => (i * 7) % 11 - 5);
+      const integers = gyre.tensor(values, { device: "gpu" });
+      const want = new Int32Array(n);
+      for (let i = n - 1, run = 0; i >= 0; i--) want[i] = run += values[i];
       for (const variant of ["lookback", "multipass"] as const) {
         for (const subgroups of [true, false]) {
-          // Multipass in three passes (tile totals scanned) and in two (groups of 8 tiles).
-          for (const superTiles of variant === "multipass" ? [1, 8] : [1]) {
+          // Multipass in three passes (tile totals scanned) and in two (groups of 2 tiles: more
+          // groups than four times the workgroup, so each invocation folds several; or of 8).
+          // The look-back also with aggregates only, so each tile walks back window by window.
+          const settings = variant === "multipass"
+            ? [1, 2, 8].map((superTiles) => ({ superTiles, publishPrefixes: true }))
+            : [true, false].map((publishPrefixes) => ({ superTiles: 1, publishPrefixes }));
+          for (const { superTiles, publishPrefixes } of settings) {
             gyre.setPlanOverride("scan", {
               variant,
               subgroups,
@@ -371,11 +419,13 @@ if (DEVICES.includes("gpu")) {
               workgroupSize: 32,
               elementsPerThread: 4,
               superTiles,
+              publishPrefixes,
             });
             try {
-              const y = gyre.cumsum(ones, { reverse: true });
-              const label = `${variant} subgroups ${subgroups} groups of ${superTiles}`;
-              assert.deepEqual(await y.data(), want, label);
+              const y = gyre.cumsum(integers, { reverse: true });
+              const label = `${variant} subgroups ${subgroups} groups of ${superTiles}` +
+                (publishPrefixes ? "" : ", aggregates only");
+              sameElements(await y.data() as Int32Array, n, (i) => want[i], label);
               y.dispose();
             } finally {
               gyre.setPlanOverride("scan", null);
@@ -383,7 +433,7 @@ if (DEVICES.includes("gpu")) {
           }
         }
       }
-      ones.dispose();
+      integers.dispose();
     },
   });
 }

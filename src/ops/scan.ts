@@ -209,7 +209,7 @@ interface ScanOutput {
 }
 
 /**
- * The backend's look-back state buffer (a tile counter and two words per tile), grown as needed
+ * The backend's look-back state buffer (two words per tile), grown as needed
  * and zeroed by a dispatch before each use.
  */
 function stateBuffer(gpu: GpuBackend, words: number): GPUBuffer {
@@ -265,6 +265,7 @@ function scanRows(
     columns: false,
     descending: false,
     superTiles: 1,
+    publishPrefixes: true,
   };
   const params: ScanParams = {
     rows,
@@ -311,8 +312,9 @@ function scanRows(
       prefix: "lookback",
       lookbackStates: choice.lookbackStates,
       subTiles,
+      publishPrefixes: choice.publishPrefixes,
     };
-    const states = stateBuffer(gpu, 1 + 2 * rows * tiles);
+    const states = stateBuffer(gpu, 2 * rows * tiles);
     // The states and the output are both written.
     const pipeline = gpu._pipeline(scanKey(s), 3, () => generateScan(s), 2);
     gpu._dispatch(
@@ -412,7 +414,7 @@ function gpuScan(
   const rows = n / len;
   const inner = sizeOf(shape.slice(axis + 1));
   const rowAxes = [...shape.keys()].filter((i) => i !== axis);
-  const choice = planScan(gpu.caps, { rows, rowLength: len, inner });
+  const choice = planScan(gpu.caps, { rows, rowLength: len, inner, op: scanOp });
   const out = gpu._alloc(op, outDtype, n);
   let temp: GpuStorage | null = null;
   let input: ScanInput = {
