@@ -429,12 +429,9 @@ export function planScan(
     2 ** Math.ceil(Math.log2(Math.max(1, Math.ceil(problem.rowLength / elementsPerThread)))),
   );
   // Long sums on a hardware GPU: the look-back (one pass over the data).
-  const variant = scanOverride?.variant ?? (fits
-    ? "row"
-    : problem.op === "sum" && subgroups && !caps?.isFallbackAdapter &&
-        problem.rows * problem.rowLength >= SCAN_LOOKBACK_ELEMENTS
-    ? "lookback"
-    : "multipass");
+  const longSum = problem.op === "sum" && subgroups && !caps?.isFallbackAdapter &&
+    problem.rows * problem.rowLength >= SCAN_LOOKBACK_ELEMENTS;
+  const variant = scanOverride?.variant ?? (fits ? "row" : longSum ? "lookback" : "multipass");
   // The look-back's own tile where the device has workgroups that wide.
   const lookbackTile = variant === "lookback" && widest >= SCAN_LOOKBACK_TILE.workgroupSize;
   const choice: ScanChoice = {
