@@ -300,7 +300,7 @@ if (DEVICES.includes("gpu")) {
       gyre.planScan({ ...sub, subgroups: false }, { rows: 1, rowLength: 1 << 26 }).superTiles,
       1,
     );
-    // Sums of 1 Mi elements and more on hardware GPUs with subgroups: the look-back, in tiles of
+    // Sums of 4 Mi elements and more on hardware GPUs with subgroups: the look-back, in tiles of
     // 512 x 32 where workgroups are that wide.
     const sum = { rows: 1, rowLength: 1 << 26, op: "sum" } as const;
     const lookback = gyre.planScan(sub, sum);
@@ -309,8 +309,8 @@ if (DEVICES.includes("gpu")) {
       ["lookback", 512, 32],
     );
     assert.equal(gyre.planScan(sub, { ...sum, rows: 64, rowLength: 1 << 14 }).variant, "row");
-    assert.equal(gyre.planScan(sub, { ...sum, rows: 32, rowLength: 1 << 15 }).variant, "lookback");
-    assert.equal(gyre.planScan(sub, { ...sum, rowLength: (1 << 20) - 4 }).variant, "multipass");
+    assert.equal(gyre.planScan(sub, { ...sum, rows: 128, rowLength: 1 << 15 }).variant, "lookback");
+    assert.equal(gyre.planScan(sub, { ...sum, rowLength: (1 << 22) - 4 }).variant, "multipass");
     assert.equal(gyre.planScan(sub, { ...sum, op: "prod" }).variant, "multipass");
     assert.equal(gyre.planScan(sub, { ...sum, op: "max" }).variant, "multipass");
     assert.equal(gyre.planScan({ ...sub, isFallbackAdapter: true }, sum).variant, "multipass");
