@@ -383,35 +383,36 @@ const SCAN_LOOKBACK_ELEMENTS = 1 << 22;
 /**
  * Scans: a row that fits one workgroup's tile (up to 1024 invocations x 16 elements) is scanned by
  * one workgroup, or by a team of as few invocations as hold it, many rows per dispatch. Longer
- * rows take the multipass scan: sums and products in two passes (totals of tiles and of groups
- * of tiles, then each tile from them: the same GPU time, one dispatch fewer, so 1 Mi pipelined
- * 22.1 us per op against 26.3 on an H200), max and min in three
- * (tile totals, their scan, then each tile from its offset); the
- * single-pass decoupled look-back stays available by override ("lookback"). Inner axes
- * (`inner`: elements after the scan axis, 1 for the last axis) with at least 4096 rows use
- * "columns", one invocation per row walking the axis, so a subgroup reads 32 neighbouring
- * columns at once; with fewer rows there are too few invocations for that, and rows read with a
- * stride of 8 or more are first copied with the axis last ("transpose"). Measured on an H200
- * (float32, bench/results/kernels-nvidia-h200-scan*): cumsum of 64 Mi 206 us by multipass in three
- * passes (70 + 10 + 132 us; 212 with the final pass in ascending order, which starts on tiles long
- * evicted from L2), 204.7 us in two (groups of 16 tiles: 74 + 134 us; groups of 4 or 32: 209 and
- * 206; running both passes over chunks of 1 to 8 Mi elements, to find each chunk in L2 again,
- * 305 to 1249 us: each large dispatch costs about 6 us to fill and drain the GPU) against
- * 241-285 us by look-back, whatever its tile (128 to 512 invocations, 8 to
- * 32 elements, sub-tiles, wider windows, a spin back-off, launch-order tiles: a workgroup holds
- * its tile through a look-back of a few L2 round trips, and prefetching the next tile halved
- * occupancy instead, 324-581 us); cummax 299 against 452 us, cumprod 209 against 296; rows of
- * 8192 as one 512-wide workgroup each 137 us (93%) against 178 us with two look-back tiles;
- * a single-pass reduce-then-scan over chunks of 4 to 64 tiles (each chunk reduced, given the
- * fold of every earlier chunk's aggregate at once, then scanned again from its last tile down)
- * took 217-282 us (bench/results/kernels-nvidia-h200-scan-chunks.md): it moves the bytes of
- * two passes and adds the waits, so it was dropped;
- * [256, 262144] over axis 0 took 156 us as columns, 891 us strided and 2323 us transposed.
+ * rows: sums of {@link SCAN_LOOKBACK_ELEMENTS} elements or more on a hardware GPU with subgroups
+ * take the single-pass decoupled look-back in tiles of {@link SCAN_LOOKBACK_TILE}; the others the
+ * multipass scan, sums and products in two passes (totals of tiles and of groups of tiles, then
+ * each tile from them: the same GPU time as three, one dispatch fewer, so 1 Mi pipelined 22.1 us
+ * per op against 26.3 on an H200), max and min in three (tile totals, their scan, then each tile
+ * from its offset). Inner axes (`inner`: elements after the scan axis, 1 for the last axis) with
+ * at least 4096 rows use "columns", one invocation per row walking the axis, so a subgroup reads
+ * 32 neighbouring columns at once; with fewer rows there are too few invocations for that, and
+ * rows read with a stride of 8 or more are first copied with the axis last ("transpose").
+ *
+ * Measured on an H200 (float32, bench/results/kernels-nvidia-h200-scan*): cumsum of 64 Mi 178 us
+ * by look-back (72% of copy), 205 us by multipass in two passes (74 + 134 us; groups of 4, 8 or
+ * 32 tiles 206-209; three passes 206: 70 + 10 + 130 us; 212 with the final pass in ascending
+ * order, which starts on tiles long evicted from L2; running both passes over chunks of 1 to 8 Mi
+ * elements, to find each chunk in L2 again, 305 to 1249 us: each large dispatch costs about 6 us
+ * to fill and drain the GPU; a first pass without barriers, or a final pass loading its tile
+ * before the group totals, no faster). The look-back's cost is its round trip to L2 after the
+ * tile's loads: without it the same kernel takes 140 us, a single `atomicLoad` there 195 us;
+ * read with `atomicOr` (other read-modify-writes the same, compare-exchange 186), every read a
+ * whole window, tiles in launch order, tiles of 256 x 16 took 210 us and 512 x 32 178; sub-tiles
+ * read twice 247-270 us, and workgroups that each walk many tiles, loading the next one before
+ * looking back, 236-842 us (the next tile's aggregate comes out later). cumprod 243 against 206
+ * by multipass and cummax 343 against 293, so they stay multipass; rows of 8192 as one 512-wide
+ * workgroup each 137 us (93%); [256, 262144] over axis 0 took 156 us as columns, 891 us strided
+ * and 2323 us transposed.
  *
  * @example
  * ```ts
  * import { planScan } from "@gyre/gyre";
- * planScan(undefined, { rows: 1, rowLength: 1 << 26 }).variant; // "multipass"
+ * planScan(undefined, { rows: 1, rowLength: 1 << 26 }).variant; // "multipass" (no GPU known)
  * planScan(undefined, { rows: 65536, rowLength: 1000, inner: 256 }).layout; // "columns"
  * ```
  */

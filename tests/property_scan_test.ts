@@ -243,7 +243,8 @@ async function check(c: Case): Promise<void> {
 function choiceOf(c: Case, rows: number, len: number, inner: number): gyre.ScanChoice {
   gyre.setPlanOverride("scan", c.override);
   try {
-    return gyre.planScan(caps, { rows, rowLength: len, inner });
+    const op = ({ cumsum: "sum", cumprod: "prod", cummax: "max", cummin: "min" } as const)[c.op];
+    return gyre.planScan(caps, { rows, rowLength: len, inner, op });
   } finally {
     gyre.setPlanOverride("scan", null);
   }
