@@ -505,12 +505,14 @@ if (args.includes("--sweep")) {
         () => gyre.cumsum(a.slice([0, n])),
       );
     }
-    await bench(
-      `cumsum rows [64,${big / 64}], ${variant ?? "plan"}`,
-      big,
-      2 * 4 * big,
-      () => gyre.cumsum(a.reshape([64, big / 64])),
-    );
+    for (const rows of [64, 512, 2048]) {
+      await bench(
+        `cumsum rows [${rows},${big / rows}], ${variant ?? "plan"}`,
+        big,
+        2 * 4 * big,
+        () => gyre.cumsum(a.reshape([rows, big / rows])),
+      );
+    }
   }
   for (
     const tile of [
