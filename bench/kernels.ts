@@ -271,12 +271,22 @@ if (caps.shaderF16) {
 const square = Math.sqrt(big) | 0;
 const matrix = a.slice([0, square * square]).reshape([square, square]);
 const column = gyre.sum(matrix, { axis: 1, keepdims: true }).realize(); // contiguous [M, 1]
-await bench(
-  "add transposed (strided)",
-  square * square,
-  3 * 4 * square * square,
-  () => matrix.transpose().add(matrix),
-);
+// A transposed operand: by the plan (copied in order first on hardware GPUs), and gathered
+// through strides, at the full size and at 1 Ki and 2 Ki a side.
+for (const side of [...new Set([square, 1024, 2048])].filter((side) => side <= square)) {
+  const part = side === square ? matrix : a.slice([0, side * side]).reshape([side, side]);
+  const label = side === square ? "" : ` ${side}^2`;
+  for (const copy of [null, false]) {
+    gyre.setPlanOverride("elementwise", copy === null ? null : { copyTransposedOperands: copy });
+    await bench(
+      `add transposed${label} (${copy === null ? "plan" : "strided gather"})`,
+      side * side,
+      3 * 4 * side * side,
+      () => part.transpose().add(part),
+    );
+  }
+  gyre.setPlanOverride("elementwise", null);
+}
 await bench(
   "add row broadcast",
   square * square,

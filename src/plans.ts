@@ -25,6 +25,11 @@ export interface ElementwiseChoice {
    */
   variant: "vec4" | "scalar" | "transpose";
   workgroupSize: number;
+  /**
+   * Operands that are transposed matrices are first copied in order by the tiled transposing
+   * copy, so the kernel reads every operand contiguously (vec4 where the layout allows).
+   */
+  copyTransposedOperands: boolean;
 }
 
 /** The choice for a reduction. */
@@ -98,6 +103,9 @@ export function setPlanOverride(
   } else overrides.reduce = override as Partial<ReduceChoice> | null;
 }
 
+/** Elements from which an elementwise kernel copies its transposed operands in order first. */
+const TRANSPOSED_OPERAND_ELEMENTS = 1 << 20;
+
 /**
  * Elementwise: vec4 whenever the layout allows it (contiguous or scalar inputs, 4-aligned
  * offsets); 256 invocations per workgroup, which fills an SM's schedulers on NVIDIA and suits
@@ -115,16 +123,24 @@ export function setPlanOverride(
  */
 export function planElementwise(
   caps: DeviceCaps | undefined,
-  problem: { elements: number; vec4Eligible: boolean; transposedCopy?: boolean },
+  problem: {
+    elements: number;
+    vec4Eligible: boolean;
+    transposedCopy?: boolean;
+    transposedOperands?: number;
+  },
 ): ElementwiseChoice {
+  const hardware = !caps?.isFallbackAdapter;
   const choice: ElementwiseChoice = {
     kernel: "elementwise",
-    variant: problem.transposedCopy && !caps?.isFallbackAdapter
+    variant: problem.transposedCopy && hardware
       ? "transpose"
       : problem.vec4Eligible && problem.elements >= 4
       ? "vec4"
       : "scalar",
     workgroupSize: 256,
+    copyTransposedOperands: hardware && (problem.transposedOperands ?? 0) > 0 &&
+      problem.elements >= TRANSPOSED_OPERAND_ELEMENTS,
     ...overrides.elementwise,
   };
   // vec4 and the transposing copy need the problem's permission, whatever an override asks.

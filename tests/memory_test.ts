@@ -212,6 +212,40 @@ Deno.test({
   },
 });
 
+Deno.test({
+  name: "copies of transposed operands go back to the pool",
+  ignore: !DEVICES.includes("gpu"),
+  fn: async () => {
+    const gpu = gyre.runtime().gpu!;
+    const x = gyre.random.uniform([64, 96], { device: "gpu", seed: 2 });
+    const y = gyre.random.uniform([96, 64], { device: "gpu", seed: 3 });
+    gyre.flush();
+    const before = gpu.pool.stats();
+    gyre.setPlanOverride("elementwise", { copyTransposedOperands: true });
+    try {
+      for (let i = 0; i < 3; i++) {
+        // tidy: the untidied intermediate would keep a buffer of its own (it stays readable).
+        const z = gyre.tidy(() => gyre.maximum(x.transpose(), y).add(x.transpose()));
+        const [got, xs, ys] = await gyre.readAll([z, x, y]);
+        // z[i, j] = max(x[j, i], y[i, j]) + x[j, i]
+        assert.equal(
+          got[5 * 64 + 7],
+          Math.fround(Math.max(xs[7 * 96 + 5], ys[5 * 64 + 7]) + xs[7 * 96 + 5]),
+        );
+        z.dispose();
+        gyre.flush();
+      }
+    } finally {
+      gyre.setPlanOverride("elementwise", null);
+    }
+    const after = gpu.pool.stats();
+    assert.equal(after.liveBuffers, before.liveBuffers);
+    assert.equal(after.liveBytes, before.liveBytes);
+    x.dispose();
+    y.dispose();
+  },
+});
+
 Deno.test("allocator reuse: same-size WASM work does not grow the heap", async () => {
   const x = gyre.random.uniform([1000], { device: "wasm", seed: 1 });
   const footprint: number[] = [];

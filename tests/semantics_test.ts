@@ -26,6 +26,18 @@ Deno.test("planElementwise: the transposing copy on hardware GPUs, where the pro
   const hardware = { isFallbackAdapter: false } as unknown as gyre.DeviceCaps;
   const software = { isFallbackAdapter: true } as unknown as gyre.DeviceCaps;
   const copy = { elements: 1 << 20, vec4Eligible: false, transposedCopy: true };
+  // Transposed operands of a computation: copied in order first on hardware GPUs from 1 Mi.
+  const operands = { elements: 1 << 20, vec4Eligible: false, transposedOperands: 1 };
+  assert.equal(gyre.planElementwise(hardware, operands).copyTransposedOperands, true);
+  assert.equal(gyre.planElementwise(software, operands).copyTransposedOperands, false);
+  assert.equal(
+    gyre.planElementwise(hardware, { ...operands, elements: (1 << 20) - 1 }).copyTransposedOperands,
+    false,
+  );
+  assert.equal(
+    gyre.planElementwise(hardware, { ...operands, transposedOperands: 0 }).copyTransposedOperands,
+    false,
+  );
   assert.equal(gyre.planElementwise(hardware, copy).variant, "transpose");
   assert.equal(gyre.planElementwise(software, copy).variant, "scalar", "llvmpipe gathers faster");
   assert.equal(

@@ -14,7 +14,7 @@ import {
   type Storage,
   type View,
 } from "../_backend.ts";
-import { batchRun, isContiguous, type Shape, sizeOf } from "../_shape.ts";
+import { batchRun, contiguousStrides, isContiguous, type Shape, sizeOf } from "../_shape.ts";
 import {
   type DType,
   f16BitsToF32,
@@ -252,6 +252,25 @@ export class GpuBackend implements Backend {
     const n = sizeOf(shape);
     const out = (target?.storage as GpuStorage | undefined) ?? this._alloc(op, expr.dtype, n);
     if (n === 0) return out;
+    // Transposed matrices among the operands of a computation (not a plain copy, handled below):
+    // copied in order first where the plan says so, then read like any contiguous operand.
+    const operandCopies = expr.kind === "input" ? [] : inputs.map(transposedCopy);
+    const transposedOperands = operandCopies.filter((c) => c !== null).length;
+    const copied: GpuStorage[] = [];
+    if (
+      transposedOperands > 0 &&
+      planElementwise(this.caps, { elements: n, vec4Eligible: false, transposedOperands })
+        .copyTransposedOperands
+    ) {
+      inputs = inputs.map((view, k) => {
+        const copy = operandCopies[k];
+        if (!copy) return view;
+        const storage = this._alloc(op, view.dtype, n);
+        this._transposeCopy(op, (view.storage as GpuStorage).buffer, storage.buffer, copy);
+        copied.push(storage);
+        return { storage, dtype: view.dtype, shape, strides: contiguousStrides(shape), offset: 0 };
+      });
+    }
     const modes: InputMode[] = inputs.map((v) => inputMode(shape, v.strides));
     const vec4Eligible = !target &&
       vec4Layout(shape, inputs.map((v, k) => ({ mode: modes[k], offset: v.offset })));
@@ -298,6 +317,7 @@ export class GpuBackend implements Backend {
       uniforms,
       this._grid(invocations, spec.workgroupSize),
     );
+    for (const storage of copied) this.free(storage);
     return out;
   }
 
