@@ -240,10 +240,14 @@ property(
       const label = `[${c.batch}, ${c.rows}, ${c.columns}] ${c.dtype} transposed${
         c.broadcast ? ", broadcast" : ""
       }${c.sliced ? ", sliced" : ""}`;
-      // maximum(-0, +0) is either zero (WGSL leaves it to the driver), as in the elementwise
-      // property tests; the clone keeps every bit.
+      // As in the elementwise property tests, maximum(-0, +0) may be either zero and subnormals
+      // may flush to zero (WGSL leaves both to the driver; NVIDIA flushes); the clone keeps
+      // every bit.
       ["clone", "maximum with a contiguous operand", "maximum with itself"].forEach((what, k) =>
-        compare(`${what} of ${label}`, c.dtype, got[k], want[k], { signedZero: k === 0 })
+        compare(`${what} of ${label}`, c.dtype, got[k], want[k], {
+          signedZero: k === 0,
+          ftz: k > 0,
+        })
       );
     } finally {
       bag.dispose();
