@@ -103,7 +103,12 @@ export function setPlanOverride(
   } else overrides.reduce = override as Partial<ReduceChoice> | null;
 }
 
-/** Elements from which an elementwise kernel copies its transposed operands in order first. */
+/**
+ * Elements from which an elementwise kernel on a hardware GPU copies its transposed operands in
+ * order first (H200, `x.transpose().add(x)`: 8192^2 348 us against 737 gathered through strides,
+ * 2048^2 25.7 against 36.8, 1024^2 10.8 against 12.9; bench/results/kernels-nvidia-h200-
+ * transposed-operand.md).
+ */
 const TRANSPOSED_OPERAND_ELEMENTS = 1 << 20;
 
 /**
