@@ -279,9 +279,12 @@ let holdsResults = false;
 async function measure(c: OpCase | TotalCase, opts: Options): Promise<number> {
   const times: number[] = [];
   if (c.kind === "op") {
-    // Warm-up: one op (compiles pipelines), then one full batch (fills the
-    // library's buffer pools so samples see steady state).
+    // Warm-up: one op (compiles pipelines), then one full batch (fills the library's buffer
+    // pools so samples see steady state). The batch that sizes R is the next one: timing the
+    // warm-up batch itself once left gyre's jit-compiled MLP at R = 5 on a freshly started H200
+    // (its first batch ran past 20 waits), which charged each op 2 ms of the wait.
     await c.run(1);
+    await c.run(c.reps);
     let t0 = performance.now();
     await c.run(c.reps);
     // Each sample ends with one wait for the GPU (about 11 ms in Deno). Unless --reps fixes R,
