@@ -480,18 +480,30 @@ if (args.includes("--sweep")) {
       await bench(`${name}, ${variant}`, elements, 2 * 4 * elements, fn);
     }
   }
-  for (
-    const tile of [
+  // Tiles and settings of each long-row scheme.
+  const settings: ["lookback" | "multipass", Partial<gyre.ScanChoice>][] = [
+    ...[
       { elementsPerThread: 32 },
       { elementsPerThread: 32, workgroupSize: 512 },
       { elementsPerThread: 32, workgroupSize: 1024 },
       { elementsPerThread: 24, workgroupSize: 512 },
       { elementsPerThread: 16, workgroupSize: 1024 },
-    ]
-  ) {
-    gyre.setPlanOverride("scan", { variant: "lookback", ...tile });
+    ].map((tile) => ["lookback", tile] as ["lookback", Partial<gyre.ScanChoice>]),
+    ...[
+      { superTiles: 1 },
+      { superTiles: 4 },
+      { superTiles: 8 },
+      { superTiles: 32 },
+      { descendingFinalPass: false },
+      { elementsPerThread: 32 },
+      { workgroupSize: 512 },
+      { workgroupSize: 128 },
+    ].map((tile) => ["multipass", tile] as ["multipass", Partial<gyre.ScanChoice>]),
+  ];
+  for (const [variant, tile] of settings) {
+    gyre.setPlanOverride("scan", { variant, ...tile });
     await bench(
-      `cumsum ${big / Mi}Mi f32, lookback ${JSON.stringify(tile)}`,
+      `cumsum ${big / Mi}Mi f32, ${variant} ${JSON.stringify(tile)}`,
       big,
       2 * 4 * big,
       () => gyre.cumsum(a),
@@ -523,26 +535,6 @@ if (args.includes("--sweep")) {
         () => gyre.cumsum(a.reshape([rows, big / rows])),
       );
     }
-  }
-  for (
-    const tile of [
-      { superTiles: 1 },
-      { superTiles: 4 },
-      { superTiles: 8 },
-      { superTiles: 32 },
-      { descendingFinalPass: false },
-      { elementsPerThread: 32 },
-      { workgroupSize: 512 },
-      { workgroupSize: 128 },
-    ]
-  ) {
-    gyre.setPlanOverride("scan", { variant: "multipass", ...tile });
-    await bench(
-      `cumsum ${big / Mi}Mi f32, multipass ${JSON.stringify(tile)}`,
-      big,
-      2 * 4 * big,
-      () => gyre.cumsum(a),
-    );
   }
   gyre.setPlanOverride("scan", null);
   // Rows that fit one tile (the row variant: no look-back): the tile scan's own throughput, by
