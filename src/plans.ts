@@ -420,10 +420,12 @@ const SCAN_LOOKBACK_ELEMENTS = 1 << 22;
  * order, which starts on tiles long evicted from L2; running both passes over chunks of 1 to 8 Mi
  * elements, to find each chunk in L2 again, 305 to 1249 us: each large dispatch costs about 6 us
  * to fill and drain the GPU; a first pass without barriers, or a final pass loading its tile
- * before the group totals, no faster). The look-back's cost is its round trip to L2 after the
- * tile's loads: without it the same kernel takes 140 us, a single `atomicLoad` there 195 us;
+ * before the group totals, no faster). The look-back's cost is its wait for predecessors'
+ * prefixes: without looking back the same kernel takes 140 us, and rows of 32 Ki or 128 Ki
+ * elements, whose tiles find their row's first tile within a window, 154 and 161 us (83% and 80%
+ * of copy); a single `atomicLoad` per tile after its loads cost 55 us by itself, so states are
  * read with `atomicOr` (other read-modify-writes the same, compare-exchange 186), every read a
- * whole window, tiles in launch order, tiles of 256 x 16 took 210 us and 512 x 32 178; sub-tiles
+ * whole window, tiles in launch order: tiles of 256 x 16 then took 210 us and 512 x 32 178; sub-tiles
  * read twice 247-270 us, and workgroups that each walk many tiles, loading the next one before
  * looking back, 236-842 us (the next tile's aggregate comes out later). cumprod 243 against 206
  * by multipass and cummax 343 against 293, so they stay multipass; rows of 8192 as one 512-wide

@@ -767,7 +767,7 @@ function lookbackBlock(s: ScanSpec, total = "team_total"): string[] {
       "  let none = 0xffffffffu;",
       // Every read covers a whole window. Reading the nearest predecessor alone first cost a
       // second round trip whenever it had no inclusive prefix yet: on an H200, a 64 Mi cumsum
-      // in tiles of 512 x 32 took 255 us so against 185.
+      // in tiles of 512 x 32 took 255 us that way against 185.
       `  let reach = sg_size * ${W}u - 1u;`,
       "  loop {",
       // A state past the row's first tile reads as an inclusive prefix of the identity; the
