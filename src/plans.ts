@@ -427,7 +427,8 @@ const SCAN_LOOKBACK_ELEMENTS = 1 << 22;
  * read with `atomicOr` (other read-modify-writes the same, compare-exchange 186), every read a
  * whole window, tiles in launch order: tiles of 256 x 16 then took 210 us and 512 x 32 178; sub-tiles
  * read twice 247-270 us, and workgroups that each walk many tiles, loading the next one before
- * looking back, 236-842 us (the next tile's aggregate comes out later). cumprod 243 against 206
+ * looking back, 236-842 us (the next tile's aggregate comes out later); group states that let a
+ * read reach 32 tiles per lane, 194-1216 us. cumprod 243 against 206
  * by multipass and cummax 343 against 293, so they stay multipass; rows of 8192 as one 512-wide
  * workgroup each 137 us (93%); [256, 262144] over axis 0 took 156 us as columns, 891 us strided
  * and 2323 us transposed.
