@@ -502,12 +502,15 @@ if (args.includes("--sweep")) {
   ];
   for (const [variant, tile] of settings) {
     gyre.setPlanOverride("scan", { variant, ...tile });
-    await bench(
-      `cumsum ${big / Mi}Mi f32, ${variant} ${JSON.stringify(tile)}`,
-      big,
-      2 * 4 * big,
-      () => gyre.cumsum(a),
-    );
+    // The look-back's tiles also at the middle size, where fewer waves of tiles leave a longer tail.
+    for (const n of variant === "lookback" ? [big, mid] : [big]) {
+      await bench(
+        `cumsum ${n / Mi}Mi f32, ${variant} ${JSON.stringify(tile)}`,
+        n,
+        2 * 4 * n,
+        () => gyre.cumsum(a.slice([0, n])),
+      );
+    }
   }
   gyre.setPlanOverride("scan", { variant: "lookback", elementsPerThread: 32, workgroupSize: 512 });
   for (const [name, fn] of cases.filter(([name]) => !name.includes("rows"))) {

@@ -6,6 +6,8 @@
  */
 import assert from "node:assert/strict";
 import * as gyre from "../src/mod.ts";
+import { SCAN_EPOCHS } from "../src/gpu/_codegen_scan.ts";
+import { _scanEpochs } from "../src/ops/scan.ts";
 import { devices, expectTensor, liveCounts } from "./_devices.ts";
 
 const DEVICES = await devices();
@@ -362,6 +364,52 @@ if (DEVICES.includes("gpu")) {
       assert.ok(Object.is(summed[0], -0), `cumsum[0] is ${summed[0]}`);
       assert.equal(summed[n - 1], n - 1);
       for (const t of [x, sum.y, max.y, zeroFirst]) t.dispose();
+    },
+  });
+
+  Deno.test({
+    name: "look-back states carry epochs: one dispatch a scan, cleared when the epochs wrap [gpu]",
+    sanitizeOps: false,
+    sanitizeResources: false,
+    fn: async () => {
+      const gpu = gyre.runtime().gpu!;
+      const n = 100003;
+      // Tiles of 128 and aggregates only: every tile walks back over states an earlier scan left
+      // in the same words, which must read as nothing yet.
+      gyre.setPlanOverride("scan", {
+        variant: "lookback",
+        workgroupSize: 32,
+        elementsPerThread: 4,
+        publishPrefixes: false,
+      });
+      try {
+        const scan = async (seed: number, label: string) => {
+          const values = Int32Array.from({ length: n }, (_, i) => ((i + seed) * 7) % 13 - 6);
+          const x = gyre.tensor(values, { device: "gpu" });
+          const before = gpu.batch.totalDispatches;
+          const y = gyre.cumsum(x);
+          const dispatches = gpu.batch.totalDispatches - before;
+          let run = 0;
+          const want = Int32Array.from(values, (v) => run += v);
+          sameElements(await y.data() as Int32Array, n, (i) => want[i], label);
+          x.dispose();
+          y.dispose();
+          return dispatches;
+        };
+        _scanEpochs.set(gpu, 0);
+        assert.equal(await scan(1, "epoch 1"), 1);
+        assert.equal(await scan(2, "epoch 2"), 1);
+        assert.equal(_scanEpochs.get(gpu), 2);
+        _scanEpochs.set(gpu, SCAN_EPOCHS - 2);
+        assert.equal(await scan(3, "the last epoch"), 1);
+        assert.equal(_scanEpochs.get(gpu), SCAN_EPOCHS - 1);
+        // Epoch 1 again: the states (epoch 1's among them) are zeroed first, by a dispatch.
+        assert.equal(await scan(4, "epoch 1 again"), 2);
+        assert.equal(_scanEpochs.get(gpu), 1);
+        assert.equal(await scan(5, "epoch 2 again"), 1);
+      } finally {
+        gyre.setPlanOverride("scan", null);
+      }
     },
   });
 

@@ -28,9 +28,11 @@
  *   their own and no dispatch between the passes.
  *
  * Look-back states: each tile owns two 32-bit atomic words, a tagged word (./_codegen_tagged.ts)
- * whose tag is the tile's status (0: nothing yet, 1: aggregate, 2: inclusive prefix). Statuses
- * only grow and each is written once, so a state read with one status on both halves is whole:
- * no memory barriers (WGSL's atomics are relaxed) and no 64-bit atomics. A predecessor that stays
+ * whose tag is the dispatch's epoch above the tile's status (1: aggregate, 2: inclusive prefix;
+ * a tag of another epoch reads as nothing yet). Tags only grow and each is written once, so a
+ * state read with one tag on both halves is whole: no memory barriers (WGSL's atomics are relaxed)
+ * and no 64-bit atomics. Epochs spare a dispatch that clears the words before each scan (cleared
+ * once every {@link SCAN_EPOCHS} - 1 scans instead). A predecessor that stays
  * silent for a bounded number of reads is reduced by the reader itself, so the look-back never
  * depends on another workgroup running: tiles need not take ids from an atomic counter to be
  * correct, and launch order (workgroups start in index order on GPUs; a tile still waiting on a
@@ -140,7 +142,7 @@ export function scanKey(s: ScanSpec): string {
   ].join("|");
 }
 
-/** Uniform words: rows, len, inner, tiles, in_off, in_step, total, pad, row shape, row strides. */
+/** Uniform words: rows, len, inner, tiles, in_off, in_step, total, epoch, row shape, row strides. */
 const U_WORDS = 8 + 2 * 8;
 
 /** The per-dispatch parameters. */
@@ -159,12 +161,23 @@ export interface ScanParams {
   /** Shape and input strides of the axes that index a row (strided input). */
   rowShape: readonly number[];
   rowStrides: readonly number[];
+  /**
+   * Look-back: this dispatch's epoch (1 to {@link SCAN_EPOCHS} - 1), tagged onto every state it
+   * publishes, so the state words need no clearing between scans.
+   */
+  epoch?: number;
 }
+
+/**
+ * Look-back epochs: a state's tag (16 bits) holds the epoch above its 2-bit status. The words are
+ * cleared once every `SCAN_EPOCHS - 1` scans, before an epoch number comes round again.
+ */
+export const SCAN_EPOCHS = 1 << 14;
 
 /** Packs the uniform block for one dispatch (negative strides wrap, as u32 arithmetic expects). */
 export function scanUniforms(p: ScanParams): Uint32Array {
   const u = new Uint32Array(U_WORDS);
-  u.set([p.rows, p.len, p.inner, p.tiles, p.inOffset >>> 0, p.inStep >>> 0, p.total]);
+  u.set([p.rows, p.len, p.inner, p.tiles, p.inOffset >>> 0, p.inStep >>> 0, p.total, p.epoch ?? 0]);
   p.rowShape.forEach((d, i) => (u[8 + i] = d));
   p.rowStrides.forEach((d, i) => (u[16 + i] = d >>> 0));
   return u;
@@ -298,7 +311,7 @@ export function generateScan(s: ScanSpec): string {
   const lines: string[] = [];
   if (half) lines.push("enable f16;");
   lines.push(
-    "struct Params { rows: u32, len: u32, inner: u32, tiles: u32, in_off: u32, in_step: u32, total: u32, pad0: u32, row_shape: array<vec4<u32>, 2>, row_strides: array<vec4<u32>, 2> }",
+    "struct Params { rows: u32, len: u32, inner: u32, tiles: u32, in_off: u32, in_step: u32, total: u32, epoch: u32, row_shape: array<vec4<u32>, 2>, row_strides: array<vec4<u32>, 2> }",
     `@group(0) @binding(0) var<storage, read> src: array<${
       s.inMode === "vec4" ? `vec4<${inElem}>` : inElem
     }>;`,
@@ -340,12 +353,14 @@ export function generateScan(s: ScanSpec): string {
     lines.push(
       `var<workgroup> tile_prefix: ${t};`,
       taggedWordFunctions("flags"),
-      "// Status (1 aggregate, 2 inclusive prefix) and value of tile v; status 0 until both words agree.",
+      "// Status (1 aggregate, 2 inclusive prefix) and value of tile v; status 0 until both words",
+      "// agree and carry this dispatch's epoch (words left by earlier scans read as nothing yet).",
       "fn read_state(v: u32) -> vec2<u32> {",
-      "  return tagged_word(atomicOr(&flags[2u * v], 0u), atomicOr(&flags[2u * v + 1u], 0u));",
+      "  let word = tagged_word(atomicOr(&flags[2u * v], 0u), atomicOr(&flags[2u * v + 1u], 0u));",
+      "  return vec2(select(0u, word.x & 3u, (word.x >> 2u) == p.epoch), word.y);",
       "}",
       `fn publish(v: u32, status: u32, value: ${t}) {`,
-      `  tagged_store(2u * v, status, ${toBits(s.type, "value")});`,
+      `  tagged_store(2u * v, (p.epoch << 2u) | status, ${toBits(s.type, "value")});`,
       "}",
     );
   }

@@ -23,6 +23,7 @@ import {
   accumulatorDtype,
   generateScan,
   generateZero,
+  SCAN_EPOCHS,
   scanKey,
   type ScanOp,
   type ScanParams,
@@ -209,15 +210,28 @@ interface ScanOutput {
 }
 
 /**
- * The backend's look-back state buffer (two words per tile), grown as needed
- * and zeroed by a dispatch before each use.
+ * The epoch each backend's last look-back scan tagged its states with (tests set it to reach the
+ * wrap-around).
  */
-function stateBuffer(gpu: GpuBackend, words: number): GPUBuffer {
+export const _scanEpochs: WeakMap<GpuBackend, number> = new WeakMap();
+
+/**
+ * The backend's look-back state buffer (two words per tile), grown as needed, and the epoch of the
+ * scan about to use it. When the epochs run out the whole buffer is zeroed by a dispatch, so no
+ * state left by an earlier round of epochs can pass for one of this scan's.
+ */
+function stateBuffer(gpu: GpuBackend, words: number): { buffer: GPUBuffer; epoch: number } {
   const buffer = gpu._scratch("scan look-back states", words);
   gpu.batch.open();
-  const zero = gpu._pipeline("scan-zero", 1, generateZero);
-  gpu._dispatch("scan-zero", zero, [buffer], Uint32Array.of(words), gpu._grid(words, 256));
-  return buffer;
+  let epoch = (_scanEpochs.get(gpu) ?? 0) + 1;
+  if (epoch >= SCAN_EPOCHS) {
+    const all = buffer.size / 4;
+    const zero = gpu._pipeline("scan-zero", 1, generateZero);
+    gpu._dispatch("scan-zero", zero, [buffer], Uint32Array.of(all), gpu._grid(all, 256));
+    epoch = 1;
+  }
+  _scanEpochs.set(gpu, epoch);
+  return { buffer, epoch };
 }
 
 function nextPowerOfTwo(x: number): number {
@@ -314,14 +328,14 @@ function scanRows(
       subTiles,
       publishPrefixes: choice.publishPrefixes,
     };
-    const states = stateBuffer(gpu, 2 * rows * tiles);
+    const { buffer: states, epoch } = stateBuffer(gpu, 2 * rows * tiles);
     // The states and the output are both written.
     const pipeline = gpu._pipeline(scanKey(s), 3, () => generateScan(s), 2);
     gpu._dispatch(
       op,
       pipeline,
       [input.buffer, states, output.buffer],
-      scanUniforms(params),
+      scanUniforms({ ...params, epoch }),
       gpu._grid(rows * tiles * wg, wg),
     );
     return;
