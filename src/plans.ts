@@ -396,10 +396,11 @@ let scanOverride: Partial<ScanChoice> | null = null;
 const SCAN_LOOKBACK_TILE = { workgroupSize: 512, elementsPerThread: 32 } as const;
 
 /**
- * Elements from which a sum takes the look-back rather than the two-pass multipass scan (H200:
- * 1 Mi 14.0 us against 12.6, 2 Mi 15.9 against 15.0, 4 Mi 20.1 against 20.9).
+ * Elements from which a sum takes the look-back rather than the two-pass multipass scan (H200,
+ * states tagged with epochs, so one dispatch: 256 Ki 10.7 us against 11.4, 1 Mi 12.0 against
+ * 12.8, 4 Mi 18.7 against 20.9; sizes below were not measured).
  */
-const SCAN_LOOKBACK_ELEMENTS = 1 << 22;
+const SCAN_LOOKBACK_ELEMENTS = 1 << 18;
 
 /**
  * Scans: a row that fits one workgroup's tile (up to 1024 invocations x 16 elements) is scanned by
