@@ -271,19 +271,36 @@ if (caps.shaderF16) {
 const square = Math.sqrt(big) | 0;
 const matrix = a.slice([0, square * square]).reshape([square, square]);
 const column = gyre.sum(matrix, { axis: 1, keepdims: true }).realize(); // contiguous [M, 1]
-// A transposed operand: by the plan (copied in order first on hardware GPUs), and gathered
-// through strides, at the full size and at 1 Ki and 2 Ki a side.
-for (const side of [...new Set([square, 1024, 2048])].filter((side) => side <= square)) {
+// A transposed operand: by the plan, in tiles through workgroup memory, copied in order first, and
+// gathered through strides, at the full size and at 1 Ki and 2 Ki a side.
+const transposedOperandSchemes: [string, Partial<gyre.ElementwiseChoice> | null][] = [
+  ["plan", null],
+  ["tiled", { variant: "tiled" }],
+  ["tiled, 8 elements per invocation", { variant: "tiled", workgroupSize: 128 }],
+  ["tiled, 2 elements per invocation", { variant: "tiled", workgroupSize: 512 }],
+  ["copied first", { copyTransposedOperands: true }],
+  ["strided gather", { variant: "scalar", copyTransposedOperands: false }],
+];
+for (const side of [...new Set([square, 1024, 2048, 4096])].filter((side) => side <= square)) {
   const part = side === square ? matrix : a.slice([0, side * side]).reshape([side, side]);
   const label = side === square ? "" : ` ${side}^2`;
-  for (const copy of [null, false]) {
-    gyre.setPlanOverride("elementwise", copy === null ? null : { copyTransposedOperands: copy });
+  for (const [scheme, override] of transposedOperandSchemes) {
+    gyre.setPlanOverride("elementwise", override);
     await bench(
-      `add transposed${label} (${copy === null ? "plan" : "strided gather"})`,
+      `add transposed${label} (${scheme})`,
       side * side,
       3 * 4 * side * side,
       () => part.transpose().add(part),
     );
+    // A clone of the transposed view: the tiled transposing copy (plan) or the tiled kernel.
+    if (scheme === "plan" || scheme.startsWith("tiled")) {
+      await bench(
+        `clone transposed${label} (${scheme})`,
+        side * side,
+        2 * 4 * side * side,
+        () => part.transpose().clone(),
+      );
+    }
   }
   gyre.setPlanOverride("elementwise", null);
 }
@@ -451,6 +468,15 @@ if (args.includes("--transpose")) {
       bytes,
       () => x.transpose().clone(),
     );
+    for (const workgroupSize of [128, 256]) {
+      gyre.setPlanOverride("elementwise", { variant: "tiled", workgroupSize });
+      await bench(
+        `transpose ${side}^2 ${dtype} tiled elementwise ${workgroupSize}`,
+        side * side,
+        bytes,
+        () => x.transpose().clone(),
+      );
+    }
     gyre.setPlanOverride("elementwise", { variant: "scalar" });
     await bench(
       `transpose ${side}^2 ${dtype} gather`,

@@ -21,9 +21,11 @@ export interface ElementwiseChoice {
   /**
    * "vec4": four elements per invocation with vector loads; "scalar": one, through strides;
    * "transpose": a plain copy of a transposed matrix by the tiled transposing copy
-   * (src/gpu/_codegen_transpose.ts), whose reads and writes are both coalesced.
+   * (src/gpu/_codegen_transpose.ts), whose reads and writes are both coalesced; "tiled": a
+   * computation with transposed matrices among its operands, a tile of 32 x 32 outputs per
+   * workgroup, those operands read through workgroup memory so that every access is coalesced.
    */
-  variant: "vec4" | "scalar" | "transpose";
+  variant: "vec4" | "scalar" | "transpose" | "tiled";
   workgroupSize: number;
   /**
    * Operands that are transposed matrices are first copied in order by the tiled transposing
@@ -104,21 +106,34 @@ export function setPlanOverride(
 }
 
 /**
- * Elements from which an elementwise kernel on a hardware GPU copies its transposed operands in
- * order first (H200, `x.transpose().add(x)`: 8192^2 348 us against 737 gathered through strides,
- * 2048^2 25.7 against 36.8, 1024^2 10.8 against 12.9; bench/results/kernels-nvidia-h200-
- * transposed-operand.md).
+ * Elements from which an elementwise computation on a hardware GPU reads its transposed operands
+ * in tiles through workgroup memory, 256 invocations (4 rows of the tile each) per tile of 32 x 32
+ * (H200, `x.transpose().add(x)`: 8192^2 239 us, 81% of copy, against 350 with the operand copied
+ * in order first and 736 gathered through strides; 4096^2 60.0 against 94.5; 2048^2 14.9 against
+ * 26.2; 1024^2 7.7 against 12.3 and 13.9. Tiles of 8 rows per invocation: 266 us at 8192^2, of 1
+ * row 248. bench/results/kernels-nvidia-h200-transposed-operand.md).
  */
 const TRANSPOSED_OPERAND_ELEMENTS = 1 << 20;
 
 /**
+ * Elements from which a plain copy of a transposed matrix of 4-byte elements takes the tiled
+ * kernel with 8 rows of the tile per invocation (128 per workgroup) rather than the tiled
+ * transposing copy (H200, float32: 8192^2 141.9 us, 91% of copy, against 165.0; 4096^2 40.5
+ * against 44.5; 2048^2 11.5 against 12.9; at 1024^2 the copy's 7.0 against 8.8 with the clock
+ * lowered; float16: 29.1 against the paired copy's 28.4, so 2-byte elements keep the copy).
+ */
+const TRANSPOSED_CLONE_TILED_ELEMENTS = 1 << 22;
+
+/**
  * Elementwise: vec4 whenever the layout allows it (contiguous or scalar inputs, 4-aligned
  * offsets); 256 invocations per workgroup, which fills an SM's schedulers on NVIDIA and suits
- * llvmpipe's wide SIMD. A plain copy of a transposed matrix (`transposedCopy`: both sides at least
- * 32) takes the tiled transposing copy on a hardware GPU: on an H200 at 4096 x 4096, 44.0 us for
- * float32 and 27.9 for float16 against 123.5 and 112.1 for the strided gather (bench/results/
- * kernels-nvidia-h200-transpose.md; other sizes not measured). Software adapters keep the gather
- * (llvmpipe at 512 x 512: 0.8 ms against 1.1-2.5 for the tiled copy).
+ * llvmpipe's wide SIMD. On a hardware GPU, transposed matrices (both sides at least 32) are read
+ * in tiles: a computation with them as operands by the tiled kernel
+ * ({@link TRANSPOSED_OPERAND_ELEMENTS}); a plain copy of one (`transposedCopy`) by the tiled
+ * kernel for large 4-byte elements ({@link TRANSPOSED_CLONE_TILED_ELEMENTS}), else by the tiled
+ * transposing copy (at 4096 x 4096, 44.0 us for float32 and 27.9 for float16 against 123.5 and
+ * 112.1 for the strided gather; bench/results/kernels-nvidia-h200-transpose.md). Software adapters
+ * keep the gather (llvmpipe at 512 x 512: 0.8 ms against 1.1-2.5 for the tiled copy).
  *
  * @example
  * ```ts
@@ -133,24 +148,35 @@ export function planElementwise(
     vec4Eligible: boolean;
     transposedCopy?: boolean;
     transposedOperands?: number;
+    /** Bytes per element (a plain copy's). */
+    elementBytes?: number;
   },
 ): ElementwiseChoice {
   const hardware = !caps?.isFallbackAdapter;
+  const tiledClone = hardware && problem.transposedCopy === true &&
+    problem.elementBytes === 4 && problem.elements >= TRANSPOSED_CLONE_TILED_ELEMENTS;
   const choice: ElementwiseChoice = {
     kernel: "elementwise",
-    variant: problem.transposedCopy && hardware
+    variant: tiledClone
+      ? "tiled"
+      : problem.transposedCopy && hardware
       ? "transpose"
+      : hardware && (problem.transposedOperands ?? 0) > 0 &&
+          problem.elements >= TRANSPOSED_OPERAND_ELEMENTS
+      ? "tiled"
       : problem.vec4Eligible && problem.elements >= 4
       ? "vec4"
       : "scalar",
-    workgroupSize: 256,
-    copyTransposedOperands: hardware && (problem.transposedOperands ?? 0) > 0 &&
-      problem.elements >= TRANSPOSED_OPERAND_ELEMENTS,
+    workgroupSize: tiledClone ? 128 : 256,
+    copyTransposedOperands: false,
     ...overrides.elementwise,
   };
-  // vec4 and the transposing copy need the problem's permission, whatever an override asks.
+  // vec4, the transposing copy and tiles need the problem's permission, whatever an override asks.
   if (choice.variant === "vec4" && !problem.vec4Eligible) choice.variant = "scalar";
-  if (choice.variant === "transpose" && !problem.transposedCopy) {
+  if (
+    (choice.variant === "transpose" && !problem.transposedCopy) ||
+    (choice.variant === "tiled" && !problem.transposedOperands)
+  ) {
     choice.variant = problem.vec4Eligible ? "vec4" : "scalar";
   }
   return choice;

@@ -186,12 +186,19 @@ interface TransposedCase {
   broadcast: boolean;
   /** The stored matrix is a slice of a wider one (an odd offset and row stride). */
   sliced: boolean;
+  /**
+   * How computations read the transposed operands: copied in order first, or through the tiled
+   * kernel's workgroup memory.
+   */
+  operands: "copied" | "tiled";
+  /** The tiled kernel's workgroup: 4, 2 or 1 rows of the tile per invocation. */
+  workgroupSize: number;
   seed: number;
 }
 
 property(
   "elementwise/transposedCopy",
-  "clones of transposed matrices (the tiled transposing copy), and maximum with them as copied operands, match WASM exactly",
+  "clones of transposed matrices (the tiled transposing copy or the tiled kernel), and maximum with them as operands (copied first, or tiled), match WASM exactly",
   fc.record({
     dtype: fc.constantFrom(...DTYPES),
     rows: fc.constantFrom(32, 33, 63, 64, 65, 100, 129),
@@ -199,6 +206,8 @@ property(
     batch: fc.constantFrom<number[]>([], [2], [3, 2], [2, 1, 3]),
     broadcast: fc.boolean(),
     sliced: fc.boolean(),
+    operands: fc.constantFrom<TransposedCase["operands"]>("copied", "tiled"),
+    workgroupSize: fc.constantFrom(128, 256, 512),
     seed: fc.integer(),
   }),
   async (c: TransposedCase) => {
@@ -221,17 +230,35 @@ property(
       const otherData = hostData(rng, c.dtype, sizeOf(shape), FULL);
       const other = (device: gyre.DeviceName) =>
         bag.add(gyre.tensor(otherData, { shape, dtype: c.dtype, device }));
+      // A row broadcast down every matrix: another addressing mode beside the tiles.
+      const rowData = hostData(rng, c.dtype, c.columns, FULL);
+      const row = (device: gyre.DeviceName) =>
+        bag.add(gyre.tensor(rowData, { shape: [c.columns], dtype: c.dtype, device }));
+      const computations = (device: gyre.DeviceName) => [
+        bag.add(gyre.maximum(view(device), other(device))),
+        // The same transposed operand twice: two copies, or two tiles.
+        bag.add(gyre.maximum(view(device), view(device))),
+        bag.add(gyre.maximum(view(device), row(device))),
+      ];
       const results = (device: gyre.DeviceName) => [
         bag.add(view(device).clone()),
-        bag.add(gyre.maximum(view(device), other(device))),
-        // The same transposed operand twice: two copies.
-        bag.add(gyre.maximum(view(device), view(device))),
+        ...computations(device),
       ];
       // Forced: software adapters (CI) would otherwise take the strided gather.
-      gyre.setPlanOverride("elementwise", { variant: "transpose", copyTransposedOperands: true });
       let gpu: gyre.Tensor[];
       try {
-        gpu = results("gpu").map((t) => t.realize());
+        // Clones by the tiled transposing copy, or by the tiled kernel.
+        const tiled = { variant: "tiled", workgroupSize: c.workgroupSize } as const;
+        gyre.setPlanOverride(
+          "elementwise",
+          c.operands === "tiled" ? tiled : { variant: "transpose" },
+        );
+        const clone = bag.add(view("gpu").clone()).realize();
+        gyre.setPlanOverride(
+          "elementwise",
+          c.operands === "tiled" ? tiled : { copyTransposedOperands: true },
+        );
+        gpu = [clone, ...computations("gpu").map((t) => t.realize())];
       } finally {
         gyre.setPlanOverride("elementwise", null);
       }
@@ -239,11 +266,16 @@ property(
       const want = await gyre.readAll(results("wasm"));
       const label = `[${c.batch}, ${c.rows}, ${c.columns}] ${c.dtype} transposed${
         c.broadcast ? ", broadcast" : ""
-      }${c.sliced ? ", sliced" : ""}`;
+      }${c.sliced ? ", sliced" : ""}, operands ${c.operands} (workgroup ${c.workgroupSize})`;
       // As in the elementwise property tests, maximum(-0, +0) may be either zero and subnormals
       // may flush to zero (WGSL leaves both to the driver; NVIDIA flushes); the clone keeps
       // every bit.
-      ["clone", "maximum with a contiguous operand", "maximum with itself"].forEach((what, k) =>
+      [
+        "clone",
+        "maximum with a contiguous operand",
+        "maximum with itself",
+        "maximum with a row",
+      ].forEach((what, k) =>
         compare(`${what} of ${label}`, c.dtype, got[k], want[k], {
           signedZero: k === 0,
           ftz: k > 0,

@@ -22,23 +22,29 @@ function iota(shape: number[], device: gyre.DeviceName, dtype: gyre.DType = "int
 // ---------------------------------------------------------------------------------------------
 // The elementwise plan
 
-Deno.test("planElementwise: the transposing copy on hardware GPUs, where the problem allows it", () => {
+Deno.test("planElementwise: tiles or the transposing copy on hardware GPUs, where the problem allows it", () => {
   const hardware = { isFallbackAdapter: false } as unknown as gyre.DeviceCaps;
   const software = { isFallbackAdapter: true } as unknown as gyre.DeviceCaps;
-  const copy = { elements: 1 << 20, vec4Eligible: false, transposedCopy: true };
-  // Transposed operands of a computation: copied in order first on hardware GPUs from 1 Mi.
+  const copy = { elements: 1 << 20, vec4Eligible: false, transposedCopy: true, elementBytes: 4 };
+  const plan = (caps: gyre.DeviceCaps, problem: Parameters<typeof gyre.planElementwise>[1]) => {
+    const choice = gyre.planElementwise(caps, problem);
+    return [choice.variant, choice.workgroupSize, choice.copyTransposedOperands];
+  };
+  // Transposed operands of a computation: tiles of 256 invocations on hardware GPUs from 1 Mi.
   const operands = { elements: 1 << 20, vec4Eligible: false, transposedOperands: 1 };
-  assert.equal(gyre.planElementwise(hardware, operands).copyTransposedOperands, true);
-  assert.equal(gyre.planElementwise(software, operands).copyTransposedOperands, false);
-  assert.equal(
-    gyre.planElementwise(hardware, { ...operands, elements: (1 << 20) - 1 }).copyTransposedOperands,
+  assert.deepEqual(plan(hardware, operands), ["tiled", 256, false]);
+  assert.deepEqual(plan(software, operands), ["scalar", 256, false]);
+  assert.deepEqual(plan(hardware, { ...operands, elements: (1 << 20) - 1 }), [
+    "scalar",
+    256,
     false,
-  );
-  assert.equal(
-    gyre.planElementwise(hardware, { ...operands, transposedOperands: 0 }).copyTransposedOperands,
-    false,
-  );
-  assert.equal(gyre.planElementwise(hardware, copy).variant, "transpose");
+  ]);
+  assert.deepEqual(plan(hardware, { ...operands, transposedOperands: 0 }), ["scalar", 256, false]);
+  // Plain copies: the transposing copy, or from 4 Mi 4-byte elements tiles of 128 invocations.
+  assert.deepEqual(plan(hardware, copy), ["transpose", 256, false]);
+  const large = { ...copy, elements: 1 << 22, transposedOperands: 1 };
+  assert.deepEqual(plan(hardware, large), ["tiled", 128, false]);
+  assert.deepEqual(plan(hardware, { ...large, elementBytes: 2 }), ["transpose", 256, false]);
   assert.equal(gyre.planElementwise(software, copy).variant, "scalar", "llvmpipe gathers faster");
   assert.equal(
     gyre.planElementwise(hardware, { ...copy, transposedCopy: false }).variant,
@@ -58,6 +64,13 @@ Deno.test("planElementwise: the transposing copy on hardware GPUs, where the pro
     );
     gyre.setPlanOverride("elementwise", { variant: "vec4" });
     assert.equal(gyre.planElementwise(hardware, copy).variant, "scalar", "no vec4 layout");
+    // Tiles only with transposed operands.
+    gyre.setPlanOverride("elementwise", { variant: "tiled" });
+    assert.equal(gyre.planElementwise(software, operands).variant, "tiled");
+    assert.equal(
+      gyre.planElementwise(hardware, { elements: 64, vec4Eligible: true }).variant,
+      "vec4",
+    );
   } finally {
     gyre.setPlanOverride("elementwise", null);
   }

@@ -15,8 +15,10 @@ import { computeType, convert, loadAs, preludeFor, storageType, storeAs } from "
  * How an input is laid out relative to the output. Besides contiguous and general strided reads,
  * the common broadcasts get their own addressing: a scalar, a row vector repeated down the rows
  * (`[N]` against `[M, N]`), and a column repeated along each row (`[M, 1]` against `[M, N]`).
+ * "transposed" (set by the backend, never by {@link inputMode}, and only in a tiled kernel): a
+ * matrix stored with its last two axes swapped, read through a tile of workgroup memory.
  */
-export type InputMode = "contiguous" | "scalar" | "row" | "column" | "strided";
+export type InputMode = "contiguous" | "scalar" | "row" | "column" | "strided" | "transposed";
 
 /** Classifies an input view already broadcast to the output's shape. */
 export function inputMode(shape: readonly number[], strides: readonly number[]): InputMode {
@@ -56,15 +58,29 @@ export interface ElementwiseSpec {
   outStrided: boolean;
   /** Four elements per invocation with vector loads (every input contiguous or scalar, aligned). */
   vec4: boolean;
+  /**
+   * Tiles of {@link TILE_SIDE} x {@link TILE_SIDE} outputs per workgroup (of one of
+   * {@link TILED_WORKGROUP_SIZES}): "transposed" inputs are loaded along their stored rows into
+   * workgroup memory and read from there across, so every load and store is coalesced.
+   */
+  tiled?: boolean;
   workgroupSize: number;
 }
+
+/** A tiled kernel's tile side (outputs and transposed inputs: 32 x 32 elements). */
+export const TILE_SIDE = 32;
+/**
+ * Workgroup sizes of a tiled kernel: TILE_SIDE x (size / TILE_SIDE) invocations, each taking
+ * TILE_SIDE * TILE_SIDE / size elements of the tile.
+ */
+export const TILED_WORKGROUP_SIZES: readonly number[] = [128, 256, 512, 1024];
 
 /** Cache key of a spec. */
 export function elementwiseKey(s: ElementwiseSpec): string {
   const inputs = s.inputs.map((i) => `${i.dtype}:${i.mode}`).join(",");
   return `ew|${exprKey(s.expr)}|${inputs}|${s.outDtype}${
     s.outStrided ? ":strided" : ""
-  }|r${s.rank}|${s.vec4 ? "v4" : "s"}|wg${s.workgroupSize}`;
+  }|r${s.rank}|${s.vec4 ? "v4" : s.tiled ? "tiled" : "s"}|wg${s.workgroupSize}`;
 }
 
 /**
@@ -205,6 +221,122 @@ function usesHalf(s: ElementwiseSpec): boolean {
     postOrder(s.expr).some((e) => e.dtype === "float16");
 }
 
+const off = (k: number) => `p.off[${k >> 2}][${k & 3}]`;
+const dim = (d: number) => `p.shape[${d >> 2}][${d & 3}]`;
+const stride = (k: number, d: number) => `p.strides[${2 * k + (d >> 2)}][${d & 3}]`;
+
+/**
+ * Lines that set `o{k}{suffix}`, input k's element for output element `index`, and `o_out`
+ * where the output is strided ("transposed" inputs are read elsewhere).
+ */
+function operandOffsets(s: ElementwiseSpec, index: string, suffix: string): string[] {
+  const lines: string[] = [];
+  const K = s.inputs.length;
+  const rowLength = dim(Math.max(0, s.rank - 1));
+  if (s.outStrided) lines.push(`  var o_out = ${off(K)};`);
+  s.inputs.forEach((input, k) => {
+    const o = `o${k}${suffix}`;
+    if (input.mode === "contiguous") lines.push(`  let ${o} = ${off(k)} + ${index};`);
+    else if (input.mode === "scalar") lines.push(`  let ${o} = ${off(k)};`);
+    else if (input.mode === "row") lines.push(`  let ${o} = ${off(k)} + ${index} % ${rowLength};`);
+    else if (input.mode === "column") {
+      lines.push(`  let ${o} = ${off(k)} + ${index} / ${rowLength};`);
+    } else if (input.mode === "strided") lines.push(`  var ${o} = ${off(k)};`);
+  });
+  if (s.outStrided || s.inputs.some((i) => i.mode === "strided")) {
+    lines.push(`  var rest${suffix} = ${index};`);
+    for (let d = s.rank - 1; d >= 0; d--) {
+      lines.push(
+        d > 0
+          ? `  let c${d}${suffix} = rest${suffix} % ${dim(d)}; rest${suffix} = rest${suffix} / ${
+            dim(d)
+          };`
+          : `  let c0${suffix} = rest${suffix};`,
+      );
+      s.inputs.forEach((input, k) => {
+        if (input.mode === "strided") {
+          lines.push(`  o${k}${suffix} += c${d}${suffix} * ${stride(k, d)};`);
+        }
+      });
+      if (s.outStrided) lines.push(`  o_out += c${d}${suffix} * ${stride(K, d)};`);
+    }
+  }
+  return lines;
+}
+
+/**
+ * The tiled kernel's body: workgroup g takes the output tile at (row0, col0) of matrix b. Each
+ * "transposed" input's tile is loaded along its stored rows (lane x reads matrix row row0 + x, so a
+ * row of lanes reads 32 neighbouring words) into workgroup memory, padded to 33 columns so that
+ * the reads across it hit 32 banks. Every other input's loads go out before the barrier too; the
+ * outputs are then written along their rows. Invocations past the edge load in-range elements
+ * (clamped) and store nothing.
+ */
+function tiledBody(s: ElementwiseSpec): string[] {
+  const R = dim(s.rank - 2), C = dim(s.rank - 1);
+  const TILE_ROWS = s.workgroupSize / TILE_SIDE;
+  const per = TILE_SIDE / TILE_ROWS;
+  const lines = [
+    "  let g = wid.x + wid.y * nwg.x;",
+    `  let tiles_c = (${C} + ${TILE_SIDE - 1}u) / ${TILE_SIDE}u;`,
+    `  let tiles = ((${R} + ${TILE_SIDE - 1}u) / ${TILE_SIDE}u) * tiles_c;`,
+    `  let matrix = ${R} * ${C};`,
+    "  let b = g / tiles;",
+    // Whole workgroups past the last tile (a folded grid) leave together: the barrier stays uniform.
+    "  if (b * matrix >= p.n) { return; }",
+    `  let row0 = ((g % tiles) / tiles_c) * ${TILE_SIDE}u;`,
+    `  let col0 = (g % tiles_c) * ${TILE_SIDE}u;`,
+    `  let x = lid % ${TILE_SIDE}u;`,
+    `  let y = lid / ${TILE_SIDE}u;`,
+  ];
+  s.inputs.forEach((input, k) => {
+    if (input.mode !== "transposed") return;
+    // The matrix's start: the batch index through the leading axes' strides.
+    lines.push(`  var base${k} = ${off(k)};`, `  var rest_b${k} = b;`);
+    for (let d = s.rank - 3; d >= 0; d--) {
+      lines.push(
+        `  base${k} += (rest_b${k} % ${dim(d)}) * ${stride(k, d)}; rest_b${k} = rest_b${k} / ${
+          dim(d)
+        };`,
+      );
+    }
+    for (let i = 0; i < per; i++) {
+      const c = `(col0 + y + ${i * TILE_ROWS}u)`;
+      lines.push(
+        `  tile${k}[(y + ${i * TILE_ROWS}u) * ${
+          TILE_SIDE + 1
+        }u + x] = in${k}[base${k} + min(row0 + x, ${R} - 1u) * ${
+          stride(k, s.rank - 2)
+        } + min(${c}, ${C} - 1u) * ${stride(k, s.rank - 1)}];`,
+      );
+    }
+  });
+  for (let i = 0; i < per; i++) {
+    lines.push(
+      `  let r${i} = row0 + y + ${i * TILE_ROWS}u;`,
+      `  let ok${i} = r${i} < ${R} && col0 + x < ${C};`,
+      `  let t${i} = select(0u, b * matrix + r${i} * ${C} + col0 + x, ok${i});`,
+      ...operandOffsets(s, `t${i}`, `_${i}`),
+    );
+    s.inputs.forEach((input, k) => {
+      if (input.mode !== "transposed") lines.push(`  let v${k}_${i} = in${k}[o${k}_${i}];`);
+    });
+  }
+  lines.push("  workgroupBarrier();");
+  for (let i = 0; i < per; i++) {
+    const args = s.inputs.map((input, k) =>
+      loadAs(
+        input.dtype,
+        input.mode === "transposed"
+          ? `tile${k}[x * ${TILE_SIDE + 1}u + y + ${i * TILE_ROWS}u]`
+          : `v${k}_${i}`,
+      )
+    ).concat(`t${i}`);
+    lines.push(`  if (ok${i}) { out[t${i}] = ${storeAs(s.outDtype, `f(${args.join(", ")})`)}; }`);
+  }
+  return lines;
+}
+
 /** Generates the WGSL source of a spec. */
 export function generateElementwise(s: ElementwiseSpec): string {
   const l = layout(s);
@@ -231,12 +363,15 @@ export function generateElementwise(s: ElementwiseSpec): string {
   lines.push(`@group(0) @binding(${s.inputs.length + 1}) var<uniform> p: Params;`);
   const params = s.inputs.map((i, k) => `x${k}: ${computeType(i.dtype)}`).concat("idx: u32");
   lines.push(`fn f(${params.join(", ")}) -> ${computeType(s.outDtype)} {\n${emitBody(s.expr)}\n}`);
-  const off = (k: number) => `p.off[${k >> 2}][${k & 3}]`;
-  const lastAxis = Math.max(0, s.rank - 1);
-  const rowLength = `p.shape[${lastAxis >> 2}][${lastAxis & 3}]`;
+  const rowLength = dim(Math.max(0, s.rank - 1));
+  s.inputs.forEach((input, k) => {
+    if (input.mode !== "transposed") return;
+    const words = TILE_SIDE * (TILE_SIDE + 1);
+    lines.push(`var<workgroup> tile${k}: array<${storageType(input.dtype)}, ${words}>;`);
+  });
   lines.push(`@compute @workgroup_size(${wg})`);
   lines.push(
-    "fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {",
+    "fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {",
   );
   lines.push(`  let t = gid.x + gid.y * nwg.x * ${wg}u;`);
   if (s.vec4) {
@@ -249,6 +384,7 @@ export function generateElementwise(s: ElementwiseSpec): string {
         column: `vec4(in${k}[${off(k)} + (t * 4u) / ${rowLength}])`,
         scalar: `vec4(in${k}[${off(k)}])`,
         strided: "",
+        transposed: "",
       }[input.mode];
       lines.push(`  let v${k} = ${load};`);
     });
@@ -260,34 +396,11 @@ export function generateElementwise(s: ElementwiseSpec): string {
         })`,
       );
     lines.push(`  out[t] = vec4(${["x", "y", "z", "w"].map(lane).join(", ")});`);
+  } else if (s.tiled) {
+    lines.push(...tiledBody(s));
   } else {
     lines.push("  if (t >= p.n) { return; }");
-    const K = s.inputs.length;
-    if (s.outStrided) lines.push(`  var o_out = ${off(K)};`);
-    s.inputs.forEach((input, k) => {
-      if (input.mode === "contiguous") lines.push(`  let o${k} = ${off(k)} + t;`);
-      else if (input.mode === "scalar") lines.push(`  let o${k} = ${off(k)};`);
-      else if (input.mode === "row") lines.push(`  let o${k} = ${off(k)} + t % ${rowLength};`);
-      else if (input.mode === "column") lines.push(`  let o${k} = ${off(k)} + t / ${rowLength};`);
-      else lines.push(`  var o${k} = ${off(k)};`);
-    });
-    if (s.outStrided || s.inputs.some((i) => i.mode === "strided")) {
-      lines.push("  var rest = t;");
-      for (let d = s.rank - 1; d >= 0; d--) {
-        const dim = `p.shape[${d >> 2}][${d & 3}]`;
-        lines.push(
-          d > 0 ? `  let c${d} = rest % ${dim}; rest = rest / ${dim};` : `  let c0 = rest;`,
-        );
-        s.inputs.forEach((input, k) => {
-          if (input.mode === "strided") {
-            lines.push(`  o${k} += c${d} * p.strides[${2 * k + (d >> 2)}][${d & 3}];`);
-          }
-        });
-        if (s.outStrided) {
-          lines.push(`  o_out += c${d} * p.strides[${2 * K + (d >> 2)}][${d & 3}];`);
-        }
-      }
-    }
+    lines.push(...operandOffsets(s, "t", ""));
     const args = s.inputs.map((i, k) => loadAs(i.dtype, `in${k}[o${k}]`)).concat("t");
     lines.push(
       `  out[${s.outStrided ? "o_out" : "t"}] = ${storeAs(s.outDtype, `f(${args.join(", ")})`)};`,

@@ -43,6 +43,8 @@ import {
   generateElementwise,
   type InputMode,
   inputMode,
+  TILE_SIDE,
+  TILED_WORKGROUP_SIZES,
   vec4Layout,
 } from "./_codegen_elementwise.ts";
 import {
@@ -252,13 +254,15 @@ export class GpuBackend implements Backend {
     const n = sizeOf(shape);
     const out = (target?.storage as GpuStorage | undefined) ?? this._alloc(op, expr.dtype, n);
     if (n === 0) return out;
-    // Transposed matrices among the operands of a computation (not a plain copy, handled below):
-    // copied in order first where the plan says so, then read like any contiguous operand.
-    const operandCopies = expr.kind === "input" ? [] : inputs.map(transposedCopy);
-    const transposedOperands = operandCopies.filter((c) => c !== null).length;
+    // Transposed matrices among the operands: read in tiles through workgroup memory, or, in a
+    // computation (a plain copy is handled below), copied in order first where the plan says so
+    // and then read like any contiguous operand.
+    const transposedViews = inputs.map(transposedCopy);
+    const operandCopies = expr.kind === "input" ? [] : transposedViews;
+    let transposedOperands = transposedViews.filter((c) => c !== null).length;
     const copied: GpuStorage[] = [];
     if (
-      transposedOperands > 0 &&
+      operandCopies.some((c) => c !== null) &&
       planElementwise(this.caps, { elements: n, vec4Eligible: false, transposedOperands })
         .copyTransposedOperands
     ) {
@@ -270,6 +274,7 @@ export class GpuBackend implements Backend {
         copied.push(storage);
         return { storage, dtype: view.dtype, shape, strides: contiguousStrides(shape), offset: 0 };
       });
+      transposedOperands = 0;
     }
     const modes: InputMode[] = inputs.map((v) => inputMode(shape, v.strides));
     const vec4Eligible = !target &&
@@ -282,19 +287,30 @@ export class GpuBackend implements Backend {
       elements: n,
       vec4Eligible,
       transposedCopy: copy !== null,
+      transposedOperands: target ? 0 : transposedOperands,
+      elementBytes: storageBytes(expr.dtype),
     });
     if (choice.variant === "transpose" && copy) {
       this._transposeCopy(op, (inputs[0].storage as GpuStorage).buffer, out.buffer, copy);
       return out;
     }
+    const tiled = choice.variant === "tiled";
     const spec: ElementwiseSpec = {
       expr,
-      inputs: inputs.map((v, k) => ({ dtype: v.dtype, mode: modes[k] })),
+      inputs: inputs.map((v, k) => ({
+        dtype: v.dtype,
+        mode: tiled && transposedViews[k] ? "transposed" : modes[k],
+      })),
       outDtype: expr.dtype,
       rank: shape.length,
       outStrided: Boolean(target),
       vec4: choice.variant === "vec4",
-      workgroupSize: choice.workgroupSize,
+      tiled,
+      workgroupSize: tiled &&
+          (!TILED_WORKGROUP_SIZES.includes(choice.workgroupSize) ||
+            choice.workgroupSize > this.caps.limits.maxComputeInvocationsPerWorkgroup)
+        ? 256
+        : choice.workgroupSize,
     };
     const pipeline = this._pipeline(
       elementwiseKey(spec),
@@ -309,7 +325,14 @@ export class GpuBackend implements Backend {
       shape,
       operands.map((v) => v.strides),
     );
-    const invocations = spec.vec4 ? Math.ceil(n / 4) : n;
+    // A tiled kernel: a workgroup per tile of each matrix.
+    const [rows, columns] = [shape[shape.length - 2], shape[shape.length - 1]];
+    const invocations = tiled
+      ? (n / (rows * columns)) * Math.ceil(rows / TILE_SIDE) * Math.ceil(columns / TILE_SIDE) *
+        spec.workgroupSize
+      : spec.vec4
+      ? Math.ceil(n / 4)
+      : n;
     this._dispatch(
       op,
       pipeline,
