@@ -239,6 +239,11 @@ property(
         // The same transposed operand twice: two copies, or two tiles.
         bag.add(gyre.maximum(view(device), view(device))),
         bag.add(gyre.maximum(view(device), row(device))),
+        // A strided operand (columns reversed) beside the tiles.
+        bag.add(gyre.maximum(
+          view(device),
+          bag.add(other(device).slice(...c.batch.map(() => null), null, [c.columns - 1, null, -1])),
+        )),
       ];
       const results = (device: gyre.DeviceName) => [
         bag.add(view(device).clone()),
@@ -275,6 +280,7 @@ property(
         "maximum with a contiguous operand",
         "maximum with itself",
         "maximum with a row",
+        "maximum with a reversed operand",
       ].forEach((what, k) =>
         compare(`${what} of ${label}`, c.dtype, got[k], want[k], {
           signedZero: k === 0,
