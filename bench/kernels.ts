@@ -514,6 +514,11 @@ if (args.includes("--sweep")) {
       { elementsPerThread: 32, workgroupSize: 1024 },
       { elementsPerThread: 24, workgroupSize: 512 },
       { elementsPerThread: 16, workgroupSize: 1024 },
+      { elementsPerThread: 32, workgroupSize: 512, lookbackStates: 2 },
+      { elementsPerThread: 32, workgroupSize: 512, lookbackStates: 4 },
+      { elementsPerThread: 32, workgroupSize: 512, stateCopies: 2 },
+      { elementsPerThread: 32, workgroupSize: 512, stateCopies: 4 },
+      { elementsPerThread: 32, workgroupSize: 512, stateCopies: 8 },
     ].map((tile) => ["lookback", tile] as ["lookback", Partial<gyre.ScanChoice>]),
     ...[
       { superTiles: 1 },
@@ -581,6 +586,36 @@ if (args.includes("--sweep")) {
       2 * 4 * big,
       () => gyre.cumsum(a.reshape([big / 4096, 4096])),
     );
+  }
+  gyre.setPlanOverride("scan", null);
+  // Diagnostics of the look-back in tiles of 512 x 32. Waves: rows of one tile each (every tile
+  // its row's first: nothing to wait for), 132 to 792 of them; time steps up where the GPU's
+  // resident workgroups run out. Walks: aggregates only, so every tile walks back to its row's
+  // start, against the plan's inclusive prefixes.
+  const diagnosticTile = {
+    variant: "lookback",
+    workgroupSize: 512,
+    elementsPerThread: 32,
+  } as const;
+  gyre.setPlanOverride("scan", diagnosticTile);
+  for (let tiles = 132; tiles <= 792 && tiles * 16384 <= big; tiles += 66) {
+    await bench(
+      `cumsum waves [${tiles},16384], lookback 512 x 32`,
+      tiles * 16384,
+      2 * 4 * tiles * 16384,
+      () => gyre.cumsum(a.slice([0, tiles * 16384]).reshape([tiles, 16384])),
+    );
+  }
+  for (const publishPrefixes of [true, false]) {
+    gyre.setPlanOverride("scan", { ...diagnosticTile, publishPrefixes });
+    for (const [n, rows] of [[big, 1], [mid, 1], [big, 64]]) {
+      await bench(
+        `cumsum walks [${rows},${n / rows}], ${publishPrefixes ? "prefixes" : "aggregates only"}`,
+        n,
+        2 * 4 * n,
+        () => gyre.cumsum(a.slice([0, n]).reshape([rows, n / rows])),
+      );
+    }
   }
   gyre.setPlanOverride("scan", null);
   // Each dispatch of the two long-row schemes timed on its own (medians of 10 runs, in order).

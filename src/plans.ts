@@ -373,6 +373,11 @@ export interface ScanChoice {
    */
   lookbackStates: number;
   /**
+   * Look-back: copies of each tile's state, each at its own address; a tile reads copy
+   * (its index mod this), so fewer readers contend for one atomic word.
+   */
+  stateCopies: number;
+  /**
    * Scans over an axis that is not the last: "strided" reads and writes through strides, each row
    * scanned by the variant above; "columns" gives each row (column) one invocation that walks
    * the axis, so neighbouring invocations read neighbouring elements; "transpose" first copies
@@ -424,6 +429,12 @@ let scanOverride: Partial<ScanChoice> | null = null;
 const SCAN_LOOKBACK_TILE = { workgroupSize: 512, elementsPerThread: 32 } as const;
 
 /**
+ * Copies of each look-back state (H200, 64 Mi cumsum in tiles of 512 x 32: 173.3 us with 2 or 4
+ * against 176.8 with one, in two runs; 8 176.7; 16 Mi 56.7 either way).
+ */
+const SCAN_LOOKBACK_STATE_COPIES = 2;
+
+/**
  * Elements from which a sum takes the look-back rather than the two-pass multipass scan (H200,
  * states tagged with epochs, so one dispatch: 256 Ki 10.7 us against 11.4, 1 Mi 12.0 against
  * 12.8, 4 Mi 18.7 against 20.9; sizes below were not measured).
@@ -457,7 +468,9 @@ const SCAN_LOOKBACK_ELEMENTS = 1 << 18;
  * whole window, tiles in launch order: tiles of 256 x 16 then took 210 us and 512 x 32 178; sub-tiles
  * read twice 247-270 us, and workgroups that each walk many tiles, loading the next one before
  * looking back, 236-842 us (the next tile's aggregate comes out later); group states that let a
- * read reach 32 tiles per lane, 194-1216 us. cumprod 243 against 206
+ * read reach 32 tiles per lane, 194-1216 us; windows of 2 or 4 states per lane 200 and 355 us;
+ * a register-only delay between a lane's reads of a missing state (16 to 256 rounds of
+ * arithmetic) 226-266 us; `atomicLoad` for every read 233 us. cumprod 243 against 206
  * by multipass and cummax 343 against 293, so they stay multipass; rows of 8192 as one 512-wide
  * workgroup each 137 us (93%); [256, 262144] over axis 0 took 156 us as columns, 891 us strided
  * and 2323 us transposed.
@@ -509,6 +522,7 @@ export function planScan(
       ? "transpose"
       : "strided",
     lookbackStates: 1,
+    stateCopies: variant === "lookback" ? SCAN_LOOKBACK_STATE_COPIES : 1,
     subTiles: 1,
     descendingFinalPass: true,
     publishPrefixes: true,
@@ -534,6 +548,7 @@ export function planScan(
     choice.elementsPerThread = elementsPerThread;
   }
   if (![1, 2, 4, 8, 16].includes(choice.lookbackStates)) choice.lookbackStates = 1;
+  if (![1, 2, 4, 8].includes(choice.stateCopies)) choice.stateCopies = 1;
   if (![1, 2, 3, 4, 6, 8].includes(choice.subTiles)) choice.subTiles = 1;
   const groupSizes = [1, 2, 4, 8, 16, 32, 64, 128];
   if (!groupSizes.includes(choice.superTiles) || choice.superTiles > choice.workgroupSize) {

@@ -307,8 +307,8 @@ if (DEVICES.includes("gpu")) {
     const sum = { rows: 1, rowLength: 1 << 26, op: "sum" } as const;
     const lookback = gyre.planScan(sub, sum);
     assert.deepEqual(
-      [lookback.variant, lookback.workgroupSize, lookback.elementsPerThread],
-      ["lookback", 512, 32],
+      [lookback.variant, lookback.workgroupSize, lookback.elementsPerThread, lookback.stateCopies],
+      ["lookback", 512, 32, 2],
     );
     assert.equal(gyre.planScan(sub, { ...sum, rows: 64, rowLength: 1 << 14 }).variant, "row");
     assert.equal(gyre.planScan(sub, { ...sum, rows: 8, rowLength: 1 << 15 }).variant, "lookback");

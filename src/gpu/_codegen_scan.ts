@@ -27,7 +27,8 @@
  *   by the whole workgroup while its tile's loads are in flight), so the totals need no scan of
  *   their own and no dispatch between the passes.
  *
- * Look-back states: each tile owns two 32-bit atomic words, a tagged word (./_codegen_tagged.ts)
+ * Look-back states: each tile owns two 32-bit atomic words (in `stateCopies` copies, so that
+ * readers spread over several addresses), a tagged word (./_codegen_tagged.ts)
  * whose tag is the dispatch's epoch above the tile's status (1: aggregate, 2: inclusive prefix;
  * a tag of another epoch reads as nothing yet). Tags only grow and each is written once, so a
  * state read with one tag on both halves is whole: no memory barriers (WGSL's atomics are relaxed)
@@ -90,6 +91,11 @@ export interface ScanSpec {
   /** Look-back: predecessor states each reading lane reads per round trip. */
   lookbackStates: number;
   /**
+   * Look-back: copies of every state (copy c of tile v at words 2 * (c * total + v)); tile g
+   * reads copy g mod this.
+   */
+  stateCopies: number;
+  /**
    * Row variant with teams of one invocation: walk rows longer than E in chunks of E, carrying
    * the running value (the `columns` layout for inner axes: neighbouring invocations scan
    * neighbouring columns, so every load and store of a subgroup is coalesced).
@@ -134,6 +140,7 @@ export function scanKey(s: ScanSpec): string {
     `e${s.elementsPerThread}`,
     `t${s.teamSize}`,
     `lb${s.lookbackStates}`,
+    `sc${s.stateCopies}`,
     `st${s.subTiles}`,
     s.columns ? "col" : "",
     s.descending ? "desc" : "",
@@ -355,12 +362,17 @@ export function generateScan(s: ScanSpec): string {
       taggedWordFunctions("flags"),
       "// Status (1 aggregate, 2 inclusive prefix) and value of tile v; status 0 until both words",
       "// agree and carry this dispatch's epoch (words left by earlier scans read as nothing yet).",
-      "fn read_state(v: u32) -> vec2<u32> {",
-      "  let word = tagged_word(atomicOr(&flags[2u * v], 0u), atomicOr(&flags[2u * v + 1u], 0u));",
+      "fn read_state(v: u32, copy: u32) -> vec2<u32> {",
+      "  let at = 2u * (copy * p.total + v);",
+      "  let word = tagged_word(atomicOr(&flags[at], 0u), atomicOr(&flags[at + 1u], 0u));",
       "  return vec2(select(0u, word.x & 3u, (word.x >> 2u) == p.epoch), word.y);",
       "}",
       `fn publish(v: u32, status: u32, value: ${t}) {`,
-      `  tagged_store(2u * v, (p.epoch << 2u) | status, ${toBits(s.type, "value")});`,
+      `  for (var c = 0u; c < ${s.stateCopies}u; c++) {`,
+      `    tagged_store(2u * (c * p.total + v), (p.epoch << 2u) | status, ${
+        toBits(s.type, "value")
+      });`,
+      "  }",
       "}",
     );
   }
@@ -762,7 +774,7 @@ function lookbackBlock(s: ScanSpec, total = "team_total"): string[] {
     const found: string[] = [];
     for (let i = 0; i < W; i++) {
       reads.push(
-        `      if (st${i}.x == 0u) { st${i} = read_state(u32(want${i})); }`,
+        `      if (st${i}.x == 0u) { st${i} = read_state(u32(want${i}), v % ${s.stateCopies}u); }`,
       );
       found.push(
         `      if (st${i}.x == 2u) { my_prefix = min(my_prefix, lane * ${W}u + ${i}u); }`,
@@ -840,7 +852,7 @@ function lookbackBlock(s: ScanSpec, total = "team_total"): string[] {
       "  var j = v - 1u;",
       "  loop {",
       "    var state = vec2(0u);",
-      `    for (var k = 0u; k < ${SPIN_LIMIT}u && state.x == 0u; k++) { state = read_state(j); }`,
+      `    for (var k = 0u; k < ${SPIN_LIMIT}u && state.x == 0u; k++) { state = read_state(j, v % ${s.stateCopies}u); }`,
       "    if (state.x == 0u) {",
       `      var part = ${id};`,
       `      for (var k = 0u; k < ${tileSize}u; k += 4u) {`,

@@ -275,6 +275,7 @@ function scanRows(
     elementsPerThread: perThread,
     teamSize: wg,
     lookbackStates: 1,
+    stateCopies: 1,
     subTiles: 1,
     columns: false,
     descending: false,
@@ -325,10 +326,11 @@ function scanRows(
       ...spec,
       prefix: "lookback",
       lookbackStates: choice.lookbackStates,
+      stateCopies: choice.stateCopies,
       subTiles,
       publishPrefixes: choice.publishPrefixes,
     };
-    const { buffer: states, epoch } = stateBuffer(gpu, 2 * rows * tiles);
+    const { buffer: states, epoch } = stateBuffer(gpu, 2 * choice.stateCopies * rows * tiles);
     // The states and the output are both written.
     const pipeline = gpu._pipeline(scanKey(s), 3, () => generateScan(s), 2);
     gpu._dispatch(
