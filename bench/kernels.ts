@@ -516,9 +516,9 @@ if (args.includes("--sweep")) {
       { elementsPerThread: 16, workgroupSize: 1024 },
       { elementsPerThread: 32, workgroupSize: 512, lookbackStates: 2 },
       { elementsPerThread: 32, workgroupSize: 512, lookbackStates: 4 },
-      { elementsPerThread: 32, workgroupSize: 512, stateCopies: 2 },
-      { elementsPerThread: 32, workgroupSize: 512, stateCopies: 4 },
-      { elementsPerThread: 32, workgroupSize: 512, stateCopies: 8 },
+      { elementsPerThread: 32, workgroupSize: 512, earlyAggregate: false },
+      { elementsPerThread: 32, workgroupSize: 256 },
+      { elementsPerThread: 32, workgroupSize: 1024 },
     ].map((tile) => ["lookback", tile] as ["lookback", Partial<gyre.ScanChoice>]),
     ...[
       { superTiles: 1 },
@@ -616,6 +616,30 @@ if (args.includes("--sweep")) {
         () => gyre.cumsum(a.slice([0, n]).reshape([rows, n / rows])),
       );
     }
+  }
+  // The look-back's options by tiles per row (4096, 64, 8, 2): the aggregate published before
+  // the tile's scan or after it.
+  for (
+    const option of [
+      { earlyAggregate: true },
+      { earlyAggregate: false },
+    ]
+  ) {
+    gyre.setPlanOverride("scan", { ...diagnosticTile, ...option });
+    for (const rows of [1, 64, 512, 2048]) {
+      await bench(
+        `cumsum options [${rows},${big / rows}], ${JSON.stringify(option)}`,
+        big,
+        2 * 4 * big,
+        () => gyre.cumsum(a.reshape([rows, big / rows])),
+      );
+    }
+    await bench(
+      `cumsum options [1,${mid}], ${JSON.stringify(option)}`,
+      mid,
+      2 * 4 * mid,
+      () => gyre.cumsum(a.slice([0, mid])),
+    );
   }
   gyre.setPlanOverride("scan", null);
   // Each dispatch of the two long-row schemes timed on its own (medians of 10 runs, in order).

@@ -373,11 +373,6 @@ export interface ScanChoice {
    */
   lookbackStates: number;
   /**
-   * Look-back: copies of each tile's state, each at its own address; a tile reads copy
-   * (its index mod this), so fewer readers contend for one atomic word.
-   */
-  stateCopies: number;
-  /**
    * Scans over an axis that is not the last: "strided" reads and writes through strides, each row
    * scanned by the variant above; "columns" gives each row (column) one invocation that walks
    * the axis, so neighbouring invocations read neighbouring elements; "transpose" first copies
@@ -399,6 +394,11 @@ export interface ScanChoice {
    * prefixes, so every look-back walks window after window back to the row's first tile.
    */
   publishPrefixes: boolean;
+  /**
+   * Look-back, sums and products with subgroups: publish the tile's aggregate from a plain
+   * reduction of its registers before scanning the tile, not from the scan's total.
+   */
+  earlyAggregate: boolean;
   /**
    * Multipass, sums and products with subgroups: tiles per group. Above 1 the first pass reduces
    * a group of tiles per workgroup and writes the totals of tiles and of groups, and the final
@@ -429,10 +429,12 @@ let scanOverride: Partial<ScanChoice> | null = null;
 const SCAN_LOOKBACK_TILE = { workgroupSize: 512, elementsPerThread: 32 } as const;
 
 /**
- * Copies of each look-back state (H200, 64 Mi cumsum in tiles of 512 x 32: 173.3 us with 2 or 4
- * against 176.8 with one, in two runs; 8 176.7; 16 Mi 56.7 either way).
+ * Row length from which the look-back publishes each tile's aggregate before scanning the tile
+ * (H200, tiles of 512 x 32: one row of 64 Mi 166.6 us against 174.9; 16 Mi 55.8 against 55.7;
+ * rows of 1 Mi 165.9 against 165.6, of 128 Ki 161.6 against 156.6, of 32 Ki 156.2 against 149.6:
+ * the extra barrier pays only where tiles wait on many predecessors).
  */
-const SCAN_LOOKBACK_STATE_COPIES = 2;
+const SCAN_EARLY_AGGREGATE_LENGTH = 1 << 25;
 
 /**
  * Elements from which a sum takes the look-back rather than the two-pass multipass scan (H200,
@@ -454,8 +456,9 @@ const SCAN_LOOKBACK_ELEMENTS = 1 << 18;
  * 32 neighbouring columns at once; with fewer rows there are too few invocations for that, and
  * rows read with a stride of 8 or more are first copied with the axis last ("transpose").
  *
- * Measured on an H200 (float32, bench/results/kernels-nvidia-h200-scan*): cumsum of 64 Mi 178 us
- * by look-back (72% of copy), 205 us by multipass in two passes (74 + 134 us; groups of 4, 8 or
+ * Measured on an H200 (float32, bench/results/kernels-nvidia-h200-scan*): cumsum of 64 Mi 167 us
+ * by look-back (77% of copy; 178 before the aggregate went out ahead of the tile's scan and the
+ * cluster totals were combined after one barrier), 205 us by multipass in two passes (74 + 134 us; groups of 4, 8 or
  * 32 tiles 206-209; three passes 206: 70 + 10 + 130 us; 212 with the final pass in ascending
  * order, which starts on tiles long evicted from L2; running both passes over chunks of 1 to 8 Mi
  * elements, to find each chunk in L2 again, 305 to 1249 us: each large dispatch costs about 6 us
@@ -522,10 +525,10 @@ export function planScan(
       ? "transpose"
       : "strided",
     lookbackStates: 1,
-    stateCopies: variant === "lookback" ? SCAN_LOOKBACK_STATE_COPIES : 1,
     subTiles: 1,
     descendingFinalPass: true,
     publishPrefixes: true,
+    earlyAggregate: problem.rowLength >= SCAN_EARLY_AGGREGATE_LENGTH,
     superTiles: scanSuperTiles(
       problem.rows,
       Math.ceil(problem.rowLength / (workgroupSize * elementsPerThread)),
@@ -548,7 +551,6 @@ export function planScan(
     choice.elementsPerThread = elementsPerThread;
   }
   if (![1, 2, 4, 8, 16].includes(choice.lookbackStates)) choice.lookbackStates = 1;
-  if (![1, 2, 4, 8].includes(choice.stateCopies)) choice.stateCopies = 1;
   if (![1, 2, 3, 4, 6, 8].includes(choice.subTiles)) choice.subTiles = 1;
   const groupSizes = [1, 2, 4, 8, 16, 32, 64, 128];
   if (!groupSizes.includes(choice.superTiles) || choice.superTiles > choice.workgroupSize) {

@@ -339,7 +339,7 @@ property(
       workgroupSize: fc.constantFrom(32, 64),
       elementsPerThread: fc.constantFrom(4, 8, 12),
       lookbackStates: fc.constantFrom(1, 2, 8),
-      stateCopies: fc.constantFrom(1, 2, 4),
+      earlyAggregate: fc.boolean(),
       subTiles: fc.constantFrom(1, 2, 3),
     }),
     { lengths: [129, 257, 1021, 4099, 17000], maxRank: 2 },

@@ -307,9 +307,12 @@ if (DEVICES.includes("gpu")) {
     const sum = { rows: 1, rowLength: 1 << 26, op: "sum" } as const;
     const lookback = gyre.planScan(sub, sum);
     assert.deepEqual(
-      [lookback.variant, lookback.workgroupSize, lookback.elementsPerThread, lookback.stateCopies],
-      ["lookback", 512, 32, 2],
+      [lookback.variant, lookback.workgroupSize, lookback.elementsPerThread],
+      ["lookback", 512, 32],
     );
+    // Rows of 32 Mi and more publish each tile's aggregate before scanning the tile.
+    assert.equal(lookback.earlyAggregate, true);
+    assert.equal(gyre.planScan(sub, { ...sum, rowLength: 1 << 24 }).earlyAggregate, false);
     assert.equal(gyre.planScan(sub, { ...sum, rows: 64, rowLength: 1 << 14 }).variant, "row");
     assert.equal(gyre.planScan(sub, { ...sum, rows: 8, rowLength: 1 << 15 }).variant, "lookback");
     assert.equal(gyre.planScan(sub, { ...sum, rowLength: (1 << 18) - 4 }).variant, "multipass");

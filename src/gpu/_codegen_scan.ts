@@ -27,8 +27,7 @@
  *   by the whole workgroup while its tile's loads are in flight), so the totals need no scan of
  *   their own and no dispatch between the passes.
  *
- * Look-back states: each tile owns two 32-bit atomic words (in `stateCopies` copies, so that
- * readers spread over several addresses), a tagged word (./_codegen_tagged.ts)
+ * Look-back states: each tile owns two 32-bit atomic words, a tagged word (./_codegen_tagged.ts)
  * whose tag is the dispatch's epoch above the tile's status (1: aggregate, 2: inclusive prefix;
  * a tag of another epoch reads as nothing yet). Tags only grow and each is written once, so a
  * state read with one tag on both halves is whole: no memory barriers (WGSL's atomics are relaxed)
@@ -91,11 +90,6 @@ export interface ScanSpec {
   /** Look-back: predecessor states each reading lane reads per round trip. */
   lookbackStates: number;
   /**
-   * Look-back: copies of every state (copy c of tile v at words 2 * (c * total + v)); tile g
-   * reads copy g mod this.
-   */
-  stateCopies: number;
-  /**
    * Row variant with teams of one invocation: walk rows longer than E in chunks of E, carrying
    * the running value (the `columns` layout for inner axes: neighbouring invocations scan
    * neighbouring columns, so every load and store of a subgroup is coalesced).
@@ -119,6 +113,11 @@ export interface ScanSpec {
   superTiles: number;
   /** Look-back: false publishes aggregates only (tests: every look-back walks to the row start). */
   publishPrefixes: boolean;
+  /**
+   * Look-back, sums and products with subgroups: publish the tile's aggregate from a plain
+   * reduction of its registers (one barrier) before scanning it, not from the scan's total.
+   */
+  earlyAggregate: boolean;
 }
 
 /** Cache key of a spec. */
@@ -140,12 +139,12 @@ export function scanKey(s: ScanSpec): string {
     `e${s.elementsPerThread}`,
     `t${s.teamSize}`,
     `lb${s.lookbackStates}`,
-    `sc${s.stateCopies}`,
     `st${s.subTiles}`,
     s.columns ? "col" : "",
     s.descending ? "desc" : "",
     `g${s.superTiles}`,
     s.publishPrefixes ? "" : "aggregates-only",
+    earlyAggregate(s) ? "early" : "",
   ].join("|");
 }
 
@@ -359,20 +358,16 @@ export function generateScan(s: ScanSpec): string {
   if (lookback) {
     lines.push(
       `var<workgroup> tile_prefix: ${t};`,
+      ...(earlyAggregate(s) ? [`var<workgroup> early_parts: array<${t}, ${wg}>;`] : []),
       taggedWordFunctions("flags"),
       "// Status (1 aggregate, 2 inclusive prefix) and value of tile v; status 0 until both words",
       "// agree and carry this dispatch's epoch (words left by earlier scans read as nothing yet).",
-      "fn read_state(v: u32, copy: u32) -> vec2<u32> {",
-      "  let at = 2u * (copy * p.total + v);",
-      "  let word = tagged_word(atomicOr(&flags[at], 0u), atomicOr(&flags[at + 1u], 0u));",
+      "fn read_state(v: u32) -> vec2<u32> {",
+      "  let word = tagged_word(atomicOr(&flags[2u * v], 0u), atomicOr(&flags[2u * v + 1u], 0u));",
       "  return vec2(select(0u, word.x & 3u, (word.x >> 2u) == p.epoch), word.y);",
       "}",
       `fn publish(v: u32, status: u32, value: ${t}) {`,
-      `  for (var c = 0u; c < ${s.stateCopies}u; c++) {`,
-      `    tagged_store(2u * (c * p.total + v), (p.epoch << 2u) | status, ${
-        toBits(s.type, "value")
-      });`,
-      "  }",
+      `  tagged_store(2u * v, (p.epoch << 2u) | status, ${toBits(s.type, "value")});`,
       "}",
     );
   }
@@ -537,7 +532,8 @@ export function generateScan(s: ScanSpec): string {
     return finish();
   }
   if (grouped && s.prefix === "totals") body.push(...groupPrefixLoads(s).map((x) => `  ${x}`));
-  body.push(...tileBlock(s).map((x) => `  ${x}`));
+  const early = lookback && earlyAggregate(s);
+  body.push(...tileBlock(s, "tile", early ? earlyAggregateBlock(s) : []).map((x) => `  ${x}`));
   if (s.stage === "reduce") {
     emit("if (lid == 0u) { dst[row * p.tiles + tile] = team_total; }");
   } else {
@@ -551,7 +547,9 @@ export function generateScan(s: ScanSpec): string {
       body.push(...groupPrefixSum(s).map((x) => `  ${x}`));
       emit("let left = c1(tile_prefix, cluster_prefix);");
     } else {
-      body.push(...lookbackBlock(s).map((x) => `  ${x}`));
+      body.push(
+        ...lookbackBlock(s, early ? "early_total" : "team_total", !early).map((x) => `  ${x}`),
+      );
       emit("let left = c1(workgroupUniformLoad(&tile_prefix), cluster_prefix);");
     }
     body.push(...outputBlock(s, firstOut).map((x) => `  ${x}`));
@@ -700,10 +698,10 @@ function tileLoads(s: ScanSpec, tile: string): string[] {
  * scanned), `pre{c}` (chunk c's exclusive prefix within the cluster), then `cluster_prefix` (the
  * cluster's exclusive prefix within the team) and `team_total`.
  */
-function tileBlock(s: ScanSpec, tile = "tile"): string[] {
+function tileBlock(s: ScanSpec, tile = "tile", afterLoads: string[] = []): string[] {
   const C = s.elementsPerThread / 4;
   const id = literal(scanIdentity(s.op, s.type), accumulatorDtype(s.type));
-  const out = tileLoads(s, tile);
+  const out = [...tileLoads(s, tile), ...afterLoads];
   // Scan inside each vec4, then across the cluster, carrying chunk totals.
   for (let c = 0; c < C; c++) {
     out.push(
@@ -725,10 +723,29 @@ function tileBlock(s: ScanSpec, tile = "tile"): string[] {
     if (c === 0) out.push("let pre0 = exc0;", "var carry = tot0;");
     else out.push(`let pre${c} = c1(carry, exc${c});`, `carry = c1(carry, tot${c});`);
   }
-  // Cluster totals, scanned across the team in shared memory (Hillis-Steele over clusters).
+  out.push("if (lic == width - 1u) { sh[cid] = carry; }", "workgroupBarrier();");
+  if (s.subgroups && s.prefix === "lookback") {
+    // Look-back tiles: the cluster totals (team / subgroup size: 16 in a tile of 512 on NVIDIA),
+    // combined by every invocation in order from shared memory after one barrier, where each
+    // round of a parallel scan takes two (H200, 64 Mi cumsum: 167.7 us against 171.6; the row
+    // and multipass variants, with fewer elements per invocation to amortize the reads, measured
+    // slower so: rows of 4096 in 512 x 8 150.1 against 139.5, cummax in three passes 310 against
+    // 293).
+    out.push(
+      `var cluster_prefix = ${id};`,
+      `var team_total = ${id};`,
+      "let team_base = cid - q;",
+      "for (var k = 0u; k < cpt; k++) {",
+      "  let cluster_total = sh[team_base + k];",
+      "  if (k < q) { cluster_prefix = c1(cluster_prefix, cluster_total); }",
+      "  team_total = c1(team_total, cluster_total);",
+      "}",
+    );
+    return out;
+  }
+  // One-invocation clusters: their totals scanned across the team in shared memory
+  // (Hillis-Steele).
   out.push(
-    "if (lic == width - 1u) { sh[cid] = carry; }",
-    "workgroupBarrier();",
     "for (var d = 1u; d < cpt; d = d << 1u) {",
     "  let in_team = lid < clusters && (lid % cpt) >= d;",
     `  var value = ${id};`,
@@ -741,6 +758,38 @@ function tileBlock(s: ScanSpec, tile = "tile"): string[] {
     "let team_total = sh[(cid / cpt) * cpt + cpt - 1u];",
   );
   return out;
+}
+
+/** Whether the look-back publishes its aggregate before scanning the tile (see ScanSpec). */
+function earlyAggregate(s: ScanSpec): boolean {
+  return s.earlyAggregate && s.prefix === "lookback" && s.subTiles === 1 && s.subgroups &&
+    (s.op === "sum" || s.op === "prod");
+}
+
+/**
+ * The tile's aggregate from its registers, published by invocation 0 (which keeps it in
+ * `early_total` for its inclusive prefix) as soon as the loads land: each invocation folds its
+ * chunks, each subgroup totals them, invocation 0 combines the subgroup totals in order. Its
+ * successors wait on this, not on the scan's rounds and barriers. The sum is in another order
+ * than the scan's own total: float sums may differ by rounding.
+ */
+function earlyAggregateBlock(s: ScanSpec): string[] {
+  const C = s.elementsPerThread / 4;
+  const id = literal(scanIdentity(s.op, s.type), accumulatorDtype(s.type));
+  const sign = foldSign(s);
+  const folded = Array.from({ length: C }, (_, c) => `x${c}`).join(` ${sign} `);
+  return [
+    `let folded = ${folded};`,
+    "let early_part = subgroup_total(" +
+    `(folded.x ${sign} folded.y) ${sign} (folded.z ${sign} folded.w), sg_size);`,
+    "if (sg_lane == 0u) { early_parts[lid / sg_size] = early_part; }",
+    "workgroupBarrier();",
+    `var early_total = ${id};`,
+    "if (lid == 0u) {",
+    `  for (var k = 0u; k < ${s.workgroupSize}u / sg_size; k++) { early_total = early_total ${sign} early_parts[k]; }`,
+    "  publish(v, select(1u, 2u, tile == 0u), early_total);",
+    "}",
+  ];
 }
 
 /** Reads of a silent predecessor's state before the readers reduce that tile themselves. */
@@ -757,13 +806,15 @@ const SPIN_LIMIT = 128;
  * after 65535 iterations in all (measured), so a long spin would stop with a wrong prefix.
  * The fallback runs without barriers: lane l reduces one contiguous segment of the tile in order.
  */
-function lookbackBlock(s: ScanSpec, total = "team_total"): string[] {
+function lookbackBlock(s: ScanSpec, total = "team_total", publishAggregate = true): string[] {
   const id = literal(scanIdentity(s.op, s.type), accumulatorDtype(s.type));
   const value = (bits: string) => fromBits(s.type, bits);
   const tileSize = s.teamSize * s.elementsPerThread * s.subTiles;
   const out: string[] = [
     // The aggregate (a row's first tile: its inclusive prefix) goes out before looking back.
-    `if (lid == 0u) { publish(v, select(1u, 2u, tile == 0u), ${total}); }`,
+    ...(publishAggregate
+      ? [`if (lid == 0u) { publish(v, select(1u, 2u, tile == 0u), ${total}); }`]
+      : []),
     "let first = v - tile;",
   ];
   if (s.subgroups) {
@@ -774,7 +825,7 @@ function lookbackBlock(s: ScanSpec, total = "team_total"): string[] {
     const found: string[] = [];
     for (let i = 0; i < W; i++) {
       reads.push(
-        `      if (st${i}.x == 0u) { st${i} = read_state(u32(want${i}), v % ${s.stateCopies}u); }`,
+        `      if (st${i}.x == 0u) { st${i} = read_state(u32(want${i})); }`,
       );
       found.push(
         `      if (st${i}.x == 2u) { my_prefix = min(my_prefix, lane * ${W}u + ${i}u); }`,
@@ -852,7 +903,7 @@ function lookbackBlock(s: ScanSpec, total = "team_total"): string[] {
       "  var j = v - 1u;",
       "  loop {",
       "    var state = vec2(0u);",
-      `    for (var k = 0u; k < ${SPIN_LIMIT}u && state.x == 0u; k++) { state = read_state(j, v % ${s.stateCopies}u); }`,
+      `    for (var k = 0u; k < ${SPIN_LIMIT}u && state.x == 0u; k++) { state = read_state(j); }`,
       "    if (state.x == 0u) {",
       `      var part = ${id};`,
       `      for (var k = 0u; k < ${tileSize}u; k += 4u) {`,

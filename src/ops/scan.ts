@@ -275,12 +275,12 @@ function scanRows(
     elementsPerThread: perThread,
     teamSize: wg,
     lookbackStates: 1,
-    stateCopies: 1,
     subTiles: 1,
     columns: false,
     descending: false,
     superTiles: 1,
     publishPrefixes: true,
+    earlyAggregate: false,
   };
   const params: ScanParams = {
     rows,
@@ -326,11 +326,11 @@ function scanRows(
       ...spec,
       prefix: "lookback",
       lookbackStates: choice.lookbackStates,
-      stateCopies: choice.stateCopies,
       subTiles,
       publishPrefixes: choice.publishPrefixes,
+      earlyAggregate: choice.earlyAggregate,
     };
-    const { buffer: states, epoch } = stateBuffer(gpu, 2 * choice.stateCopies * rows * tiles);
+    const { buffer: states, epoch } = stateBuffer(gpu, 2 * rows * tiles);
     // The states and the output are both written.
     const pipeline = gpu._pipeline(scanKey(s), 3, () => generateScan(s), 2);
     gpu._dispatch(
