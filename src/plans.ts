@@ -21,9 +21,10 @@ export interface ElementwiseChoice {
   /**
    * "vec4": four elements per invocation with vector loads; "scalar": one, through strides;
    * "transpose": a plain copy of a transposed matrix by the tiled transposing copy
-   * (src/gpu/_codegen_transpose.ts), whose reads and writes are both coalesced; "tiled": a
-   * computation with transposed matrices among its operands, a tile of 32 x 32 outputs per
-   * workgroup, those operands read through workgroup memory so that every access is coalesced.
+   * (src/gpu/_codegen_transpose.ts), whose reads and writes are both coalesced; "tiled": the
+   * elementwise kernel over tiles of 32 x 32 outputs, for transposed matrices among the operands
+   * (of a computation, or of a plain copy), which it reads through workgroup memory so that
+   * every access is coalesced.
    */
   variant: "vec4" | "scalar" | "transpose" | "tiled";
   workgroupSize: number;

@@ -274,8 +274,8 @@ function operandOffsets(s: ElementwiseSpec, index: string, suffix: string): stri
  */
 function tiledBody(s: ElementwiseSpec): string[] {
   const R = dim(s.rank - 2), C = dim(s.rank - 1);
-  const TILE_ROWS = s.workgroupSize / TILE_SIDE;
-  const per = TILE_SIDE / TILE_ROWS;
+  const tileRows = s.workgroupSize / TILE_SIDE;
+  const per = TILE_SIDE / tileRows;
   const lines = [
     "  let g = wid.x + wid.y * nwg.x;",
     `  let tiles_c = (${C} + ${TILE_SIDE - 1}u) / ${TILE_SIDE}u;`,
@@ -301,9 +301,9 @@ function tiledBody(s: ElementwiseSpec): string[] {
       );
     }
     for (let i = 0; i < per; i++) {
-      const c = `(col0 + y + ${i * TILE_ROWS}u)`;
+      const c = `(col0 + y + ${i * tileRows}u)`;
       lines.push(
-        `  tile${k}[(y + ${i * TILE_ROWS}u) * ${
+        `  tile${k}[(y + ${i * tileRows}u) * ${
           TILE_SIDE + 1
         }u + x] = in${k}[base${k} + min(row0 + x, ${R} - 1u) * ${
           stride(k, s.rank - 2)
@@ -313,7 +313,7 @@ function tiledBody(s: ElementwiseSpec): string[] {
   });
   for (let i = 0; i < per; i++) {
     lines.push(
-      `  let r${i} = row0 + y + ${i * TILE_ROWS}u;`,
+      `  let r${i} = row0 + y + ${i * tileRows}u;`,
       `  let ok${i} = r${i} < ${R} && col0 + x < ${C};`,
       `  let t${i} = select(0u, b * matrix + r${i} * ${C} + col0 + x, ok${i});`,
       ...operandOffsets(s, `t${i}`, `_${i}`),
@@ -328,7 +328,7 @@ function tiledBody(s: ElementwiseSpec): string[] {
       loadAs(
         input.dtype,
         input.mode === "transposed"
-          ? `tile${k}[x * ${TILE_SIDE + 1}u + y + ${i * TILE_ROWS}u]`
+          ? `tile${k}[x * ${TILE_SIDE + 1}u + y + ${i * tileRows}u]`
           : `v${k}_${i}`,
       )
     ).concat(`t${i}`);

@@ -743,8 +743,7 @@ function tileBlock(s: ScanSpec, tile = "tile", afterLoads: string[] = []): strin
     );
     return out;
   }
-  // One-invocation clusters: their totals scanned across the team in shared memory
-  // (Hillis-Steele).
+  // Elsewhere the cluster totals are scanned across the team in shared memory (Hillis-Steele).
   out.push(
     "for (var d = 1u; d < cpt; d = d << 1u) {",
     "  let in_team = lid < clusters && (lid % cpt) >= d;",
