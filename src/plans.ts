@@ -9,6 +9,7 @@ import type { ScanOp } from "./gpu/_codegen_scan.ts";
 import { ValueError } from "./errors.ts";
 import type { DType } from "./dtype.ts";
 import { tiledSharedBytes } from "./gpu/_codegen_matmul.ts";
+import { TILED_WORKGROUP_SIZES } from "./gpu/_codegen_elementwise.ts";
 import {
   transposePairs,
   type TransposeSpec,
@@ -28,13 +29,6 @@ export interface ElementwiseChoice {
    */
   variant: "vec4" | "scalar" | "transpose" | "tiled";
   workgroupSize: number;
-  /**
-   * Operands that are transposed matrices are first copied in order by the tiled transposing
-   * copy, so the kernel reads every operand contiguously (vec4 where the layout allows). Never
-   * the rule's choice (on an H200 the "tiled" kernel took 239 us where this took 350); kept for
-   * overrides and measurement.
-   */
-  copyTransposedOperands: boolean;
 }
 
 /** The choice for a reduction. */
@@ -112,7 +106,7 @@ export function setPlanOverride(
  * Elements from which an elementwise computation on a hardware GPU reads its transposed operands
  * in tiles through workgroup memory, 256 invocations (4 rows of the tile each) per tile of 32 x 32
  * (H200, `x.transpose().add(x)`: 8192^2 239 us, 81% of copy, against 350 with the operand copied
- * in order first and 736 gathered through strides; 4096^2 60.0 against 94.5; 2048^2 14.9 against
+ * in order first (an option since removed) and 736 gathered through strides; 4096^2 60.0 against 94.5; 2048^2 14.9 against
  * 26.2; 1024^2 7.7 against 12.3 and 13.9. Tiles of 8 rows per invocation: 266 us at 8192^2, of 1
  * row 248. bench/results/kernels-nvidia-h200-transposed-operand.md).
  */
@@ -171,7 +165,6 @@ export function planElementwise(
       ? "vec4"
       : "scalar",
     workgroupSize: tiledClone ? 128 : 256,
-    copyTransposedOperands: false,
     ...overrides.elementwise,
   };
   // vec4, the transposing copy and tiles need the problem's permission, whatever an override asks.
@@ -181,6 +174,14 @@ export function planElementwise(
     (choice.variant === "tiled" && !problem.transposedOperands)
   ) {
     choice.variant = problem.vec4Eligible ? "vec4" : "scalar";
+  }
+  // A tiled kernel's workgroup holds whole rows of the tile.
+  if (
+    choice.variant === "tiled" &&
+    (!TILED_WORKGROUP_SIZES.includes(choice.workgroupSize) ||
+      choice.workgroupSize > (caps?.limits?.maxComputeInvocationsPerWorkgroup ?? 256))
+  ) {
+    choice.workgroupSize = 256;
   }
   return choice;
 }
@@ -338,7 +339,7 @@ export function planPool(
   };
   // What the device and the layout allow, whatever an override asks.
   if (![1, 2, 4].includes(choice.outputsPerInvocation)) choice.outputsPerInvocation = 1;
-  const maxInvocations = caps?.limits.maxComputeInvocationsPerWorkgroup ?? 256;
+  const maxInvocations = caps?.limits?.maxComputeInvocationsPerWorkgroup ?? 256;
   if (
     !Number.isInteger(choice.workgroupSize) || choice.workgroupSize < 1 ||
     choice.workgroupSize > maxInvocations
@@ -1101,7 +1102,7 @@ function matmulFits(
 ): boolean {
   const threads = (t.tileM / t.threadM) * (t.tileN / t.threadN);
   const bytes = tiledSharedBytes({ ...t, math: half ? "f16" : "f32" });
-  return threads <= (caps?.limits.maxComputeInvocationsPerWorkgroup ?? 256) &&
+  return threads <= (caps?.limits?.maxComputeInvocationsPerWorkgroup ?? 256) &&
     bytes <= (caps?.limits.maxComputeWorkgroupStorageSize ?? 16384);
 }
 
@@ -1133,7 +1134,7 @@ function checkMatmulChoice(caps: DeviceCaps | undefined, c: MatmulChoice, half: 
   ) {
     fail("streamKGroups", "an integer in [1, 65535] with variant streamK", c.streamKGroups);
   }
-  const maxThreads = caps?.limits.maxComputeInvocationsPerWorkgroup ?? 256;
+  const maxThreads = caps?.limits?.maxComputeInvocationsPerWorkgroup ?? 256;
   const threads = (c.tileM / c.threadM) * (c.tileN / c.threadN);
   if (c.variant !== "gemv" && threads > maxThreads) {
     fail("tileM", `tiles of at most ${maxThreads} invocations on this device`, `${threads}`);

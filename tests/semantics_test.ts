@@ -28,23 +28,19 @@ Deno.test("planElementwise: tiles or the transposing copy on hardware GPUs, wher
   const copy = { elements: 1 << 20, vec4Eligible: false, transposedCopy: true, elementBytes: 4 };
   const plan = (caps: gyre.DeviceCaps, problem: Parameters<typeof gyre.planElementwise>[1]) => {
     const choice = gyre.planElementwise(caps, problem);
-    return [choice.variant, choice.workgroupSize, choice.copyTransposedOperands];
+    return [choice.variant, choice.workgroupSize];
   };
   // Transposed operands of a computation: tiles of 256 invocations on hardware GPUs from 1 Mi.
   const operands = { elements: 1 << 20, vec4Eligible: false, transposedOperands: 1 };
-  assert.deepEqual(plan(hardware, operands), ["tiled", 256, false]);
-  assert.deepEqual(plan(software, operands), ["scalar", 256, false]);
-  assert.deepEqual(plan(hardware, { ...operands, elements: (1 << 20) - 1 }), [
-    "scalar",
-    256,
-    false,
-  ]);
-  assert.deepEqual(plan(hardware, { ...operands, transposedOperands: 0 }), ["scalar", 256, false]);
+  assert.deepEqual(plan(hardware, operands), ["tiled", 256]);
+  assert.deepEqual(plan(software, operands), ["scalar", 256]);
+  assert.deepEqual(plan(hardware, { ...operands, elements: (1 << 20) - 1 }), ["scalar", 256]);
+  assert.deepEqual(plan(hardware, { ...operands, transposedOperands: 0 }), ["scalar", 256]);
   // Plain copies: the transposing copy, or from 4 Mi 4-byte elements tiles of 128 invocations.
-  assert.deepEqual(plan(hardware, copy), ["transpose", 256, false]);
+  assert.deepEqual(plan(hardware, copy), ["transpose", 256]);
   const large = { ...copy, elements: 1 << 22, transposedOperands: 1 };
-  assert.deepEqual(plan(hardware, large), ["tiled", 128, false]);
-  assert.deepEqual(plan(hardware, { ...large, elementBytes: 2 }), ["transpose", 256, false]);
+  assert.deepEqual(plan(hardware, large), ["tiled", 128]);
+  assert.deepEqual(plan(hardware, { ...large, elementBytes: 2 }), ["transpose", 256]);
   assert.equal(gyre.planElementwise(software, copy).variant, "scalar", "llvmpipe gathers faster");
   assert.equal(
     gyre.planElementwise(hardware, { ...copy, transposedCopy: false }).variant,
@@ -64,9 +60,16 @@ Deno.test("planElementwise: tiles or the transposing copy on hardware GPUs, wher
     );
     gyre.setPlanOverride("elementwise", { variant: "vec4" });
     assert.equal(gyre.planElementwise(hardware, copy).variant, "scalar", "no vec4 layout");
-    // Tiles only with transposed operands.
+    // Tiles only with transposed operands, in workgroups of whole tile rows.
     gyre.setPlanOverride("elementwise", { variant: "tiled" });
     assert.equal(gyre.planElementwise(software, operands).variant, "tiled");
+    gyre.setPlanOverride("elementwise", { variant: "tiled", workgroupSize: 64 });
+    assert.equal(gyre.planElementwise(hardware, operands).workgroupSize, 256);
+    // 512 where the device allows it (WebGPU's default limit is 256).
+    gyre.setPlanOverride("elementwise", { variant: "tiled", workgroupSize: 512 });
+    assert.equal(gyre.planElementwise(hardware, operands).workgroupSize, 256);
+    const wide = { ...hardware, limits: { maxComputeInvocationsPerWorkgroup: 1024 } };
+    assert.equal(gyre.planElementwise(wide as gyre.DeviceCaps, operands).workgroupSize, 512);
     assert.equal(
       gyre.planElementwise(hardware, { elements: 64, vec4Eligible: true }).variant,
       "vec4",

@@ -14,7 +14,7 @@ import {
   type Storage,
   type View,
 } from "../_backend.ts";
-import { batchRun, contiguousStrides, isContiguous, type Shape, sizeOf } from "../_shape.ts";
+import { batchRun, isContiguous, type Shape, sizeOf } from "../_shape.ts";
 import {
   type DType,
   f16BitsToF32,
@@ -44,7 +44,6 @@ import {
   type InputMode,
   inputMode,
   TILE_SIDE,
-  TILED_WORKGROUP_SIZES,
   vec4Layout,
 } from "./_codegen_elementwise.ts";
 import {
@@ -254,28 +253,10 @@ export class GpuBackend implements Backend {
     const n = sizeOf(shape);
     const out = (target?.storage as GpuStorage | undefined) ?? this._alloc(op, expr.dtype, n);
     if (n === 0) return out;
-    // Transposed matrices among the operands: read in tiles through workgroup memory, or, in a
-    // computation (a plain copy is handled below), copied in order first where the plan says so
-    // and then read like any contiguous operand.
+    // Transposed matrices among the operands: the tiled kernel reads them through workgroup memory
+    // where the plan takes it.
     const transposedViews = inputs.map(transposedCopy);
-    const operandCopies = expr.kind === "input" ? [] : transposedViews;
-    let transposedOperands = transposedViews.filter((c) => c !== null).length;
-    const copied: GpuStorage[] = [];
-    if (
-      operandCopies.some((c) => c !== null) &&
-      planElementwise(this.caps, { elements: n, vec4Eligible: false, transposedOperands })
-        .copyTransposedOperands
-    ) {
-      inputs = inputs.map((view, k) => {
-        const copy = operandCopies[k];
-        if (!copy) return view;
-        const storage = this._alloc(op, view.dtype, n);
-        this._transposeCopy(op, (view.storage as GpuStorage).buffer, storage.buffer, copy);
-        copied.push(storage);
-        return { storage, dtype: view.dtype, shape, strides: contiguousStrides(shape), offset: 0 };
-      });
-      transposedOperands = 0;
-    }
+    const transposedOperands = transposedViews.filter((c) => c !== null).length;
     const modes: InputMode[] = inputs.map((v) => inputMode(shape, v.strides));
     const vec4Eligible = !target &&
       vec4Layout(shape, inputs.map((v, k) => ({ mode: modes[k], offset: v.offset })));
@@ -306,11 +287,7 @@ export class GpuBackend implements Backend {
       outStrided: Boolean(target),
       vec4: choice.variant === "vec4",
       tiled,
-      workgroupSize: tiled &&
-          (!TILED_WORKGROUP_SIZES.includes(choice.workgroupSize) ||
-            choice.workgroupSize > this.caps.limits.maxComputeInvocationsPerWorkgroup)
-        ? 256
-        : choice.workgroupSize,
+      workgroupSize: choice.workgroupSize,
     };
     const pipeline = this._pipeline(
       elementwiseKey(spec),
@@ -340,7 +317,6 @@ export class GpuBackend implements Backend {
       uniforms,
       this._grid(invocations, spec.workgroupSize),
     );
-    for (const storage of copied) this.free(storage);
     return out;
   }
 
