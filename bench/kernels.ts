@@ -46,6 +46,11 @@ interface Row {
   medianUs: number;
   gbps: number;
   fractionOfCopy: number;
+  /**
+   * Fraction of a copy that moves the same bytes (half read, half written): the yardstick at
+   * this size, where a launch's fill and drain weigh as much on the copy as on the kernel.
+   */
+  fractionOfSameSizeCopy: number;
   /** The SM clock just after the timed runs (nvidia-smi), where known. */
   clockMHz: number | null;
 }
@@ -177,18 +182,21 @@ console.error(
     copy.queue.toFixed(0)
   } GB/s`,
 );
-{
-  // The same copy at the mid size (16 Mi float32, 64 MiB): what a fixed launch costs there.
-  const small = await copyBandwidth(mid * 4);
-  console.error(
-    `copy bandwidth at ${mid / Mi}Mi: vec4 kernel ${small.kernel.toFixed(0)} GB/s, queue copy ${
-      small.queue.toFixed(0)
-    } GB/s`,
-  );
-}
 
 // --only REGEX: time only the kernels whose names match (to re-measure a few).
 const only = args.includes("--only") ? new RegExp(flag("only", "")) : null;
+
+// Copy bandwidth by bytes moved, measured once per size the benchmarks move.
+const sameSizeCopies = new Map<number, number>();
+async function sameSizeCopyGBps(bytes: number): Promise<number> {
+  // Half read and half written, in whole vec4 workgroups of the copy kernel.
+  const half = Math.max(4096, Math.ceil(bytes / 2 / 4096) * 4096);
+  if (!sameSizeCopies.has(half)) {
+    const measured = await copyBandwidth(half);
+    sameSizeCopies.set(half, Math.max(measured.kernel, measured.queue));
+  }
+  return sameSizeCopies.get(half)!;
+}
 
 async function bench(name: string, elements: number, bytes: number, fn: () => gyre.Tensor | void) {
   if (only && !only.test(name)) return;
@@ -207,6 +215,7 @@ async function bench(name: string, elements: number, bytes: number, fn: () => gy
   }
   const { us, dispatches, clockMHz } = timed;
   const gbps = bytes / (us * 1000);
+  const sameSize = await sameSizeCopyGBps(bytes);
   rows.push({
     name,
     elements,
@@ -215,6 +224,7 @@ async function bench(name: string, elements: number, bytes: number, fn: () => gy
     medianUs: us,
     gbps,
     fractionOfCopy: gbps / copyGBps,
+    fractionOfSameSizeCopy: gbps / sameSize,
     clockMHz,
   });
   console.error(
@@ -641,6 +651,46 @@ if (args.includes("--sweep")) {
     );
   }
   gyre.setPlanOverride("scan", null);
+  // Look-back tiles staged through workgroup memory (`stageChunks` vec4s per invocation loaded at
+  // a time; 0: the tile in registers): both sizes, and rows of one tile each by the 66 (half an
+  // H200's SMs) to see how many tiles are resident at once.
+  for (
+    const [workgroupSize, elementsPerThread, stages] of [
+      [512, 32, [0]],
+      [256, 32, [0, 2, 4, 8]],
+      [512, 16, [0, 1, 2, 4]],
+      [128, 32, [0, 2, 4]],
+      [256, 24, [0, 2, 3]],
+    ] as const
+  ) {
+    for (const stageChunks of stages) {
+      const label = `${workgroupSize} x ${elementsPerThread} stage ${stageChunks}`;
+      gyre.setPlanOverride("scan", {
+        variant: "lookback",
+        workgroupSize,
+        elementsPerThread,
+        stageChunks,
+      });
+      for (const n of [big, mid]) {
+        await bench(
+          `cumsum staged ${label}, ${n / Mi}Mi`,
+          n,
+          2 * 4 * n,
+          () => gyre.cumsum(a.slice([0, n])),
+        );
+      }
+      const tile = workgroupSize * elementsPerThread;
+      for (let tiles = 66; tiles <= 1056 && tiles * tile <= big; tiles += 66) {
+        await bench(
+          `cumsum staged waves ${label}, ${tiles} tiles`,
+          tiles * tile,
+          2 * 4 * tiles * tile,
+          () => gyre.cumsum(a.slice([0, tiles * tile]).reshape([tiles, tile])),
+        );
+      }
+    }
+  }
+  gyre.setPlanOverride("scan", null);
   // Each dispatch of the two long-row schemes timed on its own (medians of 10 runs, in order).
   for (const variant of ["lookback", "multipass"] as const) {
     gyre.setPlanOverride("scan", { variant });
@@ -775,6 +825,8 @@ const result = {
   scale,
   runs,
   copyGBps: { vec4Kernel: copy.kernel, queueCopy: copy.queue, yardstick: copyGBps },
+  /** Copy bandwidth by bytes read (as many written), for `fractionOfSameSizeCopy`. */
+  sameSizeCopyGBps: Object.fromEntries(sameSizeCopies),
   chain: { ops100Ms: chain100, ops1100Ms: chain1100, perOpUs },
   chainUnfused: { ops100Ms: eager100, ops1100Ms: eager1100, perOpUs: eagerPerOpUs },
   mapAsyncCallsForTenTensorReadback: mapCalls,
@@ -793,7 +845,9 @@ const md = [
   `${result.date}, Deno ${result.deno}, scale ${scale}, median of ${runs} timestamp-timed runs.`,
   `Copy bandwidth (read + write): vec4 kernel ${copy.kernel.toFixed(0)} GB/s, queue copy ${
     copy.queue.toFixed(0)
-  } GB/s; fractions below are of ${copyGBps.toFixed(0)} GB/s.`,
+  } GB/s; fractions below are of ${
+    copyGBps.toFixed(0)
+  } GB/s, and of a copy moving the same bytes (the better of the two copies at that size).`,
   `Chain of small (1 Ki) adds read back once: 100 ops ${chain100.toFixed(2)} ms, 1100 ops ${
     chain1100.toFixed(2)
   } ms: ${perOpUs.toFixed(2)} us per extra op.`,
@@ -803,12 +857,14 @@ const md = [
   `mapAsync calls for a read-back of ten tensors: ${mapCalls}.`,
   ...(failures.length ? ["", "Failures:", ...failures.map((f) => `- ${f}`)] : []),
   "",
-  "| kernel | elements | dispatches | median us | GB/s | of copy | SM clock after |",
-  "|---|---:|---:|---:|---:|---:|---:|",
+  "| kernel | elements | dispatches | median us | GB/s | of copy | of same-size copy | SM clock after |",
+  "|---|---:|---:|---:|---:|---:|---:|---:|",
   ...rows.map((r) =>
     `| ${r.name} | ${r.elements} | ${r.dispatches} | ${r.medianUs.toFixed(1)} | ${
       r.gbps.toFixed(0)
-    } | ${(100 * r.fractionOfCopy).toFixed(0)}% | ${r.clockMHz ? `${r.clockMHz} MHz` : "-"} |`
+    } | ${(100 * r.fractionOfCopy).toFixed(0)}% | ${
+      (100 * r.fractionOfSameSizeCopy).toFixed(0)
+    }% | ${r.clockMHz ? `${r.clockMHz} MHz` : "-"} |`
   ),
   "",
 ].join("\n");
