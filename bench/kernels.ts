@@ -651,46 +651,6 @@ if (args.includes("--sweep")) {
     );
   }
   gyre.setPlanOverride("scan", null);
-  // Look-back tiles staged through workgroup memory (`stageChunks` vec4s per invocation loaded at
-  // a time; 0: the tile in registers): both sizes, and rows of one tile each by the 66 (half an
-  // H200's SMs) to see how many tiles are resident at once.
-  for (
-    const [workgroupSize, elementsPerThread, stages] of [
-      [512, 32, [0]],
-      [256, 32, [0, 2, 4, 8]],
-      [512, 16, [0, 1, 2, 4]],
-      [128, 32, [0, 2, 4]],
-      [256, 24, [0, 2, 3]],
-    ] as const
-  ) {
-    for (const stageChunks of stages) {
-      const label = `${workgroupSize} x ${elementsPerThread} stage ${stageChunks}`;
-      gyre.setPlanOverride("scan", {
-        variant: "lookback",
-        workgroupSize,
-        elementsPerThread,
-        stageChunks,
-      });
-      for (const n of [big, mid]) {
-        await bench(
-          `cumsum staged ${label}, ${n / Mi}Mi`,
-          n,
-          2 * 4 * n,
-          () => gyre.cumsum(a.slice([0, n])),
-        );
-      }
-      const tile = workgroupSize * elementsPerThread;
-      for (let tiles = 66; tiles <= 1056 && tiles * tile <= big; tiles += 66) {
-        await bench(
-          `cumsum staged waves ${label}, ${tiles} tiles`,
-          tiles * tile,
-          2 * 4 * tiles * tile,
-          () => gyre.cumsum(a.slice([0, tiles * tile]).reshape([tiles, tile])),
-        );
-      }
-    }
-  }
-  gyre.setPlanOverride("scan", null);
   // Each dispatch of the two long-row schemes timed on its own (medians of 10 runs, in order).
   for (const variant of ["lookback", "multipass"] as const) {
     gyre.setPlanOverride("scan", { variant });

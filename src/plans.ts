@@ -408,12 +408,6 @@ export interface ScanChoice {
    * them. 1 keeps three passes (as max and min always do).
    */
   superTiles: number;
-  /**
-   * Look-back without sub-tiles: 0 holds each tile in registers; n > 0 stages it through
-   * workgroup memory, loading n vec4 chunks per invocation at a time, so fewer registers are live
-   * at once (where the tile fits the device's workgroup storage).
-   */
-  stageChunks: number;
 }
 
 /** Workgroups the two-pass scan's first pass should keep busy (132 SMs on an H200). */
@@ -537,7 +531,6 @@ export function planScan(
     descendingFinalPass: true,
     publishPrefixes: true,
     earlyAggregate: problem.rowLength >= SCAN_EARLY_AGGREGATE_LENGTH,
-    stageChunks: 0,
     superTiles: scanSuperTiles(
       problem.rows,
       Math.ceil(problem.rowLength / (workgroupSize * elementsPerThread)),
@@ -566,17 +559,6 @@ export function planScan(
     choice.superTiles = 1;
   }
   if (!choice.subgroups) choice.superTiles = 1;
-  // Staging: up to the invocation's chunks per load, a tile (plus the scan's own 16 bytes per
-  // invocation) within the workgroup storage.
-  const stageBytes = choice.workgroupSize * (4 * choice.elementsPerThread + 16);
-  if (
-    !Number.isInteger(choice.stageChunks) || choice.stageChunks < 0 ||
-    choice.stageChunks > choice.elementsPerThread / 4 ||
-    choice.variant !== "lookback" || choice.subTiles !== 1 ||
-    stageBytes > (caps?.limits.maxComputeWorkgroupStorageSize ?? 16384)
-  ) {
-    choice.stageChunks = 0;
-  }
   if (
     choice.variant === "row" && problem.rowLength > choice.workgroupSize * choice.elementsPerThread
   ) {

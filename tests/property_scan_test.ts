@@ -341,7 +341,6 @@ property(
       lookbackStates: fc.constantFrom(1, 2, 8),
       earlyAggregate: fc.boolean(),
       subTiles: fc.constantFrom(1, 2, 3),
-      stageChunks: fc.constantFrom(0, 1, 2),
     }),
     { lengths: [129, 257, 1021, 4099, 17000], maxRank: 2 },
   ),

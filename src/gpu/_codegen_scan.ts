@@ -118,11 +118,6 @@ export interface ScanSpec {
    * reduction of its registers (one barrier) before scanning it, not from the scan's total.
    */
   earlyAggregate: boolean;
-  /**
-   * Look-back with one sub-tile: 0 holds the tile in registers; n > 0 stages it through workgroup
-   * memory, loading n vec4 chunks per invocation at a time (see `stagedTileBlock`).
-   */
-  stageChunks: number;
 }
 
 /** Cache key of a spec. */
@@ -150,7 +145,6 @@ export function scanKey(s: ScanSpec): string {
     `g${s.superTiles}`,
     s.publishPrefixes ? "" : "aggregates-only",
     earlyAggregate(s) ? "early" : "",
-    s.stageChunks > 0 ? `stage${s.stageChunks}` : "",
   ].join("|");
 }
 
@@ -365,9 +359,6 @@ export function generateScan(s: ScanSpec): string {
     lines.push(
       `var<workgroup> tile_prefix: ${t};`,
       ...(earlyAggregate(s) ? [`var<workgroup> early_parts: array<${t}, ${wg}>;`] : []),
-      ...(s.stageChunks > 0
-        ? [`var<workgroup> stage: array<vec4<${t}>, ${wg * s.elementsPerThread / 4}>;`]
-        : []),
       taggedWordFunctions("flags"),
       "// Status (1 aggregate, 2 inclusive prefix) and value of tile v; status 0 until both words",
       "// agree and carry this dispatch's epoch (words left by earlier scans read as nothing yet).",
@@ -542,13 +533,7 @@ export function generateScan(s: ScanSpec): string {
   }
   if (grouped && s.prefix === "totals") body.push(...groupPrefixLoads(s).map((x) => `  ${x}`));
   const early = lookback && earlyAggregate(s);
-  const staged = lookback && s.stageChunks > 0;
-  body.push(
-    ...(staged
-      ? stagedTileBlock(s, early)
-      : tileBlock(s, "tile", early ? earlyAggregateBlock(s) : []))
-      .map((x) => `  ${x}`),
-  );
+  body.push(...tileBlock(s, "tile", early ? earlyAggregateBlock(s) : []).map((x) => `  ${x}`));
   if (s.stage === "reduce") {
     emit("if (lid == 0u) { dst[row * p.tiles + tile] = team_total; }");
   } else {
@@ -566,7 +551,6 @@ export function generateScan(s: ScanSpec): string {
         ...lookbackBlock(s, early ? "early_total" : "team_total", !early).map((x) => `  ${x}`),
       );
       emit("let left = c1(workgroupUniformLoad(&tile_prefix), cluster_prefix);");
-      if (staged) emit(...stagedChunks(s));
     }
     body.push(...outputBlock(s, firstOut).map((x) => `  ${x}`));
   }
@@ -716,38 +700,25 @@ function tileLoads(s: ScanSpec, tile: string): string[] {
  */
 function tileBlock(s: ScanSpec, tile = "tile", afterLoads: string[] = []): string[] {
   const C = s.elementsPerThread / 4;
+  const id = literal(scanIdentity(s.op, s.type), accumulatorDtype(s.type));
   const out = [...tileLoads(s, tile), ...afterLoads];
   // Scan inside each vec4, then across the cluster, carrying chunk totals.
-  for (let c = 0; c < C; c++) out.push(...vec4Scan(`x${c}`));
-  return [...out, ...chunkScanBlock(s, (c) => `x${c}.w`)];
-}
-
-/** Scans a vec4 register in place. */
-function vec4Scan(x: string): string[] {
-  return [
-    `${x}.y = c1(${x}.x, ${x}.y);`,
-    `${x}.z = c1(${x}.y, ${x}.z);`,
-    `${x}.w = c1(${x}.z, ${x}.w);`,
-  ];
-}
-
-/**
- * The tile scan after each chunk is scanned inside its vec4 (`chunkTotal(c)`: chunk c's total):
- * `pre{c}`, `cluster_prefix` and `team_total` (see `tileBlock`).
- */
-function chunkScanBlock(s: ScanSpec, chunkTotal: (c: number) => string): string[] {
-  const C = s.elementsPerThread / 4;
-  const id = literal(scanIdentity(s.op, s.type), accumulatorDtype(s.type));
-  const out: string[] = [];
+  for (let c = 0; c < C; c++) {
+    out.push(
+      `x${c}.y = c1(x${c}.x, x${c}.y);`,
+      `x${c}.z = c1(x${c}.y, x${c}.z);`,
+      `x${c}.w = c1(x${c}.z, x${c}.w);`,
+    );
+  }
   for (let c = 0; c < C; c++) {
     if (s.subgroups) {
       out.push(
-        `let inc${c} = cluster_scan(${chunkTotal(c)}, lane, width, sg_size);`,
+        `let inc${c} = cluster_scan(x${c}.w, lane, width, sg_size);`,
         `let exc${c} = select(subgroupShuffleUp(inc${c}, 1u), ${id}, lic == 0u);`,
         `let tot${c} = subgroupShuffle(inc${c}, lane | (width - 1u));`,
       );
     } else {
-      out.push(`let exc${c} = ${id};`, `let tot${c} = ${chunkTotal(c)};`);
+      out.push(`let exc${c} = ${id};`, `let tot${c} = x${c}.w;`);
     }
     if (c === 0) out.push("let pre0 = exc0;", "var carry = tot0;");
     else out.push(`let pre${c} = c1(carry, exc${c});`, `carry = c1(carry, tot${c});`);
@@ -788,54 +759,6 @@ function chunkScanBlock(s: ScanSpec, chunkTotal: (c: number) => string): string[
   return out;
 }
 
-/**
- * `tileBlock` for look-back tiles staged through workgroup memory (`stageChunks` > 0): chunks are
- * loaded `stageChunks` at a time (a barrier between groups keeps later loads from being hoisted)
- * into `stage`, each scanned there in place, and read back for the output (`stagedChunks`). Fewer
- * values live in registers at once, so more tiles may be resident per SM while others wait on
- * their predecessors. The early aggregate, when used, folds the chunks as they arrive.
- */
-function stagedTileBlock(s: ScanSpec, early: boolean): string[] {
-  const C = s.elementsPerThread / 4;
-  const G = s.stageChunks;
-  const t = registerType(s.type);
-  const id = literal(scanIdentity(s.op, s.type), accumulatorDtype(s.type));
-  const out = tileLoads(s, "tile").filter((line) => line.startsWith("let j"));
-  if (early) out.push(`var folded = vec4<${t}>(${id});`);
-  for (let g = 0; g < C; g += G) {
-    if (g > 0) out.push("workgroupBarrier();");
-    const group = Array.from({ length: Math.min(G, C - g) }, (_, k) => g + k);
-    out.push(
-      "{",
-      ...group.map((c) => `  let x${c} = load4(ibase, j${c});`),
-      ...group.map((c) => `  stage[${c}u * ${s.workgroupSize}u + lid] = x${c};`),
-      ...(early ? group.map((c) => `  folded = folded ${foldSign(s)} x${c};`) : []),
-      "}",
-    );
-  }
-  if (early) out.push(...earlyAggregateBlock(s, false));
-  for (let c = 0; c < C; c++) {
-    out.push(
-      `var w${c}: ${t};`,
-      "{",
-      `  var x = stage[${c}u * ${s.workgroupSize}u + lid];`,
-      ...vec4Scan("x").map((x) => `  ${x}`),
-      `  stage[${c}u * ${s.workgroupSize}u + lid] = x;`,
-      `  w${c} = x.w;`,
-      "}",
-    );
-  }
-  return [...out, ...chunkScanBlock(s, (c) => `w${c}`)];
-}
-
-/** The staged tile's scanned chunks, read back as `x{c}` for `outputBlock`. */
-function stagedChunks(s: ScanSpec): string[] {
-  return Array.from(
-    { length: s.elementsPerThread / 4 },
-    (_, c) => `let x${c} = stage[${c}u * ${s.workgroupSize}u + lid];`,
-  );
-}
-
 /** Whether the look-back publishes its aggregate before scanning the tile (see ScanSpec). */
 function earlyAggregate(s: ScanSpec): boolean {
   return s.earlyAggregate && s.prefix === "lookback" && s.subTiles === 1 && s.subgroups &&
@@ -849,13 +772,13 @@ function earlyAggregate(s: ScanSpec): boolean {
  * successors wait on this, not on the scan's rounds and barriers. The sum is in another order
  * than the scan's own total: float sums may differ by rounding.
  */
-function earlyAggregateBlock(s: ScanSpec, foldRegisters = true): string[] {
+function earlyAggregateBlock(s: ScanSpec): string[] {
   const C = s.elementsPerThread / 4;
   const id = literal(scanIdentity(s.op, s.type), accumulatorDtype(s.type));
   const sign = foldSign(s);
   const folded = Array.from({ length: C }, (_, c) => `x${c}`).join(` ${sign} `);
   return [
-    ...(foldRegisters ? [`let folded = ${folded};`] : []),
+    `let folded = ${folded};`,
     "let early_part = subgroup_total(" +
     `(folded.x ${sign} folded.y) ${sign} (folded.z ${sign} folded.w), sg_size);`,
     "if (sg_lane == 0u) { early_parts[lid / sg_size] = early_part; }",
