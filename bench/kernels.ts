@@ -718,13 +718,39 @@ if (args.includes("--sweep")) {
     4 * (elements + out2),
     () => gyre.avgPool2d(images, { kernelSize: 2 }),
   );
-  await bench(
-    "adaptiveAvgPool2d 7x7",
-    elements,
-    4 * elements,
-    () => gyre.adaptiveAvgPool2d(images, 7),
-  );
+  // Large windows (32 x 32 bins) by the plan (teams of invocations per output where subgroups
+  // exist), and forced through the other variants.
+  for (const variant of [null, "looped", "team"] as const) {
+    gyre.setPlanOverride("pool", variant ? { variant } : null);
+    await bench(
+      `adaptiveAvgPool2d 7x7${variant ? ` (${variant})` : ""}`,
+      elements,
+      4 * elements,
+      () => gyre.adaptiveAvgPool2d(images, 7),
+    );
+  }
+  gyre.setPlanOverride("pool", null);
   images.dispose();
+}
+
+// Global average pooling (adaptiveAvgPool2d to 1x1) of a ResNet-50 head and of a wide 56 x 56
+// map, under the plan and each variant.
+for (
+  const shape of scale === "full" ? [[32, 2048, 7, 7], [32, 256, 56, 56]] : [[2, 64, 7, 7]]
+) {
+  const maps = gyre.random.uniform(shape, { seed: 6 }).realize();
+  const elements = shape.reduce((x, y) => x * y, 1);
+  for (const variant of [null, "unrolled", "looped", "team"] as const) {
+    gyre.setPlanOverride("pool", variant ? { variant } : null);
+    await bench(
+      `global average [${shape}]${variant ? ` (${variant})` : ""}`,
+      elements,
+      4 * (elements + elements / (shape[2] * shape[3])),
+      () => gyre.adaptiveAvgPool2d(maps, 1),
+    );
+  }
+  gyre.setPlanOverride("pool", null);
+  maps.dispose();
 }
 
 // Per-op overhead: chains of small adds, read back once, wall clock.

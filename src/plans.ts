@@ -264,8 +264,13 @@ export function planReduce(
 /** The choice for a 2-D pooling kernel (src/gpu/_codegen_pool.ts). */
 export interface PoolChoice {
   kernel: "pool";
-  /** "unrolled": the window walk as straight-line code; "looped": loops over uniform sizes. */
-  variant: "unrolled" | "looped";
+  /**
+   * "unrolled": the window walk as straight-line code; "looped": loops over uniform sizes;
+   * "team": average pooling by a team of `teamSize` invocations per output (subgroups).
+   */
+  variant: "unrolled" | "looped" | "team";
+  /** Team only: invocations per output (a power of two, at most the smallest subgroup). */
+  teamSize: number;
   /** Neighbouring outputs along W per invocation (unrolled regular windows only). */
   outputsPerInvocation: 1 | 2 | 4;
   /** Aligned vec4 input loads (unrolled regular windows without column padding or dilation). */
@@ -306,6 +311,8 @@ const POOL_UNROLL_LIMIT = 256;
 export function planPool(
   caps: DeviceCaps | undefined,
   problem: {
+    /** Max pooling (the default) or average pooling. */
+    op?: "max" | "avg";
     window: "regular" | "adaptive";
     /** Window rows and columns (adaptive: the largest bin). */
     kernel: readonly [number, number];
@@ -329,14 +336,25 @@ export function planPool(
   const vec4Outputs = span <= sw || sw === 1 || sw % 2 !== 0 ? 4 : 2;
   let outputs = vec4Layout ? vec4Outputs : sw === 1 ? 4 : 2;
   while (outputs > 1 && outputs / 2 >= problem.outWidth) outputs /= 2;
+  // Teams: as wide as a window row of 32 floats (one coalesced read), within every subgroup.
+  const teamLimit = caps?.subgroups ? Math.min(32, caps.subgroupMinSize) : 0;
+  const teams = problem.op === "avg" && teamLimit >= 4;
   const choice: PoolChoice = {
     kernel: "pool",
-    variant: unrolled ? "unrolled" : "looped",
+    variant: unrolled ? "unrolled" : teams ? "team" : "looped",
+    teamSize: teamLimit,
     outputsPerInvocation: unrolled && regular ? outputs as 1 | 2 | 4 : 1,
     vec4: unrolled && vec4Layout,
     workgroupSize: 256,
     ...poolOverride,
   };
+  if (choice.variant === "team") {
+    // Averages only, on subgroups; a power-of-two team within the smallest subgroup.
+    const size = choice.teamSize;
+    const power = Number.isInteger(size) && size >= 1 && (size & (size - 1)) === 0;
+    if (!teams) choice.variant = unrolled ? "unrolled" : "looped";
+    else if (!power || size > teamLimit) choice.teamSize = teamLimit;
+  }
   // What the device and the layout allow, whatever an override asks.
   if (![1, 2, 4].includes(choice.outputsPerInvocation)) choice.outputsPerInvocation = 1;
   const maxInvocations = caps?.limits?.maxComputeInvocationsPerWorkgroup ?? 256;
@@ -344,10 +362,16 @@ export function planPool(
     !Number.isInteger(choice.workgroupSize) || choice.workgroupSize < 1 ||
     choice.workgroupSize > maxInvocations
   ) choice.workgroupSize = 256;
-  if (elements > POOL_UNROLL_LIMIT) choice.variant = "looped";
-  if (choice.variant === "looped" || !regular) choice.outputsPerInvocation = 1;
+  if (elements > POOL_UNROLL_LIMIT && choice.variant === "unrolled") {
+    choice.variant = teams ? "team" : "looped";
+  }
+  // A team's whole workgroup is teams.
+  if (choice.variant === "team" && choice.workgroupSize % choice.teamSize !== 0) {
+    choice.workgroupSize = 256;
+  }
+  if (choice.variant !== "unrolled" || !regular) choice.outputsPerInvocation = 1;
   if (
-    choice.variant === "looped" || !vec4Layout ||
+    choice.variant !== "unrolled" || !vec4Layout ||
     (choice.outputsPerInvocation * sw) % 4 !== 0
   ) choice.vec4 = false;
   return choice;

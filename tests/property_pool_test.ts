@@ -5,8 +5,8 @@
  * that padding rescues), every valid kernel/stride/padding/dilation/ceilMode combination drawn at
  * random, contiguous, offset and transposed inputs, float32, float16 and int32. Every variant of
  * the pool plan is forced through `setPlanOverride("pool", ...)`: unrolled with 1, 2 or 4 outputs
- * per invocation, unrolled with vec4 loads (when the layout allows it), looped, and a small
- * workgroup; the rule's own choice runs too.
+ * per invocation, unrolled with vec4 loads (when the layout allows it), looped, teams of
+ * invocations per output (averages), and a small workgroup; the rule's own choice runs too.
  *
  * Tolerances. Max pooling selects an element: values must match bit for bit (NaN as NaN, -0 as
  * -0) and indices exactly. Subnormal inputs appear only in cases without indices, whose values are
@@ -49,6 +49,9 @@ const OVERRIDES: readonly (Partial<gyre.PoolChoice> | null)[] = [
   { variant: "unrolled", vec4: true },
   { variant: "unrolled", outputsPerInvocation: 4, vec4: true },
   { workgroupSize: 64 },
+  // Teams (averages with subgroups; max pooling falls back to the rule's other variants).
+  { variant: "team" },
+  { variant: "team", teamSize: 4, workgroupSize: 64 },
 ];
 
 /** Spatial sizes: 1, small, primes, around multiples of 4 (vec4 loads) and a few longer rows. */
@@ -459,6 +462,8 @@ function adaptiveArb(dtypes: readonly DType[]) {
       { variant: "unrolled" },
       { variant: "unrolled", outputsPerInvocation: 2 },
       { variant: "unrolled", vec4: true },
+      { variant: "team" },
+      { variant: "team", teamSize: 8 },
     ),
     seed: fc.integer(),
     outputSize: fc.tuple(out, out),
@@ -533,23 +538,24 @@ property(
 );
 
 // Above 1 Mi elements: the common ResNet/VGG shapes (2x2 stride 2, 3x3 stride 2 padding 1) and a
-// global average, under the rule's choice and the looped variant (lavapipe is a CPU: few runs).
+// global average, under the rule's choice, the looped variant and teams (lavapipe is a CPU: few
+// runs).
 property(
   ["pool/maxPool2d", "pool/avgPool2d", "pool/adaptiveAvgPool2d"],
   "GPU matches WASM above 1 Mi elements",
   fc.record({
     which: fc.constantFrom("max2", "max3", "avg2", "global"),
-    looped: fc.boolean(),
+    variant: fc.constantFrom<"looped" | "team" | null>(null, "looped", "team"),
     seed: fc.integer(),
   }),
-  async ({ which, looped, seed }) => {
+  async ({ which, variant, seed }) => {
     const bag = new Bag();
     try {
       const c: Case = {
         shape: which === "global" ? [4, 64, 64, 65] : [2, 4, 364, 364],
         dtype: "float32",
         layout: "contiguous",
-        override: looped ? { variant: "looped" } : null,
+        override: variant ? { variant } : null,
         seed,
       };
       const label = `${which} ${describeCase(c, "")}`;

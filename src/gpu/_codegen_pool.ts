@@ -7,7 +7,12 @@
  *   named registers (naga does not unroll loops); columns shared by neighbouring outputs are
  *   loaded once; optionally as aligned `vec4` loads and vector stores;
  * - `looped`: sizes come from the uniform block and the window is walked with loops (large or
- *   irregular windows).
+ *   irregular windows);
+ * - `team` (average pooling with subgroups): a team of `teamSize` neighbouring invocations per
+ *   output walks the window's elements together, lane l taking elements l, l + teamSize, ... in
+ *   row-major order (a window row of 32 columns is one coalesced read), and the lanes' sums are
+ *   added with subgroup shuffles. Large windows, where one invocation per output reads each
+ *   window row as a strided trickle.
  * Comparisons follow PyTorch exactly: a value replaces the running maximum when it is greater or
  * NaN, so a window with NaN gives NaN and its index is the last NaN's; padding is never a candidate.
  * @module
@@ -51,6 +56,7 @@ export type PoolDivisor =
  *   op: "max", output: "values", dtype: "float32", window: "regular", variant: "unrolled",
  *   kernel: [2, 2], stride: [2, 2], padding: [0, 0], dilation: [1, 1],
  *   outputsPerInvocation: 4, vec4: true, vectorStore: true, divisor: "valid", workgroupSize: 256,
+ *   teamSize: 1,
  * };
  * ```
  */
@@ -61,7 +67,9 @@ export interface PoolSpec {
   dtype: PoolDType;
   /** "regular": strided windows with padding and dilation; "adaptive": PyTorch's bins. */
   window: "regular" | "adaptive";
-  variant: "unrolled" | "looped";
+  variant: "unrolled" | "looped" | "team";
+  /** Team only: invocations per output, a power of two no larger than the subgroup size. */
+  teamSize: number;
   /**
    * Unrolled only: window rows and columns (adaptive: the largest bin), stride, padding and
    * dilation, as [height, width]. The looped variant reads them from the uniform block.
@@ -90,6 +98,7 @@ export interface PoolSpec {
  *   op: "max", output: "values", dtype: "float32", window: "regular", variant: "unrolled",
  *   kernel: [2, 2], stride: [2, 2], padding: [0, 0], dilation: [1, 1],
  *   outputsPerInvocation: 4, vec4: true, vectorStore: true, divisor: "valid", workgroupSize: 256,
+ *   teamSize: 1,
  * };
  * poolKey(spec); // "pool|max|values|float32|regular|unrolled|k2,2|s2,2|p0,0|d1,1|v4qw||wg256"
  * ```
@@ -101,7 +110,7 @@ export function poolKey(s: PoolSpec): string {
     : "";
   return `pool|${s.op}|${s.output}|${s.dtype}|${s.window}|${s.variant}${geometry}|${
     s.op === "avg" ? s.divisor : ""
-  }|wg${s.workgroupSize}`;
+  }|wg${s.workgroupSize}${s.variant === "team" ? `|t${s.teamSize}` : ""}`;
 }
 
 /**
@@ -140,7 +149,14 @@ export interface PoolGeometry {
  * ```
  */
 export function poolInvocations(s: PoolSpec, g: PoolGeometry): number {
-  return g.planes * g.outHeight * Math.ceil(g.outWidth / s.outputsPerInvocation);
+  return g.planes * g.outHeight * rowInvocations(s, g);
+}
+
+/** Invocations per output row: one per `outputsPerInvocation` outputs, or a team per output. */
+function rowInvocations(s: PoolSpec, g: PoolGeometry): number {
+  return s.variant === "team"
+    ? g.outWidth * s.teamSize
+    : Math.ceil(g.outWidth / s.outputsPerInvocation);
 }
 
 /**
@@ -155,7 +171,7 @@ export function poolUniforms(s: PoolSpec, g: PoolGeometry): Uint32Array {
   const u = new Uint32Array(16);
   const i = new Int32Array(u.buffer);
   u[0] = poolInvocations(s, g);
-  u[1] = Math.ceil(g.outWidth / s.outputsPerInvocation);
+  u[1] = rowInvocations(s, g);
   i[2] = g.inHeight;
   i[3] = g.inWidth;
   u[4] = g.outHeight;
@@ -243,10 +259,17 @@ function header(s: PoolSpec): string[] {
     `@compute @workgroup_size(${s.workgroupSize})`,
     "fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {",
     `  let g = gid.x + gid.y * nwg.x * ${s.workgroupSize}u;`,
+    // Whole teams leave together (the total is a multiple of the team).
     "  if (g >= p.total) { return; }",
-    // row = plane * OH + oh; the invocation's outputs start at column ow0 of that row.
+    // row = plane * OH + oh; the invocation's outputs start at column ow0 of that row (a team:
+    // the output of invocations ow0 * teamSize .. of the row, `lane` among them).
     "  let row = g / p.groups;",
-    `  let ow0 = i32((g - row * p.groups) * ${v}u);`,
+    ...(s.variant === "team"
+      ? [
+        `  let ow0 = i32((g - row * p.groups) / ${s.teamSize}u);`,
+        `  let lane = (g - row * p.groups) % ${s.teamSize}u;`,
+      ]
+      : [`  let ow0 = i32((g - row * p.groups) * ${v}u);`]),
     "  let oh = i32(row % p.oh);",
     "  let base = p.off + (row / p.oh) * u32(p.h) * u32(p.w);",
     "  let out_base = row * p.ow + u32(ow0);",
@@ -379,8 +402,11 @@ function unrolledAdaptive(e: Emitter): void {
   ]);
 }
 
-/** Loops over the window with sizes from the uniform block. */
-function looped(e: Emitter): void {
+/**
+ * The window of output (oh, ow0) clipped to the input, with sizes from the uniform block: rows
+ * [hs, he) stepping by dh, columns [ws, we) stepping by dw (regular windows also `h0`, `w0`).
+ */
+function windowBounds(e: Emitter): void {
   const s = e.s;
   if (s.window === "adaptive") {
     adaptiveBounds(e);
@@ -398,6 +424,19 @@ function looped(e: Emitter): void {
       "let we = min(w0 + (p.kw - 1) * dw + 1, p.w);",
     );
   }
+}
+
+/** The average of the window sum `m0` (looped and team variants). */
+function windowAverage(s: PoolSpec): string {
+  return s.window === "adaptive"
+    ? "m0 / f32(he - hs) / f32(we - ws)"
+    : average(s, "m0", "h0", "w0", ["p.kh", "p.kw"], ["p.ph", "p.pw"]);
+}
+
+/** Loops over the window with sizes from the uniform block. */
+function looped(e: Emitter): void {
+  const s = e.s;
+  windowBounds(e);
   e.push(`var m0: ${e.t} = ${e.pad};`);
   if (s.output === "indices") e.push("var k0: i32 = hs * p.w + ws;");
   e.push(
@@ -409,13 +448,41 @@ function looped(e: Emitter): void {
     "  }",
     "}",
   );
-  let result = s.output === "indices" ? "k0" : "m0";
-  if (s.op === "avg") {
-    result = s.window === "adaptive"
-      ? "m0 / f32(he - hs) / f32(we - ws)"
-      : average(s, "m0", "h0", "w0", ["p.kh", "p.kw"], ["p.ph", "p.pw"]);
+  store(e, [s.op === "avg" ? windowAverage(s) : s.output === "indices" ? "k0" : "m0"]);
+}
+
+/**
+ * Average pooling by teams (see the module comment): lane l starts at element l of the clipped
+ * window in row-major order and steps by the team size, carrying its (row, column) by whole rows
+ * and a remainder instead of dividing per element; then a butterfly of shuffles adds the lanes'
+ * sums (any order: the tolerance of averages does not depend on it) and lane 0 stores.
+ */
+function team(e: Emitter): void {
+  const s = e.s;
+  const T = s.teamSize;
+  if (s.op !== "avg") throw new Error("internal: team pooling averages only");
+  windowBounds(e);
+  e.push(
+    "let rows = select(0, (he - hs + dh - 1) / dh, he > hs);",
+    "let cols = max(select(0, (we - ws + dw - 1) / dw, we > ws), 1);",
+    `let row_step = ${T} / cols;`,
+    `let col_step = ${T} % cols;`,
+    "var r = i32(lane) / cols;",
+    "var c = i32(lane) % cols;",
+    `var m0: ${e.t} = 0.0;`,
+    `for (var k = i32(lane); k < rows * cols; k += ${T}) {`,
+    `  m0 = m0 + ${e.load("base + u32((hs + r * dh) * p.w + ws + c * dw)")};`,
+    "  c += col_step;",
+    "  r += row_step;",
+    "  if (c >= cols) { c -= cols; r += 1; }",
+    "}",
+  );
+  for (let mask = T / 2; mask >= 1; mask /= 2) {
+    e.push(`m0 = m0 + subgroupShuffleXor(m0, ${mask}u);`);
   }
-  store(e, [result]);
+  e.push("if (lane == 0u) {");
+  store(e, [windowAverage(s)]);
+  e.push("}");
 }
 
 /**
@@ -427,13 +494,15 @@ function looped(e: Emitter): void {
  *   op: "max", output: "values", dtype: "float32", window: "regular", variant: "unrolled",
  *   kernel: [2, 2], stride: [2, 2], padding: [0, 0], dilation: [1, 1],
  *   outputsPerInvocation: 4, vec4: true, vectorStore: true, divisor: "valid", workgroupSize: 256,
+ *   teamSize: 1,
  * };
  * const wgsl = generatePool(spec); // straight-line code, two vec4 loads per window row
  * ```
  */
 export function generatePool(s: PoolSpec): string {
   const e = new Emitter(s);
-  if (s.variant === "looped") looped(e);
+  if (s.variant === "team") team(e);
+  else if (s.variant === "looped") looped(e);
   else if (s.window === "adaptive") unrolledAdaptive(e);
   else unrolledRegular(e);
   const main = [...header(s), ...e.lines, "}"].join("\n");

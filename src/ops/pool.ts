@@ -394,6 +394,7 @@ function runGpu(
     const kernel: Pair = even ? [p.inHeight / p.outHeight, p.inWidth / p.outWidth] : p.kernel;
     const stride: Pair = even ? kernel : p.stride;
     const choice = planPool(backend.caps, {
+      op: p.op,
       window,
       kernel,
       stride,
@@ -441,6 +442,7 @@ function runGpu(
         vectorStore: v > 1 && p.outWidth % v === 0,
         divisor,
         workgroupSize: choice.workgroupSize,
+        teamSize: choice.teamSize,
       };
       const dtype: DType = output === "indices" ? "int32" : p.dtype;
       const pipeline = backend._pipeline(poolKey(spec), 2, () => generatePool(spec));
