@@ -522,30 +522,6 @@ function vectorLoop(s: ReduceSpec, a: ReturnType<typeof accumulator>, t: string)
       ...scalarTail,
     ];
   }
-  if ((s.op === "max" || s.op === "min") && t === "f32") {
-    // The hardware max (min) lane-wise, whose NaN handling is the driver's, and beside it the
-    // largest magnitude bits seen: past Inf's, some lane was NaN, and so is the result. Three
-    // operations per element where the NaN-exact combine takes seven (H200, max of 16 Mi:
-    // 26.1 us, against 24.7 for sum).
-    const bits = (r: string) => `(bitcast<vec4<u32>>(${r}) & vec4<u32>(0x7fffffffu))`;
-    const op = s.op;
-    return [
-      `  var acc4 = vec4<f32>(${id});`,
-      "  var magnitude4 = vec4<u32>(0u);",
-      ...head,
-      ...step([
-        `    acc4 = ${op}(acc4, ${op}(r0, r1));`,
-        `    acc4 = ${op}(acc4, ${op}(r2, r3));`,
-        `    magnitude4 = max(magnitude4, max(max(${bits("r0")}, ${bits("r1")}), max(${
-          bits("r2")
-        }, ${bits("r3")})));`,
-      ]),
-      `  for (; j < stop4; j += ${wg}u) { let r = ${load("base4 + j")}; acc4 = ${op}(acc4, r); ` +
-      `magnitude4 = max(magnitude4, ${bits("r")}); }`,
-      `  acc = ${op}(${op}(acc4.x, acc4.y), ${op}(acc4.z, acc4.w));`,
-      "  if (any(magnitude4 > vec4<u32>(0x7f800000u))) { acc = bitcast<f32>(0x7fc00000u); }",
-    ];
-  }
   return [
     `  var acc4 = vec4<${t}>(${id});`,
     ...head,
