@@ -323,7 +323,7 @@ property(
   "prod, max, min, argmax, argmin: every variant on rows around workgroup multiples",
   caseArb(
     ["prod", "max", "min", "argmax", "argmin"],
-    shapeArb(2, [255, 256, 257, 1023, 1024, 1025, 8193]),
+    shapeArb(2, [255, 256, 257, 1023, 1024, 1025, 8192, 8193]),
   ),
   checkCase,
   { numRuns: 30 },
@@ -335,7 +335,7 @@ property(
   "sum, max and argmin above 1 Mi elements",
   caseArb(
     ["sum", "max", "argmin"],
-    fc.constantFrom([(1 << 20) + 3], [2, (1 << 19) + 9], [1025, 1031]),
+    fc.constantFrom([(1 << 20) + 3], [1 << 20], [2, (1 << 19) + 9], [1025, 1031]),
   ),
   checkCase,
   { numRuns: 3 },

@@ -1,6 +1,7 @@
 /**
- * The reductions beyond sum and max, with hand-computed values on every device: argmax/argmin
- * (ties, NaN, axes), all/any, logsumexp (stability, infinite rows), variance/std (ddof).
+ * The reductions beyond sum, with hand-computed values on every device: max/min over long
+ * aligned rows (NaN and infinities), argmax/argmin (ties, NaN, axes), all/any, logsumexp
+ * (stability, infinite rows), variance/std (ddof).
  */
 import assert from "node:assert/strict";
 import * as gyre from "../src/mod.ts";
@@ -11,6 +12,28 @@ const DEVICES = await devices();
 function test(name: string, fn: (device: gyre.DeviceName) => Promise<void> | void): void {
   for (const device of DEVICES) Deno.test(`${name} [${device}]`, () => fn(device));
 }
+
+test("max/min: a NaN anywhere in a long aligned row wins; infinities stay", async (device) => {
+  // Rows of 64 Ki aligned elements take the GPU's vec4 loop (blocks of 16, then single vectors),
+  // which tracks NaN apart from the hardware max; positions hit the block, the vector tail and
+  // every lane.
+  const n = 1 << 16;
+  for (const position of [0, 1, 2, 3, 4097, n - 5, n - 1]) {
+    const values = new Float32Array(n).map((_, i) => (i % 13) - 6);
+    values[position] = NaN;
+    values[(position + 7) % n] = Infinity;
+    values[(position + 11) % n] = -Infinity;
+    const x = gyre.tensor(values, { device });
+    await expectTensor(x.max(), [], "float32", [NaN]);
+    await expectTensor(x.min(), [], "float32", [NaN]);
+    values[position] = 0;
+    const finite = gyre.tensor(values, { device });
+    await expectTensor(finite.max(), [], "float32", [Infinity]);
+    await expectTensor(finite.min(), [], "float32", [-Infinity]);
+    x.dispose();
+    finite.dispose();
+  }
+});
 
 test("argmax/argmin: first occurrence on ties, per axis and flattened", async (device) => {
   const x = gyre.tensor([[1, 5, 5], [7, 0, 7]], { device });
