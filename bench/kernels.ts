@@ -740,10 +740,18 @@ for (
 ) {
   const maps = gyre.random.uniform(shape, { seed: 6 }).realize();
   const elements = shape.reduce((x, y) => x * y, 1);
-  for (const variant of [null, "unrolled", "looped", "team"] as const) {
-    gyre.setPlanOverride("pool", variant ? { variant } : null);
+  const variants: (Partial<gyre.PoolChoice> | null)[] = [
+    null,
+    { variant: "unrolled" },
+    { variant: "looped" },
+    { variant: "team" },
+    { variant: "team", teamSize: 8 },
+    { variant: "team", teamSize: 16 },
+  ];
+  for (const variant of variants) {
+    gyre.setPlanOverride("pool", variant);
     await bench(
-      `global average [${shape}]${variant ? ` (${variant})` : ""}`,
+      `global average [${shape}]${variant ? ` ${JSON.stringify(variant)}` : ""}`,
       elements,
       4 * (elements + elements / (shape[2] * shape[3])),
       () => gyre.adaptiveAvgPool2d(maps, 1),

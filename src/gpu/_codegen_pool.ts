@@ -469,14 +469,24 @@ function team(e: Emitter): void {
     `let col_step = ${T} % cols;`,
     "var r = i32(lane) / cols;",
     "var c = i32(lane) % cols;",
+    "let count = rows * cols;",
     `var m0: ${e.t} = 0.0;`,
-    `for (var k = i32(lane); k < rows * cols; k += ${T}) {`,
-    `  m0 = m0 + ${e.load("base + u32((hs + r * dh) * p.w + ws + c * dw)")};`,
-    "  c += col_step;",
-    "  r += row_step;",
-    "  if (c >= cols) { c -= cols; r += 1; }",
-    "}",
+    // Four elements per step, so four loads are in flight per lane (naga does not unroll).
+    `for (var k = i32(lane); k < count; k += ${4 * T}) {`,
   );
+  for (let u = 0; u < 4; u++) {
+    const x = `x${u}`;
+    e.push(
+      `  var ${x}: ${e.t} = 0.0;`,
+      `  if (k + ${u * T} < count) { ${x} = ${
+        e.load("base + u32((hs + r * dh) * p.w + ws + c * dw)")
+      }; }`,
+      "  c += col_step;",
+      "  r += row_step;",
+      "  if (c >= cols) { c -= cols; r += 1; }",
+    );
+  }
+  e.push("  m0 = m0 + ((x0 + x1) + (x2 + x3));", "}");
   for (let mask = T / 2; mask >= 1; mask /= 2) {
     e.push(`m0 = m0 + subgroupShuffleXor(m0, ${mask}u);`);
   }
