@@ -728,6 +728,12 @@ if (args.includes("--sweep")) {
       4 * elements,
       () => gyre.adaptiveAvgPool2d(images, 7),
     );
+    await bench(
+      `adaptiveMaxPool2d 7x7${variant ? ` (${variant})` : ""}`,
+      elements,
+      4 * elements,
+      () => gyre.adaptiveMaxPool2d(images, 7),
+    );
   }
   gyre.setPlanOverride("pool", null);
   images.dispose();

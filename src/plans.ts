@@ -266,7 +266,7 @@ export interface PoolChoice {
   kernel: "pool";
   /**
    * "unrolled": the window walk as straight-line code; "looped": loops over uniform sizes;
-   * "team": average pooling by a team of `teamSize` invocations per output (subgroups).
+   * "team": a team of `teamSize` invocations per output (subgroups).
    */
   variant: "unrolled" | "looped" | "team";
   /** Team only: invocations per output (a power of two, at most the smallest subgroup). */
@@ -311,8 +311,6 @@ const POOL_UNROLL_LIMIT = 256;
 export function planPool(
   caps: DeviceCaps | undefined,
   problem: {
-    /** Max pooling (the default) or average pooling. */
-    op?: "max" | "avg";
     window: "regular" | "adaptive";
     /** Window rows and columns (adaptive: the largest bin). */
     kernel: readonly [number, number];
@@ -338,7 +336,7 @@ export function planPool(
   while (outputs > 1 && outputs / 2 >= problem.outWidth) outputs /= 2;
   // Teams: as wide as a window row of 32 floats (one coalesced read), within every subgroup.
   const teamLimit = caps?.subgroups ? Math.min(32, caps.subgroupMinSize) : 0;
-  const teams = problem.op === "avg" && teamLimit >= 4;
+  const teams = teamLimit >= 4;
   const choice: PoolChoice = {
     kernel: "pool",
     variant: unrolled ? "unrolled" : teams ? "team" : "looped",
@@ -349,7 +347,7 @@ export function planPool(
     ...poolOverride,
   };
   if (choice.variant === "team") {
-    // Averages only, on subgroups; a power-of-two team within the smallest subgroup.
+    // Subgroups only; a power-of-two team within the smallest subgroup.
     const size = choice.teamSize;
     const power = Number.isInteger(size) && size >= 1 && (size & (size - 1)) === 0;
     if (!teams) choice.variant = unrolled ? "unrolled" : "looped";

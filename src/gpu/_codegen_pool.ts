@@ -8,11 +8,11 @@
  *   loaded once; optionally as aligned `vec4` loads and vector stores;
  * - `looped`: sizes come from the uniform block and the window is walked with loops (large or
  *   irregular windows);
- * - `team` (average pooling with subgroups): a team of `teamSize` neighbouring invocations per
- *   output walks the window's elements together, lane l taking elements l, l + teamSize, ... in
- *   row-major order (a window row of 32 columns is one coalesced read), and the lanes' sums are
- *   added with subgroup shuffles. Large windows, where one invocation per output reads each
- *   window row as a strided trickle.
+ * - `team` (subgroups): a team of `teamSize` neighbouring invocations per output walks the
+ *   window's elements together, lane l taking elements l, l + teamSize, ... in row-major order
+ *   (a window row of 32 columns is one coalesced read), and the lanes' results are combined with
+ *   subgroup shuffles. Large windows, where one invocation per output reads each window row as a
+ *   strided trickle.
  * Comparisons follow PyTorch exactly: a value replaces the running maximum when it is greater or
  * NaN, so a window with NaN gives NaN and its index is the last NaN's; padding is never a candidate.
  * @module
@@ -452,15 +452,24 @@ function looped(e: Emitter): void {
 }
 
 /**
- * Average pooling by teams (see the module comment): lane l starts at element l of the clipped
- * window in row-major order and steps by the team size, carrying its (row, column) by whole rows
- * and a remainder instead of dividing per element; then a butterfly of shuffles adds the lanes'
- * sums (any order: the tolerance of averages does not depend on it) and lane 0 stores.
+ * Pooling by teams (see the module comment): lane l starts at element l of the clipped window in
+ * row-major order and steps by the team size, carrying its (row, column) by whole rows and a
+ * remainder instead of dividing per element, four elements (four loads in flight) per step.
+ * Averages: the lanes' sums are added by a butterfly of shuffles (any order: the tolerance of
+ * averages does not depend on it). Maxima: each lane keeps PyTorch's running maximum and its
+ * position (visiting its elements in order, it keeps its first maximum and its last NaN), and the
+ * butterfly keeps the best pair of two lanes by the same rule: a NaN over a number and the later
+ * of two NaNs, else the greater value and, between equal ones (-0 and +0), the earlier. That is the
+ * serial walk's result, bit for bit and index for index. Lane 0 stores.
  */
 function team(e: Emitter): void {
   const s = e.s;
   const T = s.teamSize;
-  if (s.op !== "avg") throw new Error("internal: team pooling averages only");
+  const max = s.op === "max";
+  const float = s.dtype !== "int32";
+  // No position yet: a window whose every element equals the padding value keeps PyTorch's
+  // starting index, the first in-range element.
+  const none = "2147483647";
   windowBounds(e);
   e.push(
     "let rows = select(0, (he - hs + dh - 1) / dh, he > hs);",
@@ -470,28 +479,49 @@ function team(e: Emitter): void {
     "var r = i32(lane) / cols;",
     "var c = i32(lane) % cols;",
     "let count = rows * cols;",
-    `var m0: ${e.t} = 0.0;`,
-    // Four elements per step, so four loads are in flight per lane (naga does not unroll).
+    `var m0: ${e.t} = ${e.pad};`,
+    ...(max ? [`var k0: i32 = ${none};`] : []),
     `for (var k = i32(lane); k < count; k += ${4 * T}) {`,
   );
   for (let u = 0; u < 4; u++) {
-    const x = `x${u}`;
     e.push(
-      `  var ${x}: ${e.t} = 0.0;`,
-      `  if (k + ${u * T} < count) { ${x} = ${
-        e.load("base + u32((hs + r * dh) * p.w + ws + c * dw)")
-      }; }`,
+      `  let a${u} = (hs + r * dh) * p.w + ws + c * dw;`,
+      `  var x${u}: ${e.t} = ${e.pad};`,
+      `  if (k + ${u * T} < count) { x${u} = ${e.load(`base + u32(a${u})`)}; }`,
       "  c += col_step;",
       "  r += row_step;",
       "  if (c >= cols) { c -= cols; r += 1; }",
     );
   }
-  e.push("  m0 = m0 + ((x0 + x1) + (x2 + x3));", "}");
+  if (!max) e.push("  m0 = m0 + ((x0 + x1) + (x2 + x3));", "}");
+  else {
+    for (let u = 0; u < 4; u++) {
+      const better = float ? `x${u} > m0 || g_isnan(x${u})` : `x${u} > m0`;
+      e.push(`  if (${better}) { m0 = x${u}; k0 = a${u}; }`);
+    }
+    e.push("}");
+  }
   for (let mask = T / 2; mask >= 1; mask /= 2) {
-    e.push(`m0 = m0 + subgroupShuffleXor(m0, ${mask}u);`);
+    if (!max) {
+      e.push(`m0 = m0 + subgroupShuffleXor(m0, ${mask}u);`);
+      continue;
+    }
+    const nan = (x: string) => (float ? `g_isnan(${x})` : "false");
+    e.push(
+      "{",
+      `  let om = subgroupShuffleXor(m0, ${mask}u);`,
+      `  let ok = subgroupShuffleXor(k0, ${mask}u);`,
+      `  let om_nan = ${nan("om")};`,
+      `  let m_nan = ${nan("m0")};`,
+      "  let greater = (om_nan && !m_nan) || (!m_nan && (om > m0 || (om == m0 && ok < k0)));",
+      "  let other = select(greater, ok > k0, om_nan && m_nan);",
+      "  if (other) { m0 = om; k0 = ok; }",
+      "}",
+    );
   }
   e.push("if (lane == 0u) {");
-  store(e, [windowAverage(s)]);
+  if (max) e.push(`if (k0 == ${none}) { k0 = hs * p.w + ws; }`);
+  store(e, [s.op === "avg" ? windowAverage(s) : s.output === "indices" ? "k0" : "m0"]);
   e.push("}");
 }
 

@@ -394,7 +394,6 @@ function runGpu(
     const kernel: Pair = even ? [p.inHeight / p.outHeight, p.inWidth / p.outWidth] : p.kernel;
     const stride: Pair = even ? kernel : p.stride;
     const choice = planPool(backend.caps, {
-      op: p.op,
       window,
       kernel,
       stride,
