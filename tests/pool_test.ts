@@ -389,3 +389,41 @@ test("pooling frees its temporaries (strided copies, float16 widening)", async (
   x.dispose();
   h.dispose();
 });
+
+if (DEVICES.includes("gpu")) {
+  Deno.test("planPool: unrolled small windows, teams for large ones where subgroups exist", () => {
+    const caps = gyre.runtime().caps!;
+    const withSubgroups = { ...caps, subgroups: true, subgroupMinSize: 32, subgroupMaxSize: 32 };
+    const without = { ...caps, subgroups: false };
+    const bins = {
+      window: "regular",
+      kernel: [32, 32],
+      stride: [32, 32],
+      padding: [0, 0],
+      dilation: [1, 1],
+      inWidth: 224,
+      outWidth: 7,
+      alignedOffset: true,
+    } as const;
+    const large = gyre.planPool(withSubgroups, bins);
+    assert.deepEqual([large.variant, large.teamSize, large.outputsPerInvocation], ["team", 32, 1]);
+    assert.equal(large.vec4, false);
+    assert.equal(gyre.planPool(without, bins).variant, "looped");
+    // Teams fit the smallest subgroup.
+    assert.equal(gyre.planPool({ ...withSubgroups, subgroupMinSize: 8 }, bins).teamSize, 8);
+    const small = { ...bins, kernel: [7, 7], stride: [7, 7], inWidth: 49 } as const;
+    assert.equal(gyre.planPool(withSubgroups, small).variant, "unrolled");
+    assert.equal(gyre.planPool(withSubgroups, { ...bins, window: "adaptive" }).variant, "team");
+    gyre.setPlanOverride("pool", { variant: "team", teamSize: 64, workgroupSize: 48 });
+    try {
+      // Forced: a team wider than the subgroups shrinks to them, the workgroup to whole teams;
+      // without subgroups, no teams.
+      const forced = gyre.planPool(withSubgroups, small);
+      assert.deepEqual([forced.variant, forced.teamSize, forced.workgroupSize], ["team", 32, 256]);
+      assert.equal(gyre.planPool(without, small).variant, "unrolled");
+      assert.equal(gyre.planPool(without, bins).variant, "looped");
+    } finally {
+      gyre.setPlanOverride("pool", null);
+    }
+  });
+}
