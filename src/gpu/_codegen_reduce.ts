@@ -707,13 +707,12 @@ export function generateReduce(s: ReduceSpec): string {
     const combineLines = (final: readonly string[]): string[] =>
       s.subgroups
         ? [
-          // subgroupAdd is the hardware path for sums; other ops (and argmax's pairs) use a
-          // butterfly with the op's own combine, which keeps NaN propagation exact.
-          ...(s.op === "sum" ? ["  acc = subgroupAdd(acc);"] : [
-            "  for (var mask = sg_size >> 1u; mask > 0u; mask = mask >> 1u) {",
-            `    ${a.shuffle}`,
-            "  }",
-          ]),
+          // subgroupAdd is the hardware path for sums, subgroupMax and subgroupMin for maxima
+          // and minima (float ones with NaN restored by subgroupAny: which of a NaN and a number
+          // the hardware keeps is undefined); other ops (and argmax's pairs) use a butterfly with
+          // the op's own combine, which keeps NaN propagation exact. H200, max of 16 Mi float32:
+          // 25.4 us against 26.2 with the butterfly (the last workgroup runs it twice).
+          ...subgroupCombine(s.op, a.type, a.shuffle),
           `  if (sg_lane == 0u) { ${a.put("lid / sg_size")} }`,
           "  workgroupBarrier();",
           "  if (lid == 0u) {",
@@ -740,6 +739,22 @@ export function generateReduce(s: ReduceSpec): string {
   }
   const main = lines.join("\n");
   return `${main}\n${preludeFor(main)}\n`;
+}
+
+/** The subgroup step of `combineLines`: `acc` becomes the subgroup's total in every lane. */
+function subgroupCombine(op: ReduceOp, type: string, shuffle: string): string[] {
+  if (op === "sum") return ["  acc = subgroupAdd(acc);"];
+  if (op === "max" || op === "min") {
+    const hardware = `${op === "max" ? "subgroupMax" : "subgroupMin"}(acc)`;
+    return type === "f32"
+      ? [`  acc = select(${hardware}, bitcast<f32>(0x7fc00000u), subgroupAny(g_isnan(acc)));`]
+      : [`  acc = ${hardware};`];
+  }
+  return [
+    "  for (var mask = sg_size >> 1u; mask > 0u; mask = mask >> 1u) {",
+    `    ${shuffle}`,
+    "  }",
+  ];
 }
 
 /**
