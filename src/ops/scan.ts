@@ -281,6 +281,7 @@ function scanRows(
     superTiles: 1,
     publishPrefixes: true,
     earlyAggregate: false,
+    earlyRead: false,
   };
   const params: ScanParams = {
     rows,
@@ -329,6 +330,7 @@ function scanRows(
       subTiles,
       publishPrefixes: choice.publishPrefixes,
       earlyAggregate: choice.earlyAggregate,
+      earlyRead: choice.earlyRead,
     };
     const { buffer: states, epoch } = stateBuffer(gpu, 2 * rows * tiles);
     // The states and the output are both written.
