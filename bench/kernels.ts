@@ -627,12 +627,11 @@ if (args.includes("--sweep")) {
     }
   }
   // The look-back's options by tiles per row (4096, 64, 8, 2): the aggregate published before
-  // the tile's scan or after it, and the first window read before the scan.
+  // the tile's scan or after it.
   for (
     const option of [
       { earlyAggregate: true },
       { earlyAggregate: false },
-      { earlyAggregate: true, earlyRead: true },
     ]
   ) {
     gyre.setPlanOverride("scan", { ...diagnosticTile, ...option });

@@ -431,11 +431,6 @@ export interface ScanChoice {
    */
   earlyAggregate: boolean;
   /**
-   * Look-back with the early aggregate: the first window's reads go out before the tile's scan
-   * and are used after it, so their round trip overlaps the scan.
-   */
-  earlyRead: boolean;
-  /**
    * Multipass, sums and products with subgroups: tiles per group. Above 1 the first pass reduces
    * a group of tiles per workgroup and writes the totals of tiles and of groups, and the final
    * pass sums those before its tile itself: two dispatches, with no scan of the totals between
@@ -565,7 +560,6 @@ export function planScan(
     descendingFinalPass: true,
     publishPrefixes: true,
     earlyAggregate: problem.rowLength >= SCAN_EARLY_AGGREGATE_LENGTH,
-    earlyRead: false,
     superTiles: scanSuperTiles(
       problem.rows,
       Math.ceil(problem.rowLength / (workgroupSize * elementsPerThread)),

@@ -460,17 +460,10 @@ if (DEVICES.includes("gpu")) {
           // Multipass in three passes (tile totals scanned) and in two (groups of 2 tiles: more
           // groups than four times the workgroup, so each invocation folds several; or of 8).
           // The look-back also with aggregates only, so each tile walks back window by window.
-          // The look-back also with the early aggregate, and with the first window read before
-          // the tile's scan.
           const settings = variant === "multipass"
-            ? [1, 2, 8].map((superTiles) => ({ superTiles, publishPrefixes: true, early: 0 }))
-            : [
-              { superTiles: 1, publishPrefixes: true, early: 0 },
-              { superTiles: 1, publishPrefixes: false, early: 0 },
-              { superTiles: 1, publishPrefixes: true, early: 1 },
-              { superTiles: 1, publishPrefixes: true, early: 2 },
-            ];
-          for (const { superTiles, publishPrefixes, early } of settings) {
+            ? [1, 2, 8].map((superTiles) => ({ superTiles, publishPrefixes: true }))
+            : [true, false].map((publishPrefixes) => ({ superTiles: 1, publishPrefixes }));
+          for (const { superTiles, publishPrefixes } of settings) {
             gyre.setPlanOverride("scan", {
               variant,
               subgroups,
@@ -479,14 +472,11 @@ if (DEVICES.includes("gpu")) {
               elementsPerThread: 4,
               superTiles,
               publishPrefixes,
-              earlyAggregate: early > 0,
-              earlyRead: early > 1,
             });
             try {
               const y = gyre.cumsum(integers, { reverse: true });
               const label = `${variant} subgroups ${subgroups} groups of ${superTiles}` +
-                (publishPrefixes ? "" : ", aggregates only") +
-                ["", ", early aggregate", ", early aggregate and reads"][early];
+                (publishPrefixes ? "" : ", aggregates only");
               sameElements(await y.data() as Int32Array, n, (i) => want[i], label);
               y.dispose();
             } finally {

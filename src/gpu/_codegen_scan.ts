@@ -118,11 +118,6 @@ export interface ScanSpec {
    * reduction of its registers (one barrier) before scanning it, not from the scan's total.
    */
   earlyAggregate: boolean;
-  /**
-   * Look-back with the early aggregate: the readers issue their first window's reads right after
-   * publishing the aggregate and use them after the tile's scan, so the round trip overlaps it.
-   */
-  earlyRead: boolean;
 }
 
 /** Cache key of a spec. */
@@ -150,7 +145,6 @@ export function scanKey(s: ScanSpec): string {
     `g${s.superTiles}`,
     s.publishPrefixes ? "" : "aggregates-only",
     earlyAggregate(s) ? "early" : "",
-    earlyRead(s) ? "early-read" : "",
   ].join("|");
 }
 
@@ -539,11 +533,7 @@ export function generateScan(s: ScanSpec): string {
   }
   if (grouped && s.prefix === "totals") body.push(...groupPrefixLoads(s).map((x) => `  ${x}`));
   const early = lookback && earlyAggregate(s);
-  body.push(
-    ...tileBlock(s, "tile", early ? [...earlyAggregateBlock(s), ...earlyReads(s)] : []).map((x) =>
-      `  ${x}`
-    ),
-  );
+  body.push(...tileBlock(s, "tile", early ? earlyAggregateBlock(s) : []).map((x) => `  ${x}`));
   if (s.stage === "reduce") {
     emit("if (lid == 0u) { dst[row * p.tiles + tile] = team_total; }");
   } else {
@@ -769,30 +759,6 @@ function tileBlock(s: ScanSpec, tile = "tile", afterLoads: string[] = []): strin
   return out;
 }
 
-/** Whether the look-back reads its first window before scanning the tile (see ScanSpec). */
-function earlyRead(s: ScanSpec): boolean {
-  return s.earlyRead && earlyAggregate(s);
-}
-
-/**
- * The first window's reads, issued before the tile's scan (`earlyRead`): `early_st{i}`, read by
- * the readers' lanes where the state lies in the row (the look-back's first window starts from
- * them). The scan does not use them, so their round trip overlaps it.
- */
-function earlyReads(s: ScanSpec): string[] {
-  if (!earlyRead(s)) return [];
-  const W = s.lookbackStates;
-  const out: string[] = [];
-  for (let i = 0; i < W; i++) {
-    out.push(
-      `var early_st${i} = vec2(0u);`,
-      `let early_want${i} = i32(v) - 1 - i32(sg_lane * ${W}u + ${i}u);`,
-      `if (tile > 0u && lid < sg_size && early_want${i} >= i32(v - tile)) { early_st${i} = read_state(u32(early_want${i})); }`,
-    );
-  }
-  return out;
-}
-
 /** Whether the look-back publishes its aggregate before scanning the tile (see ScanSpec). */
 function earlyAggregate(s: ScanSpec): boolean {
   return s.earlyAggregate && s.prefix === "lookback" && s.subTiles === 1 && s.subgroups &&
@@ -890,9 +856,6 @@ function lookbackBlock(s: ScanSpec, total = "team_total", publishAggregate = tru
         `    var st${i} = select(vec2(0u), vec2(2u, ${
           toBits(s.type, id)
         }), want${i} < i32(first));`,
-        ...(earlyRead(s)
-          ? [`    if (base == v && want${i} >= i32(first)) { st${i} = early_st${i}; }`]
-          : []),
       ]).flat(),
       "    var nearest_prefix = none;",
       "    var nearest_missing = none;",

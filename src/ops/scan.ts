@@ -281,7 +281,6 @@ function scanRows(
     superTiles: 1,
     publishPrefixes: true,
     earlyAggregate: false,
-    earlyRead: false,
   };
   const params: ScanParams = {
     rows,
@@ -330,7 +329,6 @@ function scanRows(
       subTiles,
       publishPrefixes: choice.publishPrefixes,
       earlyAggregate: choice.earlyAggregate,
-      earlyRead: choice.earlyRead,
     };
     const { buffer: states, epoch } = stateBuffer(gpu, 2 * rows * tiles);
     // The states and the output are both written.
