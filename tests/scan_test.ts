@@ -460,10 +460,15 @@ if (DEVICES.includes("gpu")) {
           // Multipass in three passes (tile totals scanned) and in two (groups of 2 tiles: more
           // groups than four times the workgroup, so each invocation folds several; or of 8).
           // The look-back also with aggregates only, so each tile walks back window by window.
+          // The look-back also with the aggregate published before the tile's scan.
           const settings = variant === "multipass"
-            ? [1, 2, 8].map((superTiles) => ({ superTiles, publishPrefixes: true }))
-            : [true, false].map((publishPrefixes) => ({ superTiles: 1, publishPrefixes }));
-          for (const { superTiles, publishPrefixes } of settings) {
+            ? [1, 2, 8].map((superTiles) => ({ superTiles, publishPrefixes: true, early: false }))
+            : [
+              { superTiles: 1, publishPrefixes: true, early: false },
+              { superTiles: 1, publishPrefixes: false, early: false },
+              { superTiles: 1, publishPrefixes: true, early: true },
+            ];
+          for (const { superTiles, publishPrefixes, early } of settings) {
             gyre.setPlanOverride("scan", {
               variant,
               subgroups,
@@ -472,11 +477,12 @@ if (DEVICES.includes("gpu")) {
               elementsPerThread: 4,
               superTiles,
               publishPrefixes,
+              earlyAggregate: early,
             });
             try {
               const y = gyre.cumsum(integers, { reverse: true });
               const label = `${variant} subgroups ${subgroups} groups of ${superTiles}` +
-                (publishPrefixes ? "" : ", aggregates only");
+                (publishPrefixes ? "" : ", aggregates only") + (early ? ", early aggregate" : "");
               sameElements(await y.data() as Int32Array, n, (i) => want[i], label);
               y.dispose();
             } finally {
