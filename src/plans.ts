@@ -347,7 +347,7 @@ export function planPool(
   const choice: PoolChoice = {
     kernel: "pool",
     variant: unrolled ? "unrolled" : teams ? "team" : "looped",
-    teamSize: teamLimit,
+    teamSize: Math.max(1, teamLimit),
     outputsPerInvocation: unrolled && regular ? outputs as 1 | 2 | 4 : 1,
     vec4: unrolled && vec4Layout,
     workgroupSize: 256,

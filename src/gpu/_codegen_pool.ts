@@ -426,8 +426,12 @@ function windowBounds(e: Emitter): void {
   }
 }
 
-/** The average of the window sum `m0` (looped and team variants). */
-function windowAverage(s: PoolSpec): string {
+/**
+ * What the looped and team variants store from the window's `m0` (sum or maximum) and `k0`
+ * (index): the average, the index or the maximum.
+ */
+function windowResult(s: PoolSpec): string {
+  if (s.op === "max") return s.output === "indices" ? "k0" : "m0";
   return s.window === "adaptive"
     ? "m0 / f32(he - hs) / f32(we - ws)"
     : average(s, "m0", "h0", "w0", ["p.kh", "p.kw"], ["p.ph", "p.pw"]);
@@ -448,7 +452,7 @@ function looped(e: Emitter): void {
     "  }",
     "}",
   );
-  store(e, [s.op === "avg" ? windowAverage(s) : s.output === "indices" ? "k0" : "m0"]);
+  store(e, [windowResult(s)]);
 }
 
 /**
@@ -521,7 +525,7 @@ function team(e: Emitter): void {
   }
   e.push("if (lane == 0u) {");
   if (max) e.push(`if (k0 == ${none}) { k0 = hs * p.w + ws; }`);
-  store(e, [s.op === "avg" ? windowAverage(s) : s.output === "indices" ? "k0" : "m0"]);
+  store(e, [windowResult(s)]);
   e.push("}");
 }
 
