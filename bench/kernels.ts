@@ -396,6 +396,19 @@ await bench(
   2 * 4 * big,
   () => gyre.concat([a.slice([0, big / 2]), a.slice([big / 2])]),
 );
+{
+  // Along the last axis each part is written through the result's strides.
+  const halves = [
+    a.slice([0, square * square / 2]).reshape([square, square / 2]),
+    a.slice([square * square / 2, square * square]).reshape([square, square / 2]),
+  ];
+  await bench(
+    `concat 2 x [${square}, ${square / 2}] axis 1`,
+    square * square,
+    2 * 4 * square * square,
+    () => gyre.concat(halves, 1),
+  );
+}
 
 // Softmax and the norms: 4096 x 4096 (the issue's target shape) and 8192 x 8192 (256 MiB).
 for (const side of scale === "full" ? [4096, 8192] : [512]) {

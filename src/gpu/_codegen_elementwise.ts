@@ -56,6 +56,11 @@ export interface ElementwiseSpec {
   rank: number;
   /** Write through the output's strides (concat, stack) instead of contiguously. */
   outStrided: boolean;
+  /**
+   * Write contiguously from the output's offset (a concat or stack part that fills a whole block
+   * of the result), vec4 stores included.
+   */
+  outOffset?: boolean;
   /** Four elements per invocation with vector loads (every input contiguous or scalar, aligned). */
   vec4: boolean;
   /**
@@ -79,16 +84,16 @@ export const TILED_WORKGROUP_SIZES: readonly number[] = [128, 256, 512, 1024];
 export function elementwiseKey(s: ElementwiseSpec): string {
   const inputs = s.inputs.map((i) => `${i.dtype}:${i.mode}`).join(",");
   return `ew|${exprKey(s.expr)}|${inputs}|${s.outDtype}${
-    s.outStrided ? ":strided" : ""
+    s.outStrided ? ":strided" : s.outOffset ? ":offset" : ""
   }|r${s.rank}|${s.vec4 ? "v4" : s.tiled ? "tiled" : "s"}|wg${s.workgroupSize}`;
 }
 
 /**
- * Words of the uniform block: header, offsets, shape, strides per input. A strided output takes
- * the slot after the last input.
+ * Words of the uniform block: header, offsets, shape, strides per input. A strided or offset
+ * output takes the slot after the last input.
  */
 function layout(s: ElementwiseSpec) {
-  const slots = s.inputs.length + (s.outStrided ? 1 : 0);
+  const slots = s.inputs.length + (s.outStrided || s.outOffset ? 1 : 0);
   const offsetVecs = Math.max(1, Math.ceil(slots / 4));
   const shapeBase = 4 + offsetVecs * 4;
   const strideBase = shapeBase + 8;
@@ -395,16 +400,16 @@ export function generateElementwise(s: ElementwiseSpec): string {
           s.inputs.map((i, k) => loadAs(i.dtype, `v${k}.${c}`)).concat(`t * 4u + ${li}u`).join(", ")
         })`,
       );
-    lines.push(`  out[t] = vec4(${["x", "y", "z", "w"].map(lane).join(", ")});`);
+    const at = s.outOffset ? `${off(s.inputs.length)} / 4u + t` : "t";
+    lines.push(`  out[${at}] = vec4(${["x", "y", "z", "w"].map(lane).join(", ")});`);
   } else if (s.tiled) {
     lines.push(...tiledBody(s));
   } else {
     lines.push("  if (t >= p.n) { return; }");
     lines.push(...operandOffsets(s, "t", ""));
     const args = s.inputs.map((i, k) => loadAs(i.dtype, `in${k}[o${k}]`)).concat("t");
-    lines.push(
-      `  out[${s.outStrided ? "o_out" : "t"}] = ${storeAs(s.outDtype, `f(${args.join(", ")})`)};`,
-    );
+    const at = s.outStrided ? "o_out" : s.outOffset ? `${off(s.inputs.length)} + t` : "t";
+    lines.push(`  out[${at}] = ${storeAs(s.outDtype, `f(${args.join(", ")})`)};`);
   }
   lines.push("}");
   const main = lines.join("\n");

@@ -258,7 +258,10 @@ export class GpuBackend implements Backend {
     const transposedViews = inputs.map(transposedCopy);
     const transposedOperands = transposedViews.filter((c) => c !== null).length;
     const modes: InputMode[] = inputs.map((v) => inputMode(shape, v.strides));
-    const vec4Eligible = !target &&
+    // A target block laid out as the result's own (a concat part along the leading axis, say) is
+    // written contiguously from its offset, by vec4 stores where it starts and ends on a vector.
+    const blockTarget = target !== undefined && isContiguous(shape, target.strides);
+    const vec4Eligible = (!target || (blockTarget && target.offset % 4 === 0 && n % 4 === 0)) &&
       vec4Layout(shape, inputs.map((v, k) => ({ mode: modes[k], offset: v.offset })));
     // A plain copy of a transposed matrix (a clone of `x.transpose()`).
     const copy = !target && expr.kind === "input" && inputs[0].dtype === expr.dtype
@@ -284,7 +287,8 @@ export class GpuBackend implements Backend {
       })),
       outDtype: expr.dtype,
       rank: shape.length,
-      outStrided: Boolean(target),
+      outStrided: Boolean(target) && !blockTarget,
+      outOffset: blockTarget,
       vec4: choice.variant === "vec4",
       tiled,
       workgroupSize: choice.workgroupSize,
