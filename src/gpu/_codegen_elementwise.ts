@@ -61,6 +61,11 @@ export interface ElementwiseSpec {
    * of the result), vec4 stores included.
    */
   outOffset?: boolean;
+  /**
+   * Write rows: element t goes to `offset + (t / L) * S + t % L`, with L and S in the output's
+   * stride slot (a concat part along an inner axis: runs of L contiguous elements, S apart).
+   */
+  outRows?: boolean;
   /** Four elements per invocation with vector loads (every input contiguous or scalar, aligned). */
   vec4: boolean;
   /**
@@ -84,7 +89,7 @@ export const TILED_WORKGROUP_SIZES: readonly number[] = [128, 256, 512, 1024];
 export function elementwiseKey(s: ElementwiseSpec): string {
   const inputs = s.inputs.map((i) => `${i.dtype}:${i.mode}`).join(",");
   return `ew|${exprKey(s.expr)}|${inputs}|${s.outDtype}${
-    s.outStrided ? ":strided" : s.outOffset ? ":offset" : ""
+    s.outStrided ? ":strided" : s.outOffset ? ":offset" : s.outRows ? ":rows" : ""
   }|r${s.rank}|${s.vec4 ? "v4" : s.tiled ? "tiled" : "s"}|wg${s.workgroupSize}`;
 }
 
@@ -93,7 +98,7 @@ export function elementwiseKey(s: ElementwiseSpec): string {
  * output takes the slot after the last input.
  */
 function layout(s: ElementwiseSpec) {
-  const slots = s.inputs.length + (s.outStrided || s.outOffset ? 1 : 0);
+  const slots = s.inputs.length + (s.outStrided || s.outOffset || s.outRows ? 1 : 0);
   const offsetVecs = Math.max(1, Math.ceil(slots / 4));
   const shapeBase = 4 + offsetVecs * 4;
   const strideBase = shapeBase + 8;
@@ -342,6 +347,12 @@ function tiledBody(s: ElementwiseSpec): string[] {
   return lines;
 }
 
+/** Where element `t` of a rows output goes (see `ElementwiseSpec.outRows`). */
+function rowsIndex(s: ElementwiseSpec, t: string): string {
+  const K = s.inputs.length;
+  return `(${off(K)} + (${t} / ${stride(K, 0)}) * ${stride(K, 1)} + (${t}) % ${stride(K, 0)})`;
+}
+
 /** Generates the WGSL source of a spec. */
 export function generateElementwise(s: ElementwiseSpec): string {
   const l = layout(s);
@@ -400,7 +411,11 @@ export function generateElementwise(s: ElementwiseSpec): string {
           s.inputs.map((i, k) => loadAs(i.dtype, `v${k}.${c}`)).concat(`t * 4u + ${li}u`).join(", ")
         })`,
       );
-    const at = s.outOffset ? `${off(s.inputs.length)} / 4u + t` : "t";
+    const at = s.outOffset
+      ? `${off(s.inputs.length)} / 4u + t`
+      : s.outRows
+      ? `${rowsIndex(s, "t * 4u")} / 4u`
+      : "t";
     lines.push(`  out[${at}] = vec4(${["x", "y", "z", "w"].map(lane).join(", ")});`);
   } else if (s.tiled) {
     lines.push(...tiledBody(s));
@@ -408,7 +423,13 @@ export function generateElementwise(s: ElementwiseSpec): string {
     lines.push("  if (t >= p.n) { return; }");
     lines.push(...operandOffsets(s, "t", ""));
     const args = s.inputs.map((i, k) => loadAs(i.dtype, `in${k}[o${k}]`)).concat("t");
-    const at = s.outStrided ? "o_out" : s.outOffset ? `${off(s.inputs.length)} + t` : "t";
+    const at = s.outStrided
+      ? "o_out"
+      : s.outOffset
+      ? `${off(s.inputs.length)} + t`
+      : s.outRows
+      ? rowsIndex(s, "t")
+      : "t";
     lines.push(`  out[${at}] = ${storeAs(s.outDtype, `f(${args.join(", ")})`)};`);
   }
   lines.push("}");

@@ -88,6 +88,25 @@ export interface DispatchRecorder {
 export type DispatchProfiler = (kernel: string) => TimestampSlot | undefined;
 
 /** The GPU backend over one WebGPU device. */
+/**
+ * A target view of `shape` as rows: runs of `length` contiguous elements (its trailing axes, as
+ * far as they are contiguous), `stride` apart (the leading axes, spaced evenly); null when it is
+ * not. A whole contiguous block is one run (`length` = its size).
+ */
+function targetRows(
+  shape: Shape,
+  strides: readonly number[],
+): { length: number; stride: number } | null {
+  let d = shape.length - 1;
+  let length = 1;
+  while (d >= 0 && (shape[d] === 1 || strides[d] === length)) length *= shape[d--];
+  if (d < 0) return { length, stride: length };
+  const stride = strides[d];
+  let span = 1;
+  while (d >= 0 && (shape[d] === 1 || strides[d] === stride * span)) span *= shape[d--];
+  return d < 0 && stride >= length ? { length, stride } : null;
+}
+
 export class GpuBackend implements Backend {
   readonly name = "gpu" as const;
   readonly device: GPUDevice;
@@ -258,10 +277,14 @@ export class GpuBackend implements Backend {
     const transposedViews = inputs.map(transposedCopy);
     const transposedOperands = transposedViews.filter((c) => c !== null).length;
     const modes: InputMode[] = inputs.map((v) => inputMode(shape, v.strides));
-    // A target block laid out as the result's own (a concat part along the leading axis, say) is
-    // written contiguously from its offset, by vec4 stores where it starts and ends on a vector.
-    const blockTarget = target !== undefined && isContiguous(shape, target.strides);
-    const vec4Eligible = (!target || (blockTarget && target.offset % 4 === 0 && n % 4 === 0)) &&
+    // A target made of rows (a concat part: runs of contiguous elements at a fixed distance) is
+    // written by rows, or contiguously where it is one block; by vec4 stores where every run
+    // starts and ends on a vector. Other targets go through their strides.
+    const runs = target ? targetRows(shape, target.strides) : null;
+    const blockTarget = runs !== null && runs.length === n;
+    const vec4Target = !target ||
+      (runs !== null && [target.offset, runs.length, runs.stride].every((x) => x % 4 === 0));
+    const vec4Eligible = vec4Target &&
       vec4Layout(shape, inputs.map((v, k) => ({ mode: modes[k], offset: v.offset })));
     // A plain copy of a transposed matrix (a clone of `x.transpose()`).
     const copy = !target && expr.kind === "input" && inputs[0].dtype === expr.dtype
@@ -287,8 +310,9 @@ export class GpuBackend implements Backend {
       })),
       outDtype: expr.dtype,
       rank: shape.length,
-      outStrided: Boolean(target) && !blockTarget,
+      outStrided: Boolean(target) && runs === null,
       outOffset: blockTarget,
+      outRows: runs !== null && !blockTarget,
       vec4: choice.variant === "vec4",
       tiled,
       workgroupSize: choice.workgroupSize,
@@ -304,7 +328,10 @@ export class GpuBackend implements Backend {
       n,
       operands.map((v) => v.offset),
       shape,
-      operands.map((v) => v.strides),
+      // A rows target's stride slot holds its run length and distance.
+      operands.map((
+        v,
+      ) => (v === target && runs && spec.outRows ? [runs.length, runs.stride] : v.strides)),
     );
     // A tiled kernel: a workgroup per tile of each matrix.
     const [rows, columns] = [shape[shape.length - 2], shape[shape.length - 1]];
