@@ -54,18 +54,14 @@ export interface ElementwiseSpec {
   outDtype: DType;
   /** Rank used to decompose the index for strided inputs. */
   rank: number;
-  /** Write through the output's strides (concat, stack) instead of contiguously. */
-  outStrided: boolean;
   /**
-   * Write contiguously from the output's offset (a concat or stack part that fills a whole block
-   * of the result), vec4 stores included.
+   * Where element t of the result goes: "fresh", at t (a new buffer); into a target view (concat
+   * and stack parts): "block", at offset + t (a part that is one contiguous block of the result);
+   * "rows", at offset + (t / L) * S + t % L, with L and S in the output's stride slot (runs of L
+   * contiguous elements, S apart: a part along an inner axis); "strided", through its strides.
+   * vec4 stores serve all but "strided".
    */
-  outOffset?: boolean;
-  /**
-   * Write rows: element t goes to `offset + (t / L) * S + t % L`, with L and S in the output's
-   * stride slot (a concat part along an inner axis: runs of L contiguous elements, S apart).
-   */
-  outRows?: boolean;
+  output: "fresh" | "block" | "rows" | "strided";
   /** Four elements per invocation with vector loads (every input contiguous or scalar, aligned). */
   vec4: boolean;
   /**
@@ -89,23 +85,23 @@ export const TILED_WORKGROUP_SIZES: readonly number[] = [128, 256, 512, 1024];
 export function elementwiseKey(s: ElementwiseSpec): string {
   const inputs = s.inputs.map((i) => `${i.dtype}:${i.mode}`).join(",");
   return `ew|${exprKey(s.expr)}|${inputs}|${s.outDtype}${
-    s.outStrided ? ":strided" : s.outOffset ? ":offset" : s.outRows ? ":rows" : ""
+    s.output === "fresh" ? "" : `:${s.output}`
   }|r${s.rank}|${s.vec4 ? "v4" : s.tiled ? "tiled" : "s"}|wg${s.workgroupSize}`;
 }
 
 /**
- * Words of the uniform block: header, offsets, shape, strides per input. A strided or offset
- * output takes the slot after the last input.
+ * Words of the uniform block: header, offsets, shape, strides per input. A target output takes
+ * the slot after the last input.
  */
 function layout(s: ElementwiseSpec) {
-  const slots = s.inputs.length + (s.outStrided || s.outOffset || s.outRows ? 1 : 0);
+  const slots = s.inputs.length + (s.output === "fresh" ? 0 : 1);
   const offsetVecs = Math.max(1, Math.ceil(slots / 4));
   const shapeBase = 4 + offsetVecs * 4;
   const strideBase = shapeBase + 8;
   return { slots, offsetVecs, shapeBase, strideBase, words: strideBase + 8 * Math.max(1, slots) };
 }
 
-/** Packs the uniform block for one dispatch; a strided output's offset and strides come last. */
+/** Packs the uniform block for one dispatch; a target output's offset and strides come last. */
 export function elementwiseUniforms(
   s: ElementwiseSpec,
   n: number,
@@ -243,7 +239,8 @@ function operandOffsets(s: ElementwiseSpec, index: string, suffix: string): stri
   const lines: string[] = [];
   const K = s.inputs.length;
   const rowLength = dim(Math.max(0, s.rank - 1));
-  if (s.outStrided) lines.push(`  var o_out = ${off(K)};`);
+  const strided = s.output === "strided";
+  if (strided) lines.push(`  var o_out = ${off(K)};`);
   s.inputs.forEach((input, k) => {
     const o = `o${k}${suffix}`;
     if (input.mode === "contiguous") lines.push(`  let ${o} = ${off(k)} + ${index};`);
@@ -253,7 +250,7 @@ function operandOffsets(s: ElementwiseSpec, index: string, suffix: string): stri
       lines.push(`  let ${o} = ${off(k)} + ${index} / ${rowLength};`);
     } else if (input.mode === "strided") lines.push(`  var ${o} = ${off(k)};`);
   });
-  if (s.outStrided || s.inputs.some((i) => i.mode === "strided")) {
+  if (strided || s.inputs.some((i) => i.mode === "strided")) {
     lines.push(`  var rest${suffix} = ${index};`);
     for (let d = s.rank - 1; d >= 0; d--) {
       lines.push(
@@ -268,7 +265,7 @@ function operandOffsets(s: ElementwiseSpec, index: string, suffix: string): stri
           lines.push(`  o${k}${suffix} += c${d}${suffix} * ${stride(k, d)};`);
         }
       });
-      if (s.outStrided) lines.push(`  o_out += c${d}${suffix} * ${stride(K, d)};`);
+      if (strided) lines.push(`  o_out += c${d}${suffix} * ${stride(K, d)};`);
     }
   }
   return lines;
@@ -347,10 +344,14 @@ function tiledBody(s: ElementwiseSpec): string[] {
   return lines;
 }
 
-/** Where element `t` of a rows output goes (see `ElementwiseSpec.outRows`). */
-function rowsIndex(s: ElementwiseSpec, t: string): string {
+/** Where element `t` goes in a "fresh", "block" or "rows" output (see `ElementwiseSpec.output`). */
+function outputIndex(s: ElementwiseSpec, t: string): string {
   const K = s.inputs.length;
-  return `(${off(K)} + (${t} / ${stride(K, 0)}) * ${stride(K, 1)} + (${t}) % ${stride(K, 0)})`;
+  if (s.output === "block") return `(${off(K)} + ${t})`;
+  if (s.output === "rows") {
+    return `(${off(K)} + (${t} / ${stride(K, 0)}) * ${stride(K, 1)} + (${t}) % ${stride(K, 0)})`;
+  }
+  return t;
 }
 
 /** Generates the WGSL source of a spec. */
@@ -411,11 +412,7 @@ export function generateElementwise(s: ElementwiseSpec): string {
           s.inputs.map((i, k) => loadAs(i.dtype, `v${k}.${c}`)).concat(`t * 4u + ${li}u`).join(", ")
         })`,
       );
-    const at = s.outOffset
-      ? `${off(s.inputs.length)} / 4u + t`
-      : s.outRows
-      ? `${rowsIndex(s, "t * 4u")} / 4u`
-      : "t";
+    const at = s.output === "fresh" ? "t" : `${outputIndex(s, "t * 4u")} / 4u`;
     lines.push(`  out[${at}] = vec4(${["x", "y", "z", "w"].map(lane).join(", ")});`);
   } else if (s.tiled) {
     lines.push(...tiledBody(s));
@@ -423,13 +420,7 @@ export function generateElementwise(s: ElementwiseSpec): string {
     lines.push("  if (t >= p.n) { return; }");
     lines.push(...operandOffsets(s, "t", ""));
     const args = s.inputs.map((i, k) => loadAs(i.dtype, `in${k}[o${k}]`)).concat("t");
-    const at = s.outStrided
-      ? "o_out"
-      : s.outOffset
-      ? `${off(s.inputs.length)} + t`
-      : s.outRows
-      ? rowsIndex(s, "t")
-      : "t";
+    const at = s.output === "strided" ? "o_out" : outputIndex(s, "t");
     lines.push(`  out[${at}] = ${storeAs(s.outDtype, `f(${args.join(", ")})`)};`);
   }
   lines.push("}");

@@ -87,7 +87,6 @@ export interface DispatchRecorder {
 /** Receives the timestamp slot of each dispatch while a benchmark profiles. */
 export type DispatchProfiler = (kernel: string) => TimestampSlot | undefined;
 
-/** The GPU backend over one WebGPU device. */
 /**
  * A target view of `shape` as rows: runs of `length` contiguous elements (its trailing axes, as
  * far as they are contiguous), `stride` apart (the leading axes, spaced evenly); null when it is
@@ -107,6 +106,7 @@ function targetRows(
   return d < 0 && stride >= length ? { length, stride } : null;
 }
 
+/** The GPU backend over one WebGPU device. */
 export class GpuBackend implements Backend {
   readonly name = "gpu" as const;
   readonly device: GPUDevice;
@@ -310,9 +310,7 @@ export class GpuBackend implements Backend {
       })),
       outDtype: expr.dtype,
       rank: shape.length,
-      outStrided: Boolean(target) && runs === null,
-      outOffset: blockTarget,
-      outRows: runs !== null && !blockTarget,
+      output: !target ? "fresh" : runs === null ? "strided" : blockTarget ? "block" : "rows",
       vec4: choice.variant === "vec4",
       tiled,
       workgroupSize: choice.workgroupSize,
@@ -331,7 +329,10 @@ export class GpuBackend implements Backend {
       // A rows target's stride slot holds its run length and distance.
       operands.map((
         v,
-      ) => (v === target && runs && spec.outRows ? [runs.length, runs.stride] : v.strides)),
+      ) => (v === target && runs && spec.output === "rows"
+        ? [runs.length, runs.stride]
+        : v.strides)
+      ),
     );
     // A tiled kernel: a workgroup per tile of each matrix.
     const [rows, columns] = [shape[shape.length - 2], shape[shape.length - 1]];
