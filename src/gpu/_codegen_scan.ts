@@ -589,24 +589,44 @@ function loadFunction(s: ScanSpec): string {
  * Max and min keep the scan's order, which decides ties between -0 and +0 and between NaNs.
  */
 function tileTotalBlock(s: ScanSpec, tile = "tile", alsoTotal: string[] = []): string[] {
-  const C = s.elementsPerThread / 4;
   const id = literal(scanIdentity(s.op, s.type), accumulatorDtype(s.type));
-  const sign = s.op === "sum" ? "+" : "*";
-  const folded = Array.from({ length: C }, (_, c) => `x${c}`).join(` ${sign} `);
+  const { gather, fold } = registerTotal(s, "sh", "total");
   return [
     ...tileLoads(s, tile),
-    `let folded = ${folded};`,
-    "let part = subgroup_total(" +
-    `(folded.x ${sign} folded.y) ${sign} (folded.z ${sign} folded.w), sg_size);`,
-    "if (sg_lane == 0u) { sh[lid / sg_size] = part; }",
-    "workgroupBarrier();",
+    ...gather,
     "if (lid == 0u) {",
     `  var total = ${id};`,
-    `  for (var k = 0u; k < ${s.workgroupSize}u / sg_size; k++) { total = total ${sign} sh[k]; }`,
+    `  ${fold}`,
     `  dst[row * p.tiles + ${tile}] = total;`,
     ...alsoTotal,
     "}",
   ];
+}
+
+/**
+ * A sum or product of the invocations' registers `x{c}`: `gather` folds each invocation's chunks,
+ * totals each subgroup into `parts` (workgroup memory, a slot per subgroup) and waits on a
+ * barrier; `fold` (for invocation 0) then combines the subgroup totals in order into `total`.
+ */
+function registerTotal(
+  s: ScanSpec,
+  parts: string,
+  total: string,
+): { gather: string[]; fold: string } {
+  const C = s.elementsPerThread / 4;
+  const sign = foldSign(s);
+  const folded = Array.from({ length: C }, (_, c) => `x${c}`).join(` ${sign} `);
+  return {
+    gather: [
+      `let ${total}_folded = ${folded};`,
+      `let ${total}_part = subgroup_total((${total}_folded.x ${sign} ${total}_folded.y) ${sign} ` +
+      `(${total}_folded.z ${sign} ${total}_folded.w), sg_size);`,
+      `if (sg_lane == 0u) { ${parts}[lid / sg_size] = ${total}_part; }`,
+      "workgroupBarrier();",
+    ],
+    fold:
+      `for (var k = 0u; k < ${s.workgroupSize}u / sg_size; k++) { ${total} = ${total} ${sign} ${parts}[k]; }`,
+  };
 }
 
 /** The sign of a sum or a product, the only ops with the two-pass multipass scan. */
@@ -773,19 +793,13 @@ function earlyAggregate(s: ScanSpec): boolean {
  * than the scan's own total: float sums may differ by rounding.
  */
 function earlyAggregateBlock(s: ScanSpec): string[] {
-  const C = s.elementsPerThread / 4;
   const id = literal(scanIdentity(s.op, s.type), accumulatorDtype(s.type));
-  const sign = foldSign(s);
-  const folded = Array.from({ length: C }, (_, c) => `x${c}`).join(` ${sign} `);
+  const { gather, fold } = registerTotal(s, "early_parts", "early_total");
   return [
-    `let folded = ${folded};`,
-    "let early_part = subgroup_total(" +
-    `(folded.x ${sign} folded.y) ${sign} (folded.z ${sign} folded.w), sg_size);`,
-    "if (sg_lane == 0u) { early_parts[lid / sg_size] = early_part; }",
-    "workgroupBarrier();",
+    ...gather,
     `var early_total = ${id};`,
     "if (lid == 0u) {",
-    `  for (var k = 0u; k < ${s.workgroupSize}u / sg_size; k++) { early_total = early_total ${sign} early_parts[k]; }`,
+    `  ${fold}`,
     "  publish(v, select(1u, 2u, tile == 0u), early_total);",
     "}",
   ];
