@@ -504,7 +504,10 @@ const SCAN_LOOKBACK_ELEMENTS = 1 << 18;
  * looking back, 236-842 us (the next tile's aggregate comes out later); group states that let a
  * read reach 32 tiles per lane, 194-1216 us; windows of 2 or 4 states per lane 200 and 355 us;
  * a register-only delay between a lane's reads of a missing state (16 to 256 rounds of
- * arithmetic) 226-266 us; `atomicLoad` for every read 233 us. cumprod 243 against 206
+ * arithmetic) 226-266 us; `atomicLoad` for every read 233 us; tiles staged through workgroup
+ * memory (to hold fewer values in registers) 350-421 us; the first window read before the tile's
+ * scan 273 us (191 in tiles of 512 x 28): any value kept live across the scan costs as if the
+ * resident tiles halved. cumprod 243 against 206
  * by multipass and cummax 343 against 293, so they stay multipass; rows of 8192 as one 512-wide
  * workgroup each 137 us (93%); [256, 262144] over axis 0 took 156 us as columns, 891 us strided
  * and 2323 us transposed.
