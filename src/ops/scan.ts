@@ -5,10 +5,11 @@
  *
  * On the GPU the rows (every axis but the scan axis) are read through strides and the plan
  * (`planScan`) picks one of three kernels from src/gpu/_codegen_scan.ts: a workgroup or a team of
- * invocations per row, the multipass tile scan for long rows, or (by override) a single-pass
- * decoupled look-back, which measured slower on an H200. Inner axes with many
- * rows give each row one invocation walking the axis ("columns", coalesced across neighbouring
- * rows); with few rows, a strided one is first copied with the axis last. On WASM the input is
+ * invocations per row, a single-pass decoupled look-back for long sums on hardware GPUs, or the
+ * multipass tile scan for other long rows (and where forward progress between workgroups is not
+ * assured, as on software adapters). Inner axes with many rows give each row one invocation
+ * walking the axis ("columns", coalesced across neighbouring rows); with few rows, a strided one
+ * is first copied with the axis last. On WASM the input is
  * first copied with the scan axis last and contiguous, scanned row by row (asm/scan.ts) and
  * copied back into the input's axis order.
  * @module
