@@ -592,6 +592,26 @@ if (args.includes("--sweep")) {
       );
     }
   }
+  // The look-back's tile by length: 512 x 32 and 256 x 32 from 256 Ki to 64 Mi, one row and rows
+  // of 1 Mi.
+  for (const workgroupSize of [512, 256]) {
+    gyre.setPlanOverride("scan", { variant: "lookback", workgroupSize, elementsPerThread: 32 });
+    for (const n of [Mi / 4, Mi, 4 * Mi, mid, 2 * mid, big].filter((n) => n <= big)) {
+      const label = n < Mi ? `${n / 1024}Ki` : `${n / Mi}Mi`;
+      await bench(
+        `cumsum tile ${label} f32, ${workgroupSize} x 32`,
+        n,
+        2 * 4 * n,
+        () => gyre.cumsum(a.slice([0, n])),
+      );
+    }
+    await bench(
+      `cumsum tile rows [${big / Mi},${Mi}], ${workgroupSize} x 32`,
+      big,
+      2 * 4 * big,
+      () => gyre.cumsum(a.reshape([big / Mi, Mi])),
+    );
+  }
   gyre.setPlanOverride("scan", null);
   // Rows that fit one tile (the row variant: no look-back): the tile scan's own throughput, by
   // the plan and with the same tile held by more invocations.
