@@ -14,9 +14,10 @@
  * 0x30). Machines without them get a clear error.
  *
  * Usage:
- *   deno run -A bench/sass.ts --op "gyre.cumsum(gyre.zeros([1 << 26]))" \
+ *   deno run -A bench/sass.ts --op "gyre.cumsum(gyre.random.uniform([1 << 26]))" \
  *     [--override 'scan={"workgroupSize":256}'] [--out DIR]
- * `--op` is an expression over `gyre` (src/mod.ts) whose value is a tensor; `--override KIND=JSON`
+ * `--op` is an expression over `gyre` (src/mod.ts) whose value is a tensor (constants such as
+ * `gyre.ones` may fold away and compile nothing); `--override KIND=JSON`
  * (repeatable) is passed to `gyre.setPlanOverride`; `--out` keeps each disassembly.
  * @module
  */
@@ -31,7 +32,7 @@ const flags = (name: string): string[] =>
   args.flatMap((a, i) => (a === `--${name}` && i + 1 < args.length ? [args[i + 1]] : []));
 
 if (args.includes("--child")) {
-  // The child: compile (and run) the kernels of one expression, then exit so the cache is written.
+  // The child: compiles (and runs) the kernels of one expression.
   const gyre = await import("../src/mod.ts");
   await gyre.init({ device: "gpu" });
   for (const o of flags("override")) {

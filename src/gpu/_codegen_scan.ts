@@ -793,10 +793,10 @@ function tileBlock(s: ScanSpec, tile = "tile", afterLoads: string[] = []): strin
 /**
  * Whether a look-back tile adds its in-tile prefixes (each chunk's within the cluster, then the
  * cluster's within the tile) into its registers as soon as they are known, leaving only the tile's
- * prefix to add at the store. The chunk prefixes then never live across the look-back: on an
- * H200 the kernel is held to 64 registers (2 workgroups of 512 per SM) and spilled to workgroup
- * memory there; folding took a 64 Mi cumsum from 167.6 to 161.8-162.7 us. Inclusive scans only:
- * an exclusive one needs each chunk's prefix alone for its first element.
+ * prefix to add at the store. Fewer values then live across the look-back, where the kernel is
+ * at the driver's cap of 64 registers (2 workgroups of 512 per SM on an H200; the rest spills to
+ * workgroup memory, see bench/sass.ts): a 64 Mi cumsum went from 167.6 to 161.8-162.7 us.
+ * Inclusive scans only: an exclusive one needs each chunk's prefix alone for its first element.
  */
 function foldPrefix(s: ScanSpec): boolean {
   return s.prefix === "lookback" && s.subTiles === 1 && s.subgroups && !s.exclusive &&
@@ -999,8 +999,8 @@ function outputBlock(s: ScanSpec, firstOut: string | null): string[] {
   const C = s.elementsPerThread / 4;
   const id = literal(scanIdentity(s.op, s.type), accumulatorDtype(s.type));
   const out: string[] = [];
+  const folded = foldPrefix(s);
   for (let c = 0; c < C; c++) {
-    const folded = foldPrefix(s);
     if (!folded) out.push(`let lp${c} = c1(left, pre${c});`);
     let value: string;
     if (folded) {
