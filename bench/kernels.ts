@@ -592,6 +592,45 @@ if (args.includes("--sweep")) {
       );
     }
   }
+  // Look-back tiles and options with each state in one 64-bit atomic word (where the device has
+  // 64-bit atomics), and the plan's tile with two 32-bit words, from 256 Ki to 64 Mi.
+  {
+    const options: Partial<gyre.ScanChoice>[] = [
+      { workgroupSize: 256, elementsPerThread: 32 },
+      { workgroupSize: 128, elementsPerThread: 32 },
+      { workgroupSize: 256, elementsPerThread: 28 },
+      { workgroupSize: 256, elementsPerThread: 24 },
+      { workgroupSize: 256, elementsPerThread: 16 },
+      { workgroupSize: 512, elementsPerThread: 16 },
+      { workgroupSize: 256, elementsPerThread: 32, lookbackStates: 2 },
+      { workgroupSize: 256, elementsPerThread: 32, earlyAggregate: true },
+      { workgroupSize: 256, elementsPerThread: 32, earlyAggregate: false },
+      { workgroupSize: 256, elementsPerThread: 32, wideStates: false },
+    ];
+    for (const option of options) {
+      gyre.setPlanOverride("scan", { variant: "lookback", wideStates: true, ...option });
+      for (const n of [big, mid, 4 * Mi, Mi, Mi / 4]) {
+        const label = n < Mi ? `${n / 1024}Ki` : `${n / Mi}Mi`;
+        await bench(
+          `cumsum wide ${label} ${JSON.stringify(option)}`,
+          n,
+          2 * 4 * n,
+          () => gyre.cumsum(a.slice([0, n])),
+        );
+      }
+    }
+    gyre.setPlanOverride("scan", { variant: "multipass" });
+    for (const n of [Mi, Mi / 4]) {
+      const label = n < Mi ? `${n / 1024}Ki` : `${n / Mi}Mi`;
+      await bench(
+        `cumsum wide ${label} multipass`,
+        n,
+        2 * 4 * n,
+        () => gyre.cumsum(a.slice([0, n])),
+      );
+    }
+    gyre.setPlanOverride("scan", null);
+  }
   // The look-back's tile by length: 512 x 32 and 256 x 32 from 256 Ki to 64 Mi, one row and rows
   // of 1 Mi.
   for (const workgroupSize of [512, 256]) {

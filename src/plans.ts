@@ -431,6 +431,12 @@ export interface ScanChoice {
    */
   earlyAggregate: boolean;
   /**
+   * Look-back: each tile's state (status, epoch and value) in one 64-bit atomic word, read and
+   * written whole, rather than split over two 32-bit words (devices with 64-bit atomics only).
+   * Half the atomic operations: on an H200 a 64 Mi cumsum took 153.7 us against 164.4.
+   */
+  wideStates: boolean;
+  /**
    * Multipass, sums and products with subgroups: tiles per group. Above 1 the first pass reduces
    * a group of tiles per workgroup and writes the totals of tiles and of groups, and the final
    * pass sums those before its tile itself: two dispatches, with no scan of the totals between
@@ -457,10 +463,16 @@ function scanSuperTiles(rows: number, tiles: number, workgroupSize: number): num
 let scanOverride: Partial<ScanChoice> | null = null;
 
 /**
- * The look-back's tile on hardware GPUs (H200, session 11: 64 Mi cumsum 162.6 us against 163.5 in
- * 256 x 32; 16 Mi 55.8 against 54.5, 4 Mi 17.7 against 18.5: no tile better at every length).
+ * The look-back's tile on hardware GPUs, by the format of its states (H200, session 11,
+ * bench/results/kernels-nvidia-h200-scan-wide.md). With one 64-bit word per state, 256 x 32: 64 Mi
+ * cumsum 153.7 us (84% of copy) against 160.8 in 512 x 32, 162.7 in 128 x 32, 156.4 in 256 x 28;
+ * 16 Mi 51.2-52.0 against 55.4. With two 32-bit words, 512 x 32: 162.6 against 163.5 in 256 x 32
+ * (16 Mi 55.8 against 54.5, 4 Mi 17.7 against 18.5).
  */
-const SCAN_LOOKBACK_TILE = { workgroupSize: 512, elementsPerThread: 32 } as const;
+const SCAN_LOOKBACK_TILE = {
+  wide: { workgroupSize: 256, elementsPerThread: 32 },
+  narrow: { workgroupSize: 512, elementsPerThread: 32 },
+} as const;
 
 /**
  * Row length from which the look-back publishes each tile's aggregate before scanning the tile
@@ -544,18 +556,21 @@ export function planScan(
   const longSum = problem.op === "sum" && subgroups && !caps?.isFallbackAdapter &&
     problem.rows * problem.rowLength >= SCAN_LOOKBACK_ELEMENTS;
   const variant = scanOverride?.variant ?? (fits ? "row" : longSum ? "lookback" : "multipass");
-  // The look-back's own tile where the device has workgroups that wide.
-  const lookbackTile = variant === "lookback" && widest >= SCAN_LOOKBACK_TILE.workgroupSize;
+  // The look-back's own tile where the device has workgroups that wide; states in one 64-bit
+  // word where it has 64-bit atomics.
+  const wideStates = Boolean(caps?.int64Atomics);
+  const tile = SCAN_LOOKBACK_TILE[wideStates ? "wide" : "narrow"];
+  const lookbackTile = variant === "lookback" && widest >= tile.workgroupSize;
   const choice: ScanChoice = {
     kernel: "scan",
     variant,
     subgroups,
     workgroupSize: lookbackTile
-      ? SCAN_LOOKBACK_TILE.workgroupSize
+      ? tile.workgroupSize
       : fits
       ? Math.min(widest, rowWorkgroup)
       : workgroupSize,
-    elementsPerThread: lookbackTile ? SCAN_LOOKBACK_TILE.elementsPerThread : elementsPerThread,
+    elementsPerThread: lookbackTile ? tile.elementsPerThread : elementsPerThread,
     layout: (problem.inner ?? 1) <= 1
       ? "strided"
       : problem.rows >= 4096
@@ -568,6 +583,7 @@ export function planScan(
     descendingFinalPass: true,
     publishPrefixes: true,
     earlyAggregate: problem.rowLength >= SCAN_EARLY_AGGREGATE_LENGTH,
+    wideStates,
     superTiles: scanSuperTiles(
       problem.rows,
       Math.ceil(problem.rowLength / (workgroupSize * elementsPerThread)),
@@ -577,6 +593,7 @@ export function planScan(
   };
   // What the device and the problem allow, whatever an override asks.
   if (!subgroups) choice.subgroups = false;
+  if (!wideStates) choice.wideStates = false;
   const sizes = [32, 64, 128, 256, 512, 1024];
   if (!sizes.includes(choice.workgroupSize)) choice.workgroupSize = workgroupSize;
   if (caps && choice.workgroupSize > caps.limits.maxComputeInvocationsPerWorkgroup) {

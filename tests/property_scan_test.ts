@@ -340,6 +340,7 @@ property(
       elementsPerThread: fc.constantFrom(4, 8, 12),
       lookbackStates: fc.constantFrom(1, 2, 8),
       earlyAggregate: fc.boolean(),
+      wideStates: fc.boolean(),
       subTiles: fc.constantFrom(1, 2, 3),
     }),
     { lengths: [129, 257, 1021, 4099, 17000], maxRank: 2 },

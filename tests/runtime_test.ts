@@ -132,6 +132,11 @@ Deno.test({
     assert.equal(caps.subgroups, caps.features.includes("subgroups"));
     assert.equal(caps.shaderF16, caps.features.includes("shader-f16"));
     assert.equal(caps.float32Atomics, caps.features.includes("wgpu-shader-float32-atomic"));
+    assert.equal(
+      caps.int64Atomics,
+      caps.features.includes("wgpu-shader-int64") &&
+        caps.features.includes("wgpu-shader-int64-atomic-all-ops"),
+    );
     // Features the device really has.
     for (const f of caps.features) {
       if (!f.startsWith("wgpu-")) assert.ok(rt.gpu.device.features.has(f as GPUFeatureName), f);

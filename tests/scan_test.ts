@@ -286,14 +286,20 @@ if (DEVICES.includes("gpu")) {
       gyre.setPlanOverride("scan", null);
     }
     // Rows up to 1024 x 16 elements take one workgroup as wide as they need.
-    const wide = gyre.planScan(fast, { rows: 8192, rowLength: 8192 });
-    assert.equal(wide.variant, "row");
-    assert.equal(wide.workgroupSize, 512);
+    const rows = gyre.planScan(fast, { rows: 8192, rowLength: 8192 });
+    assert.equal(rows.variant, "row");
+    assert.equal(rows.workgroupSize, 512);
     assert.equal(gyre.planScan(fast, { rows: 1, rowLength: 16384 }).workgroupSize, 1024);
     assert.equal(gyre.planScan(fast, { rows: 1, rowLength: 16385 }).variant, "multipass");
     // Multipass in two passes with groups of tiles, sized to leave about 1024 first-pass
     // workgroups (between 2 and 128 tiles of 4096); three passes beyond 1024 groups.
-    const sub = { ...fast, subgroups: true, subgroupMinSize: 32, subgroupMaxSize: 32 };
+    const sub = {
+      ...fast,
+      subgroups: true,
+      subgroupMinSize: 32,
+      subgroupMaxSize: 32,
+      int64Atomics: false,
+    };
     assert.equal(gyre.planScan(sub, { rows: 1, rowLength: 1 << 26 }).superTiles, 16);
     assert.equal(gyre.planScan(sub, { rows: 1, rowLength: 1 << 20 }).superTiles, 2);
     assert.equal(gyre.planScan(sub, { rows: 1, rowLength: 1 << 29 }).superTiles, 128);
@@ -303,13 +309,26 @@ if (DEVICES.includes("gpu")) {
       1,
     );
     // Sums of 256 Ki elements and more on hardware GPUs with subgroups: the look-back, in tiles of
-    // 512 x 32 where workgroups are that wide.
+    // 512 x 32 where workgroups are that wide, or 256 x 32 with states in 64-bit words where the
+    // device has 64-bit atomics.
     const sum = { rows: 1, rowLength: 1 << 26, op: "sum" } as const;
     const lookback = gyre.planScan(sub, sum);
     assert.deepEqual(
-      [lookback.variant, lookback.workgroupSize, lookback.elementsPerThread],
-      ["lookback", 512, 32],
+      [lookback.variant, lookback.workgroupSize, lookback.elementsPerThread, lookback.wideStates],
+      ["lookback", 512, 32, false],
     );
+    const wide = gyre.planScan({ ...sub, int64Atomics: true }, sum);
+    assert.deepEqual(
+      [wide.variant, wide.workgroupSize, wide.elementsPerThread, wide.wideStates],
+      ["lookback", 256, 32, true],
+    );
+    gyre.setPlanOverride("scan", { wideStates: true });
+    try {
+      // An override cannot ask for 64-bit states the device lacks.
+      assert.equal(gyre.planScan(sub, sum).wideStates, false);
+    } finally {
+      gyre.setPlanOverride("scan", null);
+    }
     // Rows of 32 Mi and more publish each tile's aggregate before scanning the tile.
     assert.equal(lookback.earlyAggregate, true);
     assert.equal(gyre.planScan(sub, { ...sum, rowLength: 1 << 24 }).earlyAggregate, false);
@@ -413,6 +432,59 @@ if (DEVICES.includes("gpu")) {
         assert.equal(await scan(5, "epoch 2 again"), 1);
       } finally {
         gyre.setPlanOverride("scan", null);
+      }
+    },
+  });
+
+  Deno.test({
+    name:
+      "look-back tiles publish their inclusive prefixes, tagged with the epoch, in either state format [gpu]",
+    sanitizeOps: false,
+    sanitizeResources: false,
+    fn: async () => {
+      const gpu = gyre.runtime().gpu!;
+      // A reader falls back to reducing a silent predecessor itself, so results alone cannot show
+      // that states are published and read: this reads the state words back.
+      const tiles = 40;
+      const n = tiles * 128;
+      const values = Int32Array.from({ length: n }, (_, i) => (i * 5) % 11 - 5);
+      for (const wideStates of gpu.caps.int64Atomics ? [false, true] : [false]) {
+        gyre.setPlanOverride("scan", {
+          variant: "lookback",
+          workgroupSize: 32,
+          elementsPerThread: 4,
+          wideStates,
+        });
+        try {
+          const x = gyre.tensor(values, { device: "gpu" });
+          const y = gyre.cumsum(x);
+          const scanned = await y.data() as Int32Array;
+          const states = gpu._scratch("scan look-back states", 2 * tiles);
+          const read = gpu.device.createBuffer({
+            size: 8 * tiles,
+            usage: GPUBufferUsage.COPY_DST | GPUBufferUsage.MAP_READ,
+          });
+          const encoder = gpu.device.createCommandEncoder();
+          encoder.copyBufferToBuffer(states, 0, read, 0, 8 * tiles);
+          gpu.device.queue.submit([encoder.finish()]);
+          await read.mapAsync(GPUMapMode.READ);
+          const words = new Uint32Array(read.getMappedRange().slice(0));
+          read.unmap();
+          read.destroy();
+          const tag = (_scanEpochs.get(gpu)! << 2) | 2;
+          for (let t = 0; t < tiles; t++) {
+            const [lo, hi] = [words[2 * t], words[2 * t + 1]];
+            const [gotTag, bits] = wideStates
+              ? [hi, lo]
+              : [lo >>> 16 === hi >>> 16 ? lo >>> 16 : -1, ((lo & 0xffff) | (hi << 16)) | 0];
+            assert.equal(gotTag, tag, `tile ${t} tag, wide ${wideStates}`);
+            assert.equal(bits | 0, scanned[128 * t + 127], `tile ${t} prefix, wide ${wideStates}`);
+          }
+          x.dispose();
+          y.dispose();
+        } finally {
+          gyre.setPlanOverride("scan", null);
+        }
       }
     },
   });

@@ -210,7 +210,7 @@ export class GpuBackend implements Backend {
       buffer = this.device.createBuffer({
         label: `gyre ${purpose}`,
         size: Math.ceil(size / 16) * 16,
-        usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST,
+        usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC,
       });
       this.#scratch.set(purpose, buffer);
     }

@@ -23,6 +23,8 @@ export interface DeviceCaps {
   shaderF16: boolean;
   timestampQuery: boolean;
   float32Atomics: boolean;
+  /** 64-bit integer atomics (`atomic<u64>`: load, store and read-modify-write). */
+  int64Atomics: boolean;
   /** The limits the device was created with. */
   limits: {
     maxStorageBufferBindingSize: number;
@@ -44,6 +46,8 @@ export const OPTIONAL_FEATURES = [
   "wgpu-timestamp-query-inside-passes",
   "wgpu-shader-float32-atomic",
   "wgpu-subgroup-barrier",
+  "wgpu-shader-int64",
+  "wgpu-shader-int64-atomic-all-ops",
 ] as const;
 
 const LIMIT_NAMES = [
@@ -111,6 +115,8 @@ export async function acquireDevice(
     shaderF16: accepted.includes("shader-f16"),
     timestampQuery: accepted.includes("timestamp-query"),
     float32Atomics: accepted.includes("wgpu-shader-float32-atomic"),
+    int64Atomics: accepted.includes("wgpu-shader-int64") &&
+      accepted.includes("wgpu-shader-int64-atomic-all-ops"),
     limits: {
       maxStorageBufferBindingSize: device.limits.maxStorageBufferBindingSize,
       maxBufferSize: device.limits.maxBufferSize,

@@ -282,6 +282,7 @@ function scanRows(
     superTiles: 1,
     publishPrefixes: true,
     earlyAggregate: false,
+    wideStates: false,
   };
   const params: ScanParams = {
     rows,
@@ -330,6 +331,7 @@ function scanRows(
       subTiles,
       publishPrefixes: choice.publishPrefixes,
       earlyAggregate: choice.earlyAggregate,
+      wideStates: choice.wideStates,
     };
     const { buffer: states, epoch } = stateBuffer(gpu, 2 * rows * tiles);
     // The states and the output are both written.
