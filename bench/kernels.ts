@@ -631,6 +631,17 @@ if (args.includes("--sweep")) {
     }
     gyre.setPlanOverride("scan", null);
   }
+  // 16 Mi cut into rows of fewer tiles each: how much of a long row's time is its look-back walk
+  // (a row's first tile needs no predecessor).
+  gyre.setPlanOverride("scan", null);
+  for (const rows of [1, 16, 256, 1024]) {
+    await bench(
+      `cumsum walk 16Mi as [${rows},${mid / rows}]`,
+      mid,
+      2 * 4 * mid,
+      () => gyre.cumsum(a.slice([0, mid]).reshape([rows, mid / rows])),
+    );
+  }
   // The look-back's tile by length: 512 x 32 and 256 x 32 from 256 Ki to 64 Mi, one row and rows
   // of 1 Mi.
   for (const workgroupSize of [512, 256]) {
