@@ -502,10 +502,10 @@ const SCAN_LOOKBACK_ELEMENTS = 1 << 18;
  * 32 neighbouring columns at once; with fewer rows there are too few invocations for that, and
  * rows read with a stride of 8 or more are first copied with the axis last ("transpose").
  *
- * Measured on an H200 (float32, bench/results/kernels-nvidia-h200-scan*): cumsum of 64 Mi 162 us
- * by look-back (79% of copy; 178 before the aggregate went out ahead of the tile's scan and the
+ * Measured on an H200 (float32, bench/results/kernels-nvidia-h200-scan*): cumsum of 64 Mi 154 us
+ * by look-back (84% of copy; 178 before the aggregate went out ahead of the tile's scan and the
  * cluster totals were combined after one barrier, 167 before the in-tile prefixes were folded
- * into the registers as they are known), 205 us by multipass in two passes (74 + 134 us; groups of 4, 8 or
+ * into the registers as they are known, 162 before states took one 64-bit word), 205 us by multipass in two passes (74 + 134 us; groups of 4, 8 or
  * 32 tiles 206-209; three passes 206: 70 + 10 + 130 us; 212 with the final pass in ascending
  * order, which starts on tiles long evicted from L2; running both passes over chunks of 1 to 8 Mi
  * elements, to find each chunk in L2 again, 305 to 1249 us: each large dispatch costs about 6 us
