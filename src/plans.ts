@@ -502,32 +502,32 @@ const SCAN_LOOKBACK_ELEMENTS = 1 << 18;
  * 32 neighbouring columns at once; with fewer rows there are too few invocations for that, and
  * rows read with a stride of 8 or more are first copied with the axis last ("transpose").
  *
- * Measured on an H200 (float32, bench/results/kernels-nvidia-h200-scan*): cumsum of 64 Mi 154 us
- * by look-back (84% of copy; 178 before the aggregate went out ahead of the tile's scan and the
- * cluster totals were combined after one barrier, 167 before the in-tile prefixes were folded
- * into the registers as they are known, 162 before states took one 64-bit word), 205 us by multipass in two passes (74 + 134 us; groups of 4, 8 or
- * 32 tiles 206-209; three passes 206: 70 + 10 + 130 us; 212 with the final pass in ascending
- * order, which starts on tiles long evicted from L2; running both passes over chunks of 1 to 8 Mi
- * elements, to find each chunk in L2 again, 305 to 1249 us: each large dispatch costs about 6 us
- * to fill and drain the GPU; a first pass without barriers, or a final pass loading its tile
- * before the group totals, no faster). The look-back's cost is its wait for predecessors'
- * prefixes: without looking back the same kernel takes 140 us, and rows of 32 Ki or 128 Ki
- * elements, whose tiles find their row's first tile within a window, 154 and 161 us (83% and 80%
- * of copy); a single `atomicLoad` per tile after its loads cost 55 us by itself, so states are
- * read with `atomicOr` (other read-modify-writes the same, compare-exchange 186), every read a
- * whole window, tiles in launch order: tiles of 256 x 16 then took 210 us and 512 x 32 178; sub-tiles
- * read twice 247-270 us, and workgroups that each walk many tiles, loading the next one before
- * looking back, 236-842 us (the next tile's aggregate comes out later); group states that let a
- * read reach 32 tiles per lane, 194-1216 us; windows of 2 or 4 states per lane 200 and 355 us;
- * a register-only delay between a lane's reads of a missing state (16 to 256 rounds of
- * arithmetic) 226-266 us; `atomicLoad` for every read 233 us; tiles staged through workgroup
- * memory (to hold fewer values in registers) 350-421 us; the first window read before the tile's
- * scan 273 us (191 in tiles of 512 x 28). Not a loss of resident tiles: the driver holds every
- * variant to 64 registers (2 workgroups of 512 per SM) and spills the excess to workgroup memory
- * (7 values in the kernel as planned; bench/results/sass-nvidia-h200.md). cumprod 243 against 206
- * by multipass and cummax 343 against 293, so they stay multipass; rows of 8192 as one 512-wide
- * workgroup each 137 us (93%); [256, 262144] over axis 0 took 156 us as columns, 891 us strided
- * and 2323 us transposed.
+ * Measured on an H200 (float32, bench/results/kernels-nvidia-h200-scan*): cumsum of 64 Mi 154 us by
+ * look-back (84% of copy; 178 before the aggregate went out ahead of the tile's scan and the
+ * cluster totals were combined after one barrier, 167 before the in-tile prefixes were folded into
+ * the registers as they are known, 162 before states took one 64-bit word), 205 us by multipass in
+ * two passes (74 + 134 us; groups of 4, 8 or 32 tiles 206-209; three passes 206: 70 + 10 + 130 us;
+ * 212 with the final pass in ascending order, which starts on tiles long evicted from L2; running
+ * both passes over chunks of 1 to 8 Mi elements, to find each chunk in L2 again, 305 to 1249 us:
+ * each large dispatch costs about 6 us to fill and drain the GPU; a first pass without barriers, or
+ * a final pass loading its tile before the group totals, no faster). The look-back's cost is its
+ * wait for predecessors' prefixes: without looking back the same kernel takes 140 us, and rows of
+ * 32 Ki or 128 Ki elements, whose tiles find their row's first tile within a window, 154 and 161 us
+ * (83% and 80% of copy); a single `atomicLoad` per tile after its loads cost 55 us by itself, so
+ * states are read with `atomicOr` (other read-modify-writes the same, compare-exchange 186), every
+ * read a whole window, tiles in launch order: tiles of 256 x 16 then took 210 us and 512 x 32 178;
+ * sub-tiles read twice 247-270 us, and workgroups that each walk many tiles, loading the next one
+ * before looking back, 236-842 us (the next tile's aggregate comes out later); group states that
+ * let a read reach 32 tiles per lane, 194-1216 us; windows of 2 or 4 states per lane 200 and 355
+ * us; a register-only delay between a lane's reads of a missing state (16 to 256 rounds of
+ * arithmetic) 226-266 us; `atomicLoad` for every read 233 us; tiles staged through workgroup memory
+ * (to hold fewer values in registers) 350-421 us; the first window read before the tile's scan 273
+ * us (191 in tiles of 512 x 28). Not a loss of resident tiles: the driver holds every variant to 64
+ * registers (2 workgroups of 512 per SM) and spills the excess to workgroup memory (7 values in the
+ * kernel as planned; bench/results/sass-nvidia-h200.md). cumprod 243 against 206 by multipass and
+ * cummax 343 against 293, so they stay multipass; rows of 8192 as one 512-wide workgroup each 137
+ * us (93%); [256, 262144] over axis 0 took 156 us as columns, 891 us strided and 2323 us
+ * transposed.
  *
  * @example
  * ```ts

@@ -42,10 +42,11 @@
  * to L2 before each tile's loads.
  *
  * The states are read with `atomicOr(word, 0)`, not `atomicLoad` (for 64-bit states too: 168.6 us
- * against 152.8 on the H200, and lavapipe's 64-bit `atomicLoad` returned wrong values). On an H200 (NVIDIA 580, through
- * naga and Vulkan), a single `atomicLoad` per tile made after the tile's loads added 53 us to a
- * 64 Mi cumsum (136 -> 189 us), while a plain load there, or an `atomicLoad` issued before the
- * tile's loads, cost next to nothing; the look-back with `atomicOr` reads took 220 us against 247.
+ * against 152.8 on the H200, and lavapipe's 64-bit `atomicLoad` returned wrong values). On an H200
+ * (NVIDIA 580, through naga and Vulkan), a single `atomicLoad` per tile made after the tile's loads
+ * added 53 us to a 64 Mi cumsum (136 -> 189 us), while a plain load there, or an `atomicLoad`
+ * issued before the tile's loads, cost next to nothing; the look-back with `atomicOr` reads took
+ * 220 us against 247.
  *
  * Subgroups are assumed to be runs of consecutive `local_invocation_index` (subgroup k holds
  * invocations k * size .. k * size + size - 1), as on NVIDIA, AMD, Intel and lavapipe with 1-d
