@@ -345,6 +345,20 @@ for (
       }
     }
   }
+  // The last workgroup's partials in 64-bit atomic words against tagged pairs of 32-bit words.
+  for (let round = 0; round < 2; round++) {
+    for (const wideStates of [false, true]) {
+      gyre.setPlanOverride("reduce", { wideStates });
+      for (const [op, fn] of [["sum", gyre.sum], ["max", gyre.max], ["min", gyre.min]] as const) {
+        await bench(
+          `${op} ${mid / Mi}Mi f32, partials ${wideStates ? "64" : "32"}-bit #${round}`,
+          mid,
+          4 * mid,
+          () => fn(x),
+        );
+      }
+    }
+  }
   gyre.setPlanOverride("reduce", { combineChunks: "second-pass" });
   await bench(`sum ${mid / Mi}Mi f32, second pass`, mid, 4 * mid, () => gyre.sum(x));
   await bench(`sum ${big / Mi}Mi f32, second pass`, big, 4 * big, () => gyre.sum(a));

@@ -49,6 +49,13 @@ export interface ReduceChoice {
    * second dispatch. The thread variant always takes a second pass.
    */
   combineChunks: "last-workgroup" | "second-pass";
+  /**
+   * "last-workgroup": the partials and counters as 64-bit atomic words, one atomic per word,
+   * where the device has 64-bit atomics; else tagged pairs of 32-bit words. On an H200 (16 Mi):
+   * sum 24.1-24.3 us against 24.4-24.5, max 25.2 against 25.4-25.5, min 25.2-25.3 against
+   * 25.7-25.9.
+   */
+  wideStates: boolean;
 }
 
 /** Any plan's result. */
@@ -234,6 +241,7 @@ export function planReduce(
       chunks: threadChunks,
       vec4: false,
       combineChunks: "second-pass",
+      wideStates: false,
     }
     : {
       kernel: "reduce",
@@ -242,14 +250,17 @@ export function planReduce(
       workgroupSize,
       vec4: Boolean(problem.aligned),
       combineChunks: "last-workgroup",
+      wideStates: Boolean(caps?.int64Atomics),
       chunks: Math.min(
         4096,
         Math.max(1, Math.ceil(problem.rowLength / (workgroupSize * ELEMENTS_PER_INVOCATION))),
       ),
     };
   Object.assign(choice, overrides.reduce);
-  // Subgroups only where the device has them; chunks only within a row's length.
+  // Subgroups and 64-bit states only where the device has them; chunks only within a row's
+  // length.
   if (!caps?.subgroups) choice.subgroups = false;
+  if (!caps?.int64Atomics) choice.wideStates = false;
   choice.chunks = Math.max(1, Math.min(choice.chunks, problem.rowLength));
   // One invocation never walks more than 16 Ki elements: a long serial loop wastes the GPU, and
   // lavapipe stops any shader loop after 65535 iterations.

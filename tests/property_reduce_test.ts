@@ -52,6 +52,8 @@ interface Case {
   chunks: number;
   /** With chunks: combine them in the row's last workgroup rather than a second pass. */
   lastWorkgroup: boolean;
+  /** With lastWorkgroup: partials in 64-bit atomic words (where the device has them). */
+  wideStates: boolean;
   subgroups: boolean;
   /** Probability of special values (NaN, infinities, zeros, subnormals) per element. */
   pSpecial: number;
@@ -74,6 +76,7 @@ function overrideOf(c: Case): Partial<gyre.ReduceChoice> | null {
         subgroups: c.subgroups,
         chunks: c.chunks,
         combineChunks: c.lastWorkgroup ? "last-workgroup" : "second-pass",
+        wideStates: c.wideStates,
       };
   }
 }
@@ -89,6 +92,7 @@ function caseArb(ops: readonly Op[], shapes = shapeArb(4)): fc.Arbitrary<Case> {
     variant: fc.constantFrom<Variant>("auto", "subgroup", "shared", "thread", "chunks"),
     chunks: fc.integer({ min: 2, max: 40 }),
     lastWorkgroup: fc.boolean(),
+    wideStates: fc.boolean(),
     subgroups: fc.boolean(),
     pSpecial: fc.constantFrom(0, 0.001, 0.02),
     seed: fc.integer(),

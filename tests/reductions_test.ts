@@ -133,6 +133,24 @@ test("variance/std: population and sample, axes, no cancellation", async (device
   ints.dispose();
 });
 
+Deno.test({
+  name: "planReduce: partials in 64-bit atomic words only where the device has 64-bit atomics",
+  ignore: !DEVICES.includes("gpu"),
+  fn: () => {
+    const caps = gyre.runtime().caps!;
+    const long = { rows: 1, rowLength: 1 << 24, aligned: true };
+    const wide = gyre.planReduce({ ...caps, int64Atomics: true }, long);
+    assert.deepEqual([wide.combineChunks, wide.wideStates], ["last-workgroup", true]);
+    assert.equal(gyre.planReduce({ ...caps, int64Atomics: false }, long).wideStates, false);
+    gyre.setPlanOverride("reduce", { wideStates: true });
+    try {
+      assert.equal(gyre.planReduce({ ...caps, int64Atomics: false }, long).wideStates, false);
+    } finally {
+      gyre.setPlanOverride("reduce", null);
+    }
+  },
+});
+
 Deno.test("variance: a negative ddof is a typed error", () => {
   const x = gyre.tensor([1, 2]);
   assert.throws(

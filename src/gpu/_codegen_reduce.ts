@@ -102,6 +102,11 @@ export interface ReduceSpec {
    * (an atomic ticket) combines them and writes the result (see `lastWorkgroupFunctions`).
    */
   lastWorkgroup?: boolean;
+  /**
+   * With `lastWorkgroup`: the counters and partial words as 64-bit atomics, each word published
+   * and read whole (one atomic each), instead of tagged pairs of 32-bit words.
+   */
+  wideStates?: boolean;
   /** Elementwise work on each result before it is stored (a fused consumer). */
   epilogue?: ReduceEpilogue;
 }
@@ -178,9 +183,11 @@ export function reduceKey(s: ReduceSpec): string {
     s.pairsOut ? ">p" : ""
   }|${s.mode}|${s.outerRank}.${s.innerRank}|${s.variant}|${
     s.subgroups ? "sg" : "sh"
-  }|wg${s.workgroupSize}${s.vec4 ? "|v4" : ""}${s.lastWorkgroup ? "|last" : ""}${
-    s.epilogue ? `|epi:${s.epilogue.key}` : ""
-  }${s.prologue ? `|pro:${s.prologue.inputs.join(",")}:${exprKey(s.prologue.expr)}` : ""}`;
+  }|wg${s.workgroupSize}${s.vec4 ? "|v4" : ""}${
+    s.lastWorkgroup ? (s.wideStates ? "|last64" : "|last") : ""
+  }${s.epilogue ? `|epi:${s.epilogue.key}` : ""}${
+    s.prologue ? `|pro:${s.prologue.inputs.join(",")}:${exprKey(s.prologue.expr)}` : ""
+  }`;
 }
 
 /**
@@ -585,9 +592,11 @@ export function generateReduce(s: ReduceSpec): string {
   const last = Boolean(s.lastWorkgroup) && s.variant === "workgroup";
   if (last) {
     lines.push(
-      `@group(0) @binding(${sourceBindings}) var<storage, read_write> states: array<atomic<u32>>;`,
+      `@group(0) @binding(${sourceBindings}) var<storage, read_write> states: array<atomic<${
+        s.wideStates ? "u64" : "u32"
+      }>>;`,
       "var<workgroup> last_ticket: u32;",
-      LAST_WORKGROUP_FUNCTIONS,
+      s.wideStates ? LAST_WORKGROUP_WIDE_FUNCTIONS : LAST_WORKGROUP_FUNCTIONS,
     );
   }
   const dstBinding = sourceBindings + (last ? 1 : 0);
@@ -759,7 +768,8 @@ function subgroupCombine(op: ReduceOp, type: string, shuffle: string): string[] 
 
 /**
  * Single-pass combine of a row's chunks. Each workgroup publishes its partial state as 32-bit
- * words, each a tagged word (./_codegen_tagged.ts, tag 1) over two atomic words, then takes a
+ * words, each a tagged word (./_codegen_tagged.ts, tag 1) over two atomic words (or one 64-bit
+ * atomic word, see {@link LAST_WORKGROUP_WIDE_FUNCTIONS}), then takes a
  * ticket from the row's counter. The workgroup that draws the last ticket reads every partial of
  * the row, waiting on a word only until its tag shows: its writer stored it before taking a
  * ticket, so the wait needs no other workgroup to make progress, and no ordering between WGSL's
@@ -784,6 +794,26 @@ fn settle_word(at: u32, first_lo: u32, first_hi: u32) -> u32 {
 }`;
 
 /**
+ * The same over 64-bit atomics (`wideStates`): a word is its value under a tag of 1 in the high
+ * half, stored and read whole, so one atomic per word. Read by `atomicOr(word, 0)`: lavapipe's
+ * 64-bit `atomicLoad` returned wrong values (measured). Layout: one counter per row, then one
+ * 64-bit word per partial word.
+ */
+const LAST_WORKGROUP_WIDE_FUNCTIONS = `fn publish_word(at: u32, bits: u32) {
+  atomicStore(&states[at], (1lu << 32u) | u64(bits));
+}
+// The word at \`at\`, given its first reading: read again until it is tagged.
+fn settle_word(at: u32, first: u64) -> u32 {
+  var word = first;
+  loop {
+    if ((word >> 32u) == 1lu) { break; }
+    word = atomicOr(&states[at], 0lu);
+  }
+  atomicStore(&states[at], 0lu);
+  return u32(word & 0xfffffffflu);
+}`;
+
+/**
  * The workgroup variant's ending with `lastWorkgroup`: publish the partial, take a ticket, and
  * in the last workgroup of the row fold every partial (four per invocation per step, their
  * first reads issued together) and store the result.
@@ -795,38 +825,54 @@ function lastWorkgroupLines(
 ): string[] {
   const wg = s.workgroupSize;
   const words = a.words.length;
+  const wide = Boolean(s.wideStates);
+  // Atomic elements per partial word: one 64-bit word, or a tagged pair of 32-bit ones.
+  const per = wide ? 1 : 2;
   const at = (chunk: string, w: number) =>
-    `p.rows + (row * p.chunks + ${chunk}) * ${2 * words}u + ${2 * w}u`;
+    `p.rows + (row * p.chunks + ${chunk}) * ${per * words}u + ${per * w}u`;
   const reset = a.declare.replace(/var (\w+): [^=]+=/g, "$1 =");
   const step = [0, 1, 2, 3];
+  const firstRead = (u: number, w: number) =>
+    wide
+      ? [
+        `    var st${u}_${w} = 0lu;`,
+        `    if (k${u} < p.chunks) { st${u}_${w} = atomicOr(&states[${at(`k${u}`, w)}], 0lu); }`,
+      ]
+      : [
+        `    var lo${u}_${w} = 0u;`,
+        `    var hi${u}_${w} = 0u;`,
+        `    if (k${u} < p.chunks) { lo${u}_${w} = atomicLoad(&states[${
+          at(`k${u}`, w)
+        }]); hi${u}_${w} = atomicLoad(&states[${at(`k${u}`, w)} + 1u]); }`,
+      ];
+  const firstArgs = (u: number, w: number) => wide ? `st${u}_${w}` : `lo${u}_${w}, hi${u}_${w}`;
   return [
     ...combineLines([
       ...a.words.map((x, w) => `publish_word(${at("(g % p.chunks)", w)}, ${x});`),
-      "last_ticket = atomicAdd(&states[row], 1u);",
+      wide
+        ? "last_ticket = u32(atomicAdd(&states[row], 1lu));"
+        : "last_ticket = atomicAdd(&states[row], 1u);",
     ]),
     "  if (workgroupUniformLoad(&last_ticket) != p.chunks - 1u) { return; }",
     `  ${reset}`,
     `  for (var k = lid; k < p.chunks; k += ${4 * wg}u) {`,
     ...step.flatMap((u) => [
       `    let k${u} = k + ${u * wg}u;`,
-      ...Array.from({ length: words }, (_, w) => [
-        `    var lo${u}_${w} = 0u;`,
-        `    var hi${u}_${w} = 0u;`,
-        `    if (k${u} < p.chunks) { lo${u}_${w} = atomicLoad(&states[${
-          at(`k${u}`, w)
-        }]); hi${u}_${w} = atomicLoad(&states[${at(`k${u}`, w)} + 1u]); }`,
-      ]).flat(),
+      ...Array.from({ length: words }, (_, w) => firstRead(u, w)).flat(),
     ]),
     // Each word settled once (settling clears it), then merged.
     ...step.map((u) => {
       const settled = Array.from(
         { length: words },
-        (_, w) => `let w${u}_${w} = settle_word(${at(`k${u}`, w)}, lo${u}_${w}, hi${u}_${w});`,
+        (_, w) => `let w${u}_${w} = settle_word(${at(`k${u}`, w)}, ${firstArgs(u, w)});`,
       );
       const merged = a.mergeWords(Array.from({ length: words }, (_, w) => `w${u}_${w}`));
       return `    if (k${u} < p.chunks) { ${settled.join(" ")} ${merged} }`;
     }),
     "  }",
-    ...combineLines([a.store("row"), "atomicStore(&states[row], 0u);"]),
+    ...combineLines([
+      a.store("row"),
+      wide ? "atomicStore(&states[row], 0lu);" : "atomicStore(&states[row], 0u);",
+    ]),
   ];
 }

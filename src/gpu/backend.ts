@@ -510,9 +510,13 @@ export class GpuBackend implements Backend {
     if (lastWorkgroup) {
       // One dispatch: the row's last workgroup combines the published partials (a counter per
       // row, then two atomic words per partial word; see the reduce generator).
-      const states = this._scratch("reduce partials", rows + rows * choice.chunks * words * 2);
+      const wideStates = choice.wideStates;
+      const states = this._scratch(
+        "reduce partials",
+        (wideStates ? 2 : 1) * rows + rows * choice.chunks * words * 2,
+      );
       run(
-        { ...first, outDtype, pairsOut: false, lastWorkgroup: true, epilogue },
+        { ...first, outDtype, pairsOut: false, lastWorkgroup: true, wideStates, epilogue },
         [...sources, ...epilogueBuffers, states, out.buffer],
         choice.chunks,
         firstUniforms(choice.chunks),
