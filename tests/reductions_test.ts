@@ -151,6 +151,58 @@ Deno.test({
   },
 });
 
+Deno.test({
+  name: "last-workgroup reductions leave their partials and counters zeroed, in either word format",
+  ignore: !DEVICES.includes("gpu"),
+  sanitizeOps: false,
+  sanitizeResources: false,
+  fn: async () => {
+    const gpu = gyre.runtime().gpu!;
+    // A stale tagged word would read as a partial published before the next dispatch wrote it.
+    const values = Float32Array.from({ length: 3 * 5000 }, (_, i) => (i % 7) - 3);
+    const base = gyre.tensor(values, { device: "gpu" });
+    const x = base.reshape([3, 5000]);
+    const rows = [0, 1, 2].map((r) => [...values.subarray(5000 * r, 5000 * (r + 1))]);
+    const wants = {
+      sum: rows.map((row) => row.reduce((t, v) => t + v, 0)),
+      max: rows.map((row) => Math.max(...row)),
+    };
+    for (const wideStates of gpu.caps.int64Atomics ? [false, true] : [false]) {
+      gyre.setPlanOverride("reduce", {
+        variant: "workgroup",
+        chunks: 9,
+        combineChunks: "last-workgroup",
+        wideStates,
+      });
+      try {
+        for (const op of ["sum", "max"] as const) {
+          const y = op === "sum" ? gyre.sum(x, { axis: 1 }) : gyre.max(x, { axis: 1 });
+          assert.deepEqual([...await y.data() as Float32Array], wants[op], `${op} ${wideStates}`);
+          y.dispose();
+          const states = gpu._scratch("reduce partials", 1);
+          const read = gpu.device.createBuffer({
+            size: states.size,
+            usage: GPUBufferUsage.COPY_DST | GPUBufferUsage.MAP_READ,
+          });
+          const encoder = gpu.device.createCommandEncoder();
+          encoder.copyBufferToBuffer(states, 0, read, 0, states.size);
+          gpu.device.queue.submit([encoder.finish()]);
+          await read.mapAsync(GPUMapMode.READ);
+          const words = new Uint32Array(read.getMappedRange().slice(0));
+          read.unmap();
+          read.destroy();
+          const left = words.findIndex((w) => w !== 0);
+          assert.equal(left, -1, `${op}, wide ${wideStates}: word ${left} left at ${words[left]}`);
+        }
+      } finally {
+        gyre.setPlanOverride("reduce", null);
+      }
+    }
+    x.dispose();
+    base.dispose();
+  },
+});
+
 Deno.test("variance: a negative ddof is a typed error", () => {
   const x = gyre.tensor([1, 2]);
   assert.throws(

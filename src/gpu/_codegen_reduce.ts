@@ -596,7 +596,7 @@ export function generateReduce(s: ReduceSpec): string {
         s.wideStates ? "u64" : "u32"
       }>>;`,
       "var<workgroup> last_ticket: u32;",
-      s.wideStates ? LAST_WORKGROUP_WIDE_FUNCTIONS : LAST_WORKGROUP_FUNCTIONS,
+      lastWorkgroupFunctions(Boolean(s.wideStates)),
     );
   }
   const dstBinding = sourceBindings + (last ? 1 : 0);
@@ -768,50 +768,27 @@ function subgroupCombine(op: ReduceOp, type: string, shuffle: string): string[] 
 
 /**
  * Single-pass combine of a row's chunks. Each workgroup publishes its partial state as 32-bit
- * words, each a tagged word (./_codegen_tagged.ts, tag 1) over two atomic words (or one 64-bit
- * atomic word, see {@link LAST_WORKGROUP_WIDE_FUNCTIONS}), then takes a
- * ticket from the row's counter. The workgroup that draws the last ticket reads every partial of
- * the row, waiting on a word only until its tag shows: its writer stored it before taking a
- * ticket, so the wait needs no other workgroup to make progress, and no ordering between WGSL's
- * relaxed atomics is assumed. The reader then clears the words and the counter, leaving the
- * scratch buffer zeroed for the next dispatch. Layout of `states`: one counter per row, then two
- * atomic words per partial word.
+ * words, each a tagged word (./_codegen_tagged.ts, tag 1: one 64-bit atomic where the device has
+ * them, else two 32-bit ones), then takes a ticket from the row's counter. The workgroup that
+ * draws the last ticket reads every partial of the row, waiting on a word only until its tag
+ * shows: its writer stored it before taking a ticket, so the wait needs no other workgroup to make
+ * progress, and no ordering between WGSL's relaxed atomics is assumed. The reader then clears the
+ * words and the counter, leaving the scratch buffer zeroed for the next dispatch. Layout of
+ * `states`: one counter per row, then one tagged word per partial word.
  */
-const LAST_WORKGROUP_FUNCTIONS = `${taggedWordFunctions("states")}
-fn publish_word(at: u32, bits: u32) {
-  tagged_store(at, 1u, bits);
-}
-// The word at \`at\`, given its first reading (lo, hi): read again until both halves are tagged.
-fn settle_word(at: u32, first_lo: u32, first_hi: u32) -> u32 {
-  var word = tagged_word(first_lo, first_hi);
-  loop {
-    if (word.x == 1u) { break; }
-    word = tagged_word(atomicLoad(&states[at]), atomicLoad(&states[at + 1u]));
-  }
-  atomicStore(&states[at], 0u);
-  atomicStore(&states[at + 1u], 0u);
-  return word.y;
-}`;
-
-/**
- * The same over 64-bit atomics (`wideStates`): a word is its value under a tag of 1 in the high
- * half, stored and read whole, so one atomic per word. Read by `atomicOr(word, 0)`: lavapipe's
- * 64-bit `atomicLoad` returned wrong values (measured). Layout: one counter per row, then one
- * 64-bit word per partial word.
- */
-const LAST_WORKGROUP_WIDE_FUNCTIONS = `fn publish_word(at: u32, bits: u32) {
-  atomicStore(&states[at], (1lu << 32u) | u64(bits));
-}
-// The word at \`at\`, given its first reading: read again until it is tagged.
-fn settle_word(at: u32, first: u64) -> u32 {
+function lastWorkgroupFunctions(wide: boolean): string {
+  return `${taggedWordFunctions("states", wide)}
+// The word at \`at\`, given its first reading: read again until it is tagged, then cleared.
+fn settle_word(at: u32, first: vec2<u32>) -> u32 {
   var word = first;
   loop {
-    if ((word >> 32u) == 1lu) { break; }
-    word = atomicOr(&states[at], 0lu);
+    if (word.x == 1u) { break; }
+    word = tagged_read(at);
   }
-  atomicStore(&states[at], 0lu);
-  return u32(word & 0xfffffffflu);
+  tagged_clear(at);
+  return word.y;
 }`;
+}
 
 /**
  * The workgroup variant's ending with `lastWorkgroup`: publish the partial, take a ticket, and
@@ -832,23 +809,9 @@ function lastWorkgroupLines(
     `p.rows + (row * p.chunks + ${chunk}) * ${per * words}u + ${per * w}u`;
   const reset = a.declare.replace(/var (\w+): [^=]+=/g, "$1 =");
   const step = [0, 1, 2, 3];
-  const firstRead = (u: number, w: number) =>
-    wide
-      ? [
-        `    var st${u}_${w} = 0lu;`,
-        `    if (k${u} < p.chunks) { st${u}_${w} = atomicOr(&states[${at(`k${u}`, w)}], 0lu); }`,
-      ]
-      : [
-        `    var lo${u}_${w} = 0u;`,
-        `    var hi${u}_${w} = 0u;`,
-        `    if (k${u} < p.chunks) { lo${u}_${w} = atomicLoad(&states[${
-          at(`k${u}`, w)
-        }]); hi${u}_${w} = atomicLoad(&states[${at(`k${u}`, w)} + 1u]); }`,
-      ];
-  const firstArgs = (u: number, w: number) => wide ? `st${u}_${w}` : `lo${u}_${w}, hi${u}_${w}`;
   return [
     ...combineLines([
-      ...a.words.map((x, w) => `publish_word(${at("(g % p.chunks)", w)}, ${x});`),
+      ...a.words.map((x, w) => `tagged_store(${at("(g % p.chunks)", w)}, 1u, ${x});`),
       wide
         ? "last_ticket = u32(atomicAdd(&states[row], 1lu));"
         : "last_ticket = atomicAdd(&states[row], 1u);",
@@ -858,13 +821,16 @@ function lastWorkgroupLines(
     `  for (var k = lid; k < p.chunks; k += ${4 * wg}u) {`,
     ...step.flatMap((u) => [
       `    let k${u} = k + ${u * wg}u;`,
-      ...Array.from({ length: words }, (_, w) => firstRead(u, w)).flat(),
+      ...Array.from({ length: words }, (_, w) => [
+        `    var st${u}_${w} = vec2(0u);`,
+        `    if (k${u} < p.chunks) { st${u}_${w} = tagged_read(${at(`k${u}`, w)}); }`,
+      ]).flat(),
     ]),
     // Each word settled once (settling clears it), then merged.
     ...step.map((u) => {
       const settled = Array.from(
         { length: words },
-        (_, w) => `let w${u}_${w} = settle_word(${at(`k${u}`, w)}, ${firstArgs(u, w)});`,
+        (_, w) => `let w${u}_${w} = settle_word(${at(`k${u}`, w)}, st${u}_${w});`,
       );
       const merged = a.mergeWords(Array.from({ length: words }, (_, w) => `w${u}_${w}`));
       return `    if (k${u} < p.chunks) { ${settled.join(" ")} ${merged} }`;

@@ -41,12 +41,10 @@
  * order on GPUs; a tile still waiting on a later-starting one only loses time) saves a round trip
  * to L2 before each tile's loads.
  *
- * The states are read with `atomicOr(word, 0)`, not `atomicLoad` (for 64-bit states too: 168.6 us
- * against 152.8 on the H200, and lavapipe's 64-bit `atomicLoad` returned wrong values). On an H200
- * (NVIDIA 580, through naga and Vulkan), a single `atomicLoad` per tile made after the tile's loads
- * added 53 us to a 64 Mi cumsum (136 -> 189 us), while a plain load there, or an `atomicLoad`
- * issued before the tile's loads, cost next to nothing; the look-back with `atomicOr` reads took
- * 220 us against 247.
+ * The states are read with `atomicOr(word, 0)`, not `atomicLoad` (see ./_codegen_tagged.ts). On
+ * an H200 (NVIDIA 580, through naga and Vulkan), a single `atomicLoad` per tile made after the
+ * tile's loads added 53 us to a 64 Mi cumsum (136 -> 189 us), while a plain load there, or an
+ * `atomicLoad` issued before the tile's loads, cost next to nothing.
  *
  * Subgroups are assumed to be runs of consecutive `local_invocation_index` (subgroup k holds
  * invocations k * size .. k * size + size - 1), as on NVIDIA, AMD, Intel and lavapipe with 1-d
@@ -369,33 +367,18 @@ export function generateScan(s: ScanSpec): string {
     lines.push(
       `var<workgroup> tile_prefix: ${t};`,
       ...(earlyAggregate(s) ? [`var<workgroup> early_parts: array<${t}, ${wg}>;`] : []),
-      ...(s.wideStates
-        ? [
-          "// Status (1 aggregate, 2 inclusive prefix) and value of tile v, one 64-bit word: the tag",
-          "// (epoch above status) in the high half; status 0 while the tag is another epoch's.",
-          "fn read_state(v: u32) -> vec2<u32> {",
-          "  let word = atomicOr(&flags[v], 0lu);",
-          "  let tag = u32(word >> 32u);",
-          "  return vec2(select(0u, tag & 3u, (tag >> 2u) == p.epoch), u32(word & 0xfffffffflu));",
-          "}",
-          `fn publish(v: u32, status: u32, value: ${t}) {`,
-          `  atomicStore(&flags[v], (u64((p.epoch << 2u) | status) << 32u) | u64(${
-            toBits(s.type, "value")
-          }));`,
-          "}",
-        ]
-        : [
-          taggedWordFunctions("flags"),
-          "// Status (1 aggregate, 2 inclusive prefix) and value of tile v; status 0 until both words",
-          "// agree and carry this dispatch's epoch (words left by earlier scans read as nothing yet).",
-          "fn read_state(v: u32) -> vec2<u32> {",
-          "  let word = tagged_word(atomicOr(&flags[2u * v], 0u), atomicOr(&flags[2u * v + 1u], 0u));",
-          "  return vec2(select(0u, word.x & 3u, (word.x >> 2u) == p.epoch), word.y);",
-          "}",
-          `fn publish(v: u32, status: u32, value: ${t}) {`,
-          `  tagged_store(2u * v, (p.epoch << 2u) | status, ${toBits(s.type, "value")});`,
-          "}",
-        ]),
+      taggedWordFunctions("flags", s.wideStates),
+      "// Status (1 aggregate, 2 inclusive prefix) and value of tile v; status 0 until it is whole",
+      "// and carries this dispatch's epoch (states left by earlier scans read as nothing yet).",
+      "fn read_state(v: u32) -> vec2<u32> {",
+      `  let word = tagged_read(${s.wideStates ? "v" : "2u * v"});`,
+      "  return vec2(select(0u, word.x & 3u, (word.x >> 2u) == p.epoch), word.y);",
+      "}",
+      `fn publish(v: u32, status: u32, value: ${t}) {`,
+      `  tagged_store(${s.wideStates ? "v" : "2u * v"}, (p.epoch << 2u) | status, ${
+        toBits(s.type, "value")
+      });`,
+      "}",
     );
   }
   // Subgroup add built-ins may start from +0 (lavapipe's do), turning a sum of -0 values into +0
