@@ -51,9 +51,9 @@ export interface ReduceChoice {
   combineChunks: "last-workgroup" | "second-pass";
   /**
    * "last-workgroup": the partials and counters as 64-bit atomic words, one atomic per word,
-   * where the device has 64-bit atomics; else tagged pairs of 32-bit words. On an H200 (16 Mi):
+   * where the device has 64-bit atomics; else tagged pairs of 32-bit words. On one H200 (16 Mi):
    * sum 24.1-24.3 us against 24.4-24.5, max 25.2 against 25.4-25.5, min 25.2-25.3 against
-   * 25.7-25.9.
+   * 25.7-25.9; on another, sum 24.3-24.5 against 24.8, max and min within 0.3 us either way.
    */
   wideStates: boolean;
 }

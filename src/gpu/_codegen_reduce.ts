@@ -777,7 +777,7 @@ function subgroupCombine(op: ReduceOp, type: string, shuffle: string): string[] 
  * `states`: one counter per row, then one tagged word per partial word.
  */
 function lastWorkgroupFunctions(wide: boolean): string {
-  return `${taggedWordFunctions("states", wide)}
+  return `${taggedWordFunctions("states", wide, "atomicLoad")}
 // The word at \`at\`, given its first reading: read again until it is tagged, then cleared.
 fn settle_word(at: u32, first: vec2<u32>) -> u32 {
   var word = first;

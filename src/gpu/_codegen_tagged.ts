@@ -18,17 +18,25 @@
  * WGSL over the atomic array named `array` (`array<atomic<u64>>` when `wide`, else
  * `array<atomic<u32>>`): `tagged_store(at, tag, bits)` publishes `bits` at element `at` (wide) or
  * elements `at`, `at + 1`; `tagged_read(at)` reads it back as (tag, bits); `tagged_clear(at)`
- * zeroes it. Words are read by `atomicOr(word, 0)`, not `atomicLoad`: on an H200 a single
- * `atomicLoad` per tile made after the tile's loads added 53 us to a 64 Mi cumsum, its look-back
- * ran 247 us with `atomicLoad` reads against 220 with `atomicOr`, and 168.6 against 152.8 with 64-bit
- * words; and lavapipe's 64-bit `atomicLoad` returned wrong values.
+ * zeroes it. Wide words are read by `atomicOr(word, 0)`: lavapipe's 64-bit `atomicLoad` returned
+ * wrong values, and on an H200 the scan's look-back ran 168.6 us with it against 152.8. Narrow
+ * words are read by `narrowRead`: `atomicOr(word, 0)` for the scan's look-back (247 us with
+ * `atomicLoad` against 220), `atomicLoad` for the reductions' one-time reads of their partials
+ * (on an H200 a max of 16 Mi ran 0.4-0.5 us behind the wide form with `atomicOr` reads, and
+ * 0-0.3 us with `atomicLoad`, each against the wide form in the same run).
  *
  * @example
  * ```ts
  * taggedWordFunctions("flags", true); // "fn tagged_store(at: u32, tag: u32, bits: u32) { ..."
  * ```
  */
-export function taggedWordFunctions(array: string, wide: boolean): string {
+export function taggedWordFunctions(
+  array: string,
+  wide: boolean,
+  narrowRead: "atomicOr" | "atomicLoad" = "atomicOr",
+): string {
+  const read = (at: string) =>
+    narrowRead === "atomicOr" ? `atomicOr(&${array}[${at}], 0u)` : `atomicLoad(&${array}[${at}])`;
   if (wide) {
     return [
       "fn tagged_store(at: u32, tag: u32, bits: u32) {",
@@ -49,7 +57,7 @@ export function taggedWordFunctions(array: string, wide: boolean): string {
     `  atomicStore(&${array}[at + 1u], (tag << 16u) | (bits >> 16u));`,
     "}",
     "fn tagged_read(at: u32) -> vec2<u32> {",
-    `  return tagged_word(atomicOr(&${array}[at], 0u), atomicOr(&${array}[at + 1u], 0u));`,
+    `  return tagged_word(${read("at")}, ${read("at + 1u")});`,
     "}",
     "fn tagged_clear(at: u32) {",
     `  atomicStore(&${array}[at], 0u);`,
