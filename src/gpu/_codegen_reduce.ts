@@ -410,7 +410,8 @@ function betterFunction(op: "argmax" | "argmin", t: string): string {
 /**
  * The vec4 loop: four vec4 loads per step into named registers (naga does not unroll loops),
  * folded into the accumulator, then a tail of single vectors. Plain reductions fold lane-wise
- * into a vec4; arg reductions keep a best value and index per lane; logsumexp and moments fold
+ * into a vec4 (float max and min by the hardware's, with a NaN probe and an exact second pass
+ * where it fires); arg reductions keep a best value and index per lane; logsumexp and moments fold
  * each 16-element step as one block (one rescale or one Chan merge per block instead of one
  * per element, which is what kept them compute-bound).
  */
@@ -529,18 +530,51 @@ function vectorLoop(s: ReduceSpec, a: ReturnType<typeof accumulator>, t: string)
       ...scalarTail,
     ];
   }
-  return [
-    `  var acc4 = vec4<${t}>(${id});`,
-    ...head,
-    ...step([
-      `    acc4 = ${fold("acc4", `(${fold("r0", "r1")})`)};`,
-      `    acc4 = ${fold("acc4", `(${fold("r2", "r3")})`)};`,
-    ]),
-    `  for (; j < stop4; j += ${wg}u) { acc4 = ${fold("acc4", load("base4 + j"))}; }`,
-    `  acc = ${
-      combine(s.op, t, combine(s.op, t, "acc4.x", "acc4.y"), combine(s.op, t, "acc4.z", "acc4.w"))
-    };`,
-  ];
+  if ((s.op === "max" || s.op === "min") && t === "f32") {
+    // Float maxima and minima by the hardware max (min), whose NaN handling is the driver's, with
+    // a probe beside it: each block's sum times a zero the compiler cannot see (a uniform), NaN
+    // once any element was NaN or infinite (or the sum overflowed). Only then is the range
+    // reduced again by the NaN-exact combine. Two operations per element where the exact combine
+    // takes seven: at 16 Mi the loop is bound by issuing them (H200: max 24.7-24.9 us against
+    // 25.6, min 24.7-24.8 against 25.8-25.9; 64 Mi 70.1-70.3 against 71.6-72.0). A NaN test on
+    // each element's magnitude bits beside the hardware max (three operations) measured slower,
+    // 26.1-26.4: it needed more than the 32 registers the driver gives these workgroups, and
+    // spilled (bench/sass.ts).
+    const op = s.op;
+    const exact = plainVectorLoop();
+    return [
+      `  var acc4 = vec4<f32>(${id});`,
+      "  var probe = 0.0;",
+      "  let zero = f32(p.pad0);",
+      ...head,
+      ...step([
+        `    acc4 = ${op}(acc4, ${op}(${op}(r0, r1), ${op}(r2, r3)));`,
+        "    let s4 = (r0 + r1) + (r2 + r3);",
+        "    probe = fma((s4.x + s4.y) + (s4.z + s4.w), zero, probe);",
+      ]),
+      `  for (; j < stop4; j += ${wg}u) { let r = ${load("base4 + j")}; acc4 = ${op}(acc4, r); ` +
+      "probe = fma((r.x + r.y) + (r.z + r.w), zero, probe); }",
+      `  acc = ${op}(${op}(acc4.x, acc4.y), ${op}(acc4.z, acc4.w));`,
+      "  if (g_isnan(probe)) {",
+      ...exact.map((x) => `  ${x}`),
+      "  }",
+    ];
+  }
+  return plainVectorLoop();
+  function plainVectorLoop(): string[] {
+    return [
+      `  var acc4 = vec4<${t}>(${id});`,
+      ...head,
+      ...step([
+        `    acc4 = ${fold("acc4", `(${fold("r0", "r1")})`)};`,
+        `    acc4 = ${fold("acc4", `(${fold("r2", "r3")})`)};`,
+      ]),
+      `  for (; j < stop4; j += ${wg}u) { acc4 = ${fold("acc4", load("base4 + j"))}; }`,
+      `  acc = ${
+        combine(s.op, t, combine(s.op, t, "acc4.x", "acc4.y"), combine(s.op, t, "acc4.z", "acc4.w"))
+      };`,
+    ];
+  }
 }
 
 /** Generates the WGSL source of a spec. */
