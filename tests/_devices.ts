@@ -1,6 +1,6 @@
 /**
- * Shared helpers of the unit tests: the devices to run each semantic test on, and small
- * assertions over tensors and allocation counters.
+ * Shared helpers of the unit tests: the devices to run each semantic test on, small assertions
+ * over tensors and allocation counters, and a read-back of a runtime's internal GPU buffer.
  * @module
  */
 import assert from "node:assert/strict";
@@ -74,4 +74,25 @@ export function liveCounts(): {
     wasmBlocks: s.wasm.liveBlocks,
     wasmBytes: s.wasm.liveBytes,
   };
+}
+
+/**
+ * The first `bytes` of one of the GPU runtime's own buffers (look-back states, reduction
+ * partials) as 32-bit words, after the work already submitted: for tests of what kernels leave
+ * there.
+ */
+export async function bufferWords(buffer: GPUBuffer, bytes = buffer.size): Promise<Uint32Array> {
+  const device = gyre.runtime().gpu!.device;
+  const read = device.createBuffer({
+    size: bytes,
+    usage: GPUBufferUsage.COPY_DST | GPUBufferUsage.MAP_READ,
+  });
+  const encoder = device.createCommandEncoder();
+  encoder.copyBufferToBuffer(buffer, 0, read, 0, bytes);
+  device.queue.submit([encoder.finish()]);
+  await read.mapAsync(GPUMapMode.READ);
+  const words = new Uint32Array(read.getMappedRange().slice(0));
+  read.unmap();
+  read.destroy();
+  return words;
 }

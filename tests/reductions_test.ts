@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import * as gyre from "../src/mod.ts";
-import { devices, expectClose, expectTensor } from "./_devices.ts";
+import { bufferWords, devices, expectClose, expectTensor } from "./_devices.ts";
 
 const DEVICES = await devices();
 
@@ -179,18 +179,7 @@ Deno.test({
           const y = op === "sum" ? gyre.sum(x, { axis: 1 }) : gyre.max(x, { axis: 1 });
           assert.deepEqual([...await y.data() as Float32Array], wants[op], `${op} ${wideStates}`);
           y.dispose();
-          const states = gpu._scratch("reduce partials", 1);
-          const read = gpu.device.createBuffer({
-            size: states.size,
-            usage: GPUBufferUsage.COPY_DST | GPUBufferUsage.MAP_READ,
-          });
-          const encoder = gpu.device.createCommandEncoder();
-          encoder.copyBufferToBuffer(states, 0, read, 0, states.size);
-          gpu.device.queue.submit([encoder.finish()]);
-          await read.mapAsync(GPUMapMode.READ);
-          const words = new Uint32Array(read.getMappedRange().slice(0));
-          read.unmap();
-          read.destroy();
+          const words = await bufferWords(gpu._scratch("reduce partials", 1));
           const left = words.findIndex((w) => w !== 0);
           assert.equal(left, -1, `${op}, wide ${wideStates}: word ${left} left at ${words[left]}`);
         }

@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import * as gyre from "../src/mod.ts";
 import { SCAN_EPOCHS } from "../src/gpu/_codegen_scan.ts";
 import { _scanEpochs } from "../src/ops/scan.ts";
-import { devices, expectTensor, liveCounts } from "./_devices.ts";
+import { bufferWords, devices, expectTensor, liveCounts } from "./_devices.ts";
 
 const DEVICES = await devices();
 const INT_MIN = -2147483648;
@@ -459,18 +459,10 @@ if (DEVICES.includes("gpu")) {
           const x = gyre.tensor(values, { device: "gpu" });
           const y = gyre.cumsum(x);
           const scanned = await y.data() as Int32Array;
-          const states = gpu._scratch("scan look-back states", 2 * tiles);
-          const read = gpu.device.createBuffer({
-            size: 8 * tiles,
-            usage: GPUBufferUsage.COPY_DST | GPUBufferUsage.MAP_READ,
-          });
-          const encoder = gpu.device.createCommandEncoder();
-          encoder.copyBufferToBuffer(states, 0, read, 0, 8 * tiles);
-          gpu.device.queue.submit([encoder.finish()]);
-          await read.mapAsync(GPUMapMode.READ);
-          const words = new Uint32Array(read.getMappedRange().slice(0));
-          read.unmap();
-          read.destroy();
+          const words = await bufferWords(
+            gpu._scratch("scan look-back states", 2 * tiles),
+            8 * tiles,
+          );
           const tag = (_scanEpochs.get(gpu)! << 2) | 2;
           for (let t = 0; t < tiles; t++) {
             const [lo, hi] = [words[2 * t], words[2 * t + 1]];

@@ -530,6 +530,19 @@ function vectorLoop(s: ReduceSpec, a: ReturnType<typeof accumulator>, t: string)
       ...scalarTail,
     ];
   }
+  // The lane-wise exact combine (float max and min: NaN-exact, see g_max_f32).
+  const exact = [
+    `  var acc4 = vec4<${t}>(${id});`,
+    ...head,
+    ...step([
+      `    acc4 = ${fold("acc4", `(${fold("r0", "r1")})`)};`,
+      `    acc4 = ${fold("acc4", `(${fold("r2", "r3")})`)};`,
+    ]),
+    `  for (; j < stop4; j += ${wg}u) { acc4 = ${fold("acc4", load("base4 + j"))}; }`,
+    `  acc = ${
+      combine(s.op, t, combine(s.op, t, "acc4.x", "acc4.y"), combine(s.op, t, "acc4.z", "acc4.w"))
+    };`,
+  ];
   if ((s.op === "max" || s.op === "min") && t === "f32") {
     // Float maxima and minima by the hardware max (min), whose NaN handling is the driver's, with
     // a probe beside it: each block's sum times a zero the compiler cannot see (a uniform), NaN
@@ -541,7 +554,6 @@ function vectorLoop(s: ReduceSpec, a: ReturnType<typeof accumulator>, t: string)
     // 26.1-26.4: it needed more than the 32 registers the driver gives these workgroups, and
     // spilled (bench/sass.ts).
     const op = s.op;
-    const exact = plainVectorLoop();
     return [
       `  var acc4 = vec4<f32>(${id});`,
       "  var probe = 0.0;",
@@ -560,21 +572,7 @@ function vectorLoop(s: ReduceSpec, a: ReturnType<typeof accumulator>, t: string)
       "  }",
     ];
   }
-  return plainVectorLoop();
-  function plainVectorLoop(): string[] {
-    return [
-      `  var acc4 = vec4<${t}>(${id});`,
-      ...head,
-      ...step([
-        `    acc4 = ${fold("acc4", `(${fold("r0", "r1")})`)};`,
-        `    acc4 = ${fold("acc4", `(${fold("r2", "r3")})`)};`,
-      ]),
-      `  for (; j < stop4; j += ${wg}u) { acc4 = ${fold("acc4", load("base4 + j"))}; }`,
-      `  acc = ${
-        combine(s.op, t, combine(s.op, t, "acc4.x", "acc4.y"), combine(s.op, t, "acc4.z", "acc4.w"))
-      };`,
-    ];
-  }
+  return exact;
 }
 
 /** Generates the WGSL source of a spec. */
