@@ -328,6 +328,19 @@ for (
   await bench(`${op} ${mid / Mi}Mi f32`, mid, 4 * mid, () => fn(a.slice([0, mid])));
   await bench(`${op} ${big / Mi}Mi f32`, big, 4 * big, () => fn(a));
 }
+// Max and min of 16 Mi holding infinities: the ranges whose NaN probe fires (see
+// src/gpu/_codegen_reduce.ts) are reduced a second time by the exact combine.
+for (const every of [mid, 65536, 1024]) {
+  const host = new Float32Array(mid);
+  for (let i = 0; i < mid; i++) host[i] = ((i * 7919) % 4001) / 1000 - 2;
+  for (let i = every >> 1; i < mid; i += every) host[i] = Infinity;
+  const x = gyre.tensor(host, { device: "gpu" }).realize();
+  const label = every === mid ? "one +Inf" : `+Inf every ${every}`;
+  for (const [op, fn] of [["max", gyre.max], ["min", gyre.min]] as const) {
+    await bench(`${op} ${mid / Mi}Mi f32, ${label}`, mid, 4 * mid, () => fn(x));
+  }
+  x.dispose();
+}
 // Sum and max of 16 Mi (64 MiB) under several workgroup sizes and chunk counts (the plan's rule
 // picks 256 x 512 chunks), combined by the last workgroup; the rule's shape with a second pass.
 {

@@ -32,6 +32,31 @@ test("max/min: a NaN anywhere in a long aligned row wins; infinities stay", asyn
     await expectTensor(finite.min(), [], "float32", [-Infinity]);
     x.dispose();
     finite.dispose();
+    // One sign of infinity, a lone NaN, and sums that overflow: the probe must still catch the
+    // NaN, and infinities alone are ordered by the hardware max.
+    const cases: [number[], number, number][] = [
+      [[Infinity], Infinity, -6],
+      [[-Infinity], 6, -Infinity],
+      [[Infinity, Infinity], Infinity, -6],
+      [[NaN], NaN, NaN],
+    ];
+    for (const [inserted, max, min] of cases) {
+      const v = new Float32Array(n).map((_, i) => (i % 13) - 6);
+      inserted.forEach((value, k) => v[(position + 7 * k) % n] = value);
+      const t = gyre.tensor(v, { device });
+      await expectTensor(t.max(), [], "float32", [max]);
+      await expectTensor(t.min(), [], "float32", [min]);
+      t.dispose();
+    }
+    const huge = new Float32Array(n).map((_, i) => (i % 2 ? -3e38 : 3e38) * (1 - (i % 7) / 1e3));
+    const overflowing = gyre.tensor(huge, { device });
+    await expectTensor(overflowing.max(), [], "float32", [Math.fround(3e38)]);
+    await expectTensor(overflowing.min(), [], "float32", [Math.fround(-3e38)]);
+    huge[position] = NaN;
+    const overflowingNaN = gyre.tensor(huge, { device });
+    await expectTensor(overflowingNaN.max(), [], "float32", [NaN]);
+    overflowing.dispose();
+    overflowingNaN.dispose();
   }
 });
 

@@ -545,9 +545,12 @@ function vectorLoop(s: ReduceSpec, a: ReturnType<typeof accumulator>, t: string)
   ];
   if ((s.op === "max" || s.op === "min") && t === "f32") {
     // Float maxima and minima by the hardware max (min), whose NaN handling is the driver's, with
-    // a probe beside it: each block's sum times a zero the compiler cannot see (a uniform), NaN
-    // once any element was NaN or infinite (or the sum overflowed). Only then is the range
-    // reduced again by the NaN-exact combine. Two operations per element where the exact combine
+    // a probe beside it: the running sum of the blocks' sums, NaN once any element was NaN (or
+    // the range held both infinities, or its sum overflowed both ways). Only then is the range
+    // reduced again by the NaN-exact combine. Infinities alone need no second pass, as the
+    // hardware max orders them right: that pass is one invocation re-reading its range step by
+    // step, and the workgroup waits on it (H200, 16 Mi with one +Inf: 28.0 us against 24.9 when
+    // the probe was each block's sum times a uniform zero, NaN for infinities too). Two operations per element where the exact combine
     // takes seven: at 16 Mi the loop is bound by issuing them (H200: max 24.7-24.9 us against
     // 25.6, min 24.7-24.8 against 25.8-25.9; 64 Mi 70.1-70.3 against 71.6-72.0). A NaN test on
     // each element's magnitude bits beside the hardware max (three operations) measured slower,
@@ -557,15 +560,14 @@ function vectorLoop(s: ReduceSpec, a: ReturnType<typeof accumulator>, t: string)
     return [
       `  var acc4 = vec4<f32>(${id});`,
       "  var probe = 0.0;",
-      "  let zero = f32(p.pad0);",
       ...head,
       ...step([
         `    acc4 = ${op}(acc4, ${op}(${op}(r0, r1), ${op}(r2, r3)));`,
         "    let s4 = (r0 + r1) + (r2 + r3);",
-        "    probe = fma((s4.x + s4.y) + (s4.z + s4.w), zero, probe);",
+        "    probe = probe + ((s4.x + s4.y) + (s4.z + s4.w));",
       ]),
       `  for (; j < stop4; j += ${wg}u) { let r = ${load("base4 + j")}; acc4 = ${op}(acc4, r); ` +
-      "probe = fma((r.x + r.y) + (r.z + r.w), zero, probe); }",
+      "probe = probe + ((r.x + r.y) + (r.z + r.w)); }",
       `  acc = ${op}(${op}(acc4.x, acc4.y), ${op}(acc4.z, acc4.w));`,
       "  if (g_isnan(probe)) {",
       ...exact.map((x) => `  ${x}`),
