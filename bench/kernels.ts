@@ -328,8 +328,8 @@ for (
   await bench(`${op} ${mid / Mi}Mi f32`, mid, 4 * mid, () => fn(a.slice([0, mid])));
   await bench(`${op} ${big / Mi}Mi f32`, big, 4 * big, () => fn(a));
 }
-// Max and min of 16 Mi holding infinities: the ranges whose NaN probe fires (see
-// src/gpu/_codegen_reduce.ts) are reduced a second time by the exact combine.
+// Max and min of 16 Mi holding infinities, which the hardware max orders right: they must not set
+// off the NaN probe's exact second pass (src/gpu/_codegen_reduce.ts).
 for (const every of [mid, 65536, 1024]) {
   const host = new Float32Array(mid);
   for (let i = 0; i < mid; i++) host[i] = ((i * 7919) % 4001) / 1000 - 2;
