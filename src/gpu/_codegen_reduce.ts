@@ -553,10 +553,9 @@ function vectorLoop(s: ReduceSpec, a: ReturnType<typeof accumulator>, t: string)
     // the probe was each block's sum times a uniform zero, NaN for infinities too; 25.6 now).
     // Two operations per element where the exact combine takes seven: at 16 Mi the loop is bound
     // by issuing them (H200: max 24.7-24.9 us against 25.6, min 24.7-24.8 against 25.8-25.9;
-    // 64 Mi 70.1-70.3 against 71.6-72.0). A NaN test on
-    // each element's magnitude bits beside the hardware max (three operations) measured slower,
-    // 26.1-26.4: it needed more than the 32 registers the driver gives these workgroups, and
-    // spilled (bench/sass.ts).
+    // 64 Mi 70.1-70.3 against 71.6-72.0). A NaN test on each element's magnitude bits beside the
+    // hardware max (three operations) measured slower, 26.1-26.4: it needed more than the 32
+    // registers the driver gives these workgroups, and spilled (bench/sass.ts).
     const op = s.op;
     return [
       `  var acc4 = vec4<f32>(${id});`,

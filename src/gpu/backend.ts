@@ -509,7 +509,8 @@ export class GpuBackend implements Backend {
     }
     if (lastWorkgroup) {
       // One dispatch: the row's last workgroup combines the published partials (a counter per
-      // row, then two atomic words per partial word; see the reduce generator).
+      // row, then a tagged word per partial word: 64-bit atomics where the choice takes them,
+      // else pairs of 32-bit ones; see the reduce generator). Sizes are in 32-bit words.
       const wideStates = choice.wideStates;
       const states = this._scratch(
         "reduce partials",
