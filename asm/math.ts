@@ -198,7 +198,9 @@ export function g_selu64(x: f64): f64 {
 }
 
 export function g_softsign64(x: f64): f64 {
-  // +-1 past 2^30, as the WGSL (where the quotient rounds to +-1 in f32 anyway).
+  // +-1 past 2^30, as the WGSL (where the quotient rounds to +-1 in f32 anyway); NaN for
+  // infinities, Inf / Inf, as PyTorch's x / (1 + |x|).
+  if (Math.abs(x) == Infinity) return NaN;
   return Math.abs(x) > 1073741824.0 ? (x > 0 ? 1.0 : -1.0) : x / (1.0 + Math.abs(x));
 }
 

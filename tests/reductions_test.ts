@@ -153,9 +153,18 @@ test("variance/std: population and sample, axes, no cancellation", async (device
   const shifted = gyre.tensor([10000, 10001, 10002, 10003], { device });
   await expectClose(gyre.variance(shifted), [], "float32", [1.25], 1e-5);
   shifted.dispose();
+  // No degrees of freedom left: M2 / 0, as NumPy and PyTorch: NaN for M2 = 0, else +Inf.
   const one = gyre.tensor([5], { device });
   await expectClose(gyre.variance(one, { ddof: 1 }), [], "float32", [NaN]);
   one.dispose();
+  const spread = gyre.tensor([[1, 3], [5, 5], [1, NaN]], { device });
+  await expectClose(gyre.variance(spread, { axis: 1, ddof: 2 }), [3], "float32", [
+    Infinity,
+    NaN,
+    NaN,
+  ]);
+  await expectClose(gyre.std(spread, { axis: 1, ddof: 3 }), [3], "float32", [Infinity, NaN, NaN]);
+  spread.dispose();
   const ints = gyre.tensor([1, 3], { device, dtype: "int32" });
   await expectClose(gyre.std(ints), [], "float32", [1]);
   ints.dispose();

@@ -77,7 +77,7 @@ export const hardsigmoid: (x: TensorLike) => Tensor = unaryOp("hardsigmoid");
 export const selu: (x: TensorLike) => Tensor = unaryOp("selu");
 
 /**
- * `x / (1 + |x|)`.
+ * `x / (1 + |x|)`: +-1 for huge values, NaN for infinities (Inf / Inf), as PyTorch.
  *
  * @example
  * ```ts

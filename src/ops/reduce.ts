@@ -353,7 +353,8 @@ export interface VarianceOptions extends ReduceOptions {
 
 /**
  * Variance along `axis` with divisor `n - ddof`, two-pass (mean first, then squared deviations),
- * never the cancellation-prone `mean(x^2) - mean(x)^2`. NaN when `n - ddof <= 0`.
+ * never the cancellation-prone `mean(x^2) - mean(x)^2`. With `n - ddof <= 0` the divisor is 0, as
+ * in NumPy and PyTorch: +Inf, or NaN where every value equals the mean (0 / 0) or one is NaN.
  *
  * @example
  * ```ts
@@ -383,7 +384,8 @@ export function variance(x: TensorLike, options: VarianceOptions = {}): Tensor {
       axis: options.axis,
       keepdims: options.keepdims,
     });
-    const result = n - ddof > 0 ? div(m2, n - ddof) : mul(m2, NaN);
+    // No degrees of freedom left: M2 / 0, as NumPy and PyTorch (+Inf; NaN where M2 is 0 or NaN).
+    const result = n - ddof > 0 ? div(m2, n - ddof) : mul(m2, Infinity);
     return t.dtype === "float16" ? cast(result, "float16") : result;
   });
 }
