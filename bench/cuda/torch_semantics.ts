@@ -1,0 +1,493 @@
+/**
+ * Issue 3's ops run on both gyre devices over inputs chosen for their semantic corners (NaN, +-Inf,
+ * -0, ties, empty axes, every option), written with the inputs to one JSON file, so that
+ * `torch_semantics.py` can check each result against PyTorch on a GPU host. The unit tests check
+ * hand-computed values and the property tests check the GPU against WASM; this checks both against
+ * the library whose semantics issue 3 names.
+ *
+ * ```sh
+ * deno run -A bench/cuda/torch_semantics.ts --out /tmp/cases.json
+ * python3 bench/cuda/torch_semantics.py /tmp/cases.json
+ * ```
+ * @module
+ */
+import * as gyre from "../../src/mod.ts";
+
+/** A tensor as JSON: non-finite numbers and -0 as strings, which JSON has no numbers for. */
+interface EncodedTensor {
+  shape: number[];
+  dtype: string;
+  data: (number | string)[];
+}
+
+/** What one device gave for a case: its output tensors, or the error it threw. */
+type DeviceResult = { outputs: EncodedTensor[] } | { error: string };
+
+/** One op call: the op, its options and named inputs (x first), and what each device gave. */
+interface Case {
+  name: string;
+  op: string;
+  params: Record<string, unknown>;
+  inputs: Record<string, EncodedTensor>;
+  results: Record<string, DeviceResult>;
+}
+
+function encodeNumber(value: number): number | string {
+  if (Number.isNaN(value)) return "NaN";
+  if (value === Infinity) return "Infinity";
+  if (value === -Infinity) return "-Infinity";
+  if (Object.is(value, -0)) return "-0";
+  return value;
+}
+
+function encode(shape: readonly number[], dtype: string, data: ArrayLike<number>): EncodedTensor {
+  return { shape: [...shape], dtype, data: Array.from(data, encodeNumber) };
+}
+
+/** Deterministic float32 values in [low, high) (mulberry32), so every run writes the same inputs. */
+function randomValues(count: number, seed: number, low = -3, high = 3): Float32Array {
+  let state = seed >>> 0;
+  const out = new Float32Array(count);
+  for (let i = 0; i < count; i++) {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = Math.imul(state ^ (state >>> 15), 1 | state);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    out[i] = low + (high - low) * (((t ^ (t >>> 14)) >>> 0) / 4294967296);
+  }
+  return out;
+}
+
+function sizeOf(shape: readonly number[]): number {
+  return shape.reduce((a, b) => a * b, 1);
+}
+
+/**
+ * An input: its shape, values (random unless given), values to overwrite at indices, and dtype
+ * (float16 values rounded to float16, int32 values to integers).
+ */
+function input(
+  shape: number[],
+  seed: number,
+  options: {
+    low?: number;
+    high?: number;
+    set?: [number, number][];
+    values?: number[];
+    dtype?: "float32" | "float16" | "int32";
+  } = {},
+): EncodedTensor {
+  const data = options.values
+    ? Float32Array.from(options.values)
+    : randomValues(sizeOf(shape), seed, options.low, options.high);
+  for (const [index, value] of options.set ?? []) data[index] = value;
+  const dtype = options.dtype ?? "float32";
+  if (dtype === "float16") data.forEach((v, i) => data[i] = Math.f16round(v));
+  if (dtype === "int32") data.forEach((v, i) => data[i] = Math.round(v));
+  return encode(shape, dtype, data);
+}
+
+function decode(encoded: EncodedTensor, device: "wasm" | "gpu"): gyre.Tensor {
+  const values = encoded.data.map((v) => typeof v === "number" ? v : Number(v));
+  const data = encoded.dtype === "int32" ? Int32Array.from(values) : Float32Array.from(values);
+  return gyre.tensor(data, {
+    shape: encoded.shape,
+    dtype: encoded.dtype as gyre.DType,
+    device,
+  });
+}
+
+type Run = (
+  inputs: Record<string, gyre.Tensor>,
+  params: Record<string, unknown>,
+) => gyre.Tensor[];
+
+// deno-lint-ignore no-explicit-any
+const options = (params: Record<string, unknown>) => params as any;
+
+const reductions: Record<string, (x: gyre.Tensor, o: never) => gyre.Tensor> = {
+  sum: gyre.sum,
+  mean: gyre.mean,
+  max: gyre.max,
+  min: gyre.min,
+  prod: gyre.prod,
+  argmax: gyre.argmax,
+  argmin: gyre.argmin,
+  all: gyre.all,
+  any: gyre.any,
+  logsumexp: gyre.logsumexp,
+  variance: gyre.variance,
+  std: gyre.std,
+};
+const activations: Record<string, (x: gyre.Tensor, o: never) => gyre.Tensor> = {
+  relu: gyre.relu,
+  gelu: gyre.gelu,
+  silu: gyre.silu,
+  mish: gyre.mish,
+  hardswish: gyre.hardswish,
+  hardsigmoid: gyre.hardsigmoid,
+  leakyRelu: gyre.leakyRelu,
+  elu: gyre.elu,
+  selu: gyre.selu,
+  softplus: gyre.softplus,
+  softsign: gyre.softsign,
+};
+const scans: Record<string, (x: gyre.Tensor, o: never) => gyre.Tensor> = {
+  cumsum: gyre.cumsum,
+  cumprod: gyre.cumprod,
+  cummax: gyre.cummax,
+  cummin: gyre.cummin,
+};
+
+function runner(op: string): Run {
+  const single = reductions[op] ?? activations[op] ?? scans[op];
+  if (single) return ({ x }, params) => [single(x, options(params) as never)];
+  switch (op) {
+    case "softmax":
+      return ({ x }, params) => [gyre.softmax(x, options(params))];
+    case "logSoftmax":
+      return ({ x }, params) => [gyre.logSoftmax(x, options(params))];
+    case "layerNorm":
+      return ({ x, weight, bias }, params) => [
+        gyre.layerNorm(x, { ...options(params), weight, bias }),
+      ];
+    case "rmsNorm":
+      return ({ x, weight }, params) => [gyre.rmsNorm(x, { ...options(params), weight })];
+    case "groupNorm":
+      return ({ x, weight, bias }, params) => [
+        gyre.groupNorm(x, { ...options(params), weight, bias }),
+      ];
+    case "batchNorm":
+      return ({ x, mean, variance, weight, bias }, params) => {
+        const all: gyre.BatchNormOptions = { ...options(params), mean, variance, weight, bias };
+        if (!params.training) return [gyre.batchNorm(x, { ...all, training: false })];
+        const result = gyre.batchNorm(x, { ...all, training: true });
+        return [
+          result.output,
+          result.mean,
+          result.variance,
+          result.unbiasedVariance,
+          ...(result.runningMean ? [result.runningMean, result.runningVariance!] : []),
+        ];
+      };
+    case "maxPool2d":
+      return ({ x }, params) => {
+        const result = gyre.maxPool2d(x, options(params));
+        return result instanceof gyre.Tensor ? [result] : [result.values, result.indices];
+      };
+    case "avgPool2d":
+      return ({ x }, params) => [gyre.avgPool2d(x, options(params))];
+    case "adaptiveAvgPool2d":
+      return ({ x }, params) => [gyre.adaptiveAvgPool2d(x, options(params).outputSize)];
+    case "adaptiveMaxPool2d":
+      return ({ x }, params) => {
+        const result = gyre.adaptiveMaxPool2d(x, options(params).outputSize, {
+          returnIndices: Boolean(params.returnIndices),
+        });
+        return result instanceof gyre.Tensor ? [result] : [result.values, result.indices];
+      };
+  }
+  throw new Error(`no runner for ${op}`);
+}
+
+const cases: Omit<Case, "results">[] = [];
+function add(
+  name: string,
+  op: string,
+  params: Record<string, unknown>,
+  inputs: Record<string, EncodedTensor>,
+) {
+  cases.push({ name, op, params, inputs });
+}
+
+// Reductions over [3, 4, 5]: every op under several axis sets, with and without keepdims.
+const cube = input([3, 4, 5], 1);
+const cubeNear1 = input([3, 4, 5], 2, { low: 0.6, high: 1.5 });
+for (const op of Object.keys(reductions)) {
+  const x = op === "prod"
+    ? cubeNear1
+    : op === "all" || op === "any"
+    ? input([3, 4, 5], 3, { low: -1, high: 1, set: [[0, 0], [7, 0], [20, 0], [21, 0], [22, 0]] })
+    : cube;
+  const axes: (number | number[] | null)[] = op.startsWith("arg")
+    ? [null, 0, 2, -1]
+    : [null, 1, [0, 2], -1, [0, 1, 2]];
+  for (const axis of axes) {
+    for (const keepdims of [false, true]) {
+      const params: Record<string, unknown> = { keepdims };
+      if (axis !== null) params.axis = axis;
+      add(`${op} axis ${JSON.stringify(axis)} keepdims ${keepdims}`, op, params, { x });
+    }
+  }
+}
+for (const ddof of [0, 1, 2]) {
+  for (const op of ["variance", "std"]) {
+    add(`${op} ddof ${ddof} axis 2`, op, { axis: 2, ddof }, { x: cube });
+  }
+}
+// Ties (first occurrence wins), NaN (propagates; argmax points at the first NaN), infinities.
+const ties = input([4, 6], 0, {
+  values: [1, 3, 3, 0, 3, 2, 5, 5, 5, 5, 5, 5, -1, -2, -2, -1, -2, 0, 0, -0, 0, -0, 0, 0],
+});
+const withNaN = input([4, 6], 4, { set: [[2, NaN], [4, NaN], [9, NaN], [23, NaN]] });
+const withInf = input([4, 6], 5, {
+  set: [
+    [0, Infinity],
+    [7, -Infinity],
+    [8, Infinity],
+    [12, -Infinity],
+    [13, -Infinity],
+    [14, -Infinity],
+    [
+      15,
+      -Infinity,
+    ],
+    [16, -Infinity],
+    [17, -Infinity],
+    [20, Infinity],
+    [21, -Infinity],
+  ],
+});
+for (const [label, x] of [["ties", ties], ["NaN", withNaN], ["Inf", withInf]] as const) {
+  for (const op of ["max", "min", "argmax", "argmin", "sum", "logsumexp", "mean"]) {
+    for (const axis of [0, 1]) add(`${op} ${label} axis ${axis}`, op, { axis }, { x });
+    if (op.startsWith("arg")) add(`${op} ${label} flat`, op, {}, { x });
+  }
+}
+// Reducing an empty axis: sum 0, prod 1, mean NaN, max and argmax throw (as PyTorch).
+const empty = encode([3, 0, 2], "float32", []);
+for (const op of ["sum", "prod", "mean", "max", "argmax", "any", "all"]) {
+  add(`${op} empty axis`, op, { axis: 1 }, { x: empty });
+}
+
+// Activations over the corners of each formula (softplus's threshold, hardswish's knees, -0).
+const corners = [
+  -Infinity,
+  -100,
+  -30,
+  -20.5,
+  -10,
+  -3.5,
+  -3,
+  -2.5,
+  -1,
+  -0.5,
+  -1e-7,
+  -0,
+  0,
+  1e-7,
+  0.5,
+  1,
+  2.5,
+  3,
+  3.5,
+  9.99,
+  10,
+  10.01,
+  19.99,
+  20,
+  20.01,
+  30,
+  88,
+  100,
+  Infinity,
+  NaN,
+];
+const activationInput = input([corners.length + 34], 0, {
+  values: [...corners, ...randomValues(34, 6, -6, 6)],
+});
+const activationParams: Record<string, Record<string, unknown>[]> = {
+  gelu: [{}, { approximate: "none" }, { approximate: "tanh" }],
+  leakyRelu: [{}, { alpha: 0.2 }, { alpha: -0.5 }],
+  elu: [{}, { alpha: 0.5 }, { alpha: 2 }],
+  softplus: [{}, { beta: 2 }, { beta: 0.5, threshold: 5 }, { beta: 1, threshold: 10 }],
+};
+for (const op of Object.keys(activations)) {
+  for (const params of activationParams[op] ?? [{}]) {
+    add(`${op} ${JSON.stringify(params)}`, op, params, { x: activationInput });
+  }
+}
+
+// Softmax and logSoftmax: a row of -Inf (NaN, as PyTorch), rows holding +Inf or NaN, both axes.
+const rows = input([5, 7], 7, {
+  set: [
+    ...Array.from({ length: 7 }, (_, i) => [7 + i, -Infinity] as [number, number]),
+    [15, Infinity],
+    [23, NaN],
+    [28, -Infinity],
+    [29, -Infinity],
+  ],
+});
+for (const op of ["softmax", "logSoftmax"]) {
+  for (const axis of [-1, 0, 1]) add(`${op} axis ${axis}`, op, { axis }, { x: rows });
+  add(`${op} default axis, large values`, op, {}, { x: input([3, 9], 8, { low: -80, high: 80 }) });
+}
+
+// Layer, RMS, group and batch norms with and without affine parameters.
+const norm3 = input([2, 3, 8], 9);
+add("layerNorm last axis, weight and bias", "layerNorm", {}, {
+  x: norm3,
+  weight: input([8], 10),
+  bias: input([8], 11),
+});
+add("layerNorm last two axes, eps 1e-3", "layerNorm", { axis: [-2, -1], eps: 1e-3 }, {
+  x: norm3,
+  weight: input([3, 8], 12),
+  bias: input([3, 8], 13),
+});
+add("layerNorm no affine", "layerNorm", {}, { x: input([4, 1000], 14, { low: 90, high: 110 }) });
+add("rmsNorm last axis, weight", "rmsNorm", {}, { x: norm3, weight: input([8], 15) });
+add("rmsNorm last two axes, eps 1e-4", "rmsNorm", { axis: [-2, -1], eps: 1e-4 }, { x: norm3 });
+const nchw = input([2, 6, 4, 5], 16);
+for (const groups of [1, 3, 6]) {
+  add(`groupNorm ${groups} groups`, "groupNorm", { groups }, {
+    x: nchw,
+    weight: input([6], 17),
+    bias: input([6], 18),
+  });
+}
+add("groupNorm no affine, eps 1e-3", "groupNorm", { groups: 2, eps: 1e-3 }, { x: nchw });
+const channelStats = {
+  mean: input([6], 19, { low: -0.5, high: 0.5 }),
+  variance: input([6], 20, { low: 0.5, high: 2 }),
+  weight: input([6], 21),
+  bias: input([6], 22),
+};
+add("batchNorm inference", "batchNorm", {}, { x: nchw, ...channelStats });
+add("batchNorm training with running statistics, momentum 0.3", "batchNorm", {
+  training: true,
+  momentum: 0.3,
+}, { x: nchw, ...channelStats });
+add("batchNorm training NC, no running statistics", "batchNorm", { training: true }, {
+  x: input([5, 3], 23),
+});
+
+// Scans on both axes, exclusive and reversed, NaN in the max and min, and long rows that take
+// the GPU's multipass (40000) and look-back (300000) schemes.
+const scanInput = input([3, 10], 24);
+const scanNear1 = input([3, 10], 25, { low: 0.7, high: 1.4 });
+const scanNaN = input([3, 10], 26, { set: [[3, NaN], [12, NaN], [29, NaN]] });
+for (const op of Object.keys(scans)) {
+  const x = op === "cumprod" ? scanNear1 : scanInput;
+  for (const axis of [-1, 0]) {
+    for (const exclusive of [false, true]) {
+      for (const reverse of [false, true]) {
+        add(`${op} axis ${axis} exclusive ${exclusive} reverse ${reverse}`, op, {
+          axis,
+          exclusive,
+          reverse,
+        }, { x });
+      }
+    }
+  }
+  add(`${op} NaN`, op, {}, { x: scanNaN });
+}
+for (const length of [40000, 300000]) {
+  add(`cumsum of ${length}`, "cumsum", {}, { x: input([length], 27, { low: -1, high: 1 }) });
+  add(`cummax of ${length}`, "cummax", {}, { x: input([length], 28) });
+}
+
+// Pools on [2, 3, 9, 11], options crossed: padding, dilation, ceil mode, indices, divisors.
+const image = input([2, 3, 9, 11], 29, {
+  set: [[5, NaN], [100, Infinity], [101, -Infinity]],
+});
+const imageFinite = input([2, 3, 9, 11], 30);
+const maxPools: Record<string, unknown>[] = [
+  { kernelSize: 2 },
+  { kernelSize: 3, stride: 2, padding: 1 },
+  { kernelSize: 3, stride: 2, padding: 1, ceilMode: true },
+  { kernelSize: [2, 3], stride: [2, 1], padding: [1, 0], dilation: [2, 1], ceilMode: true },
+  { kernelSize: 3, stride: 3, ceilMode: true, returnIndices: true },
+  { kernelSize: [3, 2], stride: 2, padding: 1, dilation: 2, returnIndices: true },
+];
+for (const params of maxPools) {
+  for (const [label, x] of [["finite", imageFinite], ["NaN and Inf", image]] as const) {
+    add(`maxPool2d ${JSON.stringify(params)} ${label}`, "maxPool2d", params, { x });
+  }
+}
+const avgPools: Record<string, unknown>[] = [
+  { kernelSize: 2 },
+  { kernelSize: 3, stride: 2, padding: 1 },
+  { kernelSize: 3, stride: 2, padding: 1, countIncludePad: false },
+  { kernelSize: 3, stride: 2, padding: 1, ceilMode: true },
+  { kernelSize: 3, stride: 2, padding: 1, ceilMode: true, countIncludePad: false },
+  { kernelSize: [2, 3], stride: [1, 2], padding: [1, 1], ceilMode: true },
+  { kernelSize: 3, stride: 2, padding: 1, divisorOverride: 5 },
+];
+for (const params of avgPools) {
+  add(`avgPool2d ${JSON.stringify(params)}`, "avgPool2d", params, { x: imageFinite });
+}
+for (const outputSize of [4, [3, 5], [1, null], [9, 11], [5, 2]]) {
+  add(`adaptiveAvgPool2d ${JSON.stringify(outputSize)}`, "adaptiveAvgPool2d", { outputSize }, {
+    x: imageFinite,
+  });
+  for (const returnIndices of [false, true]) {
+    add(
+      `adaptiveMaxPool2d ${JSON.stringify(outputSize)} indices ${returnIndices}`,
+      "adaptiveMaxPool2d",
+      { outputSize, returnIndices },
+      { x: imageFinite },
+    );
+  }
+}
+
+// Edges the lists above miss: ddof at and past the axis length, three-dimensional norms, int32
+// inputs, and float16 storage (float32 arithmetic) for the ops issue 3 names.
+for (const ddof of [5, 7]) {
+  add(`variance ddof ${ddof} of 5`, "variance", { axis: 2, ddof }, { x: cube });
+}
+const ncl = input([4, 6, 7], 31);
+add("groupNorm [N, C, L]", "groupNorm", { groups: 2 }, { x: ncl });
+add("batchNorm [N, C, L] training", "batchNorm", { training: true }, { x: ncl });
+add("rmsNorm no weight", "rmsNorm", {}, { x: ncl });
+add("softmax middle axis", "softmax", { axis: 1 }, { x: ncl });
+const integers = input([4, 9], 32, { low: -50, high: 50, dtype: "int32" });
+for (const op of ["sum", "max", "min", "argmax", "argmin", "prod", "cumsum", "cummax"]) {
+  const x = op === "prod" ? input([4, 5], 33, { low: -3, high: 3, dtype: "int32" }) : integers;
+  add(`${op} int32 axis 1`, op, { axis: 1 }, { x });
+}
+const halves = input([6, 40], 34, { dtype: "float16", set: [[3, NaN], [50, Infinity]] });
+const halvesFinite = input([6, 40], 35, { dtype: "float16" });
+for (const op of ["sum", "mean", "max", "min", "argmax", "logsumexp", "variance", "prod"]) {
+  const x = op === "prod" ? input([6, 40], 36, { low: 0.9, high: 1.1, dtype: "float16" }) : halves;
+  for (const axis of [0, 1]) add(`${op} float16 axis ${axis}`, op, { axis }, { x });
+}
+for (const op of ["relu", "gelu", "silu", "softplus", "mish", "softsign"]) {
+  add(`${op} float16`, op, {}, { x: halvesFinite });
+}
+for (const op of ["softmax", "logSoftmax", "layerNorm", "rmsNorm"]) {
+  add(`${op} float16`, op, {}, { x: halvesFinite });
+}
+
+async function runCase(spec: Omit<Case, "results">, device: "wasm" | "gpu"): Promise<DeviceResult> {
+  const tensors: Record<string, gyre.Tensor> = {};
+  for (const [key, value] of Object.entries(spec.inputs)) {
+    tensors[key] = decode(value, device);
+  }
+  try {
+    const outputs = runner(spec.op)(tensors, spec.params);
+    const data = await gyre.readAll(outputs);
+    const encoded = outputs.map((t, i) => encode(t.shape, t.dtype, data[i] as ArrayLike<number>));
+    for (const t of outputs) t.dispose();
+    return { outputs: encoded };
+  } catch (error) {
+    return { error: error instanceof Error ? `${error.name}: ${error.message}` : String(error) };
+  } finally {
+    for (const t of Object.values(tensors)) t.dispose();
+  }
+}
+
+const runtime = await gyre.init({ device: "gpu" });
+const args = Deno.args;
+const outIndex = args.indexOf("--out");
+const out = outIndex >= 0 ? args[outIndex + 1] : "torch-semantics-cases.json";
+const written: Case[] = [];
+for (const spec of cases) {
+  const results: Record<string, DeviceResult> = {};
+  for (const device of ["wasm", "gpu"] as const) results[device] = await runCase(spec, device);
+  written.push({ ...spec, results });
+}
+await Deno.writeTextFile(
+  out,
+  JSON.stringify({ adapter: runtime.caps?.description, cases: written }),
+);
+console.log(`${written.length} cases on wasm and gpu written to ${out}`);
