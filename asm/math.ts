@@ -51,13 +51,21 @@ export function g_pow_f32(x: f32, y: f32): f32 {
   if (x != x || y != y) return x + y;
   // (-1) ** +-Inf is 1 (C and NumPy; Math.pow says NaN).
   if (x == -1 && Mathf.abs(y) == Infinity) return 1;
+  // An odd integer exponent keeps the base's sign (as the WGSL; C's rules for zeros and -Inf).
+  const odd = Mathf.abs(y) < 16777216.0 && Mathf.trunc(y) == y && (<i32>Mathf.abs(y) & 1) == 1;
+  if (x == 0) {
+    const r: f32 = y < 0 ? Infinity : 0;
+    return odd && (reinterpret<u32>(x) >> 31) != 0 ? -r : r;
+  }
+  if (x == -Infinity) {
+    const r: f32 = y > 0 ? Infinity : 0;
+    return odd ? -r : r;
+  }
   if (x < 0) {
     if (Mathf.trunc(y) != y) return NaN;
     const magnitude = <f32>Math.pow(<f64>-x, <f64>y);
-    const odd = Mathf.abs(y) < 16777216.0 && (<i32>Mathf.abs(y) & 1) == 1;
     return odd ? -magnitude : magnitude;
   }
-  if (x == 0) return y < 0 ? Infinity : 0;
   return <f32>Math.pow(<f64>x, <f64>y);
 }
 

@@ -591,6 +591,25 @@ test("pow: negative bases, integer exponents", async (device) => {
   for (const t of [f, e, nan, i, ie]) t.dispose();
 });
 
+test("pow of -Inf and of signed zeros follows C (and PyTorch)", async (device) => {
+  const y = gyre.tensor([-2.5, 2.5, -3, 3, -2, 2], { device });
+  const minusInf = gyre.tensor([-Infinity], { device });
+  const minusZero = gyre.tensor([-0], { device });
+  const plusZero = gyre.tensor([0], { device });
+  const expected: [gyre.Tensor, number[]][] = [
+    // -Inf: 0 below 0, Inf above; negative for odd integers, whatever y is (not NaN for 2.5).
+    [minusInf, [0, Infinity, -0, -Infinity, 0, Infinity]],
+    // -0: Inf below 0, 0 above, the sign kept for odd integers: pow(-0, -3) = -Inf.
+    [minusZero, [Infinity, 0, -Infinity, -0, Infinity, 0]],
+    [plusZero, [Infinity, 0, Infinity, 0, Infinity, 0]],
+  ];
+  for (const [base, want] of expected) {
+    const got = await values(gyre.tidy(() => base.pow(y)));
+    assert.ok(got.every((g, k) => Object.is(g, want[k])), `${got} vs ${want}`);
+  }
+  for (const t of [y, minusInf, minusZero, plusZero]) t.dispose();
+});
+
 test("round: halves to even", async (device) => {
   const x = gyre.tensor([0.5, 1.5, 2.5, 3.5, -1.5, -2.5, 2.4, 2.6, -2.6], { device });
   // +0 folds -0 (round(-0.5) is -0) so the comparison is by value.

@@ -176,14 +176,24 @@ fn g_pow_f32(x: f32, y: f32) -> f32 {
   if (g_isnan(x) || g_isnan(y)) { return x + y; }
   // (-1) ** +-Inf is 1 (C and NumPy); pow(1, Inf) below would be exp2(Inf * 0), NaN.
   if (x == -1.0 && abs(y) == bitcast<f32>(0x7f800000u)) { return 1.0; }
+  // An odd integer exponent keeps the base's sign; exponents past 2^24 are all even in f32.
+  let odd = abs(y) < 16777216.0 && trunc(y) == y && (i32(abs(y)) & 1) == 1;
+  let inf = bitcast<f32>(0x7f800000u);
+  if (x == 0.0) {
+    // C's pow(+-0, y): +-Inf below 0, +-0 above, the sign kept only for odd y (pow(-0, -3) = -Inf).
+    let r = select(0.0, inf, y < 0.0);
+    return select(r, -r, odd && (bitcast<u32>(x) & 0x80000000u) != 0u);
+  }
+  if (x == -inf) {
+    // pow(-Inf, y): 0 below 0 and Inf above, negative for odd y, for any y (2.5 included).
+    let r = select(0.0, inf, y > 0.0);
+    return select(r, -r, odd);
+  }
   if (x < 0.0) {
     if (trunc(y) != y) { return bitcast<f32>(0x7fc00000u); }
     let magnitude = pow(-x, y);
-    // An odd integer exponent keeps the sign; exponents past 2^24 are all even in f32.
-    let odd = abs(y) < 16777216.0 && (i32(abs(y)) & 1) == 1;
     return select(magnitude, -magnitude, odd);
   }
-  if (x == 0.0) { return select(0.0, bitcast<f32>(0x7f800000u), y < 0.0); }
   return pow(x, y);
 }
 
