@@ -1,6 +1,7 @@
 /**
  * Issue 3's ops run on both gyre devices over inputs chosen for their semantic corners (NaN, +-Inf,
- * -0, ties, empty axes, every option), written with the inputs to one JSON file, so that
+ * -0, ties, empty axes, every option, bad arguments) and over shapes large enough for the GPU's
+ * other schemes, written with the inputs to one JSON-lines file, so that
  * `torch_semantics.py` can check each result against PyTorch on a GPU host. The unit tests check
  * hand-computed values and the property tests check the GPU against WASM; this checks both against
  * the library whose semantics issue 3 names.
@@ -13,11 +14,14 @@
  */
 import * as gyre from "../../src/mod.ts";
 
-/** A tensor as JSON: non-finite numbers and -0 as strings, which JSON has no numbers for. */
+/**
+ * A tensor as JSON: its values as float64 bytes in base64, which keeps NaN, infinities and -0
+ * exactly and large inputs small.
+ */
 interface EncodedTensor {
   shape: number[];
   dtype: string;
-  data: (number | string)[];
+  base64: string;
 }
 
 /** What one device gave for a case: its output tensors, or the error it threw. */
@@ -32,16 +36,19 @@ interface Case {
   results: Record<string, DeviceResult>;
 }
 
-function encodeNumber(value: number): number | string {
-  if (Number.isNaN(value)) return "NaN";
-  if (value === Infinity) return "Infinity";
-  if (value === -Infinity) return "-Infinity";
-  if (Object.is(value, -0)) return "-0";
-  return value;
+function encode(shape: readonly number[], dtype: string, data: ArrayLike<number>): EncodedTensor {
+  const bytes = new Uint8Array(Float64Array.from(data).buffer);
+  let text = "";
+  for (let i = 0; i < bytes.length; i += 32768) {
+    text += String.fromCharCode(...bytes.subarray(i, i + 32768));
+  }
+  return { shape: [...shape], dtype, base64: btoa(text) };
 }
 
-function encode(shape: readonly number[], dtype: string, data: ArrayLike<number>): EncodedTensor {
-  return { shape: [...shape], dtype, data: Array.from(data, encodeNumber) };
+function values(encoded: EncodedTensor): Float64Array {
+  const text = atob(encoded.base64);
+  const bytes = Uint8Array.from(text, (c) => c.charCodeAt(0));
+  return new Float64Array(bytes.buffer);
 }
 
 /** Deterministic float32 values in [low, high) (mulberry32), so every run writes the same inputs. */
@@ -73,7 +80,7 @@ function input(
     high?: number;
     set?: [number, number][];
     values?: number[];
-    dtype?: "float32" | "float16" | "int32";
+    dtype?: "float32" | "float16" | "int32" | "bool";
   } = {},
 ): EncodedTensor {
   const data = options.values
@@ -83,12 +90,20 @@ function input(
   const dtype = options.dtype ?? "float32";
   if (dtype === "float16") data.forEach((v, i) => data[i] = Math.f16round(v));
   if (dtype === "int32") data.forEach((v, i) => data[i] = Math.round(v));
+  // Booleans: truthiness as NumPy casts (NaN is true); random values are true above 0.
+  if (dtype === "bool") {
+    data.forEach((v, i) => data[i] = (options.values ? v !== 0 : v > 0) ? 1 : 0);
+  }
   return encode(shape, dtype, data);
 }
 
 function decode(encoded: EncodedTensor, device: "wasm" | "gpu"): gyre.Tensor {
-  const values = encoded.data.map((v) => typeof v === "number" ? v : Number(v));
-  const data = encoded.dtype === "int32" ? Int32Array.from(values) : Float32Array.from(values);
+  const numbers = values(encoded);
+  const data = encoded.dtype === "int32"
+    ? Int32Array.from(numbers)
+    : encoded.dtype === "bool"
+    ? Array.from(numbers, (v) => v !== 0)
+    : Float32Array.from(numbers);
   return gyre.tensor(data, {
     shape: encoded.shape,
     dtype: encoded.dtype as gyre.DType,
@@ -138,10 +153,69 @@ const scans: Record<string, (x: gyre.Tensor, o: never) => gyre.Tensor> = {
   cummin: gyre.cummin,
 };
 
+/** Elementwise math (the ops every kernel above builds on): one input, or two broadcast. */
+const UNARY = [
+  "neg",
+  "abs",
+  "sign",
+  "square",
+  "reciprocal",
+  "exp",
+  "exp2",
+  "log",
+  "log2",
+  "log1p",
+  "expm1",
+  "sqrt",
+  "rsqrt",
+  "sin",
+  "cos",
+  "tan",
+  "tanh",
+  "sigmoid",
+  "erf",
+  "floor",
+  "ceil",
+  "round",
+  "logicalNot",
+] as const;
+const BINARY = [
+  "add",
+  "sub",
+  "mul",
+  "div",
+  "pow",
+  "maximum",
+  "minimum",
+  "mod",
+  "equal",
+  "notEqual",
+  "less",
+  "lessEqual",
+  "greater",
+  "greaterEqual",
+  "logicalAnd",
+  "logicalOr",
+] as const;
+
 function runner(op: string): Run {
   const single = reductions[op] ?? activations[op] ?? scans[op];
   if (single) return ({ x }, params) => [single(x, options(params) as never)];
+  if ((UNARY as readonly string[]).includes(op)) {
+    const fn = gyre[op as typeof UNARY[number]] as (x: gyre.Tensor) => gyre.Tensor;
+    return ({ x }) => [fn(x)];
+  }
+  if ((BINARY as readonly string[]).includes(op)) {
+    const fn = gyre[op as typeof BINARY[number]] as (x: gyre.Tensor, y: gyre.Tensor) => gyre.Tensor;
+    return ({ x, y }) => [fn(x, y)];
+  }
   switch (op) {
+    case "clip":
+      return ({ x }, params) => [
+        gyre.clip(x, params.min as number | null, params.max as number | null),
+      ];
+    case "where":
+      return ({ condition, x, y }) => [gyre.where(condition, x, y)];
     case "softmax":
       return ({ x }, params) => [gyre.softmax(x, options(params))];
     case "logSoftmax":
@@ -458,6 +532,133 @@ for (const op of ["softmax", "logSoftmax", "layerNorm", "rmsNorm"]) {
   add(`${op} float16`, op, {}, { x: halvesFinite });
 }
 
+// Elementwise math over the corners: every unary op; every binary op on a column of corners
+// against a row of them (the broadcast fast paths), against a row vector and against a scalar.
+for (const op of UNARY) {
+  const x = op === "logicalNot"
+    ? input([corners.length], 0, { values: corners, dtype: "bool" })
+    : activationInput;
+  add(`${op} corners`, op, {}, { x });
+}
+for (const op of ["exp", "log", "sqrt", "tanh", "sigmoid", "erf"]) {
+  add(`${op} float16`, op, {}, { x: halvesFinite });
+}
+const pairCorners = [
+  -Infinity,
+  -100,
+  -5,
+  -3,
+  -2.5,
+  -1,
+  -0.5,
+  -0,
+  0,
+  0.5,
+  1,
+  2,
+  2.5,
+  3,
+  5,
+  100,
+  3e38,
+  Infinity,
+  NaN,
+  1 / 3,
+];
+for (const op of BINARY) {
+  const dtype = op.startsWith("logical") ? "bool" : "float32";
+  const column = input([pairCorners.length, 1], 0, { values: pairCorners, dtype });
+  const row = input([1, pairCorners.length], 0, { values: pairCorners, dtype });
+  add(`${op} column by row`, op, {}, { x: column, y: row });
+  const square = input([6, 20], 37, { dtype, low: -4, high: 4 });
+  add(`${op} by a row vector`, op, {}, {
+    x: square,
+    y: input([20], 38, { dtype, low: -4, high: 4 }),
+  });
+  add(`${op} by a scalar`, op, {}, { x: square, y: input([], 0, { values: [2.5], dtype }) });
+}
+add("clip", "clip", { min: -1, max: 2 }, { x: activationInput });
+add("clip lower only", "clip", { min: 0.5, max: null }, { x: activationInput });
+add("where", "where", {}, {
+  condition: input([6, 20], 39, { dtype: "bool", low: -1, high: 1 }),
+  x: input([6, 20], 40),
+  y: input([20], 41),
+});
+
+// Shapes large enough for the GPU's other schemes: rows longer than a workgroup (two-stage
+// softmax and norms), columns, reductions over many workgroups, multipass scans, large pools.
+const longRows = input([4, 70000], 42, { low: -20, high: 20 });
+for (const op of ["softmax", "logSoftmax"]) {
+  add(`${op} long rows`, op, {}, { x: longRows });
+  add(`${op} long columns`, op, { axis: 0 }, { x: input([70000, 3], 43, { low: -20, high: 20 }) });
+}
+add("layerNorm long rows", "layerNorm", {}, {
+  x: input([3, 70000], 44, { low: 5, high: 7 }),
+  weight: input([70000], 45),
+  bias: input([70000], 46),
+});
+add("rmsNorm long rows", "rmsNorm", {}, { x: input([3, 70000], 47), weight: input([70000], 48) });
+const wide = input([700, 600], 49);
+add("sum columns", "sum", { axis: 0 }, { x: wide });
+add("sum all of 420000", "sum", {}, { x: wide });
+add("mean rows", "mean", { axis: 1 }, { x: wide });
+add("variance columns", "variance", { axis: 0, ddof: 1 }, { x: wide });
+add("std rows", "std", { axis: 1 }, { x: wide });
+add("argmin columns", "argmin", { axis: 0 }, {
+  x: input([700, 600], 50, { low: -9, high: 9, dtype: "int32" }),
+});
+const longTies = input([3, 100000], 51, { low: -50, high: 50, dtype: "int32" });
+add("argmax long rows with ties", "argmax", { axis: 1 }, { x: longTies });
+add("max long rows with a NaN", "max", { axis: 1 }, {
+  x: input([3, 100000], 52, { set: [[150000, NaN]] }),
+});
+add("logsumexp long rows", "logsumexp", { axis: 1 }, {
+  x: input([2, 100000], 53, { low: -50, high: 50 }),
+});
+add("prod long rows", "prod", { axis: 1 }, {
+  x: input([4, 20000], 54, { low: 0.9999, high: 1.0001 }),
+});
+add("any long rows", "any", { axis: 1 }, {
+  x: input([3, 100000], 55, { values: new Array(300000).fill(0), set: [[250000, 1]] }),
+});
+add("all long rows", "all", { axis: 1 }, {
+  x: input([3, 100000], 56, { values: new Array(300000).fill(1), set: [[99999, 0]] }),
+});
+add("cumsum columns", "cumsum", { axis: 0 }, { x: input([3000, 64], 57) });
+add("cumsum reverse exclusive rows", "cumsum", { reverse: true, exclusive: true }, {
+  x: input([64, 3000], 58),
+});
+add("cumprod long rows", "cumprod", {}, { x: input([2, 5000], 59, { low: 0.999, high: 1.001 }) });
+add("cummin long row", "cummin", {}, { x: input([200000], 60) });
+const bigImage = input([2, 8, 128, 128], 61);
+add("maxPool2d large", "maxPool2d", { kernelSize: 3, stride: 2, padding: 1, returnIndices: true }, {
+  x: bigImage,
+});
+add("avgPool2d large", "avgPool2d", { kernelSize: 3, stride: 2, padding: 1, ceilMode: true }, {
+  x: bigImage,
+});
+const featureMap = input([2, 16, 112, 112], 62);
+add("adaptiveAvgPool2d 112 to 7", "adaptiveAvgPool2d", { outputSize: 7 }, { x: featureMap });
+add("adaptiveMaxPool2d 112 to [5, 3]", "adaptiveMaxPool2d", {
+  outputSize: [5, 3],
+  returnIndices: true,
+}, { x: featureMap });
+add("groupNorm large", "groupNorm", { groups: 8 }, { x: input([4, 32, 32, 32], 63) });
+add("batchNorm large training", "batchNorm", { training: true }, { x: input([16, 8, 32, 32], 64) });
+
+// Arguments PyTorch refuses: gyre must refuse them too.
+add("softmax axis out of range", "softmax", { axis: 2 }, { x: rows });
+add("cumsum axis out of range", "cumsum", { axis: 3 }, { x: scanInput });
+add("groupNorm groups not dividing channels", "groupNorm", { groups: 4 }, { x: nchw });
+add("layerNorm weight of the wrong shape", "layerNorm", {}, { x: norm3, weight: input([7], 65) });
+add("maxPool2d padding over half the kernel", "maxPool2d", { kernelSize: 2, padding: 2 }, {
+  x: imageFinite,
+});
+add("avgPool2d padding over half the kernel", "avgPool2d", { kernelSize: 3, padding: 2 }, {
+  x: imageFinite,
+});
+add("maxPool2d kernel larger than the input", "maxPool2d", { kernelSize: 12 }, { x: imageFinite });
+
 async function runCase(spec: Omit<Case, "results">, device: "wasm" | "gpu"): Promise<DeviceResult> {
   const tensors: Record<string, gyre.Tensor> = {};
   for (const [key, value] of Object.entries(spec.inputs)) {
@@ -480,14 +681,20 @@ const runtime = await gyre.init({ device: "gpu" });
 const args = Deno.args;
 const outIndex = args.indexOf("--out");
 const out = outIndex >= 0 ? args[outIndex + 1] : "torch-semantics-cases.json";
-const written: Case[] = [];
+// JSON lines (a header, then one case per line): one string for every case would outgrow V8's.
+const file = await Deno.open(out, { write: true, create: true, truncate: true });
+const encoder = new TextEncoder();
+const writeLine = async (value: unknown) => {
+  const bytes = encoder.encode(JSON.stringify(value) + "\n");
+  for (let written = 0; written < bytes.length;) {
+    written += await file.write(bytes.subarray(written));
+  }
+};
+await writeLine({ adapter: runtime.caps?.description });
 for (const spec of cases) {
   const results: Record<string, DeviceResult> = {};
   for (const device of ["wasm", "gpu"] as const) results[device] = await runCase(spec, device);
-  written.push({ ...spec, results });
+  await writeLine({ ...spec, results });
 }
-await Deno.writeTextFile(
-  out,
-  JSON.stringify({ adapter: runtime.caps?.description, cases: written }),
-);
-console.log(`${written.length} cases on wasm and gpu written to ${out}`);
+file.close();
+console.log(`${cases.length} cases on wasm and gpu written to ${out}`);
