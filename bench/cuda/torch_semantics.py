@@ -352,6 +352,17 @@ def compare(case, inputs, want, got):
     return None
 
 
+def apply_view(x, view):
+    """The view `torch_semantics.ts` took of input x: permute, slice (steps >= 1), then flip."""
+    if "permute" in view:
+        x = x.permute(view["permute"])
+    if "slice" in view:
+        x = x[tuple(slice(*r) if r else slice(None) for r in view["slice"])]
+    for axis in view.get("flip", []):
+        x = x.flip(axis)
+    return x.contiguous()
+
+
 def main():
     path = sys.argv[1]
     out = sys.argv[sys.argv.index("--out") + 1] if "--out" in sys.argv else None
@@ -362,6 +373,8 @@ def main():
         case = json.loads(line)
         count += 1
         inputs = {k: decode(v) for k, v in case["inputs"].items()}
+        if "view" in case:
+            inputs["x"] = apply_view(inputs["x"], case["view"])
         try:
             want, want_error = expected(case, inputs), None
         except Exception as error:  # PyTorch refuses: gyre must too

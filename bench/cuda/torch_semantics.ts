@@ -33,7 +33,16 @@ interface Case {
   op: string;
   params: Record<string, unknown>;
   inputs: Record<string, EncodedTensor>;
+  /** A view of input x taken before the op: an axis permutation, then NumPy-style ranges. */
+  view?: ViewSpec;
   results: Record<string, DeviceResult>;
+}
+
+/** `slice` ranges are `[start, end, step]` (step 1 or more) or null; `flip` reverses axes. */
+interface ViewSpec {
+  permute?: number[];
+  slice?: ([number, number, number] | null)[];
+  flip?: number[];
 }
 
 function encode(shape: readonly number[], dtype: string, data: ArrayLike<number>): EncodedTensor {
@@ -269,8 +278,21 @@ function add(
   op: string,
   params: Record<string, unknown>,
   inputs: Record<string, EncodedTensor>,
+  view?: ViewSpec,
 ) {
-  cases.push({ name, op, params, inputs });
+  cases.push(view ? { name, op, params, inputs, view } : { name, op, params, inputs });
+}
+
+/** Input x seen through `view`, as the Python side takes it (permute, slice, then flip). */
+function applyView(x: gyre.Tensor, view: ViewSpec): gyre.Tensor {
+  let out = view.permute ? x.transpose(view.permute) : x;
+  if (view.slice) out = out.slice(...view.slice);
+  for (const axis of view.flip ?? []) {
+    const ranges: gyre.SliceRange[] = out.shape.map(() => null);
+    ranges[axis] = [null, null, -1];
+    out = out.slice(...ranges);
+  }
+  return out;
 }
 
 // Reductions over [3, 4, 5]: every op under several axis sets, with and without keepdims.
@@ -659,13 +681,69 @@ add("avgPool2d padding over half the kernel", "avgPool2d", { kernelSize: 3, padd
 });
 add("maxPool2d kernel larger than the input", "maxPool2d", { kernelSize: 12 }, { x: imageFinite });
 
+// float16 norms with float16 affine parameters, and float16 group and batch norms.
+add("layerNorm float16 with weight and bias", "layerNorm", {}, {
+  x: halvesFinite,
+  weight: input([40], 70, { dtype: "float16" }),
+  bias: input([40], 71, { dtype: "float16" }),
+});
+add("rmsNorm float16 with weight", "rmsNorm", {}, {
+  x: halvesFinite,
+  weight: input([40], 72, { dtype: "float16" }),
+});
+const halfImage = input([2, 6, 4, 5], 73, { dtype: "float16" });
+add("groupNorm float16", "groupNorm", { groups: 3 }, { x: halfImage });
+add("batchNorm float16 training", "batchNorm", { training: true }, { x: halfImage });
+add("softmax float16 long rows", "softmax", {}, {
+  x: input([2, 70000], 74, { low: -8, high: 8, dtype: "float16" }),
+});
+
+// Inputs that are views (transposed, sliced with steps, reversed): the strided and transposed
+// paths of every kernel family.
+const block = input([5, 4, 6], 66);
+const transposed: ViewSpec = { permute: [2, 0, 1] };
+for (const op of ["sum", "max", "argmax", "logsumexp", "variance", "prod", "any"]) {
+  for (const axis of [0, [1, 2], -1]) {
+    if (op === "argmax" && Array.isArray(axis)) continue;
+    add(`${op} of a transposed view, axis ${JSON.stringify(axis)}`, op, { axis }, {
+      x: block,
+    }, transposed);
+  }
+}
+for (const op of ["cumsum", "cummax", "cumprod"]) {
+  for (const axis of [0, -1]) {
+    add(`${op} of a transposed view, axis ${axis}`, op, { axis }, { x: block }, transposed);
+  }
+  add(`${op} of a stepped, reversed slice`, op, {}, { x: block }, {
+    slice: [null, [1, 4, 1], [0, 6, 2]],
+    flip: [2],
+  });
+}
+for (const op of ["softmax", "logSoftmax", "layerNorm", "rmsNorm"]) {
+  add(`${op} of a transposed view`, op, {}, { x: input([9, 5], 67) }, { permute: [1, 0] });
+}
+for (const op of ["exp", "relu", "gelu", "sign"]) {
+  add(`${op} of a stepped slice`, op, {}, { x: block }, { slice: [[0, 5, 2], null, [1, 6, 2]] });
+}
+add("add a transposed view to a row", "add", {}, { x: input([6, 5], 68), y: input([6], 69) }, {
+  permute: [1, 0],
+});
+add("maxPool2d of a stepped slice", "maxPool2d", { kernelSize: 2, returnIndices: true }, {
+  x: imageFinite,
+}, { slice: [null, null, [1, 8, 1], [0, 11, 2]] });
+add("avgPool2d of a transposed view", "avgPool2d", { kernelSize: 2, padding: 1 }, {
+  x: imageFinite,
+}, { permute: [0, 1, 3, 2] });
+add("groupNorm of a reversed view", "groupNorm", { groups: 3 }, { x: nchw }, { flip: [3] });
+
 async function runCase(spec: Omit<Case, "results">, device: "wasm" | "gpu"): Promise<DeviceResult> {
   const tensors: Record<string, gyre.Tensor> = {};
   for (const [key, value] of Object.entries(spec.inputs)) {
     tensors[key] = decode(value, device);
   }
   try {
-    const outputs = runner(spec.op)(tensors, spec.params);
+    const viewed = spec.view ? { ...tensors, x: applyView(tensors.x, spec.view) } : tensors;
+    const outputs = runner(spec.op)(viewed, spec.params);
     const data = await gyre.readAll(outputs);
     const encoded = outputs.map((t, i) => encode(t.shape, t.dtype, data[i] as ArrayLike<number>));
     for (const t of outputs) t.dispose();
