@@ -1,15 +1,10 @@
 /**
- * Issue 3's ops run on both gyre devices over inputs chosen for their semantic corners (NaN, +-Inf,
- * -0, ties, empty axes, every option, bad arguments) and over shapes large enough for the GPU's
- * other schemes, written with the inputs to one JSON-lines file, so that
- * `torch_semantics.py` can check each result against PyTorch on a GPU host. The unit tests check
- * hand-computed values and the property tests check the GPU against WASM; this checks both against
- * the library whose semantics issue 3 names.
- *
- * ```sh
- * deno run -A bench/cuda/torch_semantics.ts --out /tmp/cases.json
- * python3 bench/cuda/torch_semantics.py /tmp/cases.json
- * ```
+ * The cases that check gyre against PyTorch: issue 3's ops and the elementwise math, over inputs
+ * chosen for their semantic corners (NaN, +-Inf, -0, ties, empty axes, every option, views, bad
+ * arguments) and over shapes large enough for the GPU's other schemes. Inputs are deterministic,
+ * so `expected.py` can compute PyTorch's answers once (`expected.jsonl`, committed for the small
+ * cases) and `tests/torch_semantics_test.ts` checks both devices against them without PyTorch;
+ * `check.ts` runs every case on a GPU host.
  * @module
  */
 import * as gyre from "../../src/mod.ts";
@@ -18,34 +13,37 @@ import * as gyre from "../../src/mod.ts";
  * A tensor as JSON: its values as float64 bytes in base64, which keeps NaN, infinities and -0
  * exactly and large inputs small.
  */
-interface EncodedTensor {
+export interface EncodedTensor {
   shape: number[];
   dtype: string;
   base64: string;
 }
 
 /** What one device gave for a case: its output tensors, or the error it threw. */
-type DeviceResult = { outputs: EncodedTensor[] } | { error: string };
+export type DeviceResult = { outputs: EncodedTensor[] } | { error: string };
 
 /** One op call: the op, its options and named inputs (x first), and what each device gave. */
-interface Case {
+export interface CaseSpec {
   name: string;
   op: string;
   params: Record<string, unknown>;
   inputs: Record<string, EncodedTensor>;
   /** A view of input x taken before the op: an axis permutation, then NumPy-style ranges. */
   view?: ViewSpec;
-  results: Record<string, DeviceResult>;
 }
 
 /** `slice` ranges are `[start, end, step]` (step 1 or more) or null; `flip` reverses axes. */
-interface ViewSpec {
+export interface ViewSpec {
   permute?: number[];
   slice?: ([number, number, number] | null)[];
   flip?: number[];
 }
 
-function encode(shape: readonly number[], dtype: string, data: ArrayLike<number>): EncodedTensor {
+export function encode(
+  shape: readonly number[],
+  dtype: string,
+  data: ArrayLike<number>,
+): EncodedTensor {
   const bytes = new Uint8Array(Float64Array.from(data).buffer);
   let text = "";
   for (let i = 0; i < bytes.length; i += 32768) {
@@ -54,10 +52,21 @@ function encode(shape: readonly number[], dtype: string, data: ArrayLike<number>
   return { shape: [...shape], dtype, base64: btoa(text) };
 }
 
-function values(encoded: EncodedTensor): Float64Array {
-  const text = atob(encoded.base64);
-  const bytes = Uint8Array.from(text, (c) => c.charCodeAt(0));
+/** Float64 values from base64 bytes (the encoding of {@link EncodedTensor} and of expectations). */
+export function fromBase64(text: string): Float64Array {
+  const binary = atob(text);
+  const bytes = Uint8Array.from(binary, (c) => c.charCodeAt(0));
   return new Float64Array(bytes.buffer);
+}
+
+/** The values of an encoded tensor. */
+export function values(encoded: EncodedTensor): Float64Array {
+  return fromBase64(encoded.base64);
+}
+
+/** Elements over all of a case's inputs: above 5000 a case is "large", left to GPU hosts. */
+export function inputElements(spec: CaseSpec): number {
+  return Object.values(spec.inputs).reduce((n, t) => n + sizeOf(t.shape), 0);
 }
 
 /** Deterministic float32 values in [low, high) (mulberry32), so every run writes the same inputs. */
@@ -106,7 +115,7 @@ function input(
   return encode(shape, dtype, data);
 }
 
-function decode(encoded: EncodedTensor, device: "wasm" | "gpu"): gyre.Tensor {
+function decode(encoded: EncodedTensor, device: gyre.DeviceName): gyre.Tensor {
   const numbers = values(encoded);
   const data = encoded.dtype === "int32"
     ? Int32Array.from(numbers)
@@ -272,7 +281,8 @@ function runner(op: string): Run {
   throw new Error(`no runner for ${op}`);
 }
 
-const cases: Omit<Case, "results">[] = [];
+/** Every case, in a fixed order; names are unique. */
+export const cases: CaseSpec[] = [];
 function add(
   name: string,
   op: string,
@@ -280,17 +290,26 @@ function add(
   inputs: Record<string, EncodedTensor>,
   view?: ViewSpec,
 ) {
+  if (cases.some((c) => c.name === name)) throw new Error(`two cases named ${name}`);
   cases.push(view ? { name, op, params, inputs, view } : { name, op, params, inputs });
 }
 
-/** Input x seen through `view`, as the Python side takes it (permute, slice, then flip). */
-function applyView(x: gyre.Tensor, view: ViewSpec): gyre.Tensor {
-  let out = view.permute ? x.transpose(view.permute) : x;
-  if (view.slice) out = out.slice(...view.slice);
+/**
+ * Input x seen through `view`, as the Python side takes it (permute, slice, then flip); each view
+ * made is pushed onto `made`, for the caller to dispose.
+ */
+function applyView(x: gyre.Tensor, view: ViewSpec, made: gyre.Tensor[]): gyre.Tensor {
+  let out = x;
+  const take = (next: gyre.Tensor) => {
+    made.push(next);
+    out = next;
+  };
+  if (view.permute) take(out.transpose(view.permute));
+  if (view.slice) take(out.slice(...view.slice));
   for (const axis of view.flip ?? []) {
     const ranges: gyre.SliceRange[] = out.shape.map(() => null);
     ranges[axis] = [null, null, -1];
-    out = out.slice(...ranges);
+    take(out.slice(...ranges));
   }
   return out;
 }
@@ -736,43 +755,24 @@ add("avgPool2d of a transposed view", "avgPool2d", { kernelSize: 2, padding: 1 }
 }, { permute: [0, 1, 3, 2] });
 add("groupNorm of a reversed view", "groupNorm", { groups: 3 }, { x: nchw }, { flip: [3] });
 
-async function runCase(spec: Omit<Case, "results">, device: "wasm" | "gpu"): Promise<DeviceResult> {
+/** Runs one case on one device: its outputs, or the error it threw (every tensor disposed). */
+export async function runCase(spec: CaseSpec, device: gyre.DeviceName): Promise<DeviceResult> {
   const tensors: Record<string, gyre.Tensor> = {};
   for (const [key, value] of Object.entries(spec.inputs)) {
     tensors[key] = decode(value, device);
   }
+  const made: gyre.Tensor[] = [];
+  let outputs: gyre.Tensor[] = [];
   try {
-    const viewed = spec.view ? { ...tensors, x: applyView(tensors.x, spec.view) } : tensors;
-    const outputs = runner(spec.op)(viewed, spec.params);
+    const viewed = spec.view ? { ...tensors, x: applyView(tensors.x, spec.view, made) } : tensors;
+    outputs = runner(spec.op)(viewed, spec.params);
     const data = await gyre.readAll(outputs);
-    const encoded = outputs.map((t, i) => encode(t.shape, t.dtype, data[i] as ArrayLike<number>));
-    for (const t of outputs) t.dispose();
-    return { outputs: encoded };
+    return {
+      outputs: outputs.map((t, i) => encode(t.shape, t.dtype, data[i] as ArrayLike<number>)),
+    };
   } catch (error) {
     return { error: error instanceof Error ? `${error.name}: ${error.message}` : String(error) };
   } finally {
-    for (const t of Object.values(tensors)) t.dispose();
+    for (const t of [...outputs, ...made, ...Object.values(tensors)]) t.dispose();
   }
 }
-
-const runtime = await gyre.init({ device: "gpu" });
-const args = Deno.args;
-const outIndex = args.indexOf("--out");
-const out = outIndex >= 0 ? args[outIndex + 1] : "torch-semantics-cases.json";
-// JSON lines (a header, then one case per line): one string for every case would outgrow V8's.
-const file = await Deno.open(out, { write: true, create: true, truncate: true });
-const encoder = new TextEncoder();
-const writeLine = async (value: unknown) => {
-  const bytes = encoder.encode(JSON.stringify(value) + "\n");
-  for (let written = 0; written < bytes.length;) {
-    written += await file.write(bytes.subarray(written));
-  }
-};
-await writeLine({ adapter: runtime.caps?.description });
-for (const spec of cases) {
-  const results: Record<string, DeviceResult> = {};
-  for (const device of ["wasm", "gpu"] as const) results[device] = await runCase(spec, device);
-  await writeLine({ ...spec, results });
-}
-file.close();
-console.log(`${cases.length} cases on wasm and gpu written to ${out}`);
