@@ -337,7 +337,7 @@ fn g_selu(x: f32) -> f32 {
 fn g_softsign(x: f32) -> f32 {
   // Past 2^30 the quotient rounds to +-1; dividing there would take the reciprocal of a number
   // above 2^126, which NVIDIA flushes to zero (softsign(3e38) came out 0, measured). Infinities
-  // give NaN, Inf / Inf, as PyTorch's x / (1 + |x|) does (checked by bench/cuda/torch_semantics).
+  // give NaN, Inf / Inf, as PyTorch's x / (1 + |x|) does (tests/torch checks it).
   if ((bitcast<u32>(x) & 0x7fffffffu) == 0x7f800000u) { return bitcast<f32>(0x7fc00000u); }
   return select(x / (1.0 + abs(x)), sign(x), abs(x) > 1073741824.0);
 }

@@ -302,7 +302,7 @@ def reduced_length(case, x):
 
 
 def apply_view(x, view):
-    """The view `torch_semantics.ts` took of input x: permute, slice (steps >= 1), then flip."""
+    """The view `cases.ts` takes of input x: permute, slice (steps >= 1), then flip."""
     if "permute" in view:
         x = x.permute(view["permute"])
     if "slice" in view:
@@ -328,7 +328,7 @@ def expectation(case):
     except Exception as error:  # PyTorch refuses: gyre must too
         return {"name": case["name"], "error": f"{type(error).__name__}: {error}"}
     outputs = []
-    for k, w in enumerate(want):
+    for w in want:
         w = w.to(torch.float64)
         tolerance = None
         if case["op"] not in EXACT and w.numel():
