@@ -228,6 +228,12 @@ function runner(op: string): Run {
     return ({ x, y }) => [fn(x, y)];
   }
   switch (op) {
+    case "matmul":
+      return ({ x, y }, params) => [gyre.matmul(x, y, options(params))];
+    case "linear":
+      return ({ x, weight, bias }, params) => [
+        gyre.linear(x, weight, { ...options(params), bias }),
+      ];
     case "clip":
       return ({ x }, params) => [
         gyre.clip(x, params.min as number | null, params.max as number | null),
@@ -716,6 +722,52 @@ add("batchNorm float16 training", "batchNorm", { training: true }, { x: halfImag
 add("softmax float16 long rows", "softmax", {}, {
   x: input([2, 70000], 74, { low: -8, high: 8, dtype: "float16" }),
 });
+
+// Matrix products: NumPy's matmul shapes (1-D operands, broadcast batches), transposed
+// operands by flag and by view, K = 0, int32, float16 storage, and linear's fused epilogue.
+const matmulPairs: [string, number[], number[], Record<string, unknown>, ViewSpec?][] = [
+  ["[5, 7] @ [7, 3]", [5, 7], [7, 3], {}],
+  ["[7] @ [7, 3]", [7], [7, 3], {}],
+  ["[5, 7] @ [7]", [5, 7], [7], {}],
+  ["[7] @ [7]", [7], [7], {}],
+  ["[2, 1, 4, 5] @ [3, 5, 2]", [2, 1, 4, 5], [3, 5, 2], {}],
+  ["transposeA [7, 5] @ [7, 3]", [7, 5], [7, 3], { transposeA: true }],
+  ["transposeB [5, 7] @ [3, 7]", [5, 7], [3, 7], { transposeB: true }],
+  ["both transposed, batched", [2, 7, 5], [2, 3, 7], { transposeA: true, transposeB: true }],
+  ["a transposed view", [7, 5], [7, 3], {}, { permute: [1, 0] }],
+  ["[33, 65] @ [65, 31] (partial tiles)", [33, 65], [65, 31], {}],
+  ["K = 0", [4, 0], [0, 3], {}],
+  ["[130, 257] @ [257, 190]", [130, 257], [257, 190], {}],
+  ["[64, 4096] @ [4096, 48]", [64, 4096], [4096, 48], {}],
+  ["[1, 3000] @ [3000, 700] (matrix-vector)", [1, 3000], [3000, 700], {}],
+];
+for (const [label, aShape, bShape, params, view] of matmulPairs) {
+  add(`matmul ${label}`, "matmul", params, {
+    x: input(aShape, 75, { low: -2, high: 2 }),
+    y: input(bShape, 76, { low: -2, high: 2 }),
+  }, view);
+}
+add("matmul int32", "matmul", {}, {
+  x: input([4, 6], 77, { low: -9, high: 9, dtype: "int32" }),
+  y: input([6, 5], 78, { low: -9, high: 9, dtype: "int32" }),
+});
+add("matmul float16", "matmul", {}, {
+  x: input([9, 40], 79, { dtype: "float16" }),
+  y: input([40, 11], 80, { dtype: "float16" }),
+});
+add("matmul inner axes differ", "matmul", {}, { x: input([3, 4], 81), y: input([5, 2], 82) });
+add("matmul batches that do not broadcast", "matmul", {}, {
+  x: input([2, 3, 4], 83),
+  y: input([3, 4, 2], 84),
+});
+for (const activation of ["none", "relu", "gelu", "silu", "tanh", "sigmoid"]) {
+  add(`linear ${activation}`, "linear", { activation }, {
+    x: input([2, 3, 6], 85),
+    weight: input([4, 6], 86),
+    bias: input([4], 87),
+  });
+}
+add("linear without bias", "linear", {}, { x: input([5, 6], 88), weight: input([4, 6], 89) });
 
 // Inputs that are views (transposed, sliced with steps, reversed): the strided and transposed
 // paths of every kernel family.

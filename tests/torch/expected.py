@@ -15,6 +15,8 @@ relu, sign, rounding, comparisons, shapes, where NaN and infinities fall, errors
 - add, sub, mul, square, mod: 1 ULP of |result|; div and reciprocal 3 (WGSL allows 2.5); sqrt and
   rsqrt 4; exp, exp2, expm1: 3 + 2|x| ULP (WGSL's bound); logs 2^-21 of 1 + |result|; sin, cos,
   tan 2^-20 of (1 + result^2)(1 + |x|) (range reduction); pow (3 + 2|y log2 x|) 2 ULP + 1e-6;
+- matmul and linear: 2 K 2^-24 of |a| @ |b| (any summation order), plus 1e-5 of 1 + |result|
+  for linear's activation;
 - activations, softmax, logSoftmax, logsumexp, norms: scale 1 + |result|, rtol 1e-5 (a few ULP
   of each transcendental the GPU computes in float32, as WGSL allows, compounded).
 `compare.ts` rounds each answer to the dtype gyre returned and allows float16 results one more
@@ -235,6 +237,18 @@ def expected(case, inputs):
         return [torch.clamp(inputs["x"], params.get("min"), params.get("max"))]
     if op == "where":
         return [torch.where(inputs["condition"] != 0, inputs["x"], inputs["y"])]
+    if op == "matmul":
+        a, b = inputs["x"], inputs["y"]
+        if params.get("transposeA") and a.dim() >= 2:
+            a = a.transpose(-1, -2)
+        if params.get("transposeB") and b.dim() >= 2:
+            b = b.transpose(-1, -2)
+        return [torch.matmul(a, b)]
+    if op == "linear":
+        out = F.linear(inputs["x"], inputs["weight"], inputs.get("bias"))
+        epilogue = {"none": lambda t: t, "relu": torch.relu, "gelu": F.gelu, "silu": F.silu,
+                    "tanh": torch.tanh, "sigmoid": torch.sigmoid}[params.get("activation", "none")]
+        return [epilogue(out)]
     x = inputs["x"]
     if op in REDUCTIONS:
         return reduction(op, params, x)
@@ -268,6 +282,20 @@ def scale_and_rtol(case, inputs, want, n):
     if op in ("prod", "cumprod"):
         # Every multiply's rounding reaches the product whatever the order: n u (u = 2^-24), x2.
         return want.abs(), 2 * max(n, 1) * 2.0**-24
+    if op in ("matmul", "linear"):
+        # K products summed in any order: |error| <= K u |a| |b| (u = 2^-24), x2; linear's
+        # activation adds its own few ULP (the 1e-5 of 1 + |result|).
+        a, b = inputs["x"].abs(), (inputs["y"] if op == "matmul" else inputs["weight"]).abs()
+        if op == "matmul":
+            if params.get("transposeA") and a.dim() >= 2:
+                a = a.transpose(-1, -2)
+            if params.get("transposeB") and b.dim() >= 2:
+                b = b.transpose(-1, -2)
+            scale = torch.matmul(a, b)
+        else:
+            scale = F.linear(a, b, None if "bias" not in inputs else inputs["bias"].abs())
+        k = a.shape[-1]  # a's last axis is K once transposed
+        return scale * 2 * max(k, 1) * 2.0**-24 + 1e-5 * (1 + want.abs()), 1.0
     if op in ULP_BOUND:
         return want.abs(), ULP_BOUND[op] * EPS32
     x = inputs["x"].to(torch.float64)
@@ -325,7 +353,9 @@ def expectation(case):
         inputs["x"] = apply_view(inputs["x"], case["view"])
     try:
         want = expected(case, inputs)
-    except Exception as error:  # PyTorch refuses: gyre must too
+    # PyTorch refuses (its errors, and this file's own for what PyTorch would refuse): gyre must
+    # too. Anything else is a bug here and stops the run.
+    except (RuntimeError, ValueError, IndexError) as error:
         return {"name": case["name"], "error": f"{type(error).__name__}: {error}"}
     outputs = []
     for w in want:
