@@ -101,11 +101,13 @@ function input(
     dtype?: "float32" | "float16" | "int32" | "bool";
   } = {},
 ): EncodedTensor {
-  const data = options.values
-    ? Float32Array.from(options.values)
-    : randomValues(sizeOf(shape), seed, options.low, options.high);
+  // Float64 until the dtype is known: int32 values past 2^24 must not round through float32.
+  const data = Float64Array.from(
+    options.values ?? randomValues(sizeOf(shape), seed, options.low, options.high),
+  );
   for (const [index, value] of options.set ?? []) data[index] = value;
   const dtype = options.dtype ?? "float32";
+  if (dtype === "float32") data.forEach((v, i) => data[i] = Math.fround(v));
   if (dtype === "float16") data.forEach((v, i) => data[i] = Math.f16round(v));
   if (dtype === "int32") data.forEach((v, i) => data[i] = Math.round(v));
   // Booleans: truthiness as NumPy casts (NaN is true); random values are true above 0.
@@ -132,6 +134,7 @@ function decode(encoded: EncodedTensor, device: gyre.DeviceName): gyre.Tensor {
 type Run = (
   inputs: Record<string, gyre.Tensor>,
   params: Record<string, unknown>,
+  device: gyre.DeviceName,
 ) => gyre.Tensor[];
 
 // deno-lint-ignore no-explicit-any
@@ -228,6 +231,40 @@ function runner(op: string): Run {
     return ({ x, y }) => [fn(x, y)];
   }
   switch (op) {
+    // Creation (no inputs: the device comes from the case's run) and data movement.
+    case "arange":
+      return (_, p, device) => [
+        gyre.arange(p.start as number, p.stop as number, p.step as number, { device }),
+      ];
+    case "linspace":
+      return (_, p, device) => [
+        gyre.linspace(p.start as number, p.stop as number, p.num as number, {
+          device,
+          endpoint: p.endpoint as boolean,
+        }),
+      ];
+    case "eye":
+      return (_, p, device) => [gyre.eye(p.n as number, p.m as number, { device })];
+    case "full":
+      return (_, p, device) => [gyre.full(p.shape as number[], p.value as number, { device })];
+    case "cast":
+      return ({ x }, p) => [gyre.cast(x, p.dtype as gyre.DType)];
+    case "concat":
+      return ({ x, y }, p) => [gyre.concat([x, y], p.axis as number)];
+    case "stack":
+      return ({ x, y }, p) => [gyre.stack([x, y], p.axis as number)];
+    case "slice":
+      return ({ x }, p) => [x.slice(...(p.ranges as gyre.SliceRange[]))];
+    case "reshape":
+      return ({ x }, p) => [gyre.reshape(x, p.shape as number[])];
+    case "transpose":
+      return ({ x }, p) => [gyre.transpose(x, p.permutation as number[] | undefined)];
+    case "squeeze":
+      return ({ x }, p) => [gyre.squeeze(x, p.axis as number | number[] | undefined)];
+    case "expandDims":
+      return ({ x }, p) => [gyre.expandDims(x, p.axis as number)];
+    case "broadcastTo":
+      return ({ x }, p) => [gyre.broadcastTo(x, p.shape as number[])];
     case "matmul":
       return ({ x, y }, params) => [gyre.matmul(x, y, options(params))];
     case "linear":
@@ -769,6 +806,61 @@ for (const activation of ["none", "relu", "gelu", "silu", "tanh", "sigmoid"]) {
 }
 add("linear without bias", "linear", {}, { x: input([5, 6], 88), weight: input([4, 6], 89) });
 
+// Creation, casts and data movement (NumPy's slicing: negative steps, clamped bounds).
+for (const [start, stop, step] of [[0, 10, 1], [2, -7, -3], [0.5, 3.2, 0.25], [-1, 1, 0.1]]) {
+  add(`arange ${start} ${stop} ${step}`, "arange", { start, stop, step }, {});
+}
+for (const [start, stop, num, endpoint] of [[0, 1, 11, true], [-2, 5, 7, false], [3, 3, 1, true]]) {
+  add(
+    `linspace ${start} ${stop} ${num} ${endpoint}`,
+    "linspace",
+    { start, stop, num, endpoint },
+    {},
+  );
+}
+add("eye 3 x 5", "eye", { n: 3, m: 5 }, {});
+add("full [2, 3] of -1.5", "full", { shape: [2, 3], value: -1.5 }, {});
+const castable = input([12], 0, {
+  values: [-2.9, -2.5, -1.1, -0.5, -0, 0, 0.49, 0.5, 1.7, 2.5, 1e6 + 0.5, -16777217],
+});
+for (const dtype of ["int32", "bool", "float16"]) {
+  add(`cast float32 to ${dtype}`, "cast", { dtype }, { x: castable });
+}
+add("cast int32 to float32", "cast", { dtype: "float32" }, {
+  x: input([4], 0, { values: [16777217, -16777219, 2147483647, -7], dtype: "int32" }),
+});
+add("cast bool to float32", "cast", { dtype: "float32" }, {
+  x: input([4], 0, { values: [1, 0, NaN, 0], dtype: "bool" }),
+});
+const pair = [input([2, 3, 4], 90), input([2, 3, 4], 91)] as const;
+const box = input([5, 4, 6], 95);
+for (const axis of [0, 1, -1]) {
+  add(`concat axis ${axis}`, "concat", { axis }, { x: pair[0], y: pair[1] });
+  add(`stack axis ${axis}`, "stack", { axis }, { x: pair[0], y: pair[1] });
+}
+add("concat of different lengths", "concat", { axis: 1 }, {
+  x: input([2, 3], 92),
+  y: input([2, 5], 93),
+});
+for (
+  const ranges of [
+    [1, [0, 3], null],
+    [null, [null, null, -1], [3, 0, -2]],
+    [[-1, null, null], [-10, 10, 2], [1, -1]],
+    [[5, 9], null, null],
+  ]
+) {
+  add(`slice ${JSON.stringify(ranges)}`, "slice", { ranges }, { x: box });
+}
+add("reshape with -1", "reshape", { shape: [4, -1, 3] }, { x: box });
+add("transpose default", "transpose", {}, { x: box });
+add("transpose [1, 2, 0]", "transpose", { permutation: [1, 2, 0] }, { x: box });
+const ones = input([1, 3, 1, 2], 94);
+add("squeeze all", "squeeze", {}, { x: ones });
+add("squeeze axis 2", "squeeze", { axis: 2 }, { x: ones });
+add("expandDims -1", "expandDims", { axis: -1 }, { x: pair[0] });
+add("broadcastTo", "broadcastTo", { shape: [3, 2, 3, 4] }, { x: pair[0] });
+
 // Inputs that are views (transposed, sliced with steps, reversed): the strided and transposed
 // paths of every kernel family.
 const block = input([5, 4, 6], 66);
@@ -817,7 +909,7 @@ export async function runCase(spec: CaseSpec, device: gyre.DeviceName): Promise<
   let outputs: gyre.Tensor[] = [];
   try {
     const viewed = spec.view ? { ...tensors, x: applyView(tensors.x, spec.view, made) } : tensors;
-    outputs = runner(spec.op)(viewed, spec.params);
+    outputs = runner(spec.op)(viewed, spec.params, device);
     const data = await gyre.readAll(outputs);
     return {
       outputs: outputs.map((t, i) => encode(t.shape, t.dtype, data[i] as ArrayLike<number>)),

@@ -200,7 +200,8 @@ NORMS = {"softmax", "logSoftmax", "layerNorm", "rmsNorm", "groupNorm", "batchNor
 EXACT = {"max", "min", "argmax", "argmin", "all", "any", "cummax", "cummin", "maxPool2d",
          "adaptiveMaxPool2d", "relu", "neg", "abs", "sign", "floor", "ceil", "round", "maximum",
          "minimum", "equal", "notEqual", "less", "lessEqual", "greater", "greaterEqual",
-         "logicalNot", "logicalAnd", "logicalOr", "clip", "where"}
+         "logicalNot", "logicalAnd", "logicalOr", "clip", "where", "eye", "full", "cast", "concat",
+         "stack", "slice", "reshape", "transpose", "squeeze", "expandDims", "broadcastTo"}
 # Elementwise float32 ops with a bound in ULP (WGSL's: add, sub, mul exact-rounded; divide 2.5;
 # sqrt through inverseSqrt; mod from the exact fmod and one add); the relative tolerance below.
 ULP_BOUND = {"add": 1, "sub": 1, "mul": 1, "square": 1, "mod": 1, "div": 3, "reciprocal": 3,
@@ -227,6 +228,64 @@ BINARY = {"add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div
           "logicalOr": lambda x, y: torch.logical_or(x != 0, y != 0)}
 
 
+CREATION = {"arange", "linspace", "eye", "full"}
+MOVEMENT = {"cast", "concat", "stack", "slice", "reshape", "transpose", "squeeze", "expandDims",
+            "broadcastTo"}
+
+
+def numpy_slice(x, ranges):
+    """NumPy basic indexing (an int drops its axis; [start, stop, step] with negative steps and
+    clamped bounds), through index_select since PyTorch slices take no negative steps."""
+    axis = 0
+    for r in ranges:
+        if isinstance(r, int):
+            x = x.select(axis, r)
+            continue
+        if r is not None:
+            picked = range(*slice(*(list(r) + [None] * (3 - len(r)))).indices(x.shape[axis]))
+            x = x.index_select(axis, torch.tensor(list(picked), dtype=torch.long))
+        axis += 1
+    return x
+
+
+def creation_or_movement(op, params, inputs):
+    if op == "arange":
+        return torch.arange(params["start"], params["stop"], params["step"], dtype=torch.float64)
+    if op == "linspace":
+        num, endpoint = params["num"], params.get("endpoint", True)
+        if endpoint:
+            return torch.linspace(params["start"], params["stop"], num, dtype=torch.float64)
+        return torch.linspace(params["start"], params["stop"], num + 1, dtype=torch.float64)[:-1]
+    if op == "eye":
+        return torch.eye(params["n"], params["m"], dtype=torch.float64)
+    if op == "full":
+        return torch.full(params["shape"], params["value"], dtype=torch.float64)
+    x = inputs["x"]
+    if op == "cast":
+        target = params["dtype"]
+        if target == "int32":
+            return torch.trunc(x)  # toward zero; the inputs stay inside int32
+        if target == "bool":
+            return (x != 0).to(torch.float64)
+        return x  # float16 and float32: compare.ts rounds to the dtype gyre returned
+    if op == "concat":
+        return torch.cat([x, inputs["y"]], params["axis"])
+    if op == "stack":
+        return torch.stack([x, inputs["y"]], params["axis"])
+    if op == "slice":
+        return numpy_slice(x, params["ranges"])
+    if op == "reshape":
+        return x.reshape(params["shape"])
+    if op == "transpose":
+        return x.permute(params.get("permutation") or list(range(x.dim() - 1, -1, -1)))
+    if op == "squeeze":
+        axis = params.get("axis")
+        return x.squeeze() if axis is None else x.squeeze(axis)
+    if op == "expandDims":
+        return x.unsqueeze(params["axis"])
+    return x.expand(params["shape"])
+
+
 def expected(case, inputs):
     op, params = case["op"], case["params"]
     if op in UNARY:
@@ -237,6 +296,8 @@ def expected(case, inputs):
         return [torch.clamp(inputs["x"], params.get("min"), params.get("max"))]
     if op == "where":
         return [torch.where(inputs["condition"] != 0, inputs["x"], inputs["y"])]
+    if op in CREATION or op in MOVEMENT:
+        return [creation_or_movement(op, params, inputs)]
     if op == "matmul":
         a, b = inputs["x"], inputs["y"]
         if params.get("transposeA") and a.dim() >= 2:
@@ -266,6 +327,10 @@ def scale_and_rtol(case, inputs, want, n):
     op, params = case["op"], case["params"]
     if op == "batchNorm":
         return 1 + want.abs(), 1e-5
+    if op in ("arange", "linspace"):
+        # start + i * step in float32: a rounding of the product and one of the sum.
+        bound = max(abs(params["start"]), abs(params["stop"])) + abs(params.get("step", 0))
+        return torch.full_like(want, bound), 2 * EPS32
     sum_rtol = 4 * EPS32 * (math.log2(max(n, 1)) + 2)
     absolute = dict(inputs, x=inputs["x"].abs())
     if op in ("sum", "mean", "cumsum"):
@@ -362,7 +427,7 @@ def expectation(case):
         w = w.to(torch.float64)
         tolerance = None
         if case["op"] not in EXACT and w.numel():
-            n = reduced_length(case, inputs["x"])
+            n = reduced_length(case, inputs["x"]) if "x" in inputs else 1
             scale, rtol = scale_and_rtol(case, inputs, w, n)
             full = torch.broadcast_to(torch.as_tensor(rtol * scale + 1e-7, dtype=torch.float64),
                                       w.shape)
