@@ -670,6 +670,31 @@ if (args.includes("--sweep")) {
       () => gyre.cumsum(a.slice([0, mid]).reshape([rows, mid / rows])),
     );
   }
+  // Sub-tiles: one look-back per S sub-tiles, each read twice (the second time from L2), so fewer
+  // look-backs per byte and fewer values held per invocation.
+  for (
+    const option of [
+      null,
+      { workgroupSize: 256, elementsPerThread: 32, subTiles: 2 },
+      { workgroupSize: 256, elementsPerThread: 16, subTiles: 2 },
+      { workgroupSize: 256, elementsPerThread: 16, subTiles: 4 },
+      { workgroupSize: 256, elementsPerThread: 8, subTiles: 4 },
+      { workgroupSize: 256, elementsPerThread: 8, subTiles: 8 },
+      { workgroupSize: 512, elementsPerThread: 16, subTiles: 2 },
+      { workgroupSize: 128, elementsPerThread: 32, subTiles: 2 },
+    ]
+  ) {
+    gyre.setPlanOverride("scan", option && { variant: "lookback", ...option });
+    for (const n of [mid, big]) {
+      await bench(
+        `cumsum subtiles ${n / Mi}Mi ${option ? JSON.stringify(option) : "plan"}`,
+        n,
+        2 * 4 * n,
+        () => gyre.cumsum(a.slice([0, n])),
+      );
+    }
+  }
+  gyre.setPlanOverride("scan", null);
   // The look-back's tile by length: 512 x 32 and 256 x 32 from 256 Ki to 64 Mi, one row and rows
   // of 1 Mi.
   for (const workgroupSize of [512, 256]) {

@@ -527,20 +527,24 @@ const SCAN_LOOKBACK_ELEMENTS = 1 << 18;
  * (83% and 80% of copy); a single `atomicLoad` per tile after its loads cost 55 us by itself, so
  * states are read with `atomicOr` (other read-modify-writes the same, compare-exchange 186), every
  * read a whole window, tiles in launch order: tiles of 256 x 16 then took 210 us and 512 x 32 178;
- * sub-tiles read twice 247-270 us, and workgroups that each walk many tiles, loading the next one
- * before looking back, 236-842 us (the next tile's aggregate comes out later); group states that
- * let a read reach 32 tiles per lane, 194-1216 us; windows of 2 or 4 states per lane 200 and 355
- * us; a register-only delay between a lane's reads of a missing state (16 to 256 rounds of
- * arithmetic) 226-266 us; `atomicLoad` for every read 233 us; tiles staged through workgroup memory
- * (to hold fewer values in registers) 350-421 us; the first window read before the tile's scan 273
- * us (191 in tiles of 512 x 28). Not a loss of resident tiles: the driver holds every variant to 64
- * registers (2 workgroups of 512 per SM) and spills the excess to workgroup memory (7 values in the
- * kernel as planned; bench/results/sass-nvidia-h200.md). cumprod 243 against 206 by multipass and
- * cummax 343 against 293, so they stay multipass; rows of 8192 as one 512-wide workgroup each 137
- * us (93%); [256, 262144] over axis 0 took 156 us as columns, 891 us strided and 2323 us
- * transposed. For scale, CUB's own look-back scan on the same GPU (CUDA events) took 54.3 us at
- * 16 Mi (67% of a copy of the same bytes; the look-back here 69%) and 181.8 us at 64 Mi (72%;
- * here 84%): bench/results/cuda-reference-nvidia-h200.md.
+ * sub-tiles read twice 247-270 us (on an H100 254-304 against the plan's 193), and workgroups that
+ * each walk many tiles, loading the next one before looking back, 236-842 us (the next tile's
+ * aggregate comes out later); group states that let a read reach 32 tiles per lane, 194-1216 us;
+ * windows of 2 or 4 states per lane 200 and 355 us; a register-only delay between a lane's reads of
+ * a missing state (16 to 256 rounds of arithmetic) 226-266 us; `atomicLoad` for every read 233 us;
+ * tiles staged through workgroup memory (to hold fewer values in registers) 350-421 us; the first
+ * window read before the tile's scan 273 us (191 in tiles of 512 x 28). Not a loss of resident
+ * tiles: the driver holds every variant to 64 registers (2 workgroups of 512 per SM) and spills the
+ * excess to workgroup memory (7 values in the kernel as planned;
+ * bench/results/sass-nvidia-h200.md). cumprod 243 against 206 by multipass and cummax 343 against
+ * 293, so they stay multipass; rows of 8192 as one 512-wide workgroup each 137 us (93%); [256,
+ * 262144] over axis 0 took 156 us as columns, 891 us strided and 2323 us transposed. For scale,
+ * CUB's own look-back scan on the same GPU (CUDA events) took 54.3 us at 16 Mi (67% of a copy of
+ * the same bytes; the look-back here 69%) and 181.8 us at 64 Mi (72%; here 84%):
+ * bench/results/cuda-reference-nvidia-h200.md. On an H100
+ * (bench/results/kernels-nvidia-h100-full.md) the same look-back reaches 80% of a same-size copy
+ * at 16 Mi (60.4 us) and 93% at 64 Mi (193.3 us): with 30% less bandwidth to keep busy, the same
+ * waits for predecessors weigh less.
  *
  * @example
  * ```ts
