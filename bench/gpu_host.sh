@@ -3,8 +3,7 @@
 #   source .gpu-host/unpack.sh; bash bench/gpu_host.sh [bench|test|all]
 # Writes at most 7 files under $OUT (or ./out): the device can return 8. Peers come from the
 # bundles in .peers/ (made by `deno run -A scripts/bundle_peers.ts .peers`); tests need
-# fast-check in .denodir/ (made by `DENO_DIR=.denodir deno cache --no-lock tests/*_test.ts`; without
-# --no-lock pure-rand gets no registry.json and the offline run cannot resolve it).
+# fast-check in .denodir/ (made by `bash bench/cache_tests.sh`).
 set -uo pipefail
 out=${OUT:-out}
 mkdir -p "$out"
