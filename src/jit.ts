@@ -4,38 +4,53 @@
  * and dispatch; the replay re-issues the recorded dispatches over the new inputs' buffers, with a
  * memory plan that lets intermediates share buffers once their last reader has run. No op code,
  * no expression building and no pipeline lookup runs on a replay.
+ *
+ * A recorded buffer stands for a value, not for a GPU buffer: the pool hands a buffer released
+ * during the trace to a later allocation of the same trace, so each allocation starts a new value
+ * and each dispatch binds the values its buffers held when it was recorded.
  * @module
  */
 import type { Storage, View } from "./_backend.ts";
-import {
-  type DispatchRecorder,
-  type GpuBackend,
-  GpuStorage,
-  type RecordedDispatch,
-} from "./gpu/backend.ts";
+import { DisposedError } from "./errors.ts";
+import type { DispatchRecorder, GpuBackend, GpuStorage, RecordedDispatch } from "./gpu/backend.ts";
 import { sizeClass } from "./gpu/pool.ts";
 import { runtime } from "./runtime.ts";
 import { Tensor } from "./tensor.ts";
 import { tidy } from "./tidy.ts";
 
-/** Where a buffer of a recorded dispatch comes from on a replay. */
+/**
+ * Where a buffer of a recorded dispatch, or an output, comes from on a replay: an input of the
+ * call, a temp the replay allocates, or storage the plan holds (data uploaded by the traced
+ * function, tensors it closes over).
+ */
 type Slot =
   | { kind: "input"; index: number }
   | { kind: "temp"; index: number }
-  | { kind: "constant"; buffer: GPUBuffer };
+  | { kind: "constant"; storage: GpuStorage };
 
 interface Plan {
   dispatches: { d: RecordedDispatch; slots: Slot[] }[];
   /** Byte size of each temp, and the dispatch index after which it is dead (outputs: never). */
   temps: { bytes: number; lastUse: number; output: boolean }[];
-  outputs: { temp: number; view: Omit<View, "storage">; length: number }[];
-  /**
-   * Storage the recorded kernels read that is neither an input nor written by them: tensors the
-   * function closes over and constants it made. The plan holds a reference on each.
-   */
-  constants: Storage[];
+  outputs: { slot: Slot; view: Omit<View, "storage">; length: number }[];
+  /** Storage the plan holds a reference on (the constants' storage), released by `dispose`. */
+  held: GpuStorage[];
   /** The output structure: a tensor or an array of tensors. */
   single: boolean;
+}
+
+/** A function compiled by {@link jit}: call it like the original; `dispose` frees its constants. */
+export interface JittedFunction<A extends Tensor[]> {
+  (...inputs: A): Tensor | Tensor[];
+  /**
+   * Releases the constants every trace holds (data the function uploaded, tensors it closes
+   * over) and forgets the traces; calling the function afterwards throws {@link DisposedError}.
+   */
+  dispose(): void;
+  /** Same as `dispose`, for `using`. */
+  [Symbol.dispose](): void;
+  /** Traces recorded so far (one per input signature), replayable or not. For tests. */
+  readonly traces: number;
 }
 
 function signature(inputs: readonly Tensor[]): string {
@@ -50,22 +65,37 @@ function signature(inputs: readonly Tensor[]): string {
 /**
  * Compiles `fn` (a function of tensors returning a tensor or an array of tensors) into a function
  * that traces it once per input signature (device, dtype, shape, strides, offset) and replays the
- * recorded GPU dispatches on later calls. Tensors `fn` closes over are captured as constants (the
- * replay sees their values as of the trace). On the WASM device, and for functions that read
- * tensors back, `fn` simply runs each time.
+ * recorded GPU dispatches on later calls. Tensors `fn` closes over, and tensors it creates from
+ * data (`tensor`, uploads), are captured as constants of the trace: the replay sees their values
+ * as of the trace, and the jitted function holds them until its `dispose()`. Tensors computed by
+ * kernels inside `fn` (`full`, `eye`, `arange`, `random` with a seed) are recomputed by each
+ * replay. On the WASM device, for traces that use a kernel keeping state across calls (the
+ * look-back scan, one-dispatch reductions), and for functions that read tensors back, `fn` simply
+ * runs each time.
  *
  * @example
  * ```ts
  * import * as gyre from "@gyre/gyre";
- * const step = gyre.jit((x: gyre.Tensor, w: gyre.Tensor) => gyre.relu(x.mul(w).add(1)).sum());
- * const out = step(gyre.ones([1024]), gyre.ones([1024])); // traces; later calls replay
+ * const step = gyre.jit((x: gyre.Tensor) => gyre.relu(x.mul(gyre.tensor([2, -1]))).sum());
+ * const out = step(gyre.ones([2])); // traces; later calls with a [2] float32 input replay
+ * console.log(await (out as gyre.Tensor).data()); // Float32Array [2]
+ * step.dispose(); // frees the constant [2, -1]
  * ```
  */
 export function jit<A extends Tensor[]>(
   fn: (...inputs: A) => Tensor | Tensor[],
-): (...inputs: A) => Tensor | Tensor[] {
+): JittedFunction<A> {
   const plans = new Map<string, Plan | null>();
-  return (...inputs: A): Tensor | Tensor[] => {
+  let disposed = false;
+  const jitted = (...inputs: A): Tensor | Tensor[] => {
+    if (disposed) {
+      throw new DisposedError({
+        op: "jit",
+        argument: "function",
+        expected: "a jitted function that was not disposed",
+        received: "a disposed one",
+      });
+    }
     const rt = runtime();
     const gpu = rt.gpu;
     const onGpu = gpu !== null && inputs.length > 0 && inputs.every((t) => t.device === "gpu");
@@ -79,6 +109,29 @@ export function jit<A extends Tensor[]>(
     plans.set(key, traced.plan);
     return traced.result;
   };
+  const dispose = () => {
+    if (disposed) return;
+    disposed = true;
+    for (const plan of plans.values()) if (plan) releaseAll(plan.held);
+    plans.clear();
+  };
+  return Object.defineProperties(jitted, {
+    dispose: { value: dispose },
+    [Symbol.dispose]: { value: dispose },
+    traces: { get: () => plans.size },
+  }) as unknown as JittedFunction<A>;
+}
+
+function releaseAll(storages: Iterable<GpuStorage>): void {
+  for (const s of storages) if (--s.refs === 0) s.backend.free(s);
+}
+
+/** One value a trace allocated: its storage, and whether it holds uploaded data. */
+interface TracedValue {
+  storage: GpuStorage;
+  uploaded: boolean;
+  /** Temp index once a dispatch writes or reads it (kernel-written values only). */
+  temp?: number;
 }
 
 function trace<A extends Tensor[]>(
@@ -86,13 +139,53 @@ function trace<A extends Tensor[]>(
   fn: (...inputs: A) => Tensor | Tensor[],
   inputs: A,
 ): { plan: Plan | null; result: Tensor | Tensor[] } {
-  const allocated = new Map<GPUBuffer, GpuStorage>();
-  const uploaded = new Set<GPUBuffer>();
-  const recorded: RecordedDispatch[] = [];
+  const inputBuffers = inputs.map((t) => (t._view("jit").storage as GpuStorage).buffer);
+  // The value each buffer holds now, in the trace's order of events.
+  const current = new Map<GPUBuffer, TracedValue>();
+  const temps: Plan["temps"] = [];
+  // Held from the moment they are seen, so the pool cannot hand them to a later allocation of
+  // the trace (or of a replay) while the plan may still bind them.
+  const held = new Set<GpuStorage>();
+  const dispatches: Plan["dispatches"] = [];
+  let replayable = true;
+  const hold = (storage: GpuStorage) => {
+    if (held.has(storage)) return;
+    storage.refs++;
+    held.add(storage);
+  };
+  const slotOf = (buffer: GPUBuffer, at: number): Slot | null => {
+    const input = inputBuffers.indexOf(buffer);
+    if (input >= 0) return { kind: "input", index: input };
+    const value = current.get(buffer);
+    if (value?.uploaded) return { kind: "constant", storage: value.storage };
+    if (value) {
+      if (value.temp === undefined) {
+        value.temp = temps.length;
+        temps.push({ bytes: buffer.size, lastUse: at, output: false });
+      }
+      temps[value.temp].lastUse = at;
+      return { kind: "temp", index: value.temp };
+    }
+    // Storage made before the call (a tensor the function closes over); a device-owned scratch
+    // buffer has none, and its kernels keep state across calls: not replayable.
+    const storage = gpu.storageOf(buffer);
+    if (!storage) return null;
+    hold(storage);
+    return { kind: "constant", storage };
+  };
   const recorder: DispatchRecorder = {
-    allocated: (b, storage) => allocated.set(b, storage),
-    uploaded: (b) => uploaded.add(b),
-    dispatched: (d) => recorded.push(d),
+    allocated: (b, storage) => current.set(b, { storage, uploaded: false }),
+    uploaded: (b) => {
+      const value = current.get(b)!;
+      value.uploaded = true;
+      hold(value.storage);
+    },
+    dispatched: (d) => {
+      const at = dispatches.length;
+      const slots = d.buffers.map((b) => slotOf(b, at));
+      if (slots.some((s) => s === null)) replayable = false;
+      dispatches.push({ d, slots: slots as Slot[] });
+    },
   };
   gpu.recorder = recorder;
   let result: Tensor | Tensor[];
@@ -102,67 +195,50 @@ function trace<A extends Tensor[]>(
       for (const t of Array.isArray(out) ? out : [out]) t.realize();
       return out;
     });
+  } catch (e) {
+    releaseAll(held);
+    throw e;
   } finally {
     gpu.recorder = null;
   }
-  const outs = Array.isArray(result) ? result : [result];
-  const inputBuffers = inputs.map((t) => (t._view("jit").storage as GpuStorage).buffer);
-  // Temps: buffers allocated by the trace and written by its kernels (not uploaded constants).
-  const tempIndex = new Map<GPUBuffer, number>();
-  const temps: Plan["temps"] = [];
-  const constants = new Set<GPUBuffer>();
-  const dispatches = recorded.map((d, i) => ({
-    d,
-    slots: d.buffers.map((buffer): Slot => {
-      const input = inputBuffers.indexOf(buffer);
-      if (input >= 0) return { kind: "input", index: input };
-      if (allocated.has(buffer) && !uploaded.has(buffer)) {
-        let t = tempIndex.get(buffer);
-        if (t === undefined) {
-          t = temps.length;
-          tempIndex.set(buffer, t);
-          temps.push({ bytes: buffer.size, lastUse: i, output: false });
-        }
-        temps[t].lastUse = i;
-        return { kind: "temp", index: t };
-      }
-      constants.add(buffer);
-      return { kind: "constant", buffer };
-    }),
-  }));
   const outputs: Plan["outputs"] = [];
-  for (const t of outs) {
+  for (const t of Array.isArray(result) ? result : [result]) {
     const view = t._view("jit");
-    const buffer = (view.storage as GpuStorage).buffer;
-    const temp = tempIndex.get(buffer);
-    // An output that is an input, a constant or a view the kernels never wrote: not replayable.
-    if (temp === undefined) return { plan: null, result };
-    temps[temp].output = true;
+    const slot = slotOf((view.storage as GpuStorage).buffer, dispatches.length);
+    if (!slot) {
+      replayable = false;
+      break;
+    }
+    if (slot.kind === "temp") temps[slot.index].output = true;
     outputs.push({
-      temp,
+      slot,
       view: { dtype: view.dtype, shape: view.shape, strides: view.strides, offset: view.offset },
       length: view.storage.length,
     });
   }
-  // Hold the constants' storage: buffers the trace allocated are found through its record,
-  // others (tensors made before the call) through the runtime's live storages.
-  const held: Storage[] = [];
-  for (const buffer of constants) {
-    const storage = allocated.get(buffer) ?? gpu.storageOf(buffer);
-    if (!storage) return { plan: null, result };
-    storage.refs++;
-    held.push(storage);
+  if (!replayable) {
+    releaseAll(held);
+    return { plan: null, result };
   }
+  // Keep only what a replay binds or returns.
+  const used = new Set<GpuStorage>();
+  for (const { slots } of dispatches) {
+    for (const s of slots) if (s.kind === "constant") used.add(s.storage);
+  }
+  for (const o of outputs) if (o.slot.kind === "constant") used.add(o.slot.storage);
+  releaseAll([...held].filter((s) => !used.has(s)));
   return {
-    plan: { dispatches, temps, outputs, constants: held, single: !Array.isArray(result) },
+    plan: { dispatches, temps, outputs, held: [...used], single: !Array.isArray(result) },
     result,
   };
 }
 
 function replay(gpu: GpuBackend, plan: Plan, inputs: readonly Tensor[]): Tensor | Tensor[] {
-  const inputBuffers = inputs.map((t) => (t._view("jit").storage as GpuStorage).buffer);
+  const inputViews = inputs.map((t) => t._view("jit"));
   // Memory plan: a temp's buffer returns to a local free list after its last use, for later
-  // temps of the same size class; dispatches run in order, so that reuse is safe.
+  // temps of the same size class; dispatches run in order, so that reuse is safe. A temp's first
+  // use is the dispatch that writes it, so a buffer is never bound as both a live value and a
+  // fresh output of one dispatch.
   const buffers: GPUBuffer[] = new Array(plan.temps.length);
   const free = new Map<number, GPUBuffer[]>();
   const dying = new Map<number, number[]>();
@@ -174,13 +250,13 @@ function replay(gpu: GpuBackend, plan: Plan, inputs: readonly Tensor[]): Tensor 
   });
   const acquired: GPUBuffer[] = [];
   const bufferFor = (slot: Slot): GPUBuffer => {
-    if (slot.kind === "input") return inputBuffers[slot.index];
-    if (slot.kind === "constant") return slot.buffer;
+    if (slot.kind === "input") return (inputViews[slot.index].storage as GpuStorage).buffer;
+    if (slot.kind === "constant") return slot.storage.buffer;
     let b = buffers[slot.index];
     if (!b) {
       const size = sizeClass(plan.temps[slot.index].bytes);
       b = free.get(size)?.pop() ?? gpu.pool.acquire(size, "jit");
-      if (!plan.temps[slot.index].output) acquired.push(b);
+      acquired.push(b);
       buffers[slot.index] = b;
     }
     return b;
@@ -197,15 +273,24 @@ function replay(gpu: GpuBackend, plan: Plan, inputs: readonly Tensor[]): Tensor 
   });
   // Intermediates go back to the pool (reusable after the batch is submitted); an output may
   // hold a buffer an intermediate held before it, which therefore stays.
-  const outputBuffers = new Set(plan.outputs.map((o) => buffers[o.temp]));
+  const outputBuffers = new Set(
+    plan.outputs.flatMap((o) => (o.slot.kind === "temp" ? [buffers[o.slot.index]] : [])),
+  );
   for (const b of new Set(acquired)) if (!outputBuffers.has(b)) gpu.pool.release(b);
   // One storage per output buffer, however many outputs view it.
   const storages = new Map<number, GpuStorage>();
   const tensors = plan.outputs.map((o) => {
-    let storage = storages.get(o.temp);
-    if (!storage) {
-      storage = new GpuStorage(gpu, buffers[o.temp], o.length, o.view.dtype);
-      storages.set(o.temp, storage);
+    const { slot } = o;
+    let storage: Storage;
+    if (slot.kind === "input") storage = inputViews[slot.index].storage;
+    else if (slot.kind === "constant") storage = slot.storage;
+    else {
+      let s = storages.get(slot.index);
+      if (!s) {
+        s = gpu._adopt(buffers[slot.index], o.length, o.view.dtype);
+        storages.set(slot.index, s);
+      }
+      storage = s;
     }
     return new Tensor({ ...o.view, storage });
   });

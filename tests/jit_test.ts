@@ -131,3 +131,75 @@ Deno.test({
     x.dispose();
   },
 });
+
+Deno.test({
+  name: "jit: tensors created inside the traced function are constants of the trace",
+  ignore: !hasGpu,
+  fn: async () => {
+    // Issue 28: the constant [1, 0] went back to the pool at the end of the trace and a replay
+    // wrote its result over it ([3, 6] instead of [3, 0]).
+    const f = gyre.jit((x: gyre.Tensor) => gyre.mul(gyre.sum(x), gyre.tensor([1, 0])));
+    for (const [input, want] of [[[0.1, 0.2], [0.3, 0]], [[1, 2], [3, 0]], [[5, 5], [10, 0]]]) {
+      const x = gyre.tensor(input, { device: "gpu" });
+      const y = f(x) as gyre.Tensor;
+      const got = Array.from(await y.data());
+      got.forEach((g, i) => assert.ok(Math.abs(g - want[i]) <= 1e-6, `${got} vs ${want}`));
+      x.dispose();
+      y.dispose();
+    }
+    assert.equal(f.traces, 1);
+    f.dispose();
+  },
+});
+
+Deno.test({
+  name: "jit: a product with constant weights and bias replays without conflicting usages",
+  ignore: !hasGpu,
+  fn: async () => {
+    const f = gyre.jit((x: gyre.Tensor) =>
+      gyre.add(gyre.relu(gyre.matmul(x, gyre.tensor([[1, 2], [3, 4]]))), gyre.tensor([0.5, -0.5]))
+    );
+    for (
+      const [row, want] of [[[1, 2], [7.5, 9.5]], [[1, 1], [4.5, 5.5]], [[-1, 0], [0.5, -0.5]]]
+    ) {
+      const x = gyre.tensor([row], { device: "gpu" });
+      const y = f(x) as gyre.Tensor;
+      assert.deepEqual(Array.from(await y.data()), want);
+      x.dispose();
+      y.dispose();
+    }
+    await gyre.sync();
+    f.dispose();
+  },
+});
+
+Deno.test({
+  name: "jit: dispose releases the constants; a disposed function refuses calls",
+  ignore: !hasGpu,
+  fn: async () => {
+    gyre.flush();
+    const before = liveCounts();
+    const w = gyre.tensor([1, 2, 3, 4], { device: "gpu" });
+    const f = gyre.jit((x: gyre.Tensor) =>
+      x.mul(w).add(gyre.tensor([1, 1, 1, 1])).mul(gyre.full([4], 3)).sum()
+    );
+    const x = gyre.ones([4], { device: "gpu" }).realize();
+    for (let i = 0; i < 3; i++) {
+      const y = f(x) as gyre.Tensor;
+      assert.deepEqual(Array.from(await y.data()), [42]);
+      y.dispose();
+    }
+    x.dispose();
+    w.dispose(); // the trace still holds w's storage
+    const twos = gyre.full([4], 2, { device: "gpu" });
+    const y = f(twos) as gyre.Tensor;
+    assert.deepEqual(Array.from(await y.data()), [72]);
+    y.dispose();
+    twos.dispose();
+    f.dispose();
+    f.dispose(); // twice is harmless
+    gyre.flush();
+    assert.deepEqual(liveCounts(), before, "the constants and w went back to the pool");
+    assert.throws(() => f(gyre.ones([4])), gyre.DisposedError);
+  },
+});

@@ -186,6 +186,13 @@ export class GpuBackend implements Backend {
     this.pool.trim();
   }
 
+  /** Storage over a pool buffer acquired elsewhere (a `jit` replay's output). */
+  _adopt(buffer: GPUBuffer, length: number, dtype: DType): GpuStorage {
+    const storage = new GpuStorage(this, buffer, length, dtype);
+    this.#owners.set(buffer, storage);
+    return storage;
+  }
+
   /** New pooled storage. For op modules. */
   _alloc(op: string, dtype: DType, length: number, kernelOutput = true): GpuStorage {
     this.batch.open();
