@@ -27,16 +27,24 @@ fn g_f32_to_u32(x: f32) -> u32 {
 }
 
 fn g_max_f32(a: f32, b: f32) -> f32 {
-  // NumPy's maximum propagates NaN; WGSL's max leaves NaN handling to the driver.
-  return select(select(max(a, b), a, g_isnan(a)), b, g_isnan(b));
+  // NumPy's maximum propagates NaN; WGSL's max leaves NaN handling to the driver, and the sign of
+  // max(-0, +0) too: +0 here, as WASM's f32.max (IEEE 754-2019 maximum). Equal operands differ
+  // at most in a zero's sign bit, so the AND of their bits is +0 for mixed zeros.
+  let m = select(max(a, b), bitcast<f32>(bitcast<u32>(a) & bitcast<u32>(b)), a == b);
+  return select(select(m, a, g_isnan(a)), b, g_isnan(b));
 }
 
 fn g_min_f32(a: f32, b: f32) -> f32 {
-  return select(select(min(a, b), a, g_isnan(a)), b, g_isnan(b));
+  // min(-0, +0) is -0 (f32.min): the OR of the bits.
+  let m = select(min(a, b), bitcast<f32>(bitcast<u32>(a) | bitcast<u32>(b)), a == b);
+  return select(select(m, a, g_isnan(a)), b, g_isnan(b));
 }
 
 fn g_sign_f32(x: f32) -> f32 {
-  return select(select(select(0.0, -1.0, x < 0.0), 1.0, x > 0.0), x, g_isnan(x));
+  // Chosen on the bits: a compiler may turn the float selects into its sign instruction, which
+  // keeps -0 (lavapipe did); sign(-0) is +0, as NumPy and the WASM reference.
+  let s = select(select(0u, 0xbf800000u, x < 0.0), 0x3f800000u, x > 0.0);
+  return select(bitcast<f32>(s), x, g_isnan(x));
 }
 
 fn g_mod_f32(a: f32, b: f32) -> f32 {
