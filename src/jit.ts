@@ -255,7 +255,9 @@ function replay(gpu: GpuBackend, plan: Plan, inputs: readonly Tensor[]): Tensor 
     let b = buffers[slot.index];
     if (!b) {
       const size = sizeClass(plan.temps[slot.index].bytes);
-      b = free.get(size)?.pop() ?? gpu.pool.acquire(size, "jit");
+      // Written first by a kernel recorded after every earlier reader: a buffer released into the
+      // open batch may serve, as in eager execution.
+      b = free.get(size)?.pop() ?? gpu.pool.acquire(size, "jit", true);
       acquired.push(b);
       buffers[slot.index] = b;
     }
@@ -271,6 +273,8 @@ function replay(gpu: GpuBackend, plan: Plan, inputs: readonly Tensor[]): Tensor 
       free.set(b.size, list);
     }
   });
+  // An output no kernel wrote (an empty tensor) still needs a buffer of its own.
+  for (const o of plan.outputs) if (o.slot.kind === "temp") bufferFor(o.slot);
   // Intermediates go back to the pool (reusable after the batch is submitted); an output may
   // hold a buffer an intermediate held before it, which therefore stays.
   const outputBuffers = new Set(

@@ -203,3 +203,59 @@ Deno.test({
     assert.throws(() => f(gyre.ones([4])), gyre.DisposedError);
   },
 });
+
+Deno.test({
+  name: "jit: 10,000 replays of a function with constants grow no pool",
+  ignore: !hasGpu,
+  fn: async () => {
+    const gpu = gyre.runtime().gpu!;
+    const f = gyre.jit((x: gyre.Tensor) => {
+      const h = gyre.relu(gyre.matmul(x, gyre.tensor([[1, -1], [2, 0.5]]))).realize();
+      return [gyre.softmax(h.add(gyre.tensor([0.5, -0.5]))), gyre.sum(h, { axis: 0 })];
+    });
+    const x = gyre.tensor([[1, 2], [3, 4], [-1, 0]], { device: "gpu" });
+    for (const t of f(x) as gyre.Tensor[]) t.dispose(); // trace
+    for (const t of f(x) as gyre.Tensor[]) t.dispose(); // first replay: the pool's buffers exist
+    await gyre.sync();
+    const before = liveCounts();
+    const created = gpu.pool.stats().created;
+    let last: gyre.Tensor[] = [];
+    for (let i = 0; i < 10_000; i++) {
+      const out = f(x) as gyre.Tensor[];
+      for (const t of last) t.dispose();
+      last = out;
+    }
+    const [s, total] = await gyre.readAll(last);
+    assert.deepEqual(Array.from(total), [16, 1]); // relu(x @ w): [5, 0], [11, 0], [0, 1]
+    assert.ok(Math.abs(s[0] + s[1] - 1) < 1e-6);
+    for (const t of last) t.dispose();
+    gyre.flush();
+    assert.deepEqual(liveCounts(), before);
+    assert.ok(gpu.pool.stats().created - created <= 8, "replays reuse the pool's buffers");
+    x.dispose();
+    f.dispose();
+  },
+});
+
+Deno.test({
+  name: "jit: tidy around and inside a jitted function, called from two places, reads interleaved",
+  ignore: !hasGpu,
+  fn: async () => {
+    const f = gyre.jit((x: gyre.Tensor) =>
+      gyre.tidy(() => x.mul(gyre.tensor([2, 3])).add(gyre.full([2], 1)).exp().log())
+    );
+    const a = gyre.tensor([1, 2], { device: "gpu" });
+    const b = gyre.tensor([5, 7], { device: "gpu" });
+    const ya = gyre.tidy(() => f(a)) as gyre.Tensor; // traced inside a caller's tidy
+    const yb = f(b) as gyre.Tensor;
+    const ya2 = gyre.tidy(() => (f(a) as gyre.Tensor).add(0));
+    const [vb, va, va2] = await gyre.readAll([yb, ya, ya2]);
+    const near = (got: ArrayLike<number>, want: number[]) =>
+      want.forEach((w, i) => assert.ok(Math.abs(got[i] - w) <= 1e-5 * w, `${got[i]} vs ${w}`));
+    near(va, [3, 7]);
+    near(vb, [11, 22]);
+    near(va2, [3, 7]);
+    for (const t of [a, b, ya, yb, ya2]) t.dispose();
+    f.dispose();
+  },
+});

@@ -1,0 +1,1169 @@
+/**
+ * Random programs over the op table, for differential tests: a program is data (inputs with
+ * several data sets, steps naming an op, its operands and parameters, and outputs), so it can be
+ * run on any device, fused or not, eagerly or through `jit`, compared, shrunk, printed as JSON and
+ * kept as a regression case.
+ *
+ * Comparing programs across devices needs a tolerance that follows the computation. Each value
+ * carries what the generator knows of it:
+ * - `exact`: both devices compute the same bits (IEEE add, sub, mul, max, min, casts, data
+ *   movement, every integer op, ... over exact operands). Exact values must agree bit for bit.
+ * - `depth`: how many inexact ops (division, transcendental functions, float sums, norms,
+ *   products) lie on its longest path; an inexact value agrees within a relative tolerance that
+ *   grows with depth, plus an absolute one scaled by the largest finite magnitude among the
+ *   values it was computed from (the reference's), which covers cancellation.
+ * - `tainted` (cross-device only): the reference met a subnormal on the way to this value. A GPU
+ *   may flush subnormals to zero (WGSL allows it), and its functions' error bounds are relative
+ *   only for normal results (exp(-105) is 0 there, 1e-46 in float64). Such a value is compared
+ *   only where both sides are finite, with the inexact tolerance: a flushed subnormal can turn
+ *   into a zero, an infinity or a NaN downstream (sqrt(-1e-44) is NaN, sqrt(-0) is -0). Inputs
+ *   hold subnormals in one program in four, so most programs are checked in full.
+ * Ops that are discontinuous in a float operand (comparisons, floor, round, sign, mod, casts to
+ * integers or bool, argmax) only take exact operands, so a rounding difference upstream cannot
+ * flip their result. sin and cos take their argument clipped to [-100, 100]: their accuracy over
+ * the whole float32 domain is issue 29's subject and is property-tested alone.
+ * @module
+ */
+import * as gyre from "../src/mod.ts";
+import { FULL, hostData, mulberry32, pick, randInt, SPECIALS_F32 } from "./_harness.ts";
+
+type DType = gyre.DType;
+type Tensor = gyre.Tensor;
+
+/** One input of a program: its shape, dtype and one data set per run. */
+export interface ProgramInput {
+  shape: number[];
+  dtype: DType;
+  /** Data sets (row-major); a jit test runs one call per set, the others use set 0. */
+  data: number[][];
+}
+
+/** One step: `op` over the values `args` (inputs first, then earlier steps' results). */
+export interface Step {
+  op: string;
+  args: number[];
+  /** The result's dtype (as generated). */
+  out: DType;
+  // deno-lint-ignore no-explicit-any
+  p: Record<string, any>;
+}
+
+/** A program: data that any device can run. */
+export interface Program {
+  inputs: ProgramInput[];
+  steps: Step[];
+  /** Values returned. */
+  outputs: number[];
+  /** How intermediates go: all at the end by `tidy`, or each right after its last use. */
+  release: "tidy" | "dispose";
+}
+
+/** What the generator knows of a value (see the module doc). */
+interface Info {
+  shape: number[];
+  dtype: DType;
+  exact: boolean;
+  depth: number;
+  tainted: boolean;
+}
+
+// deno-lint-ignore no-explicit-any
+type Params = Record<string, any>;
+
+interface OpSpec {
+  /** Relative weight of the op in generation. */
+  weight: number;
+  /** Operands and parameters for this op over the values so far, or null when none fit. */
+  gen(
+    rng: () => number,
+    vals: readonly Info[],
+    ctx: GenContext,
+  ): { args: number[]; p: Params } | null;
+  run(args: Tensor[], p: Params, device: gyre.DeviceName): Tensor;
+  /** Whether the result is computed identically on every device (given exact operands). */
+  exact(args: readonly Info[], p: Params, out: DType): boolean;
+}
+
+interface GenContext {
+  float16: boolean;
+}
+
+const isFloat = (d: DType) => d === "float32" || d === "float16";
+const isInt = (d: DType) => d === "int32" || d === "uint32";
+
+/** Indices of values passing `ok`. */
+function candidates(vals: readonly Info[], ok: (v: Info) => boolean): number[] {
+  const out: number[] = [];
+  vals.forEach((v, i) => ok(v) && out.push(i));
+  return out;
+}
+
+function pickValue(rng: () => number, vals: readonly Info[], ok: (v: Info) => boolean): number {
+  const c = candidates(vals, ok);
+  // Later values more often: programs grow chains rather than fans.
+  if (!c.length) return -1;
+  return c[Math.min(c.length - 1, Math.floor(c.length * Math.sqrt(rng())))];
+}
+
+const size = (shape: readonly number[]) => shape.reduce((a, b) => a * b, 1);
+
+/** A shape `shape` broadcasts with: itself, a trailing part, or some axes set to 1. */
+function broadcastPartner(rng: () => number, shape: readonly number[]): number[] {
+  const r = rng();
+  if (r < 0.5) return [...shape];
+  if (r < 0.75) return shape.slice(randInt(rng, 0, shape.length));
+  return shape.map((d) => (rng() < 0.5 ? 1 : d));
+}
+
+function broadcastable(a: readonly number[], b: readonly number[]): boolean {
+  for (let i = 1; i <= Math.min(a.length, b.length); i++) {
+    const x = a[a.length - i], y = b[b.length - i];
+    if (x !== y && x !== 1 && y !== 1) return false;
+  }
+  return true;
+}
+
+/** Values for a constant made inside the program (small, with specials for floats). */
+function constantData(rng: () => number, dtype: DType, n: number): number[] {
+  const domain = { ...FULL, minExp: -8, maxExp: 8, pSpecial: 0.1 };
+  return Array.from(hostData(rng, dtype, n, domain, { lo: -5, hi: 5 }));
+}
+
+const SCALARS = [0, 1, -1, 0.5, 2, 3, -2.5, 1e-7, 1e8, 0.1, NaN, Infinity, -0];
+
+function scalarFor(rng: () => number, dtype: DType): number {
+  // A fresh value now and then: every distinct scalar must not cost a kernel.
+  const v = rng() < 0.3 ? Math.round(rng() * 1000) / 8 - 60 : pick(rng, SCALARS);
+  if (dtype === "bool") return v ? 1 : 0;
+  if (isInt(dtype)) return Number.isFinite(v) ? Math.abs(Math.trunc(v)) : 2;
+  return v;
+}
+
+const UNARY_EXACT = ["neg", "abs", "square", "relu"] as const;
+const UNARY_STEP = ["floor", "ceil", "round", "sign"] as const;
+const UNARY_INEXACT = [
+  "exp",
+  "log",
+  "sqrt",
+  "tanh",
+  "sigmoid",
+  "expm1",
+  "log1p",
+  "erf",
+  "reciprocal",
+  "exp2",
+  "log2",
+  "rsqrt",
+  "softplus",
+  "gelu",
+  "silu",
+  "elu",
+  "mish",
+  "sin",
+  "cos",
+] as const;
+const BINARY_EXACT = ["add", "sub", "mul", "maximum", "minimum"] as const;
+const BINARY_INEXACT = ["div", "pow"] as const;
+const COMPARE = ["less", "greaterEqual", "equal", "notEqual"] as const;
+const REDUCE = [
+  "sum",
+  "mean",
+  "max",
+  "min",
+  "prod",
+  "logsumexp",
+  "variance",
+  "std",
+  "argmax",
+  "argmin",
+  "all",
+  "any",
+] as const;
+
+// deno-lint-ignore no-explicit-any
+const call = (name: string, ...a: any[]): Tensor => (gyre as any)[name](...a);
+
+function unaryOps(): Record<string, OpSpec> {
+  const out: Record<string, OpSpec> = {};
+  for (const name of UNARY_EXACT) {
+    out[name] = {
+      weight: 1,
+      gen: (rng, vals) => {
+        const a = pickValue(
+          rng,
+          vals,
+          (v) => v.dtype !== "bool" && (name !== "relu" || isFloat(v.dtype)),
+        );
+        return a < 0 ? null : { args: [a], p: {} };
+      },
+      run: ([x]) => call(name, x),
+      exact: () => true,
+    };
+  }
+  for (const name of UNARY_STEP) {
+    out[name] = {
+      weight: 0.6,
+      gen: (rng, vals) => {
+        const a = pickValue(rng, vals, (v) => v.exact && isFloat(v.dtype));
+        return a < 0 ? null : { args: [a], p: {} };
+      },
+      run: ([x]) => call(name, x),
+      exact: () => true,
+    };
+  }
+  for (const name of UNARY_INEXACT) {
+    out[name] = {
+      weight: 0.5,
+      gen: (rng, vals) => {
+        const a = pickValue(rng, vals, (v) => isFloat(v.dtype));
+        return a < 0 ? null : { args: [a], p: {} };
+      },
+      // sin and cos: see the module doc.
+      run: ([x]) => call(name, name === "sin" || name === "cos" ? gyre.clip(x, -100, 100) : x),
+      exact: () => false,
+    };
+  }
+  return out;
+}
+
+function binaryOps(): Record<string, OpSpec> {
+  const out: Record<string, OpSpec> = {};
+  const gen =
+    (needExact: boolean, floatOnly: boolean) => (rng: () => number, vals: readonly Info[]) => {
+      const ok = (v: Info) =>
+        v.dtype !== "bool" && (!floatOnly || isFloat(v.dtype)) && (!needExact || v.exact);
+      const a = pickValue(rng, vals, ok);
+      if (a < 0) return null;
+      if (rng() < 0.35) return { args: [a], p: { scalar: scalarFor(rng, vals[a].dtype) } };
+      const b = pickValue(rng, vals, (v) => ok(v) && broadcastable(v.shape, vals[a].shape));
+      if (b < 0) return null;
+      return rng() < 0.5 ? { args: [a, b], p: {} } : { args: [b, a], p: {} };
+    };
+  const run = (name: string) => (args: Tensor[], p: Params) =>
+    args.length === 1 ? call(name, args[0], p.scalar) : call(name, args[0], args[1]);
+  for (const name of BINARY_EXACT) {
+    out[name] = { weight: 1.5, gen: gen(false, false), run: run(name), exact: () => true };
+  }
+  for (const name of BINARY_INEXACT) {
+    out[name] = {
+      weight: 0.6,
+      gen: gen(false, name === "pow"),
+      run: run(name),
+      exact: (_a, _p, dtype) => !isFloat(dtype),
+    };
+  }
+  out.mod = { weight: 0.4, gen: gen(true, false), run: run("mod"), exact: () => true };
+  for (const name of COMPARE) {
+    out[name] = { weight: 0.5, gen: gen(true, false), run: run(name), exact: () => true };
+  }
+  return out;
+}
+
+const OPS: Record<string, OpSpec> = {
+  ...unaryOps(),
+  ...binaryOps(),
+  where: {
+    weight: 0.8,
+    gen: (rng, vals) => {
+      const c = pickValue(rng, vals, (v) => v.dtype === "bool");
+      if (c < 0) return null;
+      const a = pickValue(
+        rng,
+        vals,
+        (v) => v.dtype !== "bool" && broadcastable(v.shape, vals[c].shape),
+      );
+      if (a < 0) return null;
+      return { args: [c, a], p: { scalar: scalarFor(rng, vals[a].dtype), swap: rng() < 0.5 } };
+    },
+    run: ([c, a], p) => (p.swap ? gyre.where(c, p.scalar, a) : gyre.where(c, a, p.scalar)),
+    exact: () => true,
+  },
+  logical: {
+    weight: 0.3,
+    gen: (rng, vals) => {
+      const a = pickValue(rng, vals, (v) => v.dtype === "bool");
+      const b = a < 0
+        ? -1
+        : pickValue(rng, vals, (v) => v.dtype === "bool" && broadcastable(v.shape, vals[a].shape));
+      return b < 0 ? null : { args: [a, b], p: { op: pick(rng, ["logicalAnd", "logicalOr"]) } };
+    },
+    run: ([a, b], p) => call(p.op, a, b),
+    exact: () => true,
+  },
+  cast: {
+    weight: 1,
+    gen: (rng, vals, ctx) => {
+      const dtypes: DType[] = ["float32", "int32", "uint32", "bool"];
+      if (ctx.float16) dtypes.push("float16");
+      const to = pick(rng, dtypes);
+      // Casts to integers and bool are discontinuous: exact operands only.
+      const a = pickValue(
+        rng,
+        vals,
+        (v) => v.exact || !(isInt(to) || to === "bool") || !isFloat(v.dtype),
+      );
+      return a < 0 ? null : { args: [a], p: { dtype: to } };
+    },
+    run: ([x], p) => gyre.cast(x, p.dtype),
+    exact: () => true,
+  },
+  clip: {
+    weight: 0.4,
+    gen: (rng, vals) => {
+      const a = pickValue(rng, vals, (v) => isFloat(v.dtype));
+      if (a < 0) return null;
+      const lo = rng() < 0.8 ? -randInt(rng, 0, 4) / 2 : null;
+      const hi = lo === null || rng() < 0.8 ? randInt(rng, 0, 4) / 2 : null;
+      return { args: [a], p: { lo, hi } };
+    },
+    run: ([x], p) => gyre.clip(x, p.lo, p.hi),
+    exact: () => true,
+  },
+  reduce: {
+    weight: 1.5,
+    gen: (rng, vals) => {
+      const op = pick(rng, REDUCE);
+      const discontinuous = op === "argmax" || op === "argmin" || op === "all" || op === "any";
+      const a = pickValue(
+        rng,
+        vals,
+        (v) =>
+          (op === "all" || op === "any" || v.dtype !== "bool") && (!discontinuous || v.exact) &&
+          (!["mean", "logsumexp", "variance", "std"].includes(op) || isFloat(v.dtype)),
+      );
+      if (a < 0) return null;
+      const rank = vals[a].shape.length;
+      const p: Params = { op };
+      const r = rng();
+      if (op === "argmax" || op === "argmin") {
+        if (rank > 0 && r < 0.7) p.axis = randInt(rng, -rank, rank - 1);
+      } else if (rank > 0 && r < 0.5) p.axis = randInt(rng, -rank, rank - 1);
+      else if (rank > 1 && r < 0.7) p.axis = [0, rank - 1];
+      else if (r < 0.75) p.axis = [];
+      if (rng() < 0.3) p.keepdims = true;
+      if ((op === "variance" || op === "std") && rng() < 0.3) p.ddof = 1;
+      return { args: [a], p };
+    },
+    run: ([x], p) => {
+      const { op, ...options } = p;
+      return call(op, x, options);
+    },
+    exact: (args, p, out) =>
+      ["max", "min", "argmax", "argmin", "all", "any"].includes(p.op) ||
+      ((p.op === "sum" || p.op === "prod") && !isFloat(out)) ||
+      // Over no axis, or one element, most reductions are the identity (or 0, for variance).
+      (size(args[0].shape) <= 1 && ["sum", "mean", "prod", "variance", "std"].includes(p.op)),
+  },
+  rows: {
+    weight: 1,
+    gen: (rng, vals) => {
+      const a = pickValue(rng, vals, (v) => isFloat(v.dtype) && v.shape.length > 0);
+      if (a < 0) return null;
+      const op = pick(rng, ["softmax", "logSoftmax", "layerNorm", "rmsNorm"]);
+      const rank = vals[a].shape.length;
+      const p: Params = { op };
+      if (op.endsWith("oftmax") && rng() < 0.5) p.axis = randInt(rng, -rank, rank - 1);
+      return { args: [a], p };
+    },
+    run: ([x], p) => {
+      const { op, ...options } = p;
+      return call(op, x, options);
+    },
+    exact: () => false,
+  },
+  scan: {
+    weight: 1,
+    gen: (rng, vals) => {
+      const a = pickValue(rng, vals, (v) => v.dtype !== "bool" && v.shape.length > 0);
+      if (a < 0) return null;
+      const rank = vals[a].shape.length;
+      return {
+        args: [a],
+        p: {
+          op: pick(rng, ["cumsum", "cumprod", "cummax", "cummin"]),
+          axis: randInt(rng, -rank, rank - 1),
+          exclusive: rng() < 0.3,
+          reverse: rng() < 0.3,
+        },
+      };
+    },
+    run: ([x], p) => {
+      const { op, ...options } = p;
+      return call(op, x, options);
+    },
+    exact: (_args, p, out) => p.op === "cummax" || p.op === "cummin" || !isFloat(out),
+  },
+  pool: {
+    weight: 0.6,
+    gen: (rng, vals) => {
+      const a = pickValue(
+        rng,
+        vals,
+        (v) => isFloat(v.dtype) && v.shape.length === 4 && v.shape[2] > 0 && v.shape[3] > 0,
+      );
+      if (a < 0) return null;
+      const [, , h, w] = vals[a].shape;
+      const op = pick(rng, ["maxPool2d", "avgPool2d", "adaptiveAvgPool2d", "adaptiveMaxPool2d"]);
+      if (op.startsWith("adaptive")) {
+        return { args: [a], p: { op, outputSize: [randInt(rng, 1, h), randInt(rng, 1, w)] } };
+      }
+      const k = randInt(rng, 1, Math.min(3, h, w));
+      return {
+        args: [a],
+        p: {
+          op,
+          kernelSize: k,
+          stride: randInt(rng, 1, k),
+          padding: randInt(rng, 0, Math.floor(k / 2)),
+        },
+      };
+    },
+    run: ([x], p) => {
+      const { op, outputSize, ...options } = p;
+      return op.startsWith("adaptive") ? call(op, x, outputSize) : call(op, x, options);
+    },
+    exact: (_a, p) => p.op === "maxPool2d" || p.op === "adaptiveMaxPool2d",
+  },
+  matmul: {
+    weight: 1,
+    gen: (rng, vals) => {
+      const a = pickValue(
+        rng,
+        vals,
+        (v) => (isFloat(v.dtype) || v.dtype === "int32") && v.shape.length >= 1,
+      );
+      if (a < 0) return null;
+      const k = vals[a].shape[vals[a].shape.length - 1];
+      const n = randInt(rng, 1, 6);
+      const dtype = vals[a].dtype;
+      const weight = constantData(rng, dtype, k * n);
+      const linear = vals[a].shape.length >= 2 && rng() < 0.4;
+      const p: Params = { n, weight, linear };
+      if (linear) {
+        if (rng() < 0.6) p.bias = constantData(rng, dtype, n);
+        p.activation = pick(rng, ["none", "relu", "gelu", "silu", "tanh", "sigmoid"]);
+      }
+      return { args: [a], p };
+    },
+    run: ([x], p, device) => {
+      const k = x.shape[x.shape.length - 1];
+      const dtype = x.dtype;
+      if (!p.linear) {
+        return gyre.matmul(x, gyre.tensor(p.weight, { dtype, device }).reshape([k, p.n]));
+      }
+      const w = gyre.tensor(p.weight, { dtype, device }).reshape([p.n, k]);
+      const bias = p.bias ? gyre.tensor(p.bias, { dtype, device }) : undefined;
+      return gyre.linear(x, w, { bias, activation: p.activation });
+    },
+    exact: (_a, p, out) =>
+      !isFloat(out) && (!p.linear || p.activation === "none" || p.activation === "relu"),
+  },
+  transpose: {
+    weight: 0.8,
+    gen: (rng, vals) => {
+      const a = pickValue(rng, vals, (v) => v.shape.length >= 2);
+      if (a < 0) return null;
+      const perm = [...vals[a].shape.keys()].sort(() => rng() - 0.5);
+      return { args: [a], p: { perm } };
+    },
+    run: ([x], p) => gyre.transpose(x, p.perm),
+    exact: () => true,
+  },
+  slice: {
+    weight: 0.8,
+    gen: (rng, vals) => {
+      const a = pickValue(rng, vals, (v) => v.shape.length >= 1);
+      if (a < 0) return null;
+      const ranges = vals[a].shape.map((d) => {
+        const step = pick(rng, [1, 1, 2, -1, -2]);
+        const lo = randInt(rng, 0, Math.max(0, d - 1));
+        const hi = randInt(rng, lo, d);
+        return step > 0
+          ? [lo, hi, step]
+          : [hi - 1 < 0 ? null : hi - 1, lo > 0 ? lo - 1 : null, step];
+      });
+      return { args: [a], p: { ranges } };
+    },
+    run: ([x], p) => gyre.slice(x, ...p.ranges),
+    exact: () => true,
+  },
+  reshape: {
+    weight: 0.6,
+    gen: (rng, vals) => {
+      const a = pickValue(rng, vals, () => true);
+      if (a < 0) return null;
+      const n = size(vals[a].shape);
+      const r = rng();
+      let shape: number[];
+      if (r < 0.3) shape = [n];
+      else if (r < 0.6 && n > 0) {
+        const divisors = [...Array(n).keys()].map((i) => i + 1).filter((d) => n % d === 0);
+        const d = pick(rng, divisors);
+        shape = [d, -1];
+      } else if (n > 0 && n % 4 === 0) shape = [1, 2, n / 4, 2];
+      else shape = [...vals[a].shape].reverse();
+      return { args: [a], p: { shape } };
+    },
+    run: ([x], p) => gyre.reshape(x, p.shape),
+    exact: () => true,
+  },
+  broadcast: {
+    weight: 0.5,
+    gen: (rng, vals) => {
+      const a = pickValue(rng, vals, (v) => v.shape.length <= 3);
+      if (a < 0) return null;
+      const shape = [
+        randInt(rng, 1, 3),
+        ...vals[a].shape.map((d) => (d === 1 ? randInt(rng, 1, 3) : d)),
+      ];
+      return { args: [a], p: { shape } };
+    },
+    run: ([x], p) => gyre.broadcastTo(x, p.shape),
+    exact: () => true,
+  },
+  expandSqueeze: {
+    weight: 0.4,
+    gen: (rng, vals) => {
+      const a = pickValue(rng, vals, (v) => v.shape.length <= 3);
+      if (a < 0) return null;
+      const squeezable = vals[a].shape.some((d) => d === 1);
+      if (squeezable && rng() < 0.5) return { args: [a], p: { squeeze: true } };
+      return { args: [a], p: { axis: randInt(rng, 0, vals[a].shape.length) } };
+    },
+    run: ([x], p) => (p.squeeze ? gyre.squeeze(x) : gyre.expandDims(x, p.axis)),
+    exact: () => true,
+  },
+  concat: {
+    weight: 0.6,
+    gen: (rng, vals) => {
+      const a = pickValue(rng, vals, (v) => v.shape.length >= 1);
+      if (a < 0) return null;
+      const b = pickValue(
+        rng,
+        vals,
+        (v) => v.dtype === vals[a].dtype && v.shape.join() === vals[a].shape.join(),
+      );
+      const rank = vals[a].shape.length;
+      return { args: [a, b], p: { stack: rng() < 0.3, axis: randInt(rng, 0, rank - 1) } };
+    },
+    run: ([a, b], p) => (p.stack ? gyre.stack([a, b], p.axis) : gyre.concat([a, b], p.axis)),
+    exact: () => true,
+  },
+  constant: {
+    weight: 0.7,
+    gen: (rng, vals, ctx) => {
+      // A tensor made inside the program, combined with a value at once (else it is dead code).
+      const a = pickValue(rng, vals, (v) => v.dtype !== "bool");
+      if (a < 0) return null;
+      const shape = broadcastPartner(rng, vals[a].shape);
+      const kind = pick(rng, ["tensor", "full", "arange", "uniform", "eye"]);
+      const dtype = vals[a].dtype === "float16" && !ctx.float16 ? "float32" : vals[a].dtype;
+      const p: Params = { kind, shape, op: pick(rng, ["add", "mul", "maximum", "sub"]) };
+      if (kind === "tensor") p.data = constantData(rng, dtype, size(shape));
+      if (kind === "full") p.value = scalarFor(rng, dtype);
+      if (kind === "uniform") p.seed = randInt(rng, 0, 1000);
+      return { args: [a], p };
+    },
+    run: ([x], p, device) => {
+      const { dtype } = x;
+      const n = size(p.shape);
+      let c: Tensor;
+      switch (p.kind) {
+        case "tensor":
+          c = gyre.tensor(p.data, { dtype, device }).reshape(p.shape);
+          break;
+        case "full":
+          c = gyre.full(p.shape, p.value, { dtype, device });
+          break;
+        case "arange":
+          c = gyre.arange(n, undefined, undefined, { dtype, device }).reshape(p.shape);
+          break;
+        case "uniform":
+          c = gyre.cast(
+            gyre.random.uniform(p.shape, { seed: p.seed, device, low: -2, high: 2 }),
+            dtype,
+          );
+          break;
+        default: {
+          const rows = p.shape.length ? p.shape[p.shape.length - 1] : 1;
+          c = gyre.eye(rows, rows, { dtype, device }).slice(0).broadcastTo(
+            p.shape.length ? p.shape : [],
+          );
+        }
+      }
+      return call(p.op, x, c);
+    },
+    exact: (_a, p, out) => p.kind !== "uniform" || !isFloat(out),
+  },
+};
+
+/** The names of every op the generator draws from. */
+export const OP_NAMES: readonly string[] = Object.keys(OPS);
+
+/** Options of {@link generateProgram}. */
+export interface GenerateOptions {
+  /** Steps at most (default 8). */
+  maxSteps?: number;
+  /** Data sets per input (default 1). */
+  dataSets?: number;
+  /** Whether float16 may appear (the GPU needs shader-f16). */
+  float16?: boolean;
+}
+
+function inputShape(rng: () => number): number[] {
+  const rank = pick(rng, [0, 1, 1, 2, 2, 2, 3, 4]);
+  return Array.from({ length: rank }, () => (rng() < 0.04 ? 0 : pick(rng, [1, 2, 3, 4, 5, 7, 8])));
+}
+
+function infoOf(t: Tensor, exact: boolean, depth: number, tainted: boolean): Info {
+  return { shape: [...t.shape], dtype: t.dtype, exact, depth, tainted };
+}
+
+const isSubnormal = (v: number) => v !== 0 && Math.abs(v) < 2 ** -126;
+
+/**
+ * A random program from `seed`. Each step is checked as it is drawn by recording it lazily on
+ * WASM (shapes and dtypes come from there; a draw an op refuses is drawn again).
+ */
+export function generateProgram(seed: number, options: GenerateOptions = {}): Program {
+  const rng = mulberry32(seed);
+  const ctx: GenContext = { float16: options.float16 ?? false };
+  const inputs: ProgramInput[] = [];
+  const base = inputShape(rng);
+  const nInputs = randInt(rng, 1, 3);
+  // Subnormal inputs in one program in four (see `tainted` in the module doc).
+  const specials = rng() < 0.25
+    ? SPECIALS_F32
+    : SPECIALS_F32.filter((v) => v === 0 || Math.abs(v) >= 2 ** -126);
+  for (let i = 0; i < nInputs; i++) {
+    const shape = i === 0 || rng() < 0.3
+      ? (i === 0 ? base : inputShape(rng))
+      : broadcastPartner(rng, base);
+    const dtypes: DType[] = ["float32", "float32", "float32", "int32", "uint32", "bool"];
+    if (ctx.float16) dtypes.push("float16");
+    const dtype = pick(rng, dtypes);
+    const sets = Array.from({ length: options.dataSets ?? 1 }, () => {
+      const domain = { ...FULL, minExp: -20, maxExp: 20, specials, pSpecial: 0.1 };
+      return Array.from(
+        hostData(rng, dtype, size(shape), domain, rng() < 0.5 ? { lo: -9, hi: 9 } : undefined),
+      );
+    });
+    inputs.push({ shape, dtype, data: sets });
+  }
+  const program: Program = {
+    inputs,
+    steps: [],
+    outputs: [],
+    release: rng() < 0.5 ? "tidy" : "dispose",
+  };
+  const names = Object.keys(OPS);
+  const weights = names.map((n) => OPS[n].weight);
+  const total = weights.reduce((a, b) => a + b, 0);
+  const maxSteps = options.maxSteps ?? 8;
+  const steps = randInt(rng, 1, maxSteps);
+  const saved = gyre.runtime().fusion;
+  gyre.runtime().fusion = true;
+  try {
+    gyre.tidy(() => {
+      const tensors = inputs.map((inp) =>
+        gyre.tensor(inp.data[0], { dtype: inp.dtype, device: "wasm" }).reshape(inp.shape)
+      );
+      const vals: Info[] = inputs.map((inp, i) =>
+        infoOf(tensors[i], true, 0, inp.data.some((set) => set.some(isSubnormal)))
+      );
+      for (let s = 0, tries = 0; s < steps && tries < 60; tries++) {
+        let r = rng() * total;
+        let k = 0;
+        while ((r -= weights[k]) > 0) k++;
+        const spec = OPS[names[k]];
+        const drawn = spec.gen(rng, vals, ctx);
+        if (!drawn) continue;
+        let t: Tensor;
+        try {
+          t = spec.run(drawn.args.map((a) => tensors[a]), drawn.p, "wasm");
+        } catch {
+          continue;
+        }
+        if (size(t.shape) > 4096 || (!ctx.float16 && t.dtype === "float16")) continue;
+        const args = drawn.args.map((a) => vals[a]);
+        const exact = args.every((a) => a.exact) && spec.exact(args, drawn.p, t.dtype);
+        const depth = Math.max(0, ...args.map((a) => a.depth)) + (exact ? 0 : 1);
+        vals.push(infoOf(t, exact, depth, args.some((a) => a.tainted)));
+        tensors.push(t);
+        program.steps.push({ op: names[k], ...drawn, out: t.dtype });
+        s++;
+      }
+    });
+  } finally {
+    gyre.runtime().fusion = saved;
+  }
+  const last = inputs.length + program.steps.length - 1;
+  program.outputs = [last];
+  if (rng() < 0.4 && last > 0) program.outputs.push(randInt(rng, 0, last - 1));
+  return program;
+}
+
+/** Runs `program` on tensors `inputs` (one per program input); returns its outputs. */
+export function interpret(
+  program: Program,
+  inputs: readonly Tensor[],
+  device: gyre.DeviceName,
+): Tensor[] {
+  return gyre.tidy(() => {
+    const values: Tensor[] = [...inputs];
+    const lastUse = new Map<number, number>();
+    program.steps.forEach((s, i) => s.args.forEach((a) => lastUse.set(a, i)));
+    const keep = new Set([...program.outputs, ...inputs.keys()]);
+    program.steps.forEach((s, i) => {
+      values.push(OPS[s.op].run(s.args.map((a) => values[a]), s.p, device));
+      if (program.release !== "dispose") return;
+      for (const a of new Set(s.args)) {
+        if (lastUse.get(a) === i && !keep.has(a)) values[a].dispose();
+      }
+    });
+    return program.outputs.map((o) => values[o]);
+  });
+}
+
+/** The program's input tensors on `device` for data set `set`. */
+export function programInputs(program: Program, device: gyre.DeviceName, set = 0): Tensor[] {
+  return gyre.tidy(() =>
+    program.inputs.map((inp) =>
+      gyre.tensor(inp.data[set % inp.data.length], { dtype: inp.dtype, device }).reshape(inp.shape)
+    )
+  );
+}
+
+/** Values the generator knows of each of the program's values (for tolerances). */
+export function programInfo(program: Program): Info[] {
+  const vals: Info[] = program.inputs.map((inp) => ({
+    shape: inp.shape,
+    dtype: inp.dtype,
+    exact: true,
+    depth: 0,
+    tainted: inp.data.some((set) => set.some(isSubnormal)),
+  }));
+  for (const s of program.steps) {
+    const args = s.args.map((a) => vals[a]);
+    const out = s.out;
+    const exact = args.every((a) => a.exact) && OPS[s.op].exact(args, s.p, out);
+    vals.push({
+      shape: [],
+      dtype: out,
+      exact,
+      depth: Math.max(0, ...args.map((a) => a.depth)) + (exact ? 0 : 1),
+      tainted: args.some((a) => a.tainted),
+    });
+  }
+  return vals;
+}
+
+/** One output's comparison rule. */
+export interface Tolerance {
+  /** Bit for bit (NaN equals NaN; ±0 differ). */
+  exact: boolean;
+  rtol: number;
+  /** Absolute slack: rtol times the largest finite magnitude the value was computed from. */
+  atol: number;
+  /** A subnormal may come back as a zero of either sign (a flushing GPU). */
+  flush: boolean;
+  /** Only finite pairs are compared (see `tainted` in the module doc). */
+  loose: boolean;
+}
+
+/**
+ * The tolerance for output `o` of a program run against the reference, given the generator's
+ * knowledge and `scale`, the largest finite magnitude among the reference's values it depends on.
+ * `sameDevice`: both runs execute the same kernels on one device (fused against unfused, eager
+ * against jit), so only a different summation order (a fused reduction's other plan) may differ.
+ */
+export function tolerance(info: Info, scale: number, sameDevice: boolean): Tolerance {
+  const exact = info.exact && (sameDevice || !info.tainted);
+  const half = info.dtype === "float16";
+  let rtol = Math.min(0.05, 1e-4 * 4 ** info.depth);
+  if (half) rtol = Math.max(rtol, 2e-3 * (1 + info.depth));
+  if (sameDevice) rtol = Math.min(rtol, 1e-5 * 4 ** info.depth);
+  return { exact, rtol, atol: rtol * scale, flush: info.tainted || half, loose: info.tainted };
+}
+
+const f32 = new Float32Array(1);
+const u32 = new Uint32Array(f32.buffer);
+const bitsOf = (v: number) => ((f32[0] = v), u32[0]);
+
+/** Why `got` differs from `want` under `tol`, or null when they agree. */
+export function disagreement(
+  want: ArrayLike<number>,
+  got: ArrayLike<number>,
+  tol: Tolerance,
+  dtype: DType,
+): string | null {
+  if (want.length !== got.length) return `length ${got.length}, expected ${want.length}`;
+  const tiny = tol.flush ? (dtype === "float16" ? 2 ** -14 : 2 ** -126) : 0;
+  for (let i = 0; i < want.length; i++) {
+    const w = want[i], g = got[i];
+    if (tol.loose && !(Number.isFinite(w) && Number.isFinite(g))) continue;
+    if (Number.isNaN(w) || Number.isNaN(g)) {
+      if (Number.isNaN(w) && Number.isNaN(g)) continue;
+      return `[${i}] ${g}, expected ${w}`;
+    }
+    if (tol.exact && !isFloat(dtype)) {
+      if (w !== g) return `[${i}] ${g}, expected ${w} exactly`;
+      continue;
+    }
+    if (tol.exact && !tol.flush) {
+      if (bitsOf(w) !== bitsOf(g)) return `[${i}] ${g}, expected ${w} bit for bit`;
+      continue;
+    }
+    if (tiny && Math.abs(w) < tiny && Math.abs(g) < tiny) continue;
+    if (w === g) continue;
+    if (!Number.isFinite(w) || !Number.isFinite(g)) {
+      // Only inexact values near the ends of the range may land on the other side of overflow.
+      if (
+        !tol.exact && (Math.abs(w) > 1e37 || Math.abs(g) > 1e37) && Math.sign(w) === Math.sign(g)
+      ) continue;
+      return `[${i}] ${g}, expected ${w}`;
+    }
+    if (tol.exact) return `[${i}] ${g}, expected ${w}`;
+    if (Math.abs(g - w) > tol.rtol * Math.abs(w) + tol.atol) {
+      return `[${i}] ${g}, expected ${w} (rtol ${tol.rtol.toExponential(1)}, atol ${
+        tol.atol.toExponential(1)
+      })`;
+    }
+  }
+  return null;
+}
+
+/** The largest finite magnitude of each value and of everything it was computed from. */
+export function scales(program: Program, values: readonly ArrayLike<number>[]): number[] {
+  const own = values.map((v) => {
+    let m = 0;
+    for (let i = 0; i < v.length; i++) if (Number.isFinite(v[i])) m = Math.max(m, Math.abs(v[i]));
+    return m;
+  });
+  const out = own.slice(0, program.inputs.length);
+  program.steps.forEach((s, i) => {
+    const k = program.inputs.length + i;
+    out.push(Math.max(own[k] ?? 0, ...s.args.map((a) => out[a])));
+  });
+  return out;
+}
+
+/** Every value of a program run on WASM without fusion: the reference, intermediates included. */
+export async function referenceValues(program: Program, set = 0): Promise<gyre.TypedArray[]> {
+  const rt = gyre.runtime();
+  const saved = rt.fusion;
+  rt.fusion = false;
+  try {
+    const all = {
+      ...program,
+      outputs: [...Array(program.inputs.length + program.steps.length).keys()],
+      release: "tidy" as const,
+    };
+    const inputs = programInputs(program, "wasm", set);
+    const outs = interpret(all, inputs, "wasm");
+    const values = await gyre.readAll(outs);
+    for (const t of [...outs, ...inputs]) t.dispose();
+    return values;
+  } finally {
+    rt.fusion = saved;
+  }
+}
+
+/** The outputs of `program` on `device`, fused or not, for data set `set`. */
+export async function runProgram(
+  program: Program,
+  device: gyre.DeviceName,
+  fusion: boolean,
+  set = 0,
+): Promise<gyre.TypedArray[]> {
+  const rt = gyre.runtime();
+  const saved = rt.fusion;
+  rt.fusion = fusion;
+  const inputs = programInputs(program, device, set);
+  try {
+    const outs = interpret(program, inputs, device);
+    rt.fusion = saved;
+    const values = await gyre.readAll(outs);
+    for (const t of outs) t.dispose();
+    return values;
+  } finally {
+    rt.fusion = saved;
+    for (const t of inputs) t.dispose();
+  }
+}
+
+/**
+ * Compares `got` (outputs of a run) with the reference of data set `set` and returns the first
+ * disagreement, or null.
+ */
+export function compareOutputs(
+  program: Program,
+  reference: readonly ArrayLike<number>[],
+  got: readonly ArrayLike<number>[],
+  options: { sameDevice: boolean; against?: readonly ArrayLike<number>[] },
+): string | null {
+  const info = programInfo(program);
+  const scale = scales(program, reference);
+  const subnormal = met(program, reference, (v) => v !== 0 && Math.abs(v) < 2 ** -126);
+  for (let k = 0; k < program.outputs.length; k++) {
+    const o = program.outputs[k];
+    const want = options.against ? options.against[k] : reference[o];
+    const tainted = !options.sameDevice && subnormal[o];
+    const tol = tolerance({ ...info[o], tainted }, scale[o], options.sameDevice);
+    const why = disagreement(want, got[k], tol, info[o].dtype);
+    if (why) return `output ${k} (value ${o}, ${info[o].dtype}): ${why}`;
+  }
+  return null;
+}
+
+/** Whether each value, or anything it was computed from, holds an element passing `test`. */
+function met(
+  program: Program,
+  values: readonly ArrayLike<number>[],
+  test: (v: number) => boolean,
+): boolean[] {
+  const own = values.map((v) => Array.prototype.some.call(v, test as (x: unknown) => boolean));
+  const out = own.slice(0, program.inputs.length);
+  program.steps.forEach((s, i) => {
+    out.push(own[program.inputs.length + i] || s.args.some((a) => out[a]));
+  });
+  return out;
+}
+
+/** The values a program computes that its outputs need (for shrinking). */
+function live(program: Program): Set<number> {
+  const need = new Set(program.outputs);
+  for (let i = program.steps.length - 1; i >= 0; i--) {
+    if (need.has(program.inputs.length + i)) { for (const a of program.steps[i].args) need.add(a); }
+  }
+  return need;
+}
+
+/** The program without dead steps and unused inputs, values renumbered. */
+export function prune(program: Program): Program {
+  const need = live(program);
+  const map = new Map<number, number>();
+  const inputs: ProgramInput[] = [];
+  program.inputs.forEach((inp, i) => {
+    if (need.has(i)) map.set(i, inputs.push(inp) - 1);
+  });
+  const steps: Step[] = [];
+  program.steps.forEach((s, i) => {
+    const k = program.inputs.length + i;
+    if (!need.has(k)) return;
+    steps.push({ ...s, args: s.args.map((a) => map.get(a)!) });
+    map.set(k, inputs.length + steps.length - 1);
+  });
+  return { ...program, inputs, steps, outputs: program.outputs.map((o) => map.get(o)!) };
+}
+
+/**
+ * Shrinks a failing program: keeps one output, then cuts each step's result into an input holding
+ * the reference's values (dropping what fed it) while `fails` still holds.
+ */
+export async function shrink(
+  program: Program,
+  fails: (p: Program) => Promise<boolean>,
+): Promise<Program> {
+  let best = prune(program);
+  for (const o of best.outputs) {
+    const one = prune({ ...best, outputs: [o] });
+    if (await fails(one)) {
+      best = one;
+      break;
+    }
+  }
+  for (let changed = true; changed;) {
+    changed = false;
+    const reference = await referenceValues(best);
+    for (let i = best.steps.length - 1; i >= 0; i--) {
+      const s = best.steps[i];
+      // Cut operand a of step i: it becomes an input with the reference's values.
+      for (const a of s.args) {
+        if (a < best.inputs.length) continue;
+        const shapeOf = valueShape(best, a);
+        const candidate = cutValue(best, a, shapeOf, Array.from(reference[a]));
+        if (await fails(candidate)) {
+          best = candidate;
+          changed = true;
+          break;
+        }
+      }
+      if (changed) break;
+    }
+  }
+  return best;
+}
+
+function valueShape(program: Program, value: number): number[] {
+  if (value < program.inputs.length) return program.inputs[value].shape;
+  const p = { ...program, outputs: [value] };
+  const inputs = programInputs(p, "wasm");
+  const [t] = interpret(p, inputs, "wasm");
+  const shape = [...t.shape];
+  t.dispose();
+  for (const x of inputs) x.dispose();
+  return shape;
+}
+
+function cutValue(program: Program, value: number, shape: number[], data: number[]): Program {
+  const info = programInfo(program)[value];
+  const n = program.inputs.length;
+  // The new input goes last among the inputs: every step's operand index past n moves by one.
+  const shift = (a: number) => (a === value ? n : a >= n ? a + 1 : a);
+  const inputs = [...program.inputs, { shape, dtype: info.dtype, data: [data] }];
+  const steps = program.steps.map((s) => ({ ...s, args: s.args.map(shift) }));
+  return prune({ ...program, inputs, steps, outputs: program.outputs.map(shift) });
+}
+
+/** A program as one line of JSON (NaN and infinities spelled out), for a regression case. */
+export function programToJson(program: Program): string {
+  return JSON.stringify(
+    program,
+    (_k, v) =>
+      typeof v === "number" && !Number.isFinite(v) ? String(v) : Object.is(v, -0) ? "-0" : v,
+  );
+}
+
+/** The inverse of {@link programToJson}. */
+export function programFromJson(json: string): Program {
+  return JSON.parse(
+    json,
+    (_k, v) =>
+      v === "NaN"
+        ? NaN
+        : v === "Infinity"
+        ? Infinity
+        : v === "-Infinity"
+        ? -Infinity
+        : v === "-0"
+        ? -0
+        : v,
+  );
+}
+
+/** Which runs {@link checkProgram} compares with the reference. */
+export interface CheckOptions {
+  /** Run the GPU configurations too (unfused, and fused against unfused). */
+  gpu: boolean;
+}
+
+/**
+ * Runs `program` on WASM unfused (the reference), WASM fused, and where asked GPU unfused and GPU
+ * fused; returns the first disagreement (naming the run), or null. WASM fused must equal the
+ * reference bit for bit where the generator calls the value exact; GPU unfused must agree with
+ * the reference under the cross-device tolerance; GPU fused must equal GPU unfused as a run on
+ * one device does.
+ */
+export async function checkProgram(
+  program: Program,
+  options: CheckOptions,
+): Promise<string | null> {
+  let reference: gyre.TypedArray[];
+  try {
+    reference = await referenceValues(program);
+  } catch (e) {
+    return `the reference threw ${(e as Error).message}`;
+  }
+  const attempt = async (device: gyre.DeviceName, fusion: boolean) => {
+    try {
+      return await runProgram(program, device, fusion);
+    } catch (e) {
+      return `${device} ${fusion ? "fused" : "unfused"} threw ${
+        (e as Error).message.slice(0, 400)
+      }`;
+    }
+  };
+  const wasmFused = await attempt("wasm", true);
+  if (typeof wasmFused === "string") return wasmFused;
+  let why = compareOutputs(program, reference, wasmFused, { sameDevice: true });
+  if (why) return `wasm fused against the reference: ${why}`;
+  if (!options.gpu) return null;
+  const gpuUnfused = await attempt("gpu", false);
+  if (typeof gpuUnfused === "string") return gpuUnfused;
+  why = compareOutputs(program, reference, gpuUnfused, { sameDevice: false });
+  if (why) return `gpu unfused against the reference: ${why}`;
+  const gpuFused = await attempt("gpu", true);
+  if (typeof gpuFused === "string") return gpuFused;
+  why = compareOutputs(program, reference, gpuFused, { sameDevice: true, against: gpuUnfused });
+  if (why) return `gpu fused against gpu unfused: ${why}`;
+  return null;
+}
+
+/** Bit-for-bit equality of two runs' outputs (NaN equals NaN), or why not. */
+function identical(
+  a: readonly ArrayLike<number>[],
+  b: readonly ArrayLike<number>[],
+): string | null {
+  for (let k = 0; k < a.length; k++) {
+    if (a[k].length !== b[k].length) {
+      return `output ${k}: length ${b[k].length}, expected ${a[k].length}`;
+    }
+    for (let i = 0; i < a[k].length; i++) {
+      const x = a[k][i], y = b[k][i];
+      if (Number.isNaN(x) && Number.isNaN(y)) continue;
+      if (!Object.is(x, y)) return `output ${k} [${i}]: ${y}, expected ${x}`;
+    }
+  }
+  return null;
+}
+
+/**
+ * Runs `program` through `jit` on `device` once per data set (the first call traces, the others
+ * replay), some calls inside `tidy`, and eagerly on the same inputs; reads everything back in one
+ * read-back in reverse order (interleaved with the calls that made them), and returns the first
+ * difference from the eager results (which must be bit for bit: the same kernels run), or null.
+ * Disposing the jitted function must leave the device's memory as it found it.
+ */
+export async function checkJit(program: Program, device: gyre.DeviceName): Promise<string | null> {
+  const rt = gyre.runtime();
+  rt.flush();
+  const stats = () => {
+    const s = rt.stats();
+    return device === "gpu" ? `${s.gpu?.liveBuffers}/${s.gpu?.liveBytes}` : `${s.wasm.liveBlocks}`;
+  };
+  const before = stats();
+  const sets = Math.max(...program.inputs.map((i) => i.data.length), 1);
+  const f = gyre.jit((...xs: Tensor[]) => interpret(program, xs, device));
+  const made: Tensor[] = [];
+  const jitted: Tensor[][] = [];
+  const eager: Tensor[][] = [];
+  try {
+    for (let s = 0; s < sets; s++) {
+      const inputs = programInputs(program, device, s);
+      made.push(...inputs);
+      const out = s % 2 ? gyre.tidy(() => f(...inputs)) : f(...inputs);
+      jitted.push(out as Tensor[]);
+    }
+    for (let s = 0; s < sets; s++) {
+      eager.push(
+        interpret(
+          program,
+          made.slice(s * program.inputs.length, (s + 1) * program.inputs.length),
+          device,
+        ),
+      );
+    }
+    const all = [...jitted, ...eager].reverse().flat();
+    const values = await gyre.readAll(all);
+    const per = program.outputs.length;
+    const n = jitted.length;
+    // Reversed: eager set n-1 first, ..., jitted set 0 last.
+    for (let s = 0; s < sets; s++) {
+      const e = values.slice((n - 1 - s) * per, (n - s) * per);
+      const j = values.slice((2 * n - 1 - s) * per, (2 * n - s) * per);
+      const why = identical(e, j);
+      if (why) {
+        return `jit on ${device}, data set ${s} (${s === 0 ? "the trace" : "a replay"}): ${why}`;
+      }
+    }
+  } catch (e) {
+    return `jit on ${device} threw ${(e as Error).message.slice(0, 400)}`;
+  } finally {
+    for (const t of [...made, ...jitted.flat(), ...eager.flat()]) t.dispose();
+    f.dispose();
+  }
+  rt.flush();
+  const after = stats();
+  return after === before ? null : `jit on ${device}: live memory ${before} before, ${after} after`;
+}
