@@ -5,7 +5,16 @@
  */
 import assert from "node:assert/strict";
 import * as gyre from "../src/mod.ts";
-import { devices, expectClose, expectTensor, liveCounts, values } from "./_devices.ts";
+import {
+  devices,
+  expectClose,
+  expectTensor,
+  expectUlps,
+  expm1Ulps,
+  liveCounts,
+  log1pUlps,
+  values,
+} from "./_devices.ts";
 
 const DEVICES = await devices();
 
@@ -789,4 +798,34 @@ test("pow(-1, +-Inf) is 1; softsign of huge values is +-1, of infinities NaN", a
   x.dispose();
   y.dispose();
   huge.dispose();
+});
+
+/** Inputs near 0 (subnormals included), across the ranges' switch points, and the specials. */
+const NEAR_ZERO = [
+  ...[1e-7, 1e-20, 1e-38, 1e-40, 0.3, 0.5, 0.69, 2, 20, 88].flatMap((v) => [v, -v]),
+  0,
+  -0,
+  Infinity,
+  -Infinity,
+  NaN,
+];
+
+test("expm1 and log1p keep their relative precision near 0, alone and fused", async (device) => {
+  // Both were exact-cancellation tricks (Kahan's, Goldberg's) that GPU compilers folded away:
+  // expm1(1e-7) and log1p(1e-7) came out 1.19e-7 on the GPU. The WASM reference rounds a float64
+  // result once: 1 ULP of the exact value, with room for a double rounding.
+  const gpu = device === "gpu";
+  const x = gyre.tensor(NEAR_ZERO, { device });
+  const logInputs = [...NEAR_ZERO, -1, -0.99, -0.5000001, 1, 1.999, 1e6, 3e38];
+  const l = gyre.tensor(logInputs, { device });
+  const options = { flush: gpu, signedZero: true };
+  for (const fused of [false, true]) {
+    // x * 1 is pending: the helper is inlined into the multiply's fused kernel.
+    const [a, b] = fused ? [x.mul(1), l.mul(1)] : [x, l];
+    await expectUlps(a.expm1(), NEAR_ZERO, Math.expm1, gpu ? expm1Ulps : () => 1, options);
+    await expectUlps(b.log1p(), logInputs, Math.log1p, gpu ? log1pUlps : () => 1, options);
+    if (fused) [a, b].forEach((t) => t.dispose());
+  }
+  x.dispose();
+  l.dispose();
 });
