@@ -665,6 +665,60 @@ test("cast: float->int truncates and saturates; anything->bool is x != 0", async
   for (const t of [f, big, z, i, b]) t.dispose();
 });
 
+test("cast to integers saturates everywhere a cast runs: alone, fused, from float16, in linspace, in a reduction's prologue and a product's epilogue", async (device) => {
+  // Truncation toward zero, saturation at the type's limits, NaN to 0 (WASM's trunc_sat); the
+  // GPU's conversion tests both limits itself rather than trusting WGSL's u32() and i32().
+  const values = [-1.5, -3e9, 2.7, 5e9, NaN, Infinity, -Infinity, 4294967040, -0.5, 2147483520];
+  const u32 = [0, 0, 2, 4294967295, 0, 4294967295, 0, 4294967040, 0, 2147483520];
+  const i32 = [-1, -2147483648, 2, 2147483647, 0, 2147483647, -2147483648, 2147483647, 0];
+  i32.push(2147483520);
+  const x = gyre.tensor(values, { device });
+  const n = values.length;
+  await expectTensor(x.cast("uint32"), [n], "uint32", u32);
+  await expectTensor(x.cast("int32"), [n], "int32", i32);
+  // Fused: the conversion runs inside the multiply's kernel.
+  await expectTensor(x.mul(1).cast("uint32"), [n], "uint32", u32);
+  await expectTensor(x.mul(1).cast("int32"), [n], "int32", i32);
+  // float16 sources: 70000 is +Inf in half, 4294967040 too.
+  const h = gyre.tensor([-1.5, 2.7, 70000, -70000, NaN, 65504], { device, dtype: "float16" });
+  await expectTensor(h.cast("uint32"), [6], "uint32", [0, 2, 4294967295, 0, 0, 65504]);
+  await expectTensor(h.mul(1).cast("int32"), [6], "int32", [
+    -1,
+    2,
+    2147483647,
+    -2147483648,
+    0,
+    65504,
+  ]);
+  await expectTensor(
+    gyre.linspace(-3e9, 5e9, 3, { dtype: "uint32", device }),
+    [3],
+    "uint32",
+    [0, 1e9, 4294967295],
+  );
+  await expectTensor(
+    gyre.linspace(-3e9, 3e9, 3, { dtype: "int32", device }),
+    [3],
+    "int32",
+    [-2147483648, 0, 2147483647],
+  );
+  // A pending cast read by a reduction is its prologue.
+  await expectTensor(gyre.max(x.mul(1).cast("uint32")), [], "uint32", [4294967295]);
+  await expectTensor(gyre.min(x.mul(-1).cast("uint32")), [], "uint32", [0]);
+  await expectTensor(gyre.min(x.mul(1).cast("int32")), [], "int32", [-2147483648]);
+  // A cast of a product is its epilogue: [[-3e9, 1.5], [3e9, -1.5]].
+  const a = gyre.tensor([[1], [-1]], { device });
+  const b = gyre.tensor([[-3e9, 1.5]], { device });
+  await expectTensor(gyre.matmul(a, b).cast("uint32"), [2, 2], "uint32", [0, 1, 3e9, 0]);
+  await expectTensor(gyre.matmul(a, b).cast("int32"), [2, 2], "int32", [
+    -2147483648,
+    1,
+    2147483647,
+    -1,
+  ]);
+  for (const t of [x, h, a, b]) t.dispose();
+});
+
 // ---------------------------------------------------------------------------------------------
 // Read-back, devices and lifetime
 

@@ -7,10 +7,13 @@ fn g_isnan(x: f32) -> bool {
 }
 
 fn g_f32_to_i32(x: f32) -> i32 {
-  // Saturating, NaN to 0, as the WASM reference's i32.trunc_sat_f32_s: WGSL's i32() clamps to
-  // 2^31 - 128 (the largest f32 below 2^31) and leaves NaN to the driver.
+  // Truncation toward zero, saturating at i32's limits, NaN to 0: the WASM reference's
+  // i32.trunc_sat_f32_s. Both limits are tested here: WGSL's i32() clamps only to 2^31 - 128 (the
+  // largest f32 below 2^31) and leaves NaN to the driver, and SPIR-V's conversion is undefined out
+  // of range, so the clamp is up to the WGSL compiler's version.
   if (g_isnan(x)) { return 0; }
   if (x >= 2147483648.0) { return 2147483647; }
+  if (x <= -2147483648.0) { return bitcast<i32>(0x80000000u); }
   return i32(x);
 }
 
@@ -20,9 +23,11 @@ fn g_f32_to_bool(x: f32) -> bool {
 }
 
 fn g_f32_to_u32(x: f32) -> u32 {
-  // As g_f32_to_i32 (i32.trunc_sat_f32_u): WGSL's u32() clamps to 2^32 - 256.
+  // As g_f32_to_i32 (i32.trunc_sat_f32_u): 0 at and below 0 (-0.5 truncates to 0 too), 2^32 - 1
+  // from 2^32 (WGSL's u32() clamps to 2^32 - 256).
   if (g_isnan(x)) { return 0u; }
   if (x >= 4294967296.0) { return 4294967295u; }
+  if (x <= 0.0) { return 0u; }
   return u32(x);
 }
 

@@ -548,13 +548,15 @@ export function clip(x: TensorLike, min: number | null, max: number | null): Ten
 }
 
 /**
- * Converts to another dtype: floats to integers truncate toward zero and saturate; anything to
- * bool is `x != 0`; to float16 rounds to nearest even.
+ * Converts to another dtype: floats to integers truncate toward zero and saturate at the type's
+ * range, NaN to 0; integers to integers wrap; anything to bool is `x != 0` (NaN is true); to
+ * float16 rounds to nearest even. The same on both devices.
  *
  * @example
  * ```ts
  * import * as gyre from "@gyre/gyre";
  * const y = gyre.cast(gyre.tensor([1.7, -1.7]), "int32"); // [1, -1]
+ * const u = gyre.cast(gyre.tensor([-1.5, 5e9, NaN]), "uint32"); // [0, 4294967295, 0]
  * ```
  */
 export function cast(x: TensorLike, dtype: DType): Tensor {
