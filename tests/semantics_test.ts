@@ -509,6 +509,31 @@ test("zeros, ones, full", async (device) => {
   b.dispose();
 });
 
+test("bool from numbers: any non-zero value and NaN are true, in tensor(), full() and cast", async (device) => {
+  // full([3], 0.2, bool) was false on WASM (0.2 truncated into a byte), and NaN false on both
+  // devices in tensor() and full() (NaN is falsy in JS), where NumPy and the cast say true.
+  const values = [0.2, NaN, 0, -0, -3, Infinity, 1e-30];
+  const truth = [1, 1, 0, 0, 1, 1, 1];
+  await expectTensor(gyre.full([3], 0.2, { device, dtype: "bool" }), [3], "bool", [1, 1, 1]);
+  await expectTensor(gyre.full([2], NaN, { device, dtype: "bool" }), [2], "bool", [1, 1]);
+  await expectTensor(gyre.full([2], -0, { device, dtype: "bool" }), [2], "bool", [0, 0]);
+  await expectTensor(gyre.tensor(values, { device, dtype: "bool" }), [7], "bool", truth);
+  await expectTensor(
+    gyre.tensor(new Float32Array(values), { device, dtype: "bool" }),
+    [7],
+    "bool",
+    truth,
+  );
+  const x = gyre.tensor(values, { device });
+  await expectTensor(x.cast("bool"), [7], "bool", truth);
+  // Fused, and from float16 (1e-30 is 0 in half precision).
+  await expectTensor(x.mul(1).cast("bool"), [7], "bool", truth);
+  const h = gyre.tensor(values, { device, dtype: "float16" });
+  await expectTensor(h.cast("bool"), [7], "bool", [1, 1, 0, 0, 1, 1, 0]);
+  x.dispose();
+  h.dispose();
+});
+
 test("arange: int, float, negative step, empty", async (device) => {
   await expectTensor(gyre.arange(5, undefined, 1, { device }), [5], "int32", [0, 1, 2, 3, 4]);
   await expectTensor(gyre.arange(2, 5, 1, { device }), [3], "int32", [2, 3, 4]);
