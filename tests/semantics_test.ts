@@ -666,6 +666,32 @@ test("maximum and minimum propagate NaN", async (device) => {
   for (const t of [a, b, i]) t.dispose();
 });
 
+test("clip: a missing bound is null or undefined; a non-number bound, or none at all, is a ValueError", async (device) => {
+  // clip(x, undefined, 2) gave NaN everywhere, without an error.
+  const x = gyre.tensor([-2, 0.5, 3, NaN], { device });
+  await expectTensor(gyre.clip(x, undefined, 2), [4], "float32", [-2, 0.5, 2, NaN]);
+  await expectTensor(x.clip(0), [4], "float32", [0, 0.5, 3, NaN]);
+  await expectTensor(x.clip(null, 1), [4], "float32", [-2, 0.5, 1, NaN]);
+  await expectTensor(x.clip(0, undefined), [4], "float32", [0, 0.5, 3, NaN]);
+  const before = liveCounts();
+  const refused = (min: unknown, max: unknown, argument: string, received: string) =>
+    assert.throws(
+      () => gyre.clip(x, min as number, max as number),
+      (e: gyre.ValueError) => {
+        assert.ok(e instanceof gyre.ValueError);
+        assert.deepEqual([e.op, e.argument, e.received], ["clip", argument, received]);
+        return true;
+      },
+    );
+  refused("0", 1, "min", '"0"');
+  refused(0, { value: 1 }, "max", "Object");
+  refused(undefined, null, "min, max", "undefined and null");
+  // A JS scalar input is not leaked when a bound is refused.
+  assert.throws(() => gyre.clip(5, 0, "1" as unknown as number), gyre.ValueError);
+  assert.deepEqual(liveCounts(), before);
+  x.dispose();
+});
+
 test("cast: float->int truncates and saturates; anything->bool is x != 0", async (device) => {
   const f = gyre.tensor([1.7, -1.7, 3e9, -3e9, 0.2], { device });
   await expectTensor(f.cast("int32"), [5], "int32", [1, -1, 2147483647, -2147483648, 0]);
