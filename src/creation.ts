@@ -82,6 +82,7 @@ function flatten(
 /**
  * A tensor from JS data: a number, nested arrays, an ArrayLike or a typed array. The dtype is
  * inferred (bool for booleans, int32/uint32 for those typed arrays, else float32) unless given.
+ * Numbers given as bool are true where non-zero, NaN included (NumPy).
  *
  * @example
  * ```ts
@@ -114,7 +115,8 @@ export function tensor(
   const host = hostArray(dtype, values.length);
   for (let i = 0; i < values.length; i++) {
     const v = values[i];
-    host[i] = typeof v === "boolean" ? (v ? 1 : 0) : dtype === "bool" ? (v ? 1 : 0) : v;
+    // To bool, any non-zero number is true, NaN included (NumPy; NaN is falsy in JS).
+    host[i] = typeof v === "boolean" ? (v ? 1 : 0) : dtype === "bool" ? (v !== 0 ? 1 : 0) : v;
   }
   const backend = runtime().backend(deviceOf(op, options), op);
   return Tensor._fromStorage(backend.upload(dtype, host), dtype, shape);
@@ -132,7 +134,8 @@ export function generate(
 }
 
 /**
- * A tensor of `value` (float32 by default; bool for a boolean).
+ * A tensor of `value` (float32 by default; bool for a boolean). As bool, any non-zero value is
+ * true, NaN included (NumPy).
  *
  * @example
  * ```ts

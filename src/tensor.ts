@@ -355,7 +355,7 @@ export class Tensor {
   round(): Tensor {
     return ew.round(this);
   }
-  clip(min: number | null, max: number | null): Tensor {
+  clip(min?: number | null, max?: number | null): Tensor {
     return ew.clip(this, min, max);
   }
   where(condition: TensorLike, other: TensorLike): Tensor {

@@ -60,6 +60,71 @@ export async function expectClose(
   }
 }
 
+/** The smallest normal float32: WGSL lets a GPU flush anything smaller in magnitude to zero. */
+const MIN_NORMAL_F32 = 2 ** -126;
+
+/** The spacing of float32 values at `x` (2^-149 among the subnormals). */
+export function f32Ulp(x: number): number {
+  const a = Math.abs(Math.fround(x));
+  if (a < MIN_NORMAL_F32) return 2 ** -149;
+  return 2 ** (Math.floor(Math.log2(a)) - 23);
+}
+
+/**
+ * Asserts that each element of the float32 tensor `t` lies within `bound(x)` float32 ULPs of
+ * `exact(x)` (float64, unrounded) for its input `x` (rounded to float32, as stored), then disposes
+ * `t`. NaN must match NaN, and infinities and zeros (with their sign, where `signedZero`) match
+ * exactly. With `flush`, an element whose input or exact value is subnormal may also come out as
+ * a zero: WGSL lets a GPU flush subnormal inputs and results (lavapipe flushes exp's subnormal
+ * results but keeps subnormal inputs).
+ */
+export async function expectUlps(
+  t: gyre.Tensor,
+  inputs: readonly number[],
+  exact: (x: number) => number,
+  bound: (x: number) => number,
+  options: { flush?: boolean; signedZero?: boolean } = {},
+): Promise<void> {
+  try {
+    assert.equal(t.dtype, "float32", "dtype");
+    const got = await values(t);
+    assert.equal(got.length, inputs.length, "length");
+    got.forEach((g, i) => {
+      const x = Math.fround(inputs[i]), want = exact(x);
+      const at = `at x = ${x}: got ${g}, want ${want}`;
+      if (Number.isNaN(want)) return assert.ok(Number.isNaN(g), at);
+      const tiny = Math.abs(x) < MIN_NORMAL_F32 || Math.abs(Math.fround(want)) < MIN_NORMAL_F32;
+      if (options.flush && tiny && g === 0) return;
+      if (!Number.isFinite(want) || want === 0) {
+        return assert.ok(options.signedZero ? Object.is(g, want) : g === want, at);
+      }
+      const ulps = Math.abs(g - want) / f32Ulp(want);
+      assert.ok(ulps <= bound(x), `${at} (${ulps.toFixed(2)} ULP, bound ${bound(x)})`);
+    });
+  } finally {
+    t.dispose();
+  }
+}
+
+/** WGSL's bound on exp(x), in ULP of e^x. */
+export const expUlps = (x: number) => 3 + 2 * Math.abs(x);
+
+/**
+ * The GPU's bound on expm1(x) in ULP of the exact value (wgsl/prelude.wgsl). Below ln 2, a Taylor
+ * polynomial to x^10 in f32 (truncation 2^-30, about ten roundings that shrink with |x|; 1.8 ULP
+ * measured on lavapipe over 2^20 points): 3. Above, exp(x) - 1: exp's bound, at most doubled in
+ * ULP of the result by the subtraction (e^x / |e^x - 1| <= 2 there), plus its rounding.
+ */
+export const expm1Ulps = (x: number) => Math.abs(x) < Math.LN2 ? 3 : 2 * expUlps(x) + 1;
+
+/**
+ * The GPU's bound on log1p(x) in ULP of the exact value. On [-0.5, 2), 2 atanh(x / (2 + x)) by its
+ * series: WGSL's 2.5-ULP division and 2 + x's rounding carry into the result, plus the series'
+ * roundings (2.1 ULP measured): 5. Elsewhere log(1 + x): WGSL's 3 ULP for log outside [0.5, 2],
+ * plus 1 + x's rounding: 4.
+ */
+export const log1pUlps = (x: number) => x >= -0.5 && x < 2 ? 5 : 4;
+
 /** The live-allocation counters of both devices (what must not change across a failed call). */
 export function liveCounts(): {
   gpuBuffers: number;

@@ -4,7 +4,7 @@
  */
 import assert from "node:assert/strict";
 import * as gyre from "../src/mod.ts";
-import { devices, expectClose } from "./_devices.ts";
+import { devices, expectClose, expectUlps, expm1Ulps, expUlps, log1pUlps } from "./_devices.ts";
 
 const DEVICES = await devices();
 const X = [-3, -1, -0.5, 0, 0.5, 1, 3];
@@ -130,6 +130,76 @@ test("activations: large and tiny arguments keep their precision", async (device
     1e-6 * Math.tanh(sp(1e-6)),
     80,
   ], 1e-5);
+  x.dispose();
+});
+
+/** Inputs near 0 (subnormals included), across the formulas' switch points, and the specials. */
+const NEAR_ZERO = [
+  ...[1e-7, 1e-20, 1e-38, 1e-40, 0.3, 0.5, 2, 20, 88].flatMap((v) => [v, -v]),
+  0,
+  Infinity,
+  -Infinity,
+  NaN,
+];
+
+const softplusExact = (x: number) => Math.max(x, 0) + Math.log1p(Math.exp(-Math.abs(x)));
+const mishExact = (x: number) => x * Math.tanh(softplusExact(x));
+const SELU_SCALE = 1.0507009873554805, SELU_ALPHA = 1.6732632423543772;
+
+// GPU bounds in ULP of the exact value, from WGSL's bounds on the builtins (tests/_devices.ts):
+// an error of k ULP in an intermediate is at most 2k ULP of a result in another binade, and each
+// f32 rounding (a constant, a multiply, an add) adds 1.
+/** selu: lambda x (two roundings); below 0, lambda alpha expm1(x) (four roundings). */
+const seluUlps = (x: number) => x > 0 ? 2 : 2 * expm1Ulps(x) + 4;
+/**
+ * softplus = max(x, 0) + log1p(e), e = e^-|x|: exp's error passes through log1p with a gain of at
+ * most 1, plus log1p's own, scaled by log1p's share of the result when x > 0, plus the add.
+ */
+const softplusUlps = (x: number) => {
+  const a = Math.abs(x), l = Math.log1p(Math.exp(-a));
+  const share = x > 0 ? l / (x + l) : 1;
+  return 2 * share * (2 * expUlps(a) + log1pUlps(Math.exp(-a))) + 1;
+};
+/**
+ * mish = x tanh(s), s = softplus(x): tanh passes s's relative error with a gain of at most 1, plus
+ * its own: below 0.125 a series (3 roundings); above, (1 - e) / (1 + e) with e = exp(-2s), whose
+ * error grows by 2e / (1 - e^2), plus four roundings. Below -80, x e^(x + 64 ln 2) 2^-64: exp's
+ * bound, plus x + 64 ln 2's rounding (half an ULP of a number below 64, 2^-19: 32 ULP) and that of
+ * the constant (32), plus two multiplies.
+ */
+const mishUlps = (x: number) => {
+  if (x < -80) return 2 * expUlps(x + 44.3614195558365) + 66;
+  const s = softplusExact(x), e = Math.exp(-2 * Math.min(s, 15));
+  const tanhUlps = s < 0.125 ? 3 : 4 * expUlps(2 * s) * e / (1 - e * e) + 4;
+  return 2 * softplusUlps(x) + tanhUlps + 1;
+};
+
+test("elu, selu, softplus and mish keep their relative precision near 0, alone and fused", async (device) => {
+  // elu and selu take expm1 below 0, softplus log1p(e^x), mish both through softplus: each was
+  // off near 0 on the GPU when those helpers' cancellation tricks were folded away
+  // (softplus(-20) = 0 in a fused kernel, true 2.06e-9). The WASM reference rounds a float64
+  // result once: 1 ULP.
+  const gpu = device === "gpu";
+  const x = gyre.tensor(NEAR_ZERO, { device });
+  const bound = (ulps: (x: number) => number) => gpu ? ulps : () => 1;
+  for (const fused of [false, true]) {
+    // x * 1 is pending: the activation is inlined into the multiply's fused kernel.
+    const a = fused ? x.mul(1) : x;
+    const cases: [gyre.Tensor, (x: number) => number, (x: number) => number][] = [
+      [gyre.elu(a), (v) => (v > 0 ? v : Math.expm1(v)), (v) => (v > 0 ? 0 : expm1Ulps(v))],
+      [
+        gyre.selu(a),
+        (v) => SELU_SCALE * (v > 0 ? v : SELU_ALPHA * Math.expm1(v)),
+        seluUlps,
+      ],
+      [gyre.softplus(a), (v) => (v > 20 ? v : softplusExact(v)), softplusUlps],
+      [gyre.mish(a), mishExact, mishUlps],
+    ];
+    for (const [y, exact, ulps] of cases) {
+      await expectUlps(y, NEAR_ZERO, exact, bound(ulps), { flush: gpu });
+    }
+    if (fused) a.dispose();
+  }
   x.dispose();
 });
 

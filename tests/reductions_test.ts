@@ -170,6 +170,45 @@ test("variance/std: population and sample, axes, no cancellation", async (device
   ints.dispose();
 });
 
+test("reductions over no axes (a 0-d tensor, or axis: []) reduce each element alone, as NumPy's axis=()", async (device) => {
+  // variance and std of one element are 0 (NaN for an infinity or a NaN: its deviation from the
+  // mean is undefined); with ddof >= 1 no degrees of freedom are left: M2 / 0 = 0 / 0, NaN. They
+  // returned the input (tensor(4).std() was 2, and +-Inf with ddof 1).
+  const s = gyre.tensor(4, { device });
+  await expectTensor(gyre.variance(s), [], "float32", [0]);
+  await expectTensor(gyre.std(s), [], "float32", [0]);
+  await expectTensor(gyre.std(s, { ddof: 1 }), [], "float32", [NaN]);
+  await expectTensor(gyre.variance(s, { ddof: 0.5 }), [], "float32", [0]);
+  const x = gyre.tensor([[1, -3], [Infinity, NaN]], { device });
+  const axis: number[] = [];
+  await expectTensor(gyre.variance(x, { axis }), [2, 2], "float32", [0, 0, NaN, NaN]);
+  await expectTensor(gyre.std(x, { axis, keepdims: true }), [2, 2], "float32", [0, 0, NaN, NaN]);
+  await expectTensor(gyre.std(x, { axis, ddof: 1 }), [2, 2], "float32", [NaN, NaN, NaN, NaN]);
+  // Fused: the element is pending when variance reads it.
+  await expectTensor(gyre.variance(x.mul(2), { axis }), [2, 2], "float32", [0, 0, NaN, NaN]);
+  const h = gyre.tensor([1, 2], { device, dtype: "float16" });
+  await expectTensor(gyre.variance(h, { axis }), [2], "float16", [0, 0]);
+  // The others are the identity (in their result dtype); argmax of a 0-d tensor is 0, and an axis
+  // list is refused by the arg reductions.
+  const same = [1, -3, Infinity, NaN];
+  for (const reduce of [gyre.sum, gyre.prod, gyre.max, gyre.min, gyre.mean, gyre.logsumexp]) {
+    await expectTensor(reduce(x, { axis }), [2, 2], "float32", same);
+  }
+  await expectTensor(gyre.all(x, { axis }), [2, 2], "bool", [1, 1, 1, 1]);
+  await expectTensor(gyre.any(gyre.tensor([0, NaN], { device }), { axis }), [2], "bool", [0, 1]);
+  const b = gyre.tensor([true, false], { device });
+  await expectTensor(gyre.sum(b, { axis }), [2], "int32", [1, 0]);
+  const i = gyre.tensor([1, 2], { device, dtype: "int32" });
+  await expectTensor(gyre.mean(i, { axis }), [2], "float32", [1, 2]);
+  await expectTensor(gyre.std(i, { axis }), [2], "float32", [0, 0]);
+  await expectTensor(gyre.argmax(s), [], "int32", [0]);
+  assert.throws(
+    () => gyre.argmax(x, { axis: axis as unknown as number }),
+    (e: gyre.ValueError) => e.argument === "options.axis" && e.received === "[]",
+  );
+  for (const t of [s, x, h, b, i]) t.dispose();
+});
+
 Deno.test({
   name: "planReduce: partials in 64-bit atomic words only where the device has 64-bit atomics",
   ignore: !DEVICES.includes("gpu"),

@@ -5,7 +5,16 @@
  */
 import assert from "node:assert/strict";
 import * as gyre from "../src/mod.ts";
-import { devices, expectClose, expectTensor, liveCounts, values } from "./_devices.ts";
+import {
+  devices,
+  expectClose,
+  expectTensor,
+  expectUlps,
+  expm1Ulps,
+  liveCounts,
+  log1pUlps,
+  values,
+} from "./_devices.ts";
 
 const DEVICES = await devices();
 
@@ -500,6 +509,31 @@ test("zeros, ones, full", async (device) => {
   b.dispose();
 });
 
+test("bool from numbers: any non-zero value and NaN are true, in tensor(), full() and cast", async (device) => {
+  // full([3], 0.2, bool) was false on WASM (0.2 truncated into a byte), and NaN false on both
+  // devices in tensor() and full() (NaN is falsy in JS), where NumPy and the cast say true.
+  const values = [0.2, NaN, 0, -0, -3, Infinity, 1e-30];
+  const truth = [1, 1, 0, 0, 1, 1, 1];
+  await expectTensor(gyre.full([3], 0.2, { device, dtype: "bool" }), [3], "bool", [1, 1, 1]);
+  await expectTensor(gyre.full([2], NaN, { device, dtype: "bool" }), [2], "bool", [1, 1]);
+  await expectTensor(gyre.full([2], -0, { device, dtype: "bool" }), [2], "bool", [0, 0]);
+  await expectTensor(gyre.tensor(values, { device, dtype: "bool" }), [7], "bool", truth);
+  await expectTensor(
+    gyre.tensor(new Float32Array(values), { device, dtype: "bool" }),
+    [7],
+    "bool",
+    truth,
+  );
+  const x = gyre.tensor(values, { device });
+  await expectTensor(x.cast("bool"), [7], "bool", truth);
+  // Fused, and from float16 (1e-30 is 0 in half precision).
+  await expectTensor(x.mul(1).cast("bool"), [7], "bool", truth);
+  const h = gyre.tensor(values, { device, dtype: "float16" });
+  await expectTensor(h.cast("bool"), [7], "bool", [1, 1, 0, 0, 1, 1, 0]);
+  x.dispose();
+  h.dispose();
+});
+
 test("arange: int, float, negative step, empty", async (device) => {
   await expectTensor(gyre.arange(5, undefined, 1, { device }), [5], "int32", [0, 1, 2, 3, 4]);
   await expectTensor(gyre.arange(2, 5, 1, { device }), [3], "int32", [2, 3, 4]);
@@ -632,6 +666,32 @@ test("maximum and minimum propagate NaN", async (device) => {
   for (const t of [a, b, i]) t.dispose();
 });
 
+test("clip: a missing bound is null or undefined; a non-number bound, or none at all, is a ValueError", async (device) => {
+  // clip(x, undefined, 2) gave NaN everywhere, without an error.
+  const x = gyre.tensor([-2, 0.5, 3, NaN], { device });
+  await expectTensor(gyre.clip(x, undefined, 2), [4], "float32", [-2, 0.5, 2, NaN]);
+  await expectTensor(x.clip(0), [4], "float32", [0, 0.5, 3, NaN]);
+  await expectTensor(x.clip(null, 1), [4], "float32", [-2, 0.5, 1, NaN]);
+  await expectTensor(x.clip(0, undefined), [4], "float32", [0, 0.5, 3, NaN]);
+  const before = liveCounts();
+  const refused = (min: unknown, max: unknown, argument: string, received: string) =>
+    assert.throws(
+      () => gyre.clip(x, min as number, max as number),
+      (e: gyre.ValueError) => {
+        assert.ok(e instanceof gyre.ValueError);
+        assert.deepEqual([e.op, e.argument, e.received], ["clip", argument, received]);
+        return true;
+      },
+    );
+  refused("0", 1, "min", '"0"');
+  refused(0, { value: 1 }, "max", "Object");
+  refused(undefined, null, "min, max", "undefined and null");
+  // A JS scalar input is not leaked when a bound is refused.
+  assert.throws(() => gyre.clip(5, 0, "1" as unknown as number), gyre.ValueError);
+  assert.deepEqual(liveCounts(), before);
+  x.dispose();
+});
+
 test("cast: float->int truncates and saturates; anything->bool is x != 0", async (device) => {
   const f = gyre.tensor([1.7, -1.7, 3e9, -3e9, 0.2], { device });
   await expectTensor(f.cast("int32"), [5], "int32", [1, -1, 2147483647, -2147483648, 0]);
@@ -654,6 +714,60 @@ test("cast: float->int truncates and saturates; anything->bool is x != 0", async
   const b = gyre.tensor([true, false], { device });
   await expectTensor(b.cast("float32"), [2], "float32", [1, 0]);
   for (const t of [f, big, z, i, b]) t.dispose();
+});
+
+test("cast to integers saturates everywhere a cast runs: alone, fused, from float16, in linspace, in a reduction's prologue and a product's epilogue", async (device) => {
+  // Truncation toward zero, saturation at the type's limits, NaN to 0 (WASM's trunc_sat); the
+  // GPU's conversion tests both limits itself rather than trusting WGSL's u32() and i32().
+  const values = [-1.5, -3e9, 2.7, 5e9, NaN, Infinity, -Infinity, 4294967040, -0.5, 2147483520];
+  const u32 = [0, 0, 2, 4294967295, 0, 4294967295, 0, 4294967040, 0, 2147483520];
+  const i32 = [-1, -2147483648, 2, 2147483647, 0, 2147483647, -2147483648, 2147483647, 0];
+  i32.push(2147483520);
+  const x = gyre.tensor(values, { device });
+  const n = values.length;
+  await expectTensor(x.cast("uint32"), [n], "uint32", u32);
+  await expectTensor(x.cast("int32"), [n], "int32", i32);
+  // Fused: the conversion runs inside the multiply's kernel.
+  await expectTensor(x.mul(1).cast("uint32"), [n], "uint32", u32);
+  await expectTensor(x.mul(1).cast("int32"), [n], "int32", i32);
+  // float16 sources: 70000 is +Inf in half, 4294967040 too.
+  const h = gyre.tensor([-1.5, 2.7, 70000, -70000, NaN, 65504], { device, dtype: "float16" });
+  await expectTensor(h.cast("uint32"), [6], "uint32", [0, 2, 4294967295, 0, 0, 65504]);
+  await expectTensor(h.mul(1).cast("int32"), [6], "int32", [
+    -1,
+    2,
+    2147483647,
+    -2147483648,
+    0,
+    65504,
+  ]);
+  await expectTensor(
+    gyre.linspace(-3e9, 5e9, 3, { dtype: "uint32", device }),
+    [3],
+    "uint32",
+    [0, 1e9, 4294967295],
+  );
+  await expectTensor(
+    gyre.linspace(-3e9, 3e9, 3, { dtype: "int32", device }),
+    [3],
+    "int32",
+    [-2147483648, 0, 2147483647],
+  );
+  // A pending cast read by a reduction is its prologue.
+  await expectTensor(gyre.max(x.mul(1).cast("uint32")), [], "uint32", [4294967295]);
+  await expectTensor(gyre.min(x.mul(-1).cast("uint32")), [], "uint32", [0]);
+  await expectTensor(gyre.min(x.mul(1).cast("int32")), [], "int32", [-2147483648]);
+  // A cast of a product is its epilogue: [[-3e9, 1.5], [3e9, -1.5]].
+  const a = gyre.tensor([[1], [-1]], { device });
+  const b = gyre.tensor([[-3e9, 1.5]], { device });
+  await expectTensor(gyre.matmul(a, b).cast("uint32"), [2, 2], "uint32", [0, 1, 3e9, 0]);
+  await expectTensor(gyre.matmul(a, b).cast("int32"), [2, 2], "int32", [
+    -2147483648,
+    1,
+    2147483647,
+    -1,
+  ]);
+  for (const t of [x, h, a, b]) t.dispose();
 });
 
 // ---------------------------------------------------------------------------------------------
@@ -789,4 +903,34 @@ test("pow(-1, +-Inf) is 1; softsign of huge values is +-1, of infinities NaN", a
   x.dispose();
   y.dispose();
   huge.dispose();
+});
+
+/** Inputs near 0 (subnormals included), across the ranges' switch points, and the specials. */
+const NEAR_ZERO = [
+  ...[1e-7, 1e-20, 1e-38, 1e-40, 0.3, 0.5, 0.69, 2, 20, 88].flatMap((v) => [v, -v]),
+  0,
+  -0,
+  Infinity,
+  -Infinity,
+  NaN,
+];
+
+test("expm1 and log1p keep their relative precision near 0, alone and fused", async (device) => {
+  // Both were exact-cancellation tricks (Kahan's, Goldberg's) that GPU compilers folded away:
+  // expm1(1e-7) and log1p(1e-7) came out 1.19e-7 on the GPU. The WASM reference rounds a float64
+  // result once: 1 ULP of the exact value, with room for a double rounding.
+  const gpu = device === "gpu";
+  const x = gyre.tensor(NEAR_ZERO, { device });
+  const logInputs = [...NEAR_ZERO, -1, -0.99, -0.5000001, 1, 1.999, 1e6, 3e38];
+  const l = gyre.tensor(logInputs, { device });
+  const options = { flush: gpu, signedZero: true };
+  for (const fused of [false, true]) {
+    // x * 1 is pending: the helper is inlined into the multiply's fused kernel.
+    const [a, b] = fused ? [x.mul(1), l.mul(1)] : [x, l];
+    await expectUlps(a.expm1(), NEAR_ZERO, Math.expm1, gpu ? expm1Ulps : () => 1, options);
+    await expectUlps(b.log1p(), logInputs, Math.log1p, gpu ? log1pUlps : () => 1, options);
+    if (fused) [a, b].forEach((t) => t.dispose());
+  }
+  x.dispose();
+  l.dispose();
 });

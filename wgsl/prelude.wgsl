@@ -7,10 +7,13 @@ fn g_isnan(x: f32) -> bool {
 }
 
 fn g_f32_to_i32(x: f32) -> i32 {
-  // Saturating, NaN to 0, as the WASM reference's i32.trunc_sat_f32_s: WGSL's i32() clamps to
-  // 2^31 - 128 (the largest f32 below 2^31) and leaves NaN to the driver.
+  // Truncation toward zero, saturating at i32's limits, NaN to 0: the WASM reference's
+  // i32.trunc_sat_f32_s. Both limits are tested here: WGSL's i32() clamps only to 2^31 - 128 (the
+  // largest f32 below 2^31) and leaves NaN to the driver, and SPIR-V's conversion is undefined out
+  // of range, so the clamp is up to the WGSL compiler's version.
   if (g_isnan(x)) { return 0; }
   if (x >= 2147483648.0) { return 2147483647; }
+  if (x <= -2147483648.0) { return bitcast<i32>(0x80000000u); }
   return i32(x);
 }
 
@@ -20,9 +23,11 @@ fn g_f32_to_bool(x: f32) -> bool {
 }
 
 fn g_f32_to_u32(x: f32) -> u32 {
-  // As g_f32_to_i32 (i32.trunc_sat_f32_u): WGSL's u32() clamps to 2^32 - 256.
+  // As g_f32_to_i32 (i32.trunc_sat_f32_u): 0 at and below 0 (-0.5 truncates to 0 too), 2^32 - 1
+  // from 2^32 (WGSL's u32() clamps to 2^32 - 256).
   if (g_isnan(x)) { return 0u; }
   if (x >= 4294967296.0) { return 4294967295u; }
+  if (x <= 0.0) { return 0u; }
   return u32(x);
 }
 
@@ -236,23 +241,56 @@ fn g_pow_u32(x: u32, y: u32) -> u32 {
 }
 
 fn g_log1p(x: f32) -> f32 {
-  // Goldberg's trick: exact where 1 + x rounds to 1, accurate elsewhere.
-  let u = 1.0 + x;
-  if (u == 1.0) { return x; }
-  if (g_isnan(u) || u == bitcast<f32>(0x7f800000u)) { return log(u); }
-  // x / (u - 1) is close to 1: multiplying log(u) by x first overflows for x near the f32 maximum.
-  return log(u) * (x / (u - 1.0));
+  // No cancellation tricks: WGSL float math is not exact, so drivers may reassociate it (Mesa's
+  // NIR folds (1 + x) - 1 to x and 1 + x == 1 to x == 0), which turned Goldberg's
+  // log(u) * x / (u - 1), u = 1 + x, into log(1 + x) near 0 (log1p(1e-7) came out 1.19e-7).
+  // For x in [-0.5, 2), log1p(x) = 2 atanh(s) with s = x / (2 + x) in [-1/3, 1/2): the odd series
+  // to s^23 (truncation below 2^-28 relative), Horner in s^2. It also keeps log off u = 1 + x in
+  // [0.5, 2], where WGSL bounds log only to an absolute 2^-21. Below 2^-25, x itself is the
+  // correctly rounded result (and x / 2 would round a subnormal x).
+  if (g_isnan(x)) { return x; }
+  if (abs(x) < 2.9802322387695312e-8) { return x; }
+  if (x >= -0.5 && x < 2.0) {
+    let s = x / (2.0 + x);
+    let s2 = s * s;
+    let p = 0.043478260869565216 * s2 + 0.047619047619047616;
+    let p1 = p * s2 + 0.05263157894736842;
+    let p2 = p1 * s2 + 0.058823529411764705;
+    let p3 = p2 * s2 + 0.06666666666666667;
+    let p4 = p3 * s2 + 0.07692307692307693;
+    let p5 = p4 * s2 + 0.09090909090909091;
+    let p6 = p5 * s2 + 0.1111111111111111;
+    let p7 = p6 * s2 + 0.14285714285714285;
+    let p8 = p7 * s2 + 0.2;
+    let p9 = p8 * s2 + 0.3333333333333333;
+    return (2.0 * s) * (p9 * s2 + 1.0);
+  }
+  if (x < -1.0) { return bitcast<f32>(0x7fc00000u); }
+  if (x == -1.0) { return bitcast<f32>(0xff800000u); }
+  if (x == bitcast<f32>(0x7f800000u)) { return x; }
+  return log(1.0 + x);
 }
 
 fn g_expm1(x: f32) -> f32 {
-  // Kahan's trick: exp(x) - 1 alone loses every digit near 0.
-  let u = exp(x);
-  if (u == 1.0) { return x; }
-  let um1 = u - 1.0;
-  if (um1 == -1.0) { return -1.0; }
-  if (u == bitcast<f32>(0x7f800000u)) { return u; }
-  // x / log(u) is close to 1: um1 * x first overflows for x above ~86.
-  return um1 * (x / log(u));
+  // No cancellation tricks (see g_log1p): Kahan's (u - 1) * x / log(u), u = exp(x), became
+  // exp(x) - 1 once log(exp(x)) folded to x (expm1(1e-7) came out 1.19e-7). Below ln 2 in
+  // magnitude, Taylor to x^10 (truncation below 2^-30 relative), Horner; above, exp(x) - 1, whose
+  // subtraction at most doubles exp's relative error (e^x / |e^x - 1| <= 2 there).
+  if (g_isnan(x)) { return x; }
+  if (abs(x) < 0.6931471805599453) {
+    let p = 2.755731922398589e-7 * x + 2.7557319223985893e-6;
+    let p1 = p * x + 2.48015873015873e-5;
+    let p2 = p1 * x + 0.0001984126984126984;
+    let p3 = p2 * x + 0.001388888888888889;
+    let p4 = p3 * x + 0.008333333333333333;
+    let p5 = p4 * x + 0.041666666666666664;
+    let p6 = p5 * x + 0.16666666666666666;
+    let p7 = p6 * x + 0.5;
+    return x * (p7 * x + 1.0);
+  }
+  // e^x is below half an ULP of 1 there: -1 (and no reliance on exp(-Inf)).
+  if (x < -18.0) { return -1.0; }
+  return exp(x) - 1.0;
 }
 
 fn g_tanh(x: f32) -> f32 {
@@ -321,11 +359,16 @@ fn g_silu(x: f32) -> f32 {
 }
 
 fn g_softplus(x: f32) -> f32 {
-  // log(1 + e^x) = max(x, 0) + log1p(e^-|x|): no overflow for large x, exact 0 limit for small.
+  // log(1 + e^x) = max(x, 0) + log1p(e^-|x|): no overflow for large x, and for negative x
+  // log1p(e^x), as accurate as e^x itself (g_log1p keeps its relative accuracy near 0).
   return select(max(x, 0.0) + g_log1p(exp(-abs(x))), x, g_isnan(x));
 }
 
 fn g_mish(x: f32) -> f32 {
+  // Below -80, mish(x) = x e^x (softplus and tanh are the identity there, to 1e-35), which stays
+  // normal down to x ~ -91.5 while e^x is subnormal (flushed by some GPUs): as g_silu, scaled by
+  // 2^64 inside.
+  if (x < -80.0) { return (x * exp(x + 44.3614195558365)) * 5.421010862427522e-20; }
   return x * g_tanh(g_softplus(x));
 }
 

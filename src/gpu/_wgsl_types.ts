@@ -78,7 +78,8 @@ export function literal(value: number, dtype: DType): string {
     case "u32":
       return `${value >>> 0}u`;
     case "bool":
-      return value ? "true" : "false";
+      // Non-zero is true, NaN included (NaN is falsy in JS).
+      return value !== 0 ? "true" : "false";
   }
 }
 

@@ -32,10 +32,17 @@ export type Expr =
 /** Builders for expression nodes. */
 export const E = {
   input: (index: number, dtype: DType): Expr => ({ kind: "input", index, dtype }),
-  /** A float16 constant holds its half-precision value (0.1 is 0.0999755859375, 1e5 is inf). */
+  /**
+   * A float16 constant holds its half-precision value (0.1 is 0.0999755859375, 1e5 is inf); a
+   * bool constant is 1 for any non-zero value, NaN included (NumPy), not a value a byte truncates.
+   */
   constant: (value: number, dtype: DType): Expr => ({
     kind: "const",
-    value: dtype === "float16" ? f16BitsToF32(f32ToF16Bits(value)) : value,
+    value: dtype === "float16"
+      ? f16BitsToF32(f32ToF16Bits(value))
+      : dtype === "bool"
+      ? (value !== 0 ? 1 : 0)
+      : value,
     dtype,
   }),
   index: (): Expr => ({ kind: "index", dtype: "uint32" }),

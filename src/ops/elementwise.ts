@@ -8,7 +8,7 @@
  * @module
  */
 import { checkDType, type DType, isFloat, isInteger, promoteTypes } from "../dtype.ts";
-import { DTypeError } from "../errors.ts";
+import { describe, DTypeError, ValueError } from "../errors.ts";
 import type { Tensor } from "../tensor.ts";
 import { runElementwise, type TensorLike } from "./_dispatch.ts";
 import { BINARY, type ElementwiseDef, opDef, UNARY } from "./_elementwise_table.ts";
@@ -528,33 +528,60 @@ export function where(condition: TensorLike, a: TensorLike, b: TensorLike): Tens
 }
 
 /**
- * Limits values to `[min, max]`; `null` leaves that side open. NaN stays NaN.
+ * Limits values to `[min, max]`; a missing bound (`null` or `undefined`, NumPy's `None`) leaves
+ * that side open, but one bound must be given. NaN stays NaN (and a NaN bound gives NaN, as NumPy).
  *
  * @example
  * ```ts
  * import * as gyre from "@gyre/gyre";
  * const y = gyre.clip(gyre.tensor([-2, 0.5, 3]), 0, 1); // [0, 0.5, 1]
+ * const z = gyre.clip(gyre.tensor([-2, 0.5, 3]), null, 1); // [-2, 0.5, 1]
  * ```
  */
-export function clip(x: TensorLike, min: number | null, max: number | null): Tensor {
+export function clip(x: TensorLike, min?: number | null, max?: number | null): Tensor {
+  const lo = clipBound("min", min), hi = clipBound("max", max);
+  if (lo === null && hi === null) {
+    throw new ValueError({
+      op: "clip",
+      argument: "min, max",
+      expected: "at least one bound (a number)",
+      received: `${describe(min)} and ${describe(max)}`,
+    });
+  }
   const numeric = opDef("maximum");
   return runElementwise("clip", [x], ["x"], ([leaf], [dtype]) => {
     const ct = computeDtype("clip", numeric, dtype);
     let e = E.cast(leaf, ct);
-    if (min !== null) e = E.binary("maximum", e, E.constant(min, ct));
-    if (max !== null) e = E.binary("minimum", e, E.constant(max, ct));
+    if (lo !== null) e = E.binary("maximum", e, E.constant(lo, ct));
+    if (hi !== null) e = E.binary("minimum", e, E.constant(hi, ct));
     return e;
   });
 }
 
+/** A bound of {@link clip}: a number, or null for none (from `null` or `undefined`). */
+function clipBound(argument: "min" | "max", value: unknown): number | null {
+  if (value === null || value === undefined) return null;
+  if (typeof value !== "number") {
+    throw new ValueError({
+      op: "clip",
+      argument,
+      expected: "a number, or null or undefined for no bound",
+      received: describe(value),
+    });
+  }
+  return value;
+}
+
 /**
- * Converts to another dtype: floats to integers truncate toward zero and saturate; anything to
- * bool is `x != 0`; to float16 rounds to nearest even.
+ * Converts to another dtype: floats to integers truncate toward zero and saturate at the type's
+ * range, NaN to 0; integers to integers wrap; anything to bool is `x != 0` (NaN is true); to
+ * float16 rounds to nearest even. The same on both devices.
  *
  * @example
  * ```ts
  * import * as gyre from "@gyre/gyre";
  * const y = gyre.cast(gyre.tensor([1.7, -1.7]), "int32"); // [1, -1]
+ * const u = gyre.cast(gyre.tensor([-1.5, 5e9, NaN]), "uint32"); // [0, 4294967295, 0]
  * ```
  */
 export function cast(x: TensorLike, dtype: DType): Tensor {

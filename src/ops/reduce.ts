@@ -8,7 +8,7 @@ import { bind, fusedLabel, makePending, type Producer } from "../_lazy.ts";
 import type { GpuBackend } from "../gpu/backend.ts";
 import { normalizeAxes, sizeOf } from "../_shape.ts";
 import { type DType, isFloat } from "../dtype.ts";
-import { _checkNumber, ValueError } from "../errors.ts";
+import { _checkNumber, describe, ValueError } from "../errors.ts";
 import { runtime } from "../runtime.ts";
 import { Tensor } from "../tensor.ts";
 import { evaluate, MAX_FUSED_INPUTS, runElementwise, type TensorLike } from "./_dispatch.ts";
@@ -32,7 +32,10 @@ function reduceSource(t: Tensor, op: string): View | FusedSource {
 
 /** Options of every reduction. */
 export interface ReduceOptions {
-  /** Axes to reduce (negative counts from the end); all axes when omitted. */
+  /**
+   * Axes to reduce (negative counts from the end); all axes when omitted. `[]` reduces none: each
+   * element alone (NumPy's `axis=()`), so sums are the input and variances 0.
+   */
   axis?: number | readonly number[];
   /** Keep reduced axes as length 1. */
   keepdims?: boolean;
@@ -77,7 +80,20 @@ function reduction(op: string, kind: ReduceOp, x: TensorLike, options: ReduceOpt
     }
     if (axes.length === 0 && arg) return evaluate(op, device, E.constant(0, "int32"), [], outShape);
     if (axes.length === 0) {
-      const flat = runElementwise(op, [t], ["x"], ([leaf]) => E.cast(leaf, outDtype));
+      // Over no axes each element is its own reduction (NumPy's axis=()): itself, or for moments
+      // the M2 of one element, 0, NaN for an infinity or a NaN (as g_moments_seed).
+      const flat = runElementwise(op, [t], ["x"], ([leaf]) => {
+        const x = E.cast(leaf, outDtype);
+        if (kind !== "moments") return x;
+        const infinite = E.binary(
+          "equal",
+          E.unary("abs", x),
+          E.constant(Infinity, outDtype),
+          "bool",
+        );
+        const nonFinite = E.binary("logicalOr", E.unary("isnan", x, "bool"), infinite);
+        return E.where(nonFinite, E.constant(NaN, outDtype), E.constant(0, outDtype));
+      });
       try {
         return flat.reshape(outShape);
       } finally {
@@ -249,7 +265,7 @@ function argReduction(
       op,
       argument: "options.axis",
       expected: "one axis (a number) or none",
-      received: String(options.axis),
+      received: describe(options.axis),
     });
   }
   return reduction(op, op, x, options);
@@ -354,7 +370,9 @@ export interface VarianceOptions extends ReduceOptions {
 /**
  * Variance along `axis` with divisor `n - ddof`, two-pass (mean first, then squared deviations),
  * never the cancellation-prone `mean(x^2) - mean(x)^2`. With `n - ddof <= 0` the divisor is 0, as
- * in NumPy and PyTorch: +Inf, or NaN where every value equals the mean (0 / 0) or one is NaN.
+ * in NumPy and PyTorch: +Inf, or NaN where every value equals the mean (0 / 0) or one is NaN. Over
+ * no axes (a 0-d tensor, or `axis: []`) each element's variance is 0 (NaN for an infinity or NaN,
+ * and with `ddof >= 1`).
  *
  * @example
  * ```ts
@@ -385,7 +403,13 @@ export function variance(x: TensorLike, options: VarianceOptions = {}): Tensor {
       keepdims: options.keepdims,
     });
     // No degrees of freedom left: M2 / 0, as NumPy and PyTorch (+Inf; NaN where M2 is 0 or NaN).
-    const result = n - ddof > 0 ? div(m2, n - ddof) : mul(m2, Infinity);
+    // Over no axes M2 is 0 or NaN, so that is NaN: stored directly, as a compiler may fold a
+    // pending 0 * Inf (see mean).
+    const result = n - ddof > 0
+      ? div(m2, n - ddof)
+      : axes.length === 0
+      ? evaluate(op, t.device, E.constant(NaN, m2.dtype), [], m2.shape)
+      : mul(m2, Infinity);
     return t.dtype === "float16" ? cast(result, "float16") : result;
   });
 }
