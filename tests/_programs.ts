@@ -42,8 +42,9 @@ export interface ProgramInput {
 export interface Step {
   op: string;
   args: number[];
-  /** The result's dtype (as generated). */
+  /** The result's dtype and shape (as generated). */
   out: DType;
+  shape: number[];
   // deno-lint-ignore no-explicit-any
   p: Record<string, any>;
 }
@@ -690,7 +691,7 @@ export function generateProgram(seed: number, options: GenerateOptions = {}): Pr
         const depth = Math.max(0, ...args.map((a) => a.depth)) + (exact ? 0 : 1);
         vals.push(infoOf(t, exact, depth, args.some((a) => a.tainted)));
         tensors.push(t);
-        program.steps.push({ op: names[k], ...drawn, out: t.dtype });
+        program.steps.push({ op: names[k], ...drawn, out: t.dtype, shape: [...t.shape] });
         s++;
       }
     });
@@ -748,7 +749,7 @@ export function programInfo(program: Program): Info[] {
     const out = s.out;
     const exact = args.every((a) => a.exact) && OPS[s.op].exact(args, s.p, out);
     vals.push({
-      shape: [],
+      shape: s.shape,
       dtype: out,
       exact,
       depth: Math.max(0, ...args.map((a) => a.depth)) + (exact ? 0 : 1),
@@ -981,7 +982,7 @@ export async function shrink(
       // Cut operand a of step i: it becomes an input with the reference's values.
       for (const a of s.args) {
         if (a < best.inputs.length) continue;
-        const shapeOf = valueShape(best, a);
+        const shapeOf = best.steps[a - best.inputs.length].shape;
         const candidate = cutValue(best, a, shapeOf, Array.from(reference[a]));
         if (await fails(candidate)) {
           best = candidate;
@@ -993,17 +994,6 @@ export async function shrink(
     }
   }
   return best;
-}
-
-function valueShape(program: Program, value: number): number[] {
-  if (value < program.inputs.length) return program.inputs[value].shape;
-  const p = { ...program, outputs: [value] };
-  const inputs = programInputs(p, "wasm");
-  const [t] = interpret(p, inputs, "wasm");
-  const shape = [...t.shape];
-  t.dispose();
-  for (const x of inputs) x.dispose();
-  return shape;
 }
 
 function cutValue(program: Program, value: number, shape: number[], data: number[]): Program {

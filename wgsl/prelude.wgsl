@@ -46,10 +46,13 @@ fn g_min_f32(a: f32, b: f32) -> f32 {
 }
 
 fn g_sign_f32(x: f32) -> f32 {
-  // Chosen on the bits: a compiler may turn the float selects into its sign instruction, which
-  // keeps -0 (lavapipe did); sign(-0) is +0, as NumPy and the WASM reference.
-  let s = select(select(0u, 0xbf800000u, x < 0.0), 0x3f800000u, x > 0.0);
-  return select(bitcast<f32>(s), x, g_isnan(x));
+  // In integer arithmetic on the bits: a compiler turns float comparisons and selects (even of
+  // bit-cast constants) into its sign instruction, which keeps -0 (lavapipe did); sign(-0) is +0,
+  // as NumPy and the WASM reference. NaN stays itself.
+  let bits = bitcast<u32>(x);
+  let magnitude = bits & 0x7fffffffu;
+  let one = (bits & 0x80000000u) | 0x3f800000u;
+  return bitcast<f32>(select(select(one, 0u, magnitude == 0u), bits, magnitude > 0x7f800000u));
 }
 
 fn g_mod_f32(a: f32, b: f32) -> f32 {
