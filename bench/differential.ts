@@ -10,6 +10,7 @@ import * as gyre from "../src/mod.ts";
 import {
   checkJit,
   checkProgram,
+  checkPrograms,
   generateProgram,
   type Program,
   programToJson,
@@ -48,30 +49,37 @@ async function record(
   console.log(`  seed ${seed}: ${kind}: ${why.slice(0, 300)}`);
 }
 
-for (let i = 0; i < count; i++) {
-  const seed = first + i;
-  const withJit = i % jitEvery === 0;
-  const program = generateProgram(seed, { float16, dataSets: withJit ? 3 : 1 });
-  steps += program.steps.length;
-  for (const s of program.steps) {
-    const name = s.p.op ? `${s.op}:${s.p.op}` : s.op;
-    ops.set(name, (ops.get(name) ?? 0) + 1);
+const GROUP = 100;
+for (let i = 0; i < count; i += GROUP) {
+  const seeds = Array.from({ length: Math.min(GROUP, count - i) }, (_, k) => first + i + k);
+  const programs = seeds.map((seed) =>
+    generateProgram(seed, { float16, dataSets: (seed - first) % jitEvery === 0 ? 3 : 1 })
+  );
+  for (const program of programs) {
+    steps += program.steps.length;
+    for (const s of program.steps) {
+      const name = s.p.op ? `${s.op}:${s.p.op}` : s.op;
+      ops.set(name, (ops.get(name) ?? 0) + 1);
+    }
   }
   const check = (p: Program) => checkProgram(p, { gpu });
-  const why = await check(program);
-  if (why) await record(why.split(":")[0], seed, program, why, check);
-  if (withJit) {
+  const results = await checkPrograms(programs, { gpu });
+  for (let k = 0; k < programs.length; k++) {
+    const why = results[k];
+    if (why) await record(why.split(":")[0], seeds[k], programs[k], why, check);
+    if ((seeds[k] - first) % jitEvery !== 0) continue;
     jitted++;
     for (const d of gpu ? ["wasm", "gpu"] as const : ["wasm"] as const) {
       const jitCheck = (p: Program) => checkJit(p, d);
-      const jwhy = await jitCheck(program);
-      if (jwhy) await record(`jit ${d}`, seed, program, jwhy, jitCheck);
+      const jwhy = await jitCheck(programs[k]);
+      if (jwhy) await record(`jit ${d}`, seeds[k], programs[k], jwhy, jitCheck);
     }
   }
-  if ((i + 1) % 1000 === 0 || i + 1 === count) {
+  const done = i + programs.length;
+  if (done % 1000 === 0 || done === count) {
     const s = (performance.now() - started) / 1000;
     const bad = [...failures.values()].reduce((a, b) => a + b, 0);
-    console.log(`  ${i + 1}/${count} programs, ${bad} disagreements, ${s.toFixed(0)} s`);
+    console.log(`  ${done}/${count} programs, ${bad} disagreements, ${s.toFixed(0)} s`);
   }
 }
 

@@ -395,15 +395,16 @@ const OPS: Record<string, OpSpec> = {
     exact: (_args, p, out) => p.op === "cummax" || p.op === "cummin" || !isFloat(out),
   },
   pool: {
-    weight: 0.6,
+    weight: 0.8,
     gen: (rng, vals) => {
       const a = pickValue(
         rng,
         vals,
-        (v) => isFloat(v.dtype) && v.shape.length === 4 && v.shape[2] > 0 && v.shape[3] > 0,
+        (v) => isFloat(v.dtype) && v.shape.length >= 2 && v.shape.every((d) => d > 0),
       );
       if (a < 0) return null;
-      const [, , h, w] = vals[a].shape;
+      // Ranks 2 and 3 are read as one image of one channel, or channels of one image.
+      const [h, w] = vals[a].shape.slice(-2);
       const op = pick(rng, ["maxPool2d", "avgPool2d", "adaptiveAvgPool2d", "adaptiveMaxPool2d"]);
       if (op.startsWith("adaptive")) {
         return { args: [a], p: { op, outputSize: [randInt(rng, 1, h), randInt(rng, 1, w)] } };
@@ -419,8 +420,10 @@ const OPS: Record<string, OpSpec> = {
         },
       };
     },
-    run: ([x], p) => {
+    run: ([value], p) => {
       const { op, outputSize, ...options } = p;
+      const lead = [1, 1].slice(0, Math.max(0, 4 - value.shape.length));
+      const x = gyre.reshape(value, [...lead, ...value.shape.slice(-4)]);
       return op.startsWith("adaptive") ? call(op, x, outputSize) : call(op, x, options);
     },
     exact: (_a, p) => p.op === "maxPool2d" || p.op === "adaptiveMaxPool2d",
@@ -1049,35 +1052,91 @@ export async function checkProgram(
   program: Program,
   options: CheckOptions,
 ): Promise<string | null> {
-  let reference: gyre.TypedArray[];
-  try {
-    reference = await referenceValues(program);
-  } catch (e) {
-    return `the reference threw ${(e as Error).message}`;
-  }
-  const attempt = async (device: gyre.DeviceName, fusion: boolean) => {
+  return (await checkPrograms([program], options))[0];
+}
+
+/**
+ * {@link checkProgram} for many programs, with one GPU read-back for all of them (a read-back
+ * costs a device synchronisation, which dominates small programs). Where that read-back fails
+ * (one program's kernel broke the batch), each program is checked alone.
+ */
+export async function checkPrograms(
+  programs: readonly Program[],
+  options: CheckOptions,
+): Promise<(string | null)[]> {
+  const results: (string | null)[] = [];
+  const references: gyre.TypedArray[][] = [];
+  for (const program of programs) {
+    let why: string | null = null;
     try {
-      return await runProgram(program, device, fusion);
+      references.push(await referenceValues(program));
+      const fused = await runProgram(program, "wasm", true);
+      why = compareOutputs(program, references[references.length - 1], fused, {
+        sameDevice: true,
+      });
+      if (why) why = `wasm fused against the reference: ${why}`;
     } catch (e) {
-      return `${device} ${fusion ? "fused" : "unfused"} threw ${
-        (e as Error).message.slice(0, 400)
-      }`;
+      references.push([]);
+      why = `wasm threw ${(e as Error).message.slice(0, 400)}`;
     }
-  };
-  const wasmFused = await attempt("wasm", true);
-  if (typeof wasmFused === "string") return wasmFused;
-  let why = compareOutputs(program, reference, wasmFused, { sameDevice: true });
-  if (why) return `wasm fused against the reference: ${why}`;
-  if (!options.gpu) return null;
-  const gpuUnfused = await attempt("gpu", false);
-  if (typeof gpuUnfused === "string") return gpuUnfused;
-  why = compareOutputs(program, reference, gpuUnfused, { sameDevice: false });
-  if (why) return `gpu unfused against the reference: ${why}`;
-  const gpuFused = await attempt("gpu", true);
-  if (typeof gpuFused === "string") return gpuFused;
-  why = compareOutputs(program, reference, gpuFused, { sameDevice: true, against: gpuUnfused });
-  if (why) return `gpu fused against gpu unfused: ${why}`;
-  return null;
+    results.push(why);
+  }
+  if (!options.gpu) return results;
+  const rt = gyre.runtime();
+  const saved = rt.fusion;
+  const made: Tensor[] = [];
+  const runs: { index: number; unfused: Tensor[]; fused: Tensor[] }[] = [];
+  try {
+    programs.forEach((program, index) => {
+      if (results[index] !== null) return;
+      try {
+        const inputs = programInputs(program, "gpu");
+        made.push(...inputs);
+        rt.fusion = false;
+        const unfused = interpret(program, inputs, "gpu");
+        made.push(...unfused);
+        rt.fusion = true;
+        const fused = interpret(program, inputs, "gpu");
+        made.push(...fused);
+        runs.push({ index, unfused, fused });
+      } catch (e) {
+        results[index] = `gpu threw ${(e as Error).message.slice(0, 400)}`;
+      } finally {
+        rt.fusion = saved;
+      }
+    });
+    let values: gyre.TypedArray[];
+    try {
+      values = await gyre.readAll(runs.flatMap((r) => [...r.unfused, ...r.fused]));
+    } catch (e) {
+      if (programs.length === 1) {
+        results[runs[0].index] = `gpu threw ${(e as Error).message.slice(0, 400)}`;
+        return results;
+      }
+      for (const r of runs) results[r.index] = await checkProgram(programs[r.index], options);
+      return results;
+    }
+    let at = 0;
+    for (const r of runs) {
+      const program = programs[r.index];
+      const n = program.outputs.length;
+      const unfused = values.slice(at, at + n);
+      const fused = values.slice(at + n, at + 2 * n);
+      at += 2 * n;
+      const reference = references[r.index];
+      let why = compareOutputs(program, reference, unfused, { sameDevice: false });
+      if (why) why = `gpu unfused against the reference: ${why}`;
+      else {
+        why = compareOutputs(program, reference, fused, { sameDevice: true, against: unfused });
+        if (why) why = `gpu fused against gpu unfused: ${why}`;
+      }
+      results[r.index] = why;
+    }
+    return results;
+  } finally {
+    rt.fusion = saved;
+    for (const t of made) t.dispose();
+  }
 }
 
 /** Bit-for-bit equality of two runs' outputs (NaN equals NaN), or why not. */
