@@ -143,6 +143,16 @@ function opaqueConstant(value: number, dtype: DType): string {
 }
 
 /**
+ * An f32 value passed through the kernel's uniform word `zero`, which is always 0: the same
+ * value, but the compiler cannot see through it. WGSL does not make float arithmetic exact, so
+ * without it drivers rewrite across ops as if floats were reals ((a + b) - a to b, exp(log(x))
+ * to x, -y + y to 0, a * b + c to an fma); behind it each op rounds as its own kernel would.
+ */
+export function opaqueF32(v: string, zero: string): string {
+  return `bitcast<f32>(bitcast<u32>(${v}) ^ ${zero})`;
+}
+
+/**
  * WGSL of `gyre_epilogue(result, ...indexParams)`, a fused elementwise consumer of a kernel's
  * result (matmul, reductions): input 0 is the result, rounded to float16 as its unfused store
  * would round it; input k >= 1 is read from `epilogue_in{k}` at `indexOf(k - 1)`, an expression
@@ -157,9 +167,12 @@ export function epilogueFunction(
   zeroWord = "p.pad0",
 ): string {
   const params = [`result: ${computeType(valueDtype)}`, ...indexParams.map((n) => `${n}: u32`)];
+  const value = valueDtype === "float16" ? "g_round_f16(result)" : "result";
+  // Stored and read back when unfused: nothing of the producer's arithmetic may merge with ours.
+  const x0 = computeType(valueDtype) === "f32" ? opaqueF32(value, zeroWord) : value;
   return [
     `fn gyre_epilogue(${params.join(", ")}) -> ${computeType(expr.dtype)} {`,
-    `  let x0 = ${valueDtype === "float16" ? "g_round_f16(result)" : "result"};`,
+    `  let x0 = ${x0};`,
     ...inputDtypes.map((dtype, k) =>
       `  let x${k + 1} = ${loadAs(dtype, `epilogue_in${k + 1}[${indexOf(k)}]`)};`
     ),
@@ -171,6 +184,8 @@ export function epilogueFunction(
 /**
  * Emits the body of `f`: one `let` per distinct inner node in post-order (shared subexpressions
  * are computed once), then the result. `x{k}` are inputs in compute type, `idx` the linear index.
+ * Every float node's value goes through {@link opaqueF32} (behind `p.pad0`, which callers rename
+ * to their kernel's zero word), so a fused kernel rounds exactly as the op-by-op kernels do.
  */
 export function emitBody(root: Expr): string {
   const names = new Map<Expr, string>();
@@ -210,8 +225,9 @@ export function emitBody(root: Expr): string {
         break;
       }
     }
+    const type = computeType(e.dtype);
     const name = `t${lines.length}`;
-    lines.push(`  let ${name}: ${computeType(e.dtype)} = ${code};`);
+    lines.push(`  let ${name}: ${type} = ${type === "f32" ? opaqueF32(code, "p.pad0") : code};`);
     names.set(e, name);
   }
   return `${lines.join("\n")}\n  return ${ref(root)};`;

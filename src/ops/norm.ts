@@ -42,7 +42,7 @@ import { Tensor } from "../tensor.ts";
 import type { Value, WasmBackend, WasmStorage } from "../wasm/backend.ts";
 import { broadcastView, evaluate, runElementwise } from "./_dispatch.ts";
 import { E, type Expr, exprKey, readsIndex } from "./_expr.ts";
-import { emitBody } from "../gpu/_codegen_elementwise.ts";
+import { emitBody, opaqueF32 } from "../gpu/_codegen_elementwise.ts";
 import { computeType, loadAs, storageType } from "../gpu/_wgsl_types.ts";
 import { bind, fusedLabel, makePending, type Producer } from "../_lazy.ts";
 import { runtime } from "../runtime.ts";
@@ -448,12 +448,15 @@ function rowElementwise(
     i,
   ) => (v === 4 ? `vec4<${storageType(i.dtype)}>` : storageType(i.dtype)));
   const params = [
-    "x0: f32",
+    "value: f32",
     ...e.inputs.map((i, k) => `x${k + 1}: ${computeType(i.dtype)}`),
     "idx: u32",
   ];
-  // emitBody hides constants behind the uniform word `p.pad0`; the row kernels' zero is `pad1`.
-  const body = emitBody(e.expr).replaceAll("p.pad0", "p.pad1");
+  // emitBody hides constants and float values behind the uniform word `p.pad0`; the row
+  // kernels' zero is `pad1`. The op's value, stored and read back when unfused, goes through it
+  // too: none of the op's arithmetic may merge with the epilogue's.
+  const x0 = role === "epilogue" ? opaqueF32("value", "p.pad0") : "value";
+  const body = `  let x0 = ${x0};\n${emitBody(e.expr)}`.replaceAll("p.pad0", "p.pad1");
   const scalar = `fn gyre_${role}(${params.join(", ")}) -> f32 {\n${body}\n}`;
   const lanes = v === 4 ? ["x", "y", "z", "w"] : [""];
   const at = (k: number, lane: string) => {

@@ -1,0 +1,265 @@
+/**
+ * Fused GPU kernels round as the op-by-op kernels do, bit for bit: no algebraic rewrite crosses an
+ * op boundary ((a + b) - a, exp(log x), sqrt(x) * sqrt(x), -y + y, a * b + c contracted to an fma)
+ * in any kernel family that embeds an expression (elementwise, reduction prologues, row-kernel
+ * prologues and epilogues, matmul prologues and epilogues).
+ */
+import assert from "node:assert/strict";
+import * as gyre from "../src/mod.ts";
+import { devices } from "./_devices.ts";
+
+const DEVICES = await devices();
+const hasGpu = DEVICES.includes("gpu");
+
+/** 1 + 2^-12: (1 + 2^-12)^2 - 1 is 2^-11 rounded, 2^-11 + 2^-24 as an fma. */
+const E12 = 1 + 2 ** -12;
+
+/** An expression over tensors of shape [2, 4], and the ops it fuses (the kernel label's part). */
+interface Example {
+  name: string;
+  label: string;
+  /** Each input's 8 elements (two rows of 4). */
+  inputs: number[][];
+  f: (xs: gyre.Tensor[]) => gyre.Tensor;
+  dtype?: gyre.DType;
+}
+
+const EXAMPLES: Example[] = [
+  {
+    name: "(a + b) - a",
+    label: "add+sub",
+    inputs: [[1e8, 3, 1e8, 3, 1, 2, 5, 7], [1, 0.1, -1, 0.5, 0.25, 0.1, 0.3, 0.7]],
+    f: ([a, b]) => a.add(b).sub(a),
+  },
+  {
+    name: "exp(log(x))",
+    label: "log+exp",
+    inputs: [[-1, 4, -2, 0.5, 3, -0.25, 7, 2]],
+    f: ([x]) => x.log().exp(),
+  },
+  {
+    name: "sqrt(x) * sqrt(x)",
+    label: "sqrt+mul",
+    inputs: [[-1, 2, 3, -4, 5, 6, -7, 10]],
+    f: ([x]) => {
+      const s = x.sqrt();
+      return s.mul(s);
+    },
+  },
+  {
+    name: "-y + y",
+    label: "neg+add",
+    inputs: [[Infinity, -Infinity, 1, 2, 3, Infinity, -5, 6]],
+    f: ([y]) => y.neg().add(y),
+  },
+  {
+    name: "a * b + c (no fma)",
+    label: "mul+add",
+    inputs: [new Array(8).fill(E12), new Array(8).fill(E12), new Array(8).fill(-1)],
+    f: ([a, b, c]) => a.mul(b).add(c),
+  },
+  {
+    name: "float16 (a + b) - a",
+    label: "add+sub",
+    dtype: "float16",
+    // 2048 + 1 rounds to 2048 in float16.
+    inputs: [[2048, 2048, 3, 1, 2048, 5, 6, 7], [1, -1, 0.1, 0.5, 3, 1, 2, 3]],
+    f: ([a, b]) => a.add(b).sub(a),
+  },
+];
+
+/** The places an example's expression can be fused into, with the label its kernel gets. */
+const CONTEXTS: {
+  name: string;
+  label: (op: string) => string;
+  run: (e: Example, xs: gyre.Tensor[]) => gyre.Tensor;
+}[] = [
+  { name: "elementwise kernel", label: (op) => op, run: (e, xs) => e.f(xs) },
+  {
+    name: "reduction prologue",
+    label: (op) => `${op}+sum`,
+    run: (e, xs) => gyre.sum(e.f(xs), { axis: 1 }),
+  },
+  {
+    name: "softmax prologue",
+    label: (op) => `${op}+softmax`,
+    run: (e, xs) => gyre.softmax(e.f(xs), { axis: 1 }),
+  },
+  {
+    name: "layerNorm prologue",
+    label: (op) => `${op}+layerNorm`,
+    run: (e, xs) => gyre.layerNorm(e.f(xs), { axis: 1 }),
+  },
+  {
+    name: "matmul prologue",
+    label: (op) => `${op}+matmul`,
+    // [2, 4] @ [4, 3]: an identity and a column of ones, exact for finite operands.
+    run: (e, xs) => gyre.matmul(e.f(xs), gyre.tensor(IDENTITY_4X3, { dtype: xs[0].dtype })),
+  },
+];
+
+const IDENTITY_4X3 = [[1, 0, 1], [0, 1, 1], [0, 0, 1], [0, 0, 1]];
+
+/** Same value, bit for bit, but for NaN payloads (float16 results arrive widened). */
+function sameValue(a: number, b: number): boolean {
+  return Object.is(a, b) || (Number.isNaN(a) && Number.isNaN(b));
+}
+
+/**
+ * Runs `build` on the GPU fused, asserting through `explain` that its kernels are all `label`
+ * (so the fused path ran), then with fusion off; returns both results.
+ */
+async function fusedAndUnfused(
+  build: () => gyre.Tensor,
+  label: string,
+): Promise<{ fused: number[]; unfused: number[] }> {
+  const rt = gyre.runtime();
+  const { kernels, outputs } = gyre.explain(() => gyre.tidy(build), { print: false });
+  const fused = Array.from(await outputs[0].data());
+  outputs.forEach((t) => t.dispose());
+  assert.ok(kernels.length > 0, "no kernel ran");
+  for (const k of kernels) assert.equal(k.kernel, label, kernels.map((x) => x.kernel).join(", "));
+  rt.fusion = false;
+  try {
+    const out = gyre.tidy(build);
+    const unfused = Array.from(await out.data());
+    out.dispose();
+    return { fused, unfused };
+  } finally {
+    rt.fusion = true;
+  }
+}
+
+function assertSame(fused: number[], unfused: number[], what: string): void {
+  assert.equal(fused.length, unfused.length, what);
+  fused.forEach((v, i) =>
+    assert.ok(sameValue(v, unfused[i]), `${what} [${i}]: fused ${v}, op by op ${unfused[i]}`)
+  );
+}
+
+for (const context of CONTEXTS) {
+  for (const example of EXAMPLES) {
+    Deno.test({
+      name: `fusion IEEE: ${example.name} in a ${context.name} equals op by op`,
+      ignore: !hasGpu,
+      fn: async () => {
+        const dtype = example.dtype ?? "float32";
+        const xs = example.inputs.map((values) =>
+          gyre.tensor(values, { dtype, shape: [2, 4], device: "gpu" }).realize()
+        );
+        try {
+          const { fused, unfused } = await fusedAndUnfused(
+            () => context.run(example, xs),
+            context.label(example.label),
+          );
+          assertSame(fused, unfused, `${example.name} in a ${context.name}`);
+          if (context.name === "elementwise kernel") {
+            // The WASM reference: NaN where IEEE arithmetic gives NaN, the roundings of each op.
+            const wasm = gyre.tidy(() =>
+              example.f(
+                example.inputs.map((v) => gyre.tensor(v, { dtype, shape: [2, 4], device: "wasm" })),
+              )
+            );
+            const want = Array.from(await wasm.data());
+            wasm.dispose();
+            want.forEach((w, i) => {
+              const v = fused[i];
+              const ok = Number.isNaN(w)
+                ? Number.isNaN(v)
+                : Math.abs(v - w) <= 2 ** -20 * Math.abs(w);
+              assert.ok(ok, `[${i}]: gpu ${v}, wasm ${w}`);
+            });
+          }
+        } finally {
+          xs.forEach((t) => t.dispose());
+        }
+      },
+    });
+  }
+}
+
+/** Matmul epilogues: the product P = A @ I is A exactly, then the example's pattern on P. */
+const EPILOGUES: {
+  name: string;
+  label: string;
+  a: number[];
+  f: (p: gyre.Tensor) => gyre.Tensor;
+}[] = [
+  {
+    name: "matmul(a, b).add(x).sub(x)",
+    label: "matmul+add+sub",
+    a: [1, 0.1, 3, -0.25],
+    f: (p) => {
+      const x = gyre.tensor([[1e8, 1e8], [1e8, 1e8]], { device: "gpu" });
+      return p.add(x).sub(x);
+    },
+  },
+  { name: "exp(log(P))", label: "matmul+log+exp", a: [-1, 4, 0.5, -3], f: (p) => p.log().exp() },
+  {
+    name: "sqrt(P) * sqrt(P)",
+    label: "matmul+sqrt+mul",
+    a: [-1, 2, 3, 5],
+    f: (p) => {
+      const s = p.sqrt();
+      return s.mul(s);
+    },
+  },
+  {
+    name: "-y + y with y infinite",
+    label: "matmul+mul+neg+add",
+    a: [1, -2, 3, 0.5],
+    f: (p) => {
+      const y = p.mul(Infinity);
+      return y.neg().add(y);
+    },
+  },
+  {
+    name: "P * b + c (no fma)",
+    label: "matmul+mul+add",
+    a: [E12, E12, E12, 1],
+    f: (p) => p.mul(E12).add(-1),
+  },
+];
+
+for (const e of EPILOGUES) {
+  Deno.test({
+    name: `fusion IEEE: ${e.name} in a matmul epilogue equals op by op`,
+    ignore: !hasGpu,
+    fn: async () => {
+      const a = gyre.tensor(e.a, { shape: [2, 2], device: "gpu" }).realize();
+      const eye = gyre.tensor([[1, 0], [0, 1]], { device: "gpu" }).realize();
+      try {
+        const { fused, unfused } = await fusedAndUnfused(() => e.f(gyre.matmul(a, eye)), e.label);
+        assertSame(fused, unfused, e.name);
+      } finally {
+        a.dispose();
+        eye.dispose();
+      }
+    },
+  });
+}
+
+Deno.test({
+  name: "fusion IEEE: a softmax epilogue and a reduction epilogue equal op by op",
+  ignore: !hasGpu,
+  fn: async () => {
+    const x = gyre.tensor([[1, 3, 2, 0], [5, -1, 0.5, 2]], { device: "gpu" }).realize();
+    const big = gyre.tensor([1e8, -1e8], { device: "gpu" }).realize();
+    try {
+      const s = await fusedAndUnfused(
+        () => gyre.softmax(x, { axis: 1 }).add(1e8).sub(1e8),
+        "softmax+add+sub",
+      );
+      assertSame(s.fused, s.unfused, "softmax epilogue");
+      const r = await fusedAndUnfused(
+        () => gyre.sum(x, { axis: 1 }).add(big).sub(big),
+        "sum+add+sub",
+      );
+      assertSame(r.fused, r.unfused, "sum epilogue");
+      assert.deepEqual(r.fused, [8, 8]); // 6 + 1e8 and 6.5 - 1e8 round to 8 past 1e8
+    } finally {
+      x.dispose();
+      big.dispose();
+    }
+  },
+});
