@@ -2,7 +2,8 @@
  * Fused GPU kernels round as the op-by-op kernels do, bit for bit: no algebraic rewrite crosses an
  * op boundary ((a + b) - a, exp(log x), sqrt(x) * sqrt(x), -y + y, a * b + c contracted to an fma)
  * in any kernel family that embeds an expression (elementwise, reduction prologues, row-kernel
- * prologues and epilogues, matmul prologues and epilogues).
+ * prologues and epilogues, matmul prologues and epilogues). Scalars are uniforms: a new value
+ * compiles no new kernel.
  */
 import assert from "node:assert/strict";
 import * as gyre from "../src/mod.ts";
@@ -260,6 +261,70 @@ Deno.test({
     } finally {
       x.dispose();
       big.dispose();
+    }
+  },
+});
+
+Deno.test({
+  name: "scalars: a loop over new JS scalars compiles no new kernels",
+  ignore: !hasGpu,
+  fn: async () => {
+    const gpu = gyre.runtime().gpu!;
+    const x = gyre.tensor([1, 2, 3, 4, 5, 6, 7, 8], { device: "gpu" }).realize();
+    const xv = await x.data();
+    // realize: a pending tensor disposed unread is never computed.
+    const step = (i: number) => gyre.tidy(() => x.mul(0.1 / Math.sqrt(i)).add(i).neg()).realize();
+    step(1).dispose(); // compiles the kernel
+    const before = gpu.pipelineCount;
+    const compiled = gpu.pipelinesCompiled;
+    for (let i = 1; i <= 200; i++) {
+      const y = step(i);
+      if (i % 50 === 0 || i === 7) {
+        const yv = await y.data();
+        const c = Math.fround(0.1 / Math.sqrt(i));
+        yv.forEach((v, j) => assert.equal(v, -Math.fround(Math.fround(xv[j] * c) + i), `${i}`));
+      }
+      y.dispose();
+    }
+    assert.equal(gpu.pipelinesCompiled - compiled, 0, "kernels compiled in the loop");
+    assert.equal(gpu.pipelineCount, before);
+    x.dispose();
+  },
+});
+
+Deno.test({
+  name: "scalars: constants of every dtype travel in the uniforms",
+  ignore: !hasGpu,
+  fn: async () => {
+    const gpu = gyre.runtime().gpu!;
+    for (const [k, i] of [[0.1, 3], [-2.5, -7], [1e5, 2 ** 31 - 1]]) {
+      const compiled = gpu.pipelinesCompiled;
+      const f = gyre.tensor([1, 2], { device: "gpu" });
+      const h = gyre.tensor([1, 2], { dtype: "float16", device: "gpu" });
+      const n = gyre.tensor([1, 2], { dtype: "int32", device: "gpu" });
+      const u = gyre.tensor([1, 2], { dtype: "uint32", device: "gpu" });
+      const b = gyre.tensor([true, false], { device: "gpu" });
+      const outs = [
+        f.mul(k).add(i),
+        h.mul(k), // the float16 constant holds its half-precision value (1e5 is infinity)
+        n.add(i),
+        u.mul(Math.abs(i)),
+        gyre.where(b.logicalAnd(k > 0), f, gyre.full([2], k, { device: "gpu" })),
+      ];
+      const got = (await gyre.readAll(outs)).map((a) => Array.from(a));
+      const k16 = gyre.tensor([k], { dtype: "float16", device: "wasm" });
+      const half = (await k16.data())[0];
+      k16.dispose();
+      assert.deepEqual(got, [
+        [Math.fround(Math.fround(k) + i), Math.fround(Math.fround(2 * Math.fround(k)) + i)],
+        [half, Math.abs(2 * half) > 65504 ? Infinity : 2 * half],
+        [(1 + i) | 0, (2 + i) | 0],
+        [Math.abs(i) >>> 0, (2 * Math.abs(i)) >>> 0],
+        k > 0 ? [1, Math.fround(k)] : [Math.fround(k), Math.fround(k)],
+      ]);
+      for (const t of [f, h, n, u, b, ...outs]) t.dispose();
+      // The first values compile the kernels; later ones reuse them.
+      if (k !== 0.1) assert.equal(gpu.pipelinesCompiled - compiled, 0, `compiled for ${k}`);
     }
   },
 });

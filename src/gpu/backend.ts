@@ -37,6 +37,7 @@ import {
 } from "./_codegen_transpose.ts";
 import { CommandBatch, type Kernel, type TimestampSlot } from "./batch.ts";
 import {
+  constantWords,
   elementwiseKey,
   type ElementwiseSpec,
   elementwiseUniforms,
@@ -144,6 +145,9 @@ export class GpuBackend implements Backend {
     return this.#pipelines.size;
   }
 
+  /** Kernels compiled since the backend started (for tests). */
+  pipelinesCompiled = 0;
+
   /** Throws when the device is lost or a dtype is unsupported. For op modules. */
   _check(op: string, dtypes: DType[]): void {
     if (this.lostReason !== null) {
@@ -174,6 +178,7 @@ export class GpuBackend implements Backend {
     let kernel = this.#pipelines.get(key);
     if (!kernel) {
       kernel = this.batch.compile(source(), storageCount, writable);
+      this.pipelinesCompiled++;
       this.#pipelines.set(key, kernel);
     }
     return kernel;
@@ -398,7 +403,14 @@ export class GpuBackend implements Backend {
     outDtype: DType,
     fused?: { expr: Expr; inputs: View[] },
   ): GpuStorage | null {
-    const epilogue = fused ? reduceEpilogue(fused.expr, fused.inputs, outDtype) : undefined;
+    // Constant slots: the prologue's, then the epilogue's; every pass carries them all.
+    const prologueConstants = "expr" in source ? constantWords(source.expr) : [];
+    const constants = fused
+      ? [...prologueConstants, ...constantWords(fused.expr)]
+      : prologueConstants;
+    const epilogue = fused
+      ? reduceEpilogue(fused.expr, fused.inputs, outDtype, prologueConstants.length)
+      : undefined;
     if (epilogue === null) return null;
     // The kernel stores the epilogue's dtype (a cast may end it) or the reduction's.
     const storedDtype = epilogue?.dtype ?? outDtype;
@@ -490,7 +502,17 @@ export class GpuBackend implements Backend {
     const sources = views.map((v) => (v.storage as GpuStorage).buffer);
     const extra = views.slice(1).map((v) => ({ offset: v.offset, ...split(v) }));
     const firstUniforms = (chunks: number) =>
-      reduceUniforms(rows, rowLength, chunks, chunkLength, input.offset, outer, inner, extra);
+      reduceUniforms(
+        rows,
+        rowLength,
+        chunks,
+        chunkLength,
+        input.offset,
+        outer,
+        inner,
+        extra,
+        constants,
+      );
     const lastWorkgroup = choice.chunks > 1 && choice.combineChunks === "last-workgroup" &&
       choice.variant === "workgroup";
     const bindings = sources.length + epilogueBuffers.length + (lastWorkgroup ? 2 : 1);
@@ -544,10 +566,17 @@ export class GpuBackend implements Backend {
       { ...second, epilogue },
       [partials.buffer, ...epilogueBuffers, out.buffer],
       1,
-      reduceUniforms(rows, choice.chunks, 1, choice.chunks, 0, flat, {
-        shape: [choice.chunks],
-        strides: [1],
-      }),
+      reduceUniforms(
+        rows,
+        choice.chunks,
+        1,
+        choice.chunks,
+        0,
+        flat,
+        { shape: [choice.chunks], strides: [1] },
+        [],
+        constants,
+      ),
     );
     this.free(partials);
     return out;
