@@ -3,7 +3,7 @@
  * op boundary ((a + b) - a, exp(log x), sqrt(x) * sqrt(x), -y + y, a * b + c contracted to an fma)
  * in any kernel family that embeds an expression (elementwise, reduction prologues, row-kernel
  * prologues and epilogues, matmul prologues and epilogues). Scalars are uniforms: a new value
- * compiles no new kernel.
+ * compiles no new kernel, and the kernel cache stays bounded.
  */
 import assert from "node:assert/strict";
 import * as gyre from "../src/mod.ts";
@@ -325,6 +325,88 @@ Deno.test({
       for (const t of [f, h, n, u, b, ...outs]) t.dispose();
       // The first values compile the kernels; later ones reuse them.
       if (k !== 0.1) assert.equal(gpu.pipelinesCompiled - compiled, 0, `compiled for ${k}`);
+    }
+  },
+});
+
+Deno.test({
+  name: "pipelines: the kernel cache is bounded, least recently used out, and recompiles",
+  ignore: !hasGpu,
+  fn: async () => {
+    const gpu = gyre.runtime().gpu!;
+    const limit = gpu.pipelineLimit;
+    const x = gyre.tensor([1, 2, 3], { device: "gpu" }).realize();
+    // A chain of k additions: a distinct kernel for each k.
+    const chain = async (k: number) => {
+      const y = gyre.tidy(() => {
+        let t = x;
+        for (let i = 0; i < k; i++) t = t.add(1);
+        return t;
+      });
+      assert.deepEqual(Array.from(await y.data()), [1 + k, 2 + k, 3 + k], `chain ${k}`);
+      y.dispose();
+    };
+    try {
+      gpu.pipelineLimit = 4;
+      for (let k = 1; k <= 12; k++) await chain(k);
+      assert.ok(gpu.pipelineCount <= 4, `${gpu.pipelineCount} kernels cached`);
+      // Kernels 9..12 are cached; 9 used again becomes the most recent, so 13 evicts 10.
+      let compiled = gpu.pipelinesCompiled;
+      await chain(9);
+      assert.equal(gpu.pipelinesCompiled, compiled, "chain 9 was cached");
+      await chain(13);
+      assert.equal(gpu.pipelinesCompiled, compiled + 1);
+      compiled = gpu.pipelinesCompiled;
+      await chain(9);
+      assert.equal(gpu.pipelinesCompiled, compiled, "chain 9 stayed cached");
+      await chain(10); // evicted: compiled again, and right
+      assert.equal(gpu.pipelinesCompiled, compiled + 1, "chain 10 was evicted");
+      await chain(1);
+      assert.ok(gpu.pipelineCount <= 4);
+    } finally {
+      gpu.pipelineLimit = limit;
+      x.dispose();
+    }
+  },
+});
+
+Deno.test({
+  name: "pipelines: a jit plan replays its kernels after the cache evicted them",
+  ignore: !hasGpu,
+  fn: async () => {
+    const gpu = gyre.runtime().gpu!;
+    const limit = gpu.pipelineLimit;
+    let scale = 2;
+    const f = gyre.jit((t: gyre.Tensor) => gyre.relu(t.mul(scale).sub(1)).sum());
+    const x = gyre.tensor([1, 2, 3, 4], { device: "gpu" }).realize();
+    const y = gyre.tensor([1, 1, 1, 1], { device: "gpu" }).realize();
+    try {
+      gpu.pipelineLimit = 2;
+      const first = f(x) as gyre.Tensor;
+      assert.deepEqual(Array.from(await first.data()), [16]);
+      first.dispose();
+      // Four other kernels (chains of 1 to 4 exp+neg) push the traced ones out of the cache.
+      const compiled = gpu.pipelinesCompiled;
+      for (let k = 1; k <= 4; k++) {
+        const z = gyre.tidy(() => {
+          let t = x;
+          for (let i = 0; i < k; i++) t = t.exp().neg();
+          return t;
+        });
+        await z.data();
+        z.dispose();
+      }
+      assert.equal(gpu.pipelinesCompiled - compiled, 4);
+      assert.ok(gpu.pipelineCount <= 2);
+      // The replay re-issues the trace's uniforms: its constants are the trace's (scale 2).
+      scale = 3;
+      const again = f(y) as gyre.Tensor;
+      assert.deepEqual(Array.from(await again.data()), [4]);
+      again.dispose();
+    } finally {
+      gpu.pipelineLimit = limit;
+      x.dispose();
+      y.dispose();
     }
   },
 });

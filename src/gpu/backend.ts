@@ -128,7 +128,13 @@ export class GpuBackend implements Backend {
     const s = this.#owners.get(buffer);
     return s && s.refs > 0 ? s : undefined;
   }
+  /** Compiled kernels by key, least recently used first (a Map keeps insertion order). */
   #pipelines = new Map<string, Kernel>();
+  /**
+   * The most compiled kernels kept; past it the least recently used is dropped (and compiled
+   * again if it is needed again). A jit plan holds its kernels itself, so it is not affected.
+   */
+  pipelineLimit = 512;
 
   constructor(acquired: AcquiredDevice) {
     this.device = acquired.device;
@@ -145,7 +151,7 @@ export class GpuBackend implements Backend {
     return this.#pipelines.size;
   }
 
-  /** Kernels compiled since the backend started (for tests). */
+  /** Kernels compiled since the backend started, recompiles after eviction included (for tests). */
   pipelinesCompiled = 0;
 
   /** Throws when the device is lost or a dtype is unsupported. For op modules. */
@@ -176,13 +182,27 @@ export class GpuBackend implements Backend {
    */
   _pipeline(key: string, storageCount: number, source: () => string, writable = 1): Kernel {
     let kernel = this.#pipelines.get(key);
-    if (!kernel) {
-      kernel = this.batch.compile(source(), storageCount, writable);
-      this.pipelinesCompiled++;
-      this.#pipelines.set(key, kernel);
+    if (kernel) {
+      if (key !== this.#lastKey) {
+        // Moved to the most recently used end.
+        this.#pipelines.delete(key);
+        this.#pipelines.set(key, kernel);
+        this.#lastKey = key;
+      }
+      return kernel;
+    }
+    kernel = this.batch.compile(source(), storageCount, writable);
+    this.pipelinesCompiled++;
+    this.#pipelines.set(key, kernel);
+    this.#lastKey = key;
+    for (const old of this.#pipelines.keys()) {
+      if (this.#pipelines.size <= Math.max(1, this.pipelineLimit)) break;
+      this.#pipelines.delete(old);
     }
     return kernel;
   }
+  /** The key used last (already at the most recently used end). */
+  #lastKey = "";
 
   /** Destroys pooled (unused) buffers. */
   trim(): void {
