@@ -283,9 +283,14 @@ export function emitBody(root: Expr, options: BodyOptions = {}): string {
   return `${lines.join("\n")}\n  return ${ref(root)};`;
 }
 
-/** A float16 node's value is rounded to half precision, as its storage would be. */
+/**
+ * A float16 node's value is rounded to half precision, as its storage would be: by bit
+ * arithmetic, because a driver may fold f32(f16(x)) back to x (NVIDIA's did), which a fused
+ * kernel would then compute on unrounded, and f16() of a value past float16's range is
+ * indeterminate (the WASM reference rounds it to infinity).
+ */
 function roundIfHalf(dtype: DType, code: string): string {
-  return dtype === "float16" ? `f32(f16(${code}))` : code;
+  return dtype === "float16" ? `g_round_f16(${code})` : code;
 }
 
 function usesHalf(s: ElementwiseSpec): boolean {
