@@ -281,30 +281,26 @@ Deno.test("fusion: random expression trees, fused equal op by op (both devices)"
           }
           const [fused, eager] = results;
           assert.equal(fused.length, eager.length);
-          // WASM evaluates node by node either way: identical. The GPU may contract a*b+c into a
-          // fused multiply-add inside one kernel but not across kernels: a few ulp, and floor and
-          // where can turn such an ulp into a step, so compare with a tolerance that admits those
-          // rare flips only on the GPU.
+          // Identical: WASM evaluates node by node either way, and a fused GPU kernel hides each
+          // float node's value from the compiler, so nothing is rewritten or contracted across
+          // ops (see emitBody). Only a sum may add in another order on the GPU (its plan reads a
+          // fused prologue's broadcast inputs through strides, the unfused buffer as vec4): an
+          // ulp, which floor and where can turn into a step, so a rare flip is admitted there.
+          const sums = JSON.stringify(tree).includes("sumLast") && device === "gpu";
           let mismatches = 0;
           fused.forEach((v, i) => {
             const w = eager[i];
             const ok = Number.isNaN(w)
               ? Number.isNaN(v)
-              : device === "wasm"
-              ? Object.is(v, w) || v === w
-              : Math.abs(v - w) <= 1e-5 * Math.max(1, Math.abs(w));
+              : sums
+              ? Math.abs(v - w) <= 1e-5 * Math.max(1, Math.abs(w))
+              : Object.is(v, w);
             if (!ok) mismatches++;
           });
-          if (device === "wasm") {
-            assert.equal(
-              mismatches,
-              0,
-              `wasm fused != op by op for ${JSON.stringify(tree)}`,
-            );
-          } else {assert.ok(
-              mismatches <= Math.max(1, fused.length / 100),
-              `gpu: ${mismatches} of ${fused.length} differ for ${JSON.stringify(tree)}`,
-            );}
+          assert.ok(
+            mismatches <= (sums ? Math.max(1, fused.length / 100) : 0),
+            `${device}: ${mismatches} of ${fused.length} differ for ${JSON.stringify(tree)}`,
+          );
         }
       },
     ),

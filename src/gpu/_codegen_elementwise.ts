@@ -7,7 +7,7 @@
 import { isContiguous } from "../_shape.ts";
 import { type DType, f16BitsToF32, f32ToF16Bits } from "../dtype.ts";
 import type { Expr } from "../ops/_expr.ts";
-import { exprKey, postOrder } from "../ops/_expr.ts";
+import { constantNodes, exprKey, postOrder } from "../ops/_expr.ts";
 import { opDef } from "../ops/_elementwise_table.ts";
 import { computeType, convert, loadAs, preludeFor, storageType, storeAs } from "./_wgsl_types.ts";
 
@@ -90,8 +90,8 @@ export function elementwiseKey(s: ElementwiseSpec): string {
 }
 
 /**
- * Words of the uniform block: header, offsets, shape, strides per input. A target output takes
- * the slot after the last input.
+ * Words of the uniform block: header, offsets, shape, strides per input (a target output takes
+ * the slot after the last input); the expression's constants follow (`consts`).
  */
 function layout(s: ElementwiseSpec) {
   const slots = s.inputs.length + (s.output === "fresh" ? 0 : 1);
@@ -116,37 +116,94 @@ export function elementwiseUniforms(
   offsets.forEach((o, k) => (u[4 + k] = o));
   shape.forEach((d, i) => (u[l.shapeBase + i] = d));
   strides.forEach((st, k) => st.forEach((v, i) => (u[l.strideBase + 8 * k + i] = v)));
-  return u;
+  return withConstants(u, constantWords(s.expr));
 }
 
 const bitsF32 = new Float32Array(1);
 const bitsU32 = new Uint32Array(bitsF32.buffer);
 
-/**
- * A constant the shader compiler cannot fold: its bits go through the uniform word `pad0`, which
- * is always 0. WGSL lets a driver assume that no infinity or NaN occurs, and folding lets it act
- * on that: lavapipe compiles `x / 0.0` (a literal zero, or `select(0.0, 1.0, false)`) to 0.
- */
-function opaqueConstant(value: number, dtype: DType): string {
+/** The uniform word of a constant of `dtype`: its compute type's bits (bool: 0 or 1). */
+function constantWord(value: number, dtype: DType): number {
   switch (computeType(dtype)) {
     case "f32":
       // A float16 constant holds a half-precision value, as it does on WASM.
       bitsF32[0] = dtype === "float16" ? f16BitsToF32(f32ToF16Bits(value)) : value;
-      return `bitcast<f32>(${bitsU32[0]}u ^ p.pad0)`;
+      return bitsU32[0];
     case "i32":
-      return `bitcast<i32>(${(value | 0) >>> 0}u ^ p.pad0)`;
+      return (value | 0) >>> 0;
     case "u32":
-      return `(${value >>> 0}u ^ p.pad0)`;
+      return value >>> 0;
     case "bool":
-      return value ? "(p.pad0 == 0u)" : "(p.pad0 != 0u)";
+      return value ? 1 : 0;
   }
+}
+
+/**
+ * The uniform words of an expression's constants in slot order (see {@link emitBody}). They are
+ * data, not shader text: a new scalar compiles no new kernel. And the compiler cannot fold them:
+ * WGSL lets a driver assume that no infinity or NaN occurs, and folding lets it act on that
+ * (lavapipe compiles `x / 0.0`, a literal zero, to 0).
+ */
+export function constantWords(root: Expr): number[] {
+  return constantNodes(root).map((e) => constantWord(e.value, e.dtype));
+}
+
+/**
+ * The last member of a Params struct holding `count` constant slots (`p.consts`), or "" for none.
+ * Its packer puts the words at the next 16-byte boundary: {@link withConstants}.
+ */
+export function constantsMember(count: number): string {
+  return count > 0 ? `, consts: array<vec4<u32>, ${Math.ceil(count / 4)}>` : "";
+}
+
+/** A uniform block with `constants` appended as the Params struct's trailing `consts` member. */
+export function withConstants(u: Uint32Array, constants: readonly number[]): Uint32Array {
+  if (!constants.length) return u;
+  const at = Math.ceil(u.length / 4) * 4;
+  const out = new Uint32Array(at + Math.ceil(constants.length / 4) * 4);
+  out.set(u);
+  out.set(constants, at);
+  return out;
+}
+
+/** Reads constant slot `slot` of `p.consts` in the compute type of `dtype`. */
+function constantRead(slot: number, dtype: DType): string {
+  const word = `p.consts[${slot >> 2}][${slot & 3}]`;
+  switch (computeType(dtype)) {
+    case "f32":
+      return `bitcast<f32>(${word})`;
+    case "i32":
+      return `bitcast<i32>(${word})`;
+    case "u32":
+      return word;
+    case "bool":
+      return `(${word} != 0u)`;
+  }
+}
+
+/**
+ * An f32 value passed through the kernel's uniform word `zero`, which is always 0: the same
+ * value, but the compiler cannot see through it. WGSL does not make float arithmetic exact, so
+ * without it drivers rewrite across ops as if floats were reals ((a + b) - a to b, exp(log(x))
+ * to x, -y + y to 0, a * b + c to an fma); behind it each op rounds as its own kernel would.
+ */
+export function opaqueF32(v: string, zero: string): string {
+  return `bitcast<f32>(bitcast<u32>(${v}) ^ ${zero})`;
+}
+
+/** Where {@link emitBody} finds a kernel's zero word and its constants. */
+export interface BodyOptions {
+  /** The kernel's uniform word that is always 0 (default `p.pad0`). */
+  zero?: string;
+  /** The expression's first constant slot in `p.consts` (default 0). */
+  constantBase?: number;
 }
 
 /**
  * WGSL of `gyre_epilogue(result, ...indexParams)`, a fused elementwise consumer of a kernel's
  * result (matmul, reductions): input 0 is the result, rounded to float16 as its unfused store
  * would round it; input k >= 1 is read from `epilogue_in{k}` at `indexOf(k - 1)`, an expression
- * of the index parameters. Constants hide behind the kernel's zero uniform word `zeroWord`.
+ * of the index parameters. `options` name the kernel's zero word and the first constant slot.
  */
 export function epilogueFunction(
   expr: Expr,
@@ -154,16 +211,19 @@ export function epilogueFunction(
   inputDtypes: readonly DType[],
   indexParams: readonly string[],
   indexOf: (input: number) => string,
-  zeroWord = "p.pad0",
+  options: BodyOptions = {},
 ): string {
   const params = [`result: ${computeType(valueDtype)}`, ...indexParams.map((n) => `${n}: u32`)];
+  const value = valueDtype === "float16" ? "g_round_f16(result)" : "result";
+  // Stored and read back when unfused: nothing of the producer's arithmetic may merge with ours.
+  const x0 = computeType(valueDtype) === "f32" ? opaqueF32(value, options.zero ?? "p.pad0") : value;
   return [
     `fn gyre_epilogue(${params.join(", ")}) -> ${computeType(expr.dtype)} {`,
-    `  let x0 = ${valueDtype === "float16" ? "g_round_f16(result)" : "result"};`,
+    `  let x0 = ${x0};`,
     ...inputDtypes.map((dtype, k) =>
       `  let x${k + 1} = ${loadAs(dtype, `epilogue_in${k + 1}[${indexOf(k)}]`)};`
     ),
-    emitBody(expr).replaceAll("p.pad0", zeroWord),
+    emitBody(expr, options),
     "}",
   ].join("\n");
 }
@@ -171,8 +231,13 @@ export function epilogueFunction(
 /**
  * Emits the body of `f`: one `let` per distinct inner node in post-order (shared subexpressions
  * are computed once), then the result. `x{k}` are inputs in compute type, `idx` the linear index.
+ * Constants are read from the uniforms (`p.consts`, from slot `options.constantBase` on, in the
+ * order of {@link constantNodes}), and every float node's value goes through {@link opaqueF32},
+ * so a fused kernel rounds exactly as the op-by-op kernels do.
  */
-export function emitBody(root: Expr): string {
+export function emitBody(root: Expr, options: BodyOptions = {}): string {
+  const zero = options.zero ?? "p.pad0";
+  let slot = options.constantBase ?? 0;
   const names = new Map<Expr, string>();
   const lines: string[] = [];
   const ref = (e: Expr): string => names.get(e)!;
@@ -186,7 +251,7 @@ export function emitBody(root: Expr): string {
       case "producer":
         throw new Error("internal: a pending expression reached the code generator unbound");
       case "const":
-        names.set(e, opaqueConstant(e.value, e.dtype));
+        names.set(e, constantRead(slot++, e.dtype));
         continue;
       case "index":
         names.set(e, "idx");
@@ -210,16 +275,22 @@ export function emitBody(root: Expr): string {
         break;
       }
     }
+    const type = computeType(e.dtype);
     const name = `t${lines.length}`;
-    lines.push(`  let ${name}: ${computeType(e.dtype)} = ${code};`);
+    lines.push(`  let ${name}: ${type} = ${type === "f32" ? opaqueF32(code, zero) : code};`);
     names.set(e, name);
   }
   return `${lines.join("\n")}\n  return ${ref(root)};`;
 }
 
-/** A float16 node's value is rounded to half precision, as its storage would be. */
+/**
+ * A float16 node's value is rounded to half precision, as its storage would be: by bit
+ * arithmetic, because a driver may fold f32(f16(x)) back to x (NVIDIA's did), which a fused
+ * kernel would then compute on unrounded, and f16() of a value past float16's range is
+ * indeterminate (the WASM reference rounds it to infinity).
+ */
 function roundIfHalf(dtype: DType, code: string): string {
-  return dtype === "float16" ? `f32(f16(${code}))` : code;
+  return dtype === "float16" ? `g_round_f16(${code})` : code;
 }
 
 function usesHalf(s: ElementwiseSpec): boolean {
@@ -363,7 +434,7 @@ export function generateElementwise(s: ElementwiseSpec): string {
   lines.push(
     `struct Params { n: u32, rank: u32, pad0: u32, pad1: u32, off: array<vec4<u32>, ${l.offsetVecs}>, shape: array<vec4<u32>, 2>, strides: array<vec4<u32>, ${
       Math.max(2, 2 * l.slots)
-    }> }`,
+    }>${constantsMember(constantNodes(s.expr).length)} }`,
   );
   s.inputs.forEach((input, k) => {
     const elem = storageType(input.dtype);

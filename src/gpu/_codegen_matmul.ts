@@ -32,9 +32,9 @@
  * @module
  */
 import type { DType } from "../dtype.ts";
-import { type Expr, exprKey, postOrder } from "../ops/_expr.ts";
+import { constantNodes, type Expr, exprKey, postOrder } from "../ops/_expr.ts";
 import type { MatmulChoice } from "../plans.ts";
-import { emitBody } from "./_codegen_elementwise.ts";
+import { constantsMember, emitBody, withConstants } from "./_codegen_elementwise.ts";
 import { computeType, loadAs, preludeFor, storageType } from "./_wgsl_types.ts";
 
 /** Storage dtypes with a matmul kernel. */
@@ -54,6 +54,11 @@ export interface MatmulEpilogue {
   apply(value: string, row: string, col: string): string;
   /** Module-scope WGSL the expression needs (helper functions), emitted after the bindings. */
   declarations?: string;
+  /**
+   * The constant slots (`p.consts`) it reads end before this one (its own follow the prologues';
+   * 0 or absent: none).
+   */
+  constantSlots?: number;
 }
 
 /**
@@ -207,7 +212,7 @@ export function matmulKey(s: MatmulSpec): string {
 /**
  * Uniform words: 16 scalars, then batch shape, A batch strides and B batch strides (8 each); then
  * per prologue input (A's, then B's) offset, outer stride, K stride, a spare word and 8 batch
- * strides.
+ * strides; then the constants (`consts`: A's prologue's, B's, the epilogue's).
  */
 const U_WORDS = 16 + 3 * 8;
 const PROLOGUE_WORDS = 12;
@@ -249,6 +254,11 @@ export interface MatmulUniforms {
   bBatchStrides: readonly number[];
   /** Prologue inputs of A, then of B (tiled kernels only). */
   prologueInputs?: readonly PrologueInputLayout[];
+  /**
+   * Constant slots' words: A's prologue's, B's, then the epilogue's. They follow the prologue
+   * inputs, so a kernel that declares none (splitReduce) gets uniforms without them.
+   */
+  constants?: readonly number[];
 }
 
 /** Packs the uniform block for one dispatch. */
@@ -280,18 +290,35 @@ export function matmulUniforms(u: MatmulUniforms): Uint32Array {
     w.set([input.offset, input.outerStride, input.kStride], at);
     input.batchStrides.forEach((d, i) => (w[at + 4 + i] = d));
   });
-  return w;
+  return withConstants(w, u.constants ?? []);
 }
 
-/** The uniform struct, with room for `prologueInputs` inputs' layouts (`p.prologue`). */
-function params(prologueInputs = 0): string {
+/**
+ * The uniform struct, with room for `prologueInputs` inputs' layouts (`p.prologue`) and
+ * `constants` constant slots (`p.consts`).
+ */
+function params(prologueInputs = 0, constants = 0): string {
   return "struct Params { m: u32, n: u32, k: u32, batches: u32, tiles_m: u32, tiles_n: u32, " +
     "splits: u32, k_chunk: u32, a_off: u32, b_off: u32, a_so: u32, a_sk: u32, b_sk: u32, " +
     "b_so: u32, e_off: u32, pad: u32, dims: array<vec4<u32>, 6>" +
     (prologueInputs
       ? `, prologue: array<vec4<u32>, ${(PROLOGUE_WORDS / 4) * prologueInputs}>`
       : "") +
+    constantsMember(constants) +
     " }";
+}
+
+/** Constant slots of a prologue's expression (none without one). */
+function prologueConstants(l: OperandLoad): number {
+  return l.prologue ? constantNodes(l.prologue.expr).length : 0;
+}
+
+/** Constant slots a tiled kernel's uniforms hold: its prologues' and its epilogue's. */
+function tiledConstants(s: TiledSpec): number {
+  return Math.max(
+    prologueConstants(s.a) + prologueConstants(s.b),
+    s.epilogue?.constantSlots ?? 0,
+  );
 }
 
 /** Uniform words of prologue input `j` (numbered over A's inputs, then B's). */
@@ -493,9 +520,15 @@ interface OperandNames {
 
 /**
  * An operand's storage bindings from `first` on: its buffer, or its prologue's inputs (`a_input0`,
- * ...), followed by the prologue's function `a_prologue`.
+ * ...), followed by the prologue's function `a_prologue` (its constants from slot `constantBase`).
  */
-function operandBindings(l: OperandLoad, x: string, first: number, store: string): string[] {
+function operandBindings(
+  l: OperandLoad,
+  x: string,
+  first: number,
+  store: string,
+  constantBase: number,
+): string[] {
   if (!l.prologue) {
     return [
       `@group(0) @binding(${first}) var<storage, read> ${x}_src: array<${
@@ -512,9 +545,8 @@ function operandBindings(l: OperandLoad, x: string, first: number, store: string
   const args = pro.inputs.map((input, j) => `x${j}: ${computeType(input.dtype)}`);
   lines.push(
     `fn ${x}_prologue(${args.join(", ")}) -> ${computeType(pro.expr.dtype)} {`,
-    // emitBody hides constants from the compiler behind the uniform word `p.pad0`, which is 0;
-    // the matrix kernels' uniforms call their zero word `pad`.
-    emitBody(pro.expr).replaceAll("p.pad0", "p.pad"),
+    // The matrix kernels' uniforms call their zero word `pad`.
+    emitBody(pro.expr, { zero: "p.pad", constantBase }),
     "}",
   );
   return lines;
@@ -631,9 +663,9 @@ function generateTiled(s: TiledSpec): string {
   // Bindings: A (its buffer, or its prologue's inputs), B likewise, the epilogue's, C, uniforms.
   const first = Math.max(1, aInputs) + Math.max(1, bInputs);
   lines.push(
-    params(aInputs + bInputs),
-    ...operandBindings(s.a, "a", 0, store),
-    ...operandBindings(s.b, "b", Math.max(1, aInputs), store),
+    params(aInputs + bInputs, tiledConstants(s)),
+    ...operandBindings(s.a, "a", 0, store, 0),
+    ...operandBindings(s.b, "b", Math.max(1, aInputs), store, prologueConstants(s.a)),
     ...epilogueBindings(s.split ? null : s.epilogue, first),
     `@group(0) @binding(${first + extra}) var<storage, read_write> c_dst: array<${
       s.vectorStore ? `vec4<${outType}>` : outType
@@ -854,7 +886,7 @@ function generateStreamKFixup(s: TiledSpec): string {
   const add = (part: string) =>
     accumulators.map((acc, i) => `${acc} += sk_partials[${part} + ${i * threads}u];`);
   lines.push(
-    params(aInputs + bInputs),
+    params(aInputs + bInputs, tiledConstants(s)),
     "@group(0) @binding(0) var<storage, read> sk_partials: array<vec4<f32>>;",
     ...epilogueBindings(s.epilogue, 1),
     `@group(0) @binding(${1 + extra}) var<storage, read_write> c_dst: array<${
@@ -1289,7 +1321,7 @@ function generateGemv(s: GemvSpec): string {
   const lines: string[] = [];
   if (halfNeeded(s)) lines.push("enable f16;");
   lines.push(
-    params(),
+    params(0, s.epilogue?.constantSlots ?? 0),
     `@group(0) @binding(0) var<storage, read> w_src: array<${s.vec4 ? `vec4<${store}>` : store}>;`,
     `@group(0) @binding(1) var<storage, read> v_src: array<${
       vectorVec4 ? `vec4<${store}>` : store
@@ -1463,7 +1495,7 @@ function generateSplitReduce(s: SplitReduceSpec): string {
   const lines: string[] = [];
   if (halfNeeded(s)) lines.push("enable f16;");
   lines.push(
-    params(),
+    params(0, s.epilogue?.constantSlots ?? 0),
     `@group(0) @binding(0) var<storage, read> part: array<${
       s.vec4 ? `vec4<${partType}>` : partType
     }>;`,

@@ -12,8 +12,13 @@
  */
 import type { DType } from "../dtype.ts";
 import type { ReduceOp } from "../_backend.ts";
-import { type Expr, exprKey, readsIndex } from "../ops/_expr.ts";
-import { emitBody, epilogueFunction } from "./_codegen_elementwise.ts";
+import { constantNodes, type Expr, exprKey, readsIndex } from "../ops/_expr.ts";
+import {
+  constantsMember,
+  emitBody,
+  epilogueFunction,
+  withConstants,
+} from "./_codegen_elementwise.ts";
 import { taggedWordFunctions } from "./_codegen_tagged.ts";
 import {
   computeType,
@@ -126,12 +131,15 @@ export interface ReduceEpilogue {
   dtype: DType;
   /** WGSL of \`gyre_epilogue\`. */
   declarations: string;
+  /** The constant slots it reads end before this one (they follow the prologue's). */
+  constantSlots: number;
 }
 
 /**
  * The epilogue for \`expr\` (input 0: the result, of \`valueDtype\`) with further inputs laid
  * out over the result's shape, or null where it cannot run in the store: another result dtype,
- * negative strides, or an expression that reads the element index.
+ * negative strides, or an expression that reads the element index. Its constants take the slots
+ * from \`constantBase\` on (after a prologue's).
  */
 export function reduceEpilogue(
   expr: Expr,
@@ -142,6 +150,7 @@ export function reduceEpilogue(
     strides: readonly number[];
   }[],
   valueDtype: DType,
+  constantBase = 0,
 ): ReduceEpilogue | null {
   if (readsIndex(expr)) return null;
   if (inputs.some((v) => v.strides.some((x) => x < 0))) return null;
@@ -164,9 +173,10 @@ export function reduceEpilogue(
     inputs.map((v) => v.dtype),
     ["out_index"],
     indexOf,
+    { constantBase },
   );
   return {
-    key: `${exprKey(expr)}:${
+    key: `${exprKey(expr)}@k${constantBase}:${
       inputs.map((v) => `${v.dtype}@${v.offset}/${v.shape.join("x")}/${v.strides.join(",")}`).join(
         ";",
       )
@@ -174,6 +184,7 @@ export function reduceEpilogue(
     inputs: inputs.map((v) => v.dtype),
     dtype: expr.dtype,
     declarations,
+    constantSlots: constantBase + constantNodes(expr).length,
   };
 }
 
@@ -193,7 +204,8 @@ export function reduceKey(s: ReduceSpec): string {
 /**
  * Uniform words: M, R, C, L, off, pad..., then `dims` vectors: outer shape, outer strides, inner
  * shape, inner strides (input 0), and for each further prologue input its outer and inner strides;
- * then the further inputs' offsets.
+ * then the further inputs' offsets; then the constants (`consts`: the prologue's, then the
+ * epilogue's).
  */
 function uniformWords(extraInputs: number): number {
   return 8 + 4 * (8 + 4 * extraInputs) + 4 * Math.ceil(extraInputs / 4);
@@ -216,6 +228,7 @@ export function reduceUniforms(
   outer: { shape: readonly number[]; strides: readonly number[] },
   inner: { shape: readonly number[]; strides: readonly number[] },
   extra: readonly ExtraInput[] = [],
+  constants: readonly number[] = [],
 ): Uint32Array {
   const u = new Uint32Array(uniformWords(extra.length));
   u.set([rows, rowLength, chunks, chunkLength, offset]);
@@ -230,7 +243,7 @@ export function reduceUniforms(
     x.innerStrides.forEach((d, i) => (u[base + 8 + i] = d));
     u[offsets + k] = x.offset;
   });
-  return u;
+  return withConstants(u, constants);
 }
 
 function combine(op: ReduceOp, t: string, a: string, b: string): string {
@@ -601,10 +614,16 @@ export function generateReduce(s: ReduceSpec): string {
   const extra = inputs.length - 1;
   if (half || inputs.includes("float16")) lines.push("enable f16;");
   const offsField = extra ? `, offs: array<vec4<u32>, ${Math.ceil(extra / 4)}>` : "";
+  // A fused consumer's inputs follow the sources (pairs for a second pass never carry one).
+  const epilogue = s.pairsOut ? undefined : s.epilogue;
+  const constants = Math.max(
+    s.prologue ? constantNodes(s.prologue.expr).length : 0,
+    epilogue?.constantSlots ?? 0,
+  );
   lines.push(
     `struct Params { rows: u32, len: u32, chunks: u32, chunk_len: u32, off: u32, pad0: u32, pad1: u32, pad2: u32, dims: array<vec4<u32>, ${
       8 + 4 * extra
-    }>${offsField} }`,
+    }>${offsField}${constantsMember(constants)} }`,
   );
   inputs.forEach((dtype, k) => {
     const type = k === 0 ? srcType : vector ? `vec4<${storageType(dtype)}>` : storageType(dtype);
@@ -612,8 +631,6 @@ export function generateReduce(s: ReduceSpec): string {
       `@group(0) @binding(${k}) var<storage, read> ${k === 0 ? "src" : `src${k}`}: array<${type}>;`,
     );
   });
-  // A fused consumer's inputs follow the sources (pairs for a second pass never carry one).
-  const epilogue = s.pairsOut ? undefined : s.epilogue;
   epilogue?.inputs.forEach((dtype, k) => {
     lines.push(
       `@group(0) @binding(${inputs.length + k}) var<storage, read> epilogue_in${k + 1}: array<${

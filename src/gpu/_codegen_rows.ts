@@ -26,6 +26,7 @@
  * @module
  */
 import { literal, preludeFor, storageType } from "./_wgsl_types.ts";
+import { constantsMember, withConstants } from "./_codegen_elementwise.ts";
 
 /** What a row kernel computes. rmsNorm is layerNorm with the mean fixed at 0. */
 export type RowKind = "softmax" | "logSoftmax" | "layerNorm" | "rmsNorm";
@@ -81,6 +82,8 @@ export interface RowEpilogue {
   declarations: string;
   /** The epilogue of value `y` (f32, or vec4<f32> with vec4 units) at output unit `unit`. */
   apply(y: string, unit: string): string;
+  /** The constant slots (`p.consts`) it reads end before this one (0 or absent: none). */
+  constantSlots?: number;
 }
 
 /**
@@ -146,13 +149,18 @@ export interface RowUniforms {
   chunkLen: number;
   outer: UnitAxes;
   inner: UnitAxes;
+  /** The fused prologue's constants, then the epilogue's (`p.consts`). */
+  constants?: readonly number[];
 }
 
-/** Words: 16 scalars, then 12 vec4 of axes (outer shape, in, out strides; inner likewise). */
+/**
+ * Words: 16 scalars, then 12 vec4 of axes (outer shape, in, out strides; inner likewise); then
+ * the constants, if any.
+ */
 const U_WORDS = 16 + 48;
 
 /**
- * Packs the uniform block (256 bytes: one uniform slot).
+ * Packs the uniform block (256 bytes, one uniform slot, when no fused work has constants).
  *
  * @example
  * ```ts
@@ -178,7 +186,7 @@ export function rowUniforms(u: RowUniforms): Uint32Array {
   put(24, u.inner.shape);
   put(32, u.inner.inStrides);
   put(40, u.inner.outStrides);
-  return words;
+  return withConstants(words, u.constants ?? []);
 }
 
 const NEG_INF = literal(-Infinity, "float32");
@@ -293,12 +301,15 @@ export function generateRows(s: RowSpec): string {
   const bias = affine && s.bias;
   const wt = s.affineIndexed || V === 1 ? "f32" : "vec4<f32>";
 
+  const prologue = readsX && !s.strided ? s.prologue : undefined;
+  const epilogue = writesY ? s.epilogue : undefined;
+  const constants = Math.max(prologue?.constantSlots ?? 0, epilogue?.constantSlots ?? 0);
   const decls: string[] = [];
   if (half) decls.push("enable f16;");
   decls.push(
     "struct Params { rows: u32, units: u32, chunks: u32, chunk_units: u32, in_off: u32, eps: f32, " +
       "period: u32, scale: u32, divisor: u32, len: u32, chunk_len: u32, pad1: u32, pad2: u32, pad3: u32, " +
-      "pad4: u32, pad5: u32, dims: array<vec4<u32>, 12> }",
+      `pad4: u32, pad5: u32, dims: array<vec4<u32>, 12>${constantsMember(constants)} }`,
   );
   let binding = 0;
   const bind = (access: "read" | "read_write", name: string, type: string) =>
@@ -306,13 +317,11 @@ export function generateRows(s: RowSpec): string {
       `@group(0) @binding(${binding++}) var<storage, ${access}> ${name}: array<${type}>;`,
     );
   if (readsX) bind("read", "src", xt);
-  const prologue = readsX && !s.strided ? s.prologue : undefined;
   prologue?.inputs.forEach((type, i) => bind("read", `prologue_in${i + 1}`, type));
   if (weight) bind("read", "weight", wt);
   if (bias) bind("read", "bias", wt);
   if (s.stage === "combine") bind("read", "part", "vec2<f32>");
   if (s.stage === "apply") bind("read", "stats", "f32");
-  const epilogue = writesY ? s.epilogue : undefined;
   epilogue?.inputs.forEach((type, i) => bind("read", `epilogue_in${i + 1}`, type));
   if (writesY) bind("read_write", "dst", xt);
   if (s.stage === "partial") bind("read_write", "part", "vec2<f32>");

@@ -37,6 +37,7 @@ import {
 } from "./_codegen_transpose.ts";
 import { CommandBatch, type Kernel, type TimestampSlot } from "./batch.ts";
 import {
+  constantWords,
   elementwiseKey,
   type ElementwiseSpec,
   elementwiseUniforms,
@@ -127,7 +128,13 @@ export class GpuBackend implements Backend {
     const s = this.#owners.get(buffer);
     return s && s.refs > 0 ? s : undefined;
   }
+  /** Compiled kernels by key, least recently used first (a Map keeps insertion order). */
   #pipelines = new Map<string, Kernel>();
+  /**
+   * The most compiled kernels kept; past it the least recently used is dropped (and compiled
+   * again if it is needed again). A jit plan holds its kernels itself, so it is not affected.
+   */
+  pipelineLimit = 512;
 
   constructor(acquired: AcquiredDevice) {
     this.device = acquired.device;
@@ -143,6 +150,9 @@ export class GpuBackend implements Backend {
   get pipelineCount(): number {
     return this.#pipelines.size;
   }
+
+  /** Kernels compiled since the backend started, recompiles after eviction included (for tests). */
+  pipelinesCompiled = 0;
 
   /** Throws when the device is lost or a dtype is unsupported. For op modules. */
   _check(op: string, dtypes: DType[]): void {
@@ -172,12 +182,27 @@ export class GpuBackend implements Backend {
    */
   _pipeline(key: string, storageCount: number, source: () => string, writable = 1): Kernel {
     let kernel = this.#pipelines.get(key);
-    if (!kernel) {
-      kernel = this.batch.compile(withHalfEnabled(source()), storageCount, writable);
-      this.#pipelines.set(key, kernel);
+    if (kernel) {
+      if (key !== this.#lastKey) {
+        // Moved to the most recently used end.
+        this.#pipelines.delete(key);
+        this.#pipelines.set(key, kernel);
+        this.#lastKey = key;
+      }
+      return kernel;
+    }
+    kernel = this.batch.compile(withHalfEnabled(source()), storageCount, writable);
+    this.pipelinesCompiled++;
+    this.#pipelines.set(key, kernel);
+    this.#lastKey = key;
+    for (const old of this.#pipelines.keys()) {
+      if (this.#pipelines.size <= Math.max(1, this.pipelineLimit)) break;
+      this.#pipelines.delete(old);
     }
     return kernel;
   }
+  /** The key used last (already at the most recently used end). */
+  #lastKey = "";
 
   /** Destroys pooled (unused) buffers. */
   trim(): void {
@@ -405,7 +430,14 @@ export class GpuBackend implements Backend {
     outDtype: DType,
     fused?: { expr: Expr; inputs: View[] },
   ): GpuStorage | null {
-    const epilogue = fused ? reduceEpilogue(fused.expr, fused.inputs, outDtype) : undefined;
+    // Constant slots: the prologue's, then the epilogue's; every pass carries them all.
+    const prologueConstants = "expr" in source ? constantWords(source.expr) : [];
+    const constants = fused
+      ? [...prologueConstants, ...constantWords(fused.expr)]
+      : prologueConstants;
+    const epilogue = fused
+      ? reduceEpilogue(fused.expr, fused.inputs, outDtype, prologueConstants.length)
+      : undefined;
     if (epilogue === null) return null;
     // The kernel stores the epilogue's dtype (a cast may end it) or the reduction's.
     const storedDtype = epilogue?.dtype ?? outDtype;
@@ -497,7 +529,17 @@ export class GpuBackend implements Backend {
     const sources = views.map((v) => (v.storage as GpuStorage).buffer);
     const extra = views.slice(1).map((v) => ({ offset: v.offset, ...split(v) }));
     const firstUniforms = (chunks: number) =>
-      reduceUniforms(rows, rowLength, chunks, chunkLength, input.offset, outer, inner, extra);
+      reduceUniforms(
+        rows,
+        rowLength,
+        chunks,
+        chunkLength,
+        input.offset,
+        outer,
+        inner,
+        extra,
+        constants,
+      );
     const lastWorkgroup = choice.chunks > 1 && choice.combineChunks === "last-workgroup" &&
       choice.variant === "workgroup";
     const bindings = sources.length + epilogueBuffers.length + (lastWorkgroup ? 2 : 1);
@@ -551,10 +593,17 @@ export class GpuBackend implements Backend {
       { ...second, epilogue },
       [partials.buffer, ...epilogueBuffers, out.buffer],
       1,
-      reduceUniforms(rows, choice.chunks, 1, choice.chunks, 0, flat, {
-        shape: [choice.chunks],
-        strides: [1],
-      }),
+      reduceUniforms(
+        rows,
+        choice.chunks,
+        1,
+        choice.chunks,
+        0,
+        flat,
+        { shape: [choice.chunks], strides: [1] },
+        [],
+        constants,
+      ),
     );
     this.free(partials);
     return out;

@@ -61,9 +61,10 @@ export const E = {
 };
 
 /**
- * A structural key: equal keys mean the same kernel. Constants are part of the key. Nodes are
- * numbered in post-order and refer to their operands by number, so shared subexpressions are
- * described once.
+ * A structural key: equal keys mean the same kernel. A constant is keyed by its dtype and place
+ * only, not its value: the GPU kernels read constants from their uniforms (slot k is the k-th
+ * constant of {@link constantNodes}), so one kernel serves every value. Nodes are numbered in
+ * post-order and refer to their operands by number, so shared subexpressions are described once.
  */
 export function exprKey(root: Expr): string {
   const ids = new Map<Expr, number>();
@@ -79,7 +80,7 @@ export function exprKey(root: Expr): string {
       case "producer":
         throw new Error("internal: a pending expression must be bound before it is keyed");
       case "const":
-        part = `c${Object.is(e.value, -0) ? "-0" : e.value}:${e.dtype}`;
+        part = `c:${e.dtype}`;
         break;
       case "index":
         part = "idx";
@@ -101,6 +102,14 @@ export function exprKey(root: Expr): string {
     parts.push(part);
   }
   return parts.join(";");
+}
+
+/**
+ * The distinct constant nodes of an expression in post-order: constant slot k of a GPU kernel
+ * holds the k-th one's value.
+ */
+export function constantNodes(root: Expr): (Expr & { kind: "const" })[] {
+  return postOrder(root).filter((e): e is Expr & { kind: "const" } => e.kind === "const");
 }
 
 /** Number of input slots an expression reads (highest input index + 1). */

@@ -42,7 +42,7 @@ import {
 } from "../gpu/_codegen_matmul.ts";
 import type { TransposeUniforms } from "../gpu/_codegen_transpose.ts";
 import { loadAs, storageType } from "../gpu/_wgsl_types.ts";
-import { epilogueFunction } from "../gpu/_codegen_elementwise.ts";
+import { constantWords, epilogueFunction } from "../gpu/_codegen_elementwise.ts";
 import { bind, fusedLabel, makePending, type Producer } from "../_lazy.ts";
 import { type MatmulChoice, planMatmul, planMatmulPrologue, planWasmGemm } from "../plans.ts";
 import { runtime } from "../runtime.ts";
@@ -55,7 +55,7 @@ import {
   wasmThreadCount,
 } from "../wasm/threads.ts";
 import { UNARY } from "./_elementwise_table.ts";
-import { E, type Expr, exprKey, readsIndex } from "./_expr.ts";
+import { constantNodes, E, type Expr, exprKey, readsIndex } from "./_expr.ts";
 import { evaluate } from "./_dispatch.ts";
 import { cast } from "./elementwise.ts";
 import { clone } from "./shape.ts";
@@ -421,17 +421,26 @@ function gpuEpilogue(parts: EpilogueParts): MatmulEpilogue | null {
   };
 }
 
+/** A fused elementwise epilogue: its code, its inputs' buffers and its constants' words. */
+interface CustomEpilogue {
+  epilogue: MatmulEpilogue;
+  buffers: GPUBuffer[];
+  constants: number[];
+}
+
 /**
  * An epilogue from a fused elementwise expression: input 0 is the product's value, inputs 1...
  * are views of the output's shape, read at (row, col) through strides baked into the code (so
  * the key names them). Null when the expression cannot run there: another result dtype, an
- * input that varies along batch axes or has negative strides, or one that reads the index.
+ * input that varies along batch axes or has negative strides, or one that reads the index. Its
+ * constants take the uniform slots from `constantBase` on (after the prologues').
  */
 function fusedEpilogue(
   expr: Expr,
   inputs: View[],
   p: Problem,
-): { epilogue: MatmulEpilogue; buffers: GPUBuffer[] } | null {
+  constantBase: number,
+): CustomEpilogue | null {
   const r = p.batch.length;
   if (expr.dtype !== p.dtype || readsIndex(expr)) return null;
   for (const v of inputs) {
@@ -445,18 +454,21 @@ function fusedEpilogue(
     ["row", "col"],
     (k) =>
       `${inputs[k].offset}u + row * ${inputs[k].strides[r]}u + col * ${inputs[k].strides[r + 1]}u`,
-    "p.pad",
+    { zero: "p.pad", constantBase },
   );
+  const constants = constantWords(expr);
   return {
     epilogue: {
-      key: `fused:${exprKey(expr)}:${
+      key: `fused:${exprKey(expr)}@k${constantBase}:${
         inputs.map((v) => `${v.dtype}@${v.offset}/${v.strides[r]},${v.strides[r + 1]}`).join(";")
       }`,
       bindings: inputs.map((v, i) => ({ name: `epilogue_in${i + 1}`, type: storageType(v.dtype) })),
       apply: (value, row, col) => `gyre_epilogue(${value}, ${row}, ${col})`,
       declarations,
+      constantSlots: constantBase + constants.length,
     },
     buffers: inputs.map((v) => (v.storage as GpuStorage).buffer),
+    constants,
   };
 }
 
@@ -471,7 +483,7 @@ function runGpu(
   p: Problem,
   x: Operands,
   parts: EpilogueParts,
-  custom: { epilogue: MatmulEpilogue; buffers: GPUBuffer[] } | null = null,
+  custom: CustomEpilogue | null = null,
 ): GpuStorage {
   backend._check(op, [p.dtype]);
   const r = p.batch.length;
@@ -547,7 +559,7 @@ function runPlanned(
   p: Problem,
   x: Operands,
   parts: EpilogueParts,
-  custom: { epilogue: MatmulEpilogue; buffers: GPUBuffer[] } | null,
+  custom: CustomEpilogue | null,
   choice: MatmulChoice,
 ): GpuStorage {
   const { m, n, k } = p;
@@ -583,6 +595,12 @@ function runPlanned(
     batchShape: collapsed.shape,
     aBatchStrides: collapsed.a,
     bBatchStrides: collapsed.b,
+    // Slots: A's prologue's constants, B's, then the epilogue's.
+    constants: [
+      ...(x.aPrologue ? constantWords(x.aPrologue.expr) : []),
+      ...(x.bPrologue ? constantWords(x.bPrologue.expr) : []),
+      ...(custom?.constants ?? []),
+    ],
   };
   const aBuffer = (x.a.storage as GpuStorage).buffer;
   const bBuffer = (x.b.storage as GpuStorage).buffer;
@@ -847,7 +865,8 @@ function runPlanned(
   dispatch(
     reduce,
     [partials.buffer, ...extraBuffers, out.buffer],
-    uniforms,
+    // Its Params has no prologue inputs, which come before the constants.
+    { ...uniforms, prologueInputs: [] },
     Math.ceil(elements / 256),
     256,
   );
@@ -1101,7 +1120,12 @@ function product(
           op: label,
           dtype: p.dtype,
           run(runLabel, epilogue, inputs) {
-            const custom = epilogue ? fusedEpilogue(epilogue, inputs, p) : null;
+            // The epilogue's constants follow the prologues'.
+            const base = [x.aPrologue, x.bPrologue].reduce(
+              (n, pro) => n + (pro ? constantNodes(pro.expr).length : 0),
+              0,
+            );
+            const custom = epilogue ? fusedEpilogue(epilogue, inputs, p, base) : null;
             // The operands' inputs, the epilogue's and C must fit the device's bindings.
             const bindings = operandInputCount + (custom?.buffers.length ?? 0) + 1;
             if (

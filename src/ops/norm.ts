@@ -41,8 +41,8 @@ import { planRows } from "../plans.ts";
 import { Tensor } from "../tensor.ts";
 import type { Value, WasmBackend, WasmStorage } from "../wasm/backend.ts";
 import { broadcastView, evaluate, runElementwise } from "./_dispatch.ts";
-import { E, type Expr, exprKey, readsIndex } from "./_expr.ts";
-import { emitBody } from "../gpu/_codegen_elementwise.ts";
+import { constantNodes, E, type Expr, exprKey, readsIndex } from "./_expr.ts";
+import { constantWords, emitBody, opaqueF32 } from "../gpu/_codegen_elementwise.ts";
 import { computeType, loadAs, storageType } from "../gpu/_wgsl_types.ts";
 import { bind, fusedLabel, makePending, type Producer } from "../_lazy.ts";
 import { runtime } from "../runtime.ts";
@@ -431,7 +431,7 @@ function runRows(job: RowJob): RowResult | null {
  * Fused elementwise work of a row kernel from an expression, or undefined where it cannot run
  * there: a strided layout, an extra input not laid out like the (contiguous) rows, offsets off
  * the vector width, or a result of another dtype. As an epilogue, input 0 is the op's value; as
- * a prologue, the value read from x.
+ * a prologue, the value read from x. Its constants take the uniform slots from `constantBase` on.
  */
 function rowElementwise(
   role: "epilogue" | "prologue",
@@ -439,6 +439,7 @@ function rowElementwise(
   x: View,
   contiguous: boolean,
   v: number,
+  constantBase: number,
 ): RowEpilogue | undefined {
   if (!contiguous || e.expr.dtype !== x.dtype || readsIndex(e.expr)) return undefined;
   for (const input of e.inputs) {
@@ -448,13 +449,16 @@ function rowElementwise(
     i,
   ) => (v === 4 ? `vec4<${storageType(i.dtype)}>` : storageType(i.dtype)));
   const params = [
-    "x0: f32",
+    "value: f32",
     ...e.inputs.map((i, k) => `x${k + 1}: ${computeType(i.dtype)}`),
     "idx: u32",
   ];
-  // emitBody hides constants behind the uniform word `p.pad0`; the row kernels' zero is `pad1`.
-  const body = emitBody(e.expr).replaceAll("p.pad0", "p.pad1");
-  const scalar = `fn gyre_${role}(${params.join(", ")}) -> f32 {\n${body}\n}`;
+  // The row kernels' zero uniform word is `pad1`. The op's value, stored and read back when
+  // unfused, goes through it too: none of the op's arithmetic may merge with the epilogue's.
+  const zero = "p.pad1";
+  const x0 = role === "epilogue" ? opaqueF32("value", zero) : "value";
+  const body = emitBody(e.expr, { zero, constantBase });
+  const scalar = `fn gyre_${role}(${params.join(", ")}) -> f32 {\n  let x0 = ${x0};\n${body}\n}`;
   const lanes = v === 4 ? ["x", "y", "z", "w"] : [""];
   const at = (k: number, lane: string) => {
     const load = `${role}_in${k + 1}[${e.inputs[k].offset / v}u + unit]`;
@@ -473,10 +477,13 @@ function rowElementwise(
     v === 4 ? `vec4<f32>(${lanes.map(call).join(", ")})` : call("")
   };\n}`;
   return {
-    key: `${exprKey(e.expr)}:${e.inputs.map((i) => `${i.dtype}@${i.offset / v}`).join(",")}`,
+    key: `${exprKey(e.expr)}@k${constantBase}:${
+      e.inputs.map((i) => `${i.dtype}@${i.offset / v}`).join(",")
+    }`,
     inputs: types,
     declarations: [scalar, vector].join("\n"),
     apply: (y, unit) => `gyre_${role}_unit(${y}, ${unit})`,
+    constantSlots: constantBase + constantNodes(e.expr).length,
   };
 }
 
@@ -498,11 +505,13 @@ function runRowsGpu(backend: GpuBackend, job: RowJob): RowResult | null {
     elementBytes: x.dtype === "float16" ? 2 : 4,
   });
   const v = choice.vec4 ? 4 : 1;
+  // Constant slots: the prologue's, then the epilogue's.
+  const prologueConstants = job.prologue ? constantWords(job.prologue.expr) : [];
   const epilogue = job.epilogue
-    ? rowElementwise("epilogue", job.epilogue, x, layout.contiguous, v)
+    ? rowElementwise("epilogue", job.epilogue, x, layout.contiguous, v, prologueConstants.length)
     : undefined;
   const prologue = job.prologue
-    ? rowElementwise("prologue", job.prologue, x, layout.contiguous, v)
+    ? rowElementwise("prologue", job.prologue, x, layout.contiguous, v, 0)
     : undefined;
   if (job.prologue && !prologue) {
     // rowSource only offers a prologue that fits; this would be a bug, not bad input.
@@ -535,6 +544,9 @@ function runRowsGpu(backend: GpuBackend, job: RowJob): RowResult | null {
     chunkLen: chunkUnits * v,
     outer: toUnits(layout.outer, v, false),
     inner: toUnits(layout.inner, v, true),
+    constants: job.epilogue
+      ? [...prologueConstants, ...constantWords(job.epilogue.expr)]
+      : prologueConstants,
   });
   const base: Omit<RowSpec, "stage"> = {
     kind: job.kind,
