@@ -271,13 +271,21 @@ export function emitBody(root: Expr, options: BodyOptions = {}): string {
       case "binary": {
         const t = opDef(e.op).wgsl[computeType(e.a.dtype)];
         if (!t) throw new Error(`internal: ${e.op} has no WGSL for ${e.a.dtype}`);
-        code = roundIfHalf(e.dtype, t(ref(e.a), ref(e.b)));
+        // One value on both sides (x - x, x / x): the compiler would fold the op away (Inf - Inf
+        // is NaN, not 0), so the second operand goes through a differently derived zero.
+        const b = ref(e.a) === ref(e.b) && computeType(e.b.dtype) === "f32"
+          ? opaqueF32(ref(e.b), `(${zero} >> 1u)`)
+          : ref(e.b);
+        code = roundIfHalf(e.dtype, t(ref(e.a), b));
         break;
       }
     }
     const type = computeType(e.dtype);
     const name = `t${lines.length}`;
-    lines.push(`  let ${name}: ${type} = ${type === "f32" ? opaqueF32(code, zero) : code};`);
+    // Each node's own zero (the word times an odd number): two nodes computing the same value
+    // (x.exp() twice) stay two values, which the compiler cannot subtract to 0.
+    const own = lines.length ? `(${zero} * ${2 * lines.length + 1}u)` : zero;
+    lines.push(`  let ${name}: ${type} = ${type === "f32" ? opaqueF32(code, own) : code};`);
     names.set(e, name);
   }
   return `${lines.join("\n")}\n  return ${ref(root)};`;
