@@ -142,6 +142,14 @@ fn g_fmod_f32(x: f32, y: f32) -> f32 {
   return bitcast<f32>(ux | sx);
 }
 
+fn g_abs_i32(a: i32) -> i32 {
+  // Not the builtin: SPIR-V's SAbs leaves abs(-2^31) undefined, and NVIDIA's compiler took its
+  // result to be non-negative, so a fused abs(x) % 3 skipped the sign fix (-2^31 gave 2, not 1).
+  // In unsigned arithmetic abs(-2^31) wraps to -2^31, as WGSL and the WASM reference define it.
+  let m = bitcast<u32>(a >> 31u);
+  return bitcast<i32>((bitcast<u32>(a) ^ m) - m);
+}
+
 fn g_rem_i32(a: i32, b: i32) -> i32 {
   // Truncated remainder (C's %, the dividend's sign) through unsigned magnitudes: signed % and /
   // gave wrong results for negative operands on an NVIDIA H200 (measured), so they are avoided.
@@ -294,6 +302,145 @@ fn g_expm1(x: f32) -> f32 {
   // e^x is below half an ULP of 1 there: -1 (and no reliance on exp(-Inf)).
   if (x < -18.0) { return -1.0; }
   return exp(x) - 1.0;
+}
+
+// sin, cos and tan over every finite f32 (WGSL bounds its builtins only inside [-pi, pi], to an
+// absolute 2^-11, and an H100 returned sin(1e5) = 0.0429 for 0.0357). |x| is reduced exactly by
+// pi/2 in integer arithmetic (Payne and Hanek: the bits of 2/pi that matter for x's exponent,
+// times x's significand), so no float rewrite a compiler may make can touch it, and the remainder
+// r in [-pi/4, pi/4] goes to Taylor polynomials (truncation below 2^-36 relative there).
+
+fn g_mul_wide(a: u32, b: u32) -> vec2<u32> {
+  // The 64-bit product a * b as (low word, high word), from 16-bit halves.
+  let a0 = a & 0xffffu;
+  let a1 = a >> 16u;
+  let b0 = b & 0xffffu;
+  let b1 = b >> 16u;
+  let p00 = a0 * b0;
+  let p01 = a0 * b1;
+  let p10 = a1 * b0;
+  let mid = (p00 >> 16u) + (p01 & 0xffffu) + (p10 & 0xffffu);
+  return vec2<u32>((p00 & 0xffffu) | (mid << 16u), a1 * b1 + (p01 >> 16u) + (p10 >> 16u) + (mid >> 16u));
+}
+
+fn g_two_over_pi(i: u32) -> u32 {
+  // Word i of the binary fraction of 2/pi (0.a2f9836e 4e441529 ...); i <= 5 for f32 exponents.
+  return select(select(select(select(select(0x3c439041u, 0xdb629599u, i == 4u), 0xf534ddc0u, i == 3u),
+    0xfc2757d1u, i == 2u), 0x4e441529u, i == 1u), 0xa2f9836eu, i == 0u);
+}
+
+fn g_bits_at(l: vec4<u32>, b: u32) -> u32 {
+  // The 32 bits of the 128-bit number l (l.x least significant) from bit b up, b <= 96.
+  let i = b >> 5u;
+  let o = b & 31u;
+  let w0 = select(select(select(l.w, l.z, i == 2u), l.y, i == 1u), l.x, i == 0u);
+  let w1 = select(select(l.w, l.z, i == 1u), l.y, i == 0u);
+  return (w0 >> o) | select(w1 << (32u - o), 0u, o == 0u);
+}
+
+fn g_trig_reduce(x: f32) -> vec2<u32> {
+  // |x| = (q + f) pi/2 with integer q and |f| <= 1/2, for |x| >= pi/4: returns (bits of the f32
+  // nearest f pi/2, q mod 4). |x| = m 2^(e - 150) with m the 24-bit significand; the bits of 2/pi
+  // before the window below times |x| are multiples of 4 (whole turns), those after it are below
+  // 2^-64 of a quarter turn, and f keeps 62 bits (no f32 lies closer than 2^-32 of a quarter turn
+  // to a multiple of pi/2, so at least 30 significant bits survive the cancellation).
+  let a = bitcast<u32>(x) & 0x7fffffffu;
+  let e = a >> 23u;
+  let m = (a & 0x7fffffu) | 0x800000u;
+  let k = select(0u, (e - 152u) >> 5u, e >= 152u);
+  let p2 = g_mul_wide(m, g_two_over_pi(k + 2u));
+  let p1 = g_mul_wide(m, g_two_over_pi(k + 1u));
+  let p0 = g_mul_wide(m, g_two_over_pi(k));
+  let l1 = p1.x + p2.y;
+  let l2a = p1.y + select(0u, 1u, l1 < p2.y);
+  let l2 = l2a + p0.x;
+  let l3 = p0.y + select(0u, 1u, l2 < p0.x);
+  // The binary point of |x| 2/pi lies at bit 246 + 32k - e of the product; take 2 integer bits
+  // and 62 fraction bits, and round to the nearest quadrant.
+  let limbs = vec4<u32>(p2.x, l1, l2, l3);
+  let s = 184u + 32u * k - e;
+  let vl = g_bits_at(limbs, s);
+  let vh = g_bits_at(limbs, s + 32u);
+  let q = (vh + 0x20000000u) >> 30u;
+  var fh = vh - (q << 30u);
+  var fl = vl;
+  let negative = (fh >> 31u) != 0u;
+  if (negative) {
+    fl = 0u - vl;
+    fh = ~fh + select(0u, 1u, vl == 0u);
+  }
+  // |f| 2^62 normalised to its top 32 bits N, then N times pi/2 2^31 (0xc90fdaa2), rounded to 24
+  // bits to nearest, ties to even: r = (that) 2^(-61 - c) for c leading zeros of |f| 2^62.
+  let c = select(countLeadingZeros(fh), 32u + countLeadingZeros(fl), fh == 0u);
+  if (c >= 64u) { return vec2<u32>(0u, q); }
+  let top = select(select(fh << c, (fh << c) | (fl >> (32u - c)), c > 0u), fl << (c - 32u), c >= 32u);
+  let p = g_mul_wide(top, 0xc90fdaa2u);
+  let lz = countLeadingZeros(p.y);
+  let n = select(p.y, (p.y << 1u) | (p.x >> 31u), lz == 1u);
+  let sticky = (p.x << lz) != 0u;
+  let keep = n >> 8u;
+  let rest = n & 0xffu;
+  let up = rest > 0x80u || (rest == 0x80u && (sticky || (keep & 1u) == 1u));
+  let bits = ((129u - lz - c) << 23u) + (keep - 0x800000u) + select(0u, 1u, up);
+  return vec2<u32>(bits | select(0u, 0x80000000u, negative), q);
+}
+
+fn g_sin_poly(r: f32) -> f32 {
+  let z = r * r;
+  let p = ((((-2.505210838544172e-8 * z + 2.755731922398589e-6) * z - 1.984126984126984e-4) * z
+    + 8.333333333333333e-3) * z - 0.16666666666666666);
+  return r + r * z * p;
+}
+
+fn g_cos_poly(r: f32) -> f32 {
+  let z = r * r;
+  let p = (((((2.08767569878681e-9 * z - 2.755731922398589e-7) * z + 2.48015873015873e-5) * z
+    - 1.388888888888889e-3) * z + 0.041666666666666664) * z - 0.5);
+  return 1.0 + z * p;
+}
+
+fn g_trig(x: f32) -> vec2<f32> {
+  // (r, q mod 4) for |x| = q pi/2 + r: |x| itself below pi/4.
+  let a = bitcast<u32>(x) & 0x7fffffffu;
+  if (a < 0x3f490fdbu) { return vec2<f32>(bitcast<f32>(a), 0.0); }
+  let t = g_trig_reduce(x);
+  return vec2<f32>(bitcast<f32>(t.x), f32(t.y));
+}
+
+fn g_sin(x: f32) -> f32 {
+  let a = bitcast<u32>(x) & 0x7fffffffu;
+  if (a >= 0x7f800000u) { return bitcast<f32>(0x7fc00000u); }
+  // Below 2^-12, x^3 / 6 is under half an ULP of x (and -0 stays -0).
+  if (a < 0x39800000u) { return x; }
+  let t = g_trig(x);
+  let q = u32(t.y);
+  let v = select(g_sin_poly(t.x), g_cos_poly(t.x), (q & 1u) == 1u);
+  // sin(|x|) is negative in quadrants 2 and 3; sin is odd.
+  return select(v, -v, ((q & 2u) == 2u) != (x < 0.0));
+}
+
+fn g_cos(x: f32) -> f32 {
+  let a = bitcast<u32>(x) & 0x7fffffffu;
+  if (a >= 0x7f800000u) { return bitcast<f32>(0x7fc00000u); }
+  let t = g_trig(x);
+  let q = u32(t.y);
+  let v = select(g_cos_poly(t.x), g_sin_poly(t.x), (q & 1u) == 1u);
+  // cos(|x|) is negative in quadrants 1 and 2.
+  return select(v, -v, q == 1u || q == 2u);
+}
+
+fn g_tan(x: f32) -> f32 {
+  let a = bitcast<u32>(x) & 0x7fffffffu;
+  if (a >= 0x7f800000u) { return bitcast<f32>(0x7fc00000u); }
+  // Below 2^-12, x^3 / 3 is under half an ULP of x.
+  if (a < 0x39800000u) { return x; }
+  let t = g_trig(x);
+  let q = u32(t.y);
+  let s = g_sin_poly(t.x);
+  let c = g_cos_poly(t.x);
+  // tan(|x|) = sin r / cos r in even quadrants, -cos r / sin r in odd ones; tan is odd.
+  let v = select(s / c, -c / s, (q & 1u) == 1u);
+  return select(v, -v, x < 0.0);
 }
 
 fn g_tanh(x: f32) -> f32 {
