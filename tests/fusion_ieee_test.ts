@@ -418,3 +418,20 @@ Deno.test({
     }
   },
 });
+
+Deno.test({
+  name: "fusion IEEE: abs of int32's minimum stays negative inside a fused kernel",
+  ignore: !hasGpu,
+  fn: async () => {
+    // WGSL defines abs(-2^31) as -2^31; SPIR-V's SAbs does not, and an H200's compiler took a
+    // fused abs(x) to be non-negative, so the floor mod below skipped its sign fix (2, not 1).
+    const x = gyre.tensor([-2147483648, -7, 5], { dtype: "int32", device: "gpu" }).realize();
+    try {
+      const { fused, unfused } = await fusedAndUnfused(() => gyre.abs(x).mod(3), "abs+mod");
+      assertSame(fused, unfused, "abs+mod");
+      assert.deepEqual(fused, [1, 1, 2]); // -2^31 mod 3 is 1 (Python's %), 7 mod 3, 5 mod 3
+    } finally {
+      x.dispose();
+    }
+  },
+});
