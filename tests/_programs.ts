@@ -12,12 +12,14 @@
  *   products) lie on its longest path; an inexact value agrees within a relative tolerance that
  *   grows with depth, plus an absolute one scaled by the largest finite magnitude among the
  *   values it was computed from (the reference's), which covers cancellation.
- * - `tainted` (cross-device only): the reference met a subnormal on the way to this value. A GPU
+ * - `tainted` (cross-device only): the reference met a subnormal on the way to this value (in an
+ *   input, a result, or a constant a step made, such as a product's weights). A GPU
  *   may flush subnormals to zero (WGSL allows it), and its functions' error bounds are relative
  *   only for normal results (exp(-105) is 0 there, 1e-46 in float64). Such a value is compared
  *   only where both sides are finite, with the inexact tolerance: a flushed subnormal can turn
- *   into a zero, an infinity or a NaN downstream (sqrt(-1e-44) is NaN, sqrt(-0) is -0). Inputs
- *   hold subnormals in one program in four, so most programs are checked in full.
+ *   into a zero, an infinity or a NaN downstream (sqrt(-1e-44) is NaN, sqrt(-0) is -0; an H200's
+ *   matmul took Inf * 1e-41 for Inf * 0 = NaN). Inputs and constants hold subnormals in one
+ *   program in four, so most programs are checked in full.
  * - `unstable` (cross-device only): computed by an op with a pole or branch point at zero
  *   (reciprocal, division, log, sqrt, pow) from an inexact operand, which may be a rounding error
  *   away from the singularity on one device and not on the other. Only its length is compared
@@ -102,6 +104,8 @@ interface OpSpec {
 
 interface GenContext {
   float16: boolean;
+  /** The specials floats are drawn with: subnormals in one program in four. */
+  specials: readonly number[];
 }
 
 const isFloat = (d: DType) => d === "float32" || d === "float16";
@@ -140,8 +144,8 @@ function broadcastable(a: readonly number[], b: readonly number[]): boolean {
 }
 
 /** Values for a constant made inside the program (small, with specials for floats). */
-function constantData(rng: () => number, dtype: DType, n: number): number[] {
-  const domain = { ...FULL, minExp: -8, maxExp: 8, pSpecial: 0.1 };
+function constantData(rng: () => number, dtype: DType, n: number, ctx: GenContext): number[] {
+  const domain = { ...FULL, minExp: -8, maxExp: 8, specials: ctx.specials, pSpecial: 0.1 };
   return Array.from(hostData(rng, dtype, n, domain, { lo: -5, hi: 5 }));
 }
 
@@ -444,7 +448,7 @@ const OPS: Record<string, OpSpec> = {
   },
   matmul: {
     weight: 1,
-    gen: (rng, vals) => {
+    gen: (rng, vals, ctx) => {
       const a = pickValue(
         rng,
         vals,
@@ -454,11 +458,11 @@ const OPS: Record<string, OpSpec> = {
       const k = vals[a].shape[vals[a].shape.length - 1];
       const n = randInt(rng, 1, 6);
       const dtype = vals[a].dtype;
-      const weight = constantData(rng, dtype, k * n);
+      const weight = constantData(rng, dtype, k * n, ctx);
       const linear = vals[a].shape.length >= 2 && rng() < 0.4;
       const p: Params = { n, weight, linear };
       if (linear) {
-        if (rng() < 0.6) p.bias = constantData(rng, dtype, n);
+        if (rng() < 0.6) p.bias = constantData(rng, dtype, n, ctx);
         p.activation = pick(rng, ["none", "relu", "gelu", "silu", "tanh", "sigmoid"]);
       }
       return { args: [a], p };
@@ -577,7 +581,7 @@ const OPS: Record<string, OpSpec> = {
       const kind = pick(rng, ["tensor", "full", "arange", "uniform", "eye"]);
       const dtype = vals[a].dtype === "float16" && !ctx.float16 ? "float32" : vals[a].dtype;
       const p: Params = { kind, shape, op: pick(rng, ["add", "mul", "maximum", "sub"]) };
-      if (kind === "tensor") p.data = constantData(rng, dtype, size(shape));
+      if (kind === "tensor") p.data = constantData(rng, dtype, size(shape), ctx);
       if (kind === "full") p.value = scalarFor(rng, dtype);
       if (kind === "uniform") p.seed = randInt(rng, 0, 1000);
       return { args: [a], p };
@@ -645,14 +649,14 @@ const isSubnormal = (v: number) => v !== 0 && Math.abs(v) < 2 ** -126;
  */
 export function generateProgram(seed: number, options: GenerateOptions = {}): Program {
   const rng = mulberry32(seed);
-  const ctx: GenContext = { float16: options.float16 ?? false };
   const inputs: ProgramInput[] = [];
   const base = inputShape(rng);
   const nInputs = randInt(rng, 1, 3);
-  // Subnormal inputs in one program in four (see `tainted` in the module doc).
+  // Subnormal inputs and constants in one program in four (see `tainted` in the module doc).
   const specials = rng() < 0.25
     ? SPECIALS_F32
     : SPECIALS_F32.filter((v) => v === 0 || Math.abs(v) >= 2 ** -126);
+  const ctx: GenContext = { float16: options.float16 ?? false, specials };
   for (let i = 0; i < nInputs; i++) {
     const shape = i === 0 || rng() < 0.3
       ? (i === 0 ? base : inputShape(rng))
@@ -1010,7 +1014,10 @@ function flushedValues(program: Program, subnormal: readonly boolean[]): boolean
   return out;
 }
 
-/** Whether each value, or anything it was computed from, holds an element passing `test`. */
+/**
+ * Whether each value, or anything it was computed from (the constants a step makes included: a
+ * product's weights, a constant's data), holds an element passing `test`.
+ */
 function met(
   program: Program,
   values: readonly ArrayLike<number>[],
@@ -1019,7 +1026,10 @@ function met(
   const own = values.map((v) => Array.prototype.some.call(v, test as (x: unknown) => boolean));
   const out = own.slice(0, program.inputs.length);
   program.steps.forEach((s, i) => {
-    out.push(own[program.inputs.length + i] || s.args.some((a) => out[a]));
+    const constants = [s.p.weight, s.p.bias, s.p.data, [s.p.value]].some((c) =>
+      Array.isArray(c) && c.some((v) => typeof v === "number" && test(v))
+    );
+    out.push(own[program.inputs.length + i] || constants || s.args.some((a) => out[a]));
   });
   return out;
 }
