@@ -13,13 +13,17 @@
  *   grows with depth, plus an absolute one scaled by the largest finite magnitude among the
  *   values it was computed from (the reference's), which covers cancellation.
  * - `tainted` (cross-device only): the reference met a subnormal on the way to this value (in an
- *   input, a result, or a constant a step made, such as a product's weights). A GPU
- *   may flush subnormals to zero (WGSL allows it), and its functions' error bounds are relative
+ *   input, a result, or a constant a step made, such as a product's weights). A GPU may flush
+ *   subnormals to zero (WGSL allows it), and its functions' error bounds are relative
  *   only for normal results (exp(-105) is 0 there, 1e-46 in float64). Such a value is compared
  *   only where both sides are finite, with the inexact tolerance: a flushed subnormal can turn
  *   into a zero, an infinity or a NaN downstream (sqrt(-1e-44) is NaN, sqrt(-0) is -0; an H200's
  *   matmul took Inf * 1e-41 for Inf * 0 = NaN). Inputs and constants hold subnormals in one
  *   program in four, so most programs are checked in full.
+ *   Where the GPU flushes subnormals (a probe decides; an H200 does), a tainted value is compared
+ *   by length only: the GPU computed another function of the inputs, subnormals replaced by zeros
+ *   (sqrt(1e-40) is 0 there, notEqual(1e-45, 0) false, mod(1e-45, -23.75) 1e-45, not -23.75).
+ *   lavapipe keeps subnormals, so there tainted values are compared as above.
  * - `unstable` (cross-device only): computed by an op with a pole or branch point at zero
  *   (reciprocal, division, log, sqrt, pow) from an inexact operand, which may be a rounding error
  *   away from the singularity on one device and not on the other. Only its length is compared
@@ -29,11 +33,12 @@
  *   products taken in another order (a GPU's tree, a product's fused multiply-adds) may overflow
  *   on the way or not: infinities and NaN are accepted there (an H200's matmul gave -Inf where
  *   WASM's gave NaN).
- * - `flushed` (cross-device only): computed by an op discontinuous in a float operand from an
- *   operand that met a subnormal, which a flushing GPU sees as a zero (an H200 does:
- *   notEqual(1e-45, 0) is false there, mod(1e-45, -23.75) is 1e-45, not -23.75). Only its length
- *   is compared across devices where the GPU flushes (a probe decides); lavapipe keeps
- *   subnormals, so there it is compared in full.
+ * - `zeroSign`: computed by a maximum or minimum over axes (max, min, cummax, cummin, max pools)
+ *   or from such a value. Where zeros of both signs tie for the extreme, either may come out:
+ *   WASM's f32.min takes -0, lavapipe's column reduction gave +0 (NumPy's answer depends on the
+ *   order too; gyre leaves it unspecified, and elementwise maximum and minimum alone follow IEEE
+ *   754-2019). Such zeros compare equal, and an op with a pole at zero (1 / x) makes the value
+ *   `unstable`.
  * Ops that are discontinuous in a float operand (comparisons, floor, round, sign, mod, casts to
  * integers or bool, argmax) only take exact operands, so a rounding difference upstream cannot
  * flip their result.
@@ -83,6 +88,8 @@ interface Info {
   tainted: boolean;
   /** Computed through a pole or a branch point from an inexact value (see the module doc). */
   unstable?: boolean;
+  /** A zero of either sign may stand for another (see `zeroSign` in the module doc). */
+  zeroSign?: boolean;
 }
 
 // deno-lint-ignore no-explicit-any
@@ -769,7 +776,8 @@ export function programInfo(program: Program): Info[] {
     const args = s.args.map((a) => vals[a]);
     const out = s.out;
     const exact = args.every((a) => a.exact) && OPS[s.op].exact(args, s.p, out);
-    const singular = SINGULAR_AT_ZERO.has(s.op) && args.some((a) => !a.exact);
+    const singular = SINGULAR_AT_ZERO.has(s.op) &&
+      args.some((a) => !a.exact || a.zeroSign);
     vals.push({
       shape: s.shape,
       dtype: out,
@@ -777,6 +785,7 @@ export function programInfo(program: Program): Info[] {
       depth: Math.max(0, ...args.map((a) => a.depth)) + (exact ? 0 : 1),
       tainted: args.some((a) => a.tainted),
       unstable: singular || args.some((a) => a.unstable),
+      zeroSign: ZERO_SIGN_UNSPECIFIED.has(s.p.op) || args.some((a) => a.zeroSign),
     });
   }
   return vals;
@@ -798,10 +807,25 @@ const SINGULAR_AT_ZERO = new Set([
   "pow",
 ]);
 
+/**
+ * Ops whose result may be a zero of either sign where zeros of both signs tie for it: maxima and
+ * minima over axes, cumulative ones, max pools (see `zeroSign` in the module doc).
+ */
+const ZERO_SIGN_UNSPECIFIED = new Set([
+  "max",
+  "min",
+  "cummax",
+  "cummin",
+  "maxPool2d",
+  "adaptiveMaxPool2d",
+]);
+
 /** One output's comparison rule. */
 export interface Tolerance {
-  /** Bit for bit (NaN equals NaN; ±0 differ). */
+  /** Bit for bit (NaN equals NaN; ±0 differ unless `zeroSign`). */
   exact: boolean;
+  /** +0 and -0 are equal (see `zeroSign` in the module doc). */
+  zeroSign: boolean;
   rtol: number;
   /** Absolute slack: rtol times the largest finite magnitude the value was computed from. */
   atol: number;
@@ -827,6 +851,7 @@ export function tolerance(info: Info, scale: number, sameDevice: boolean): Toler
   if (sameDevice) rtol = Math.min(rtol, 1e-5 * 4 ** info.depth);
   return {
     exact,
+    zeroSign: info.zeroSign ?? false,
     rtol,
     atol: rtol * scale,
     flush: info.tainted || half,
@@ -862,6 +887,7 @@ export function disagreement(
       continue;
     }
     if (tol.exact && !tol.flush) {
+      if (tol.zeroSign && w === 0 && g === 0) continue;
       if (bitsOf(w) !== bitsOf(g)) return `[${i}] ${g}, expected ${w} bit for bit`;
       continue;
     }
@@ -889,10 +915,21 @@ export function disagreement(
 
 /** The largest finite magnitude of each value and of everything it was computed from. */
 export function scales(program: Program, values: readonly ArrayLike<number>[]): number[] {
-  const own = values.map((v) => {
+  const largest = (v: ArrayLike<unknown>) => {
     let m = 0;
-    for (let i = 0; i < v.length; i++) if (Number.isFinite(v[i])) m = Math.max(m, Math.abs(v[i]));
+    for (let i = 0; i < v.length; i++) {
+      const x = v[i];
+      if (typeof x === "number" && Number.isFinite(x)) m = Math.max(m, Math.abs(x));
+    }
     return m;
+  };
+  const own = values.map(largest);
+  // A step's own constants (a product's weights) count as values it was computed from.
+  program.steps.forEach((s, i) => {
+    const k = program.inputs.length + i;
+    for (const c of [s.p.weight, s.p.bias, s.p.data, [s.p.value]]) {
+      if (Array.isArray(c)) own[k] = Math.max(own[k] ?? 0, largest(c));
+    }
   });
   const out = own.slice(0, program.inputs.length);
   program.steps.forEach((s, i) => {
@@ -968,21 +1005,20 @@ export function compareOutputs(
   options: {
     sameDevice: boolean;
     against?: readonly ArrayLike<number>[];
-    /** The other device flushes subnormals (see `flushed` in the module doc). */
+    /** The other device flushes subnormals (see `tainted` in the module doc). */
     flushes?: boolean;
   },
 ): string | null {
   const info = programInfo(program);
   const scale = scales(program, reference);
   const subnormal = met(program, reference, (v) => v !== 0 && Math.abs(v) < 2 ** -126);
-  const flushed = options.flushes ? flushedValues(program, subnormal) : [];
   for (let k = 0; k < program.outputs.length; k++) {
     const o = program.outputs[k];
     const want = options.against ? options.against[k] : reference[o];
     const tainted = !options.sameDevice && subnormal[o];
-    // Across devices an unstable or flushed value is only checked for its length (see the module
-    // doc).
-    if (!options.sameDevice && (info[o].unstable || flushed[o])) {
+    // Across devices an unstable value, and a tainted one where the GPU flushes subnormals, is
+    // only checked for its length (see the module doc).
+    if (!options.sameDevice && (info[o].unstable || (options.flushes && tainted))) {
       if (want.length !== got[k].length) return `output ${k}: length ${got[k].length}`;
       continue;
     }
@@ -991,27 +1027,6 @@ export function compareOutputs(
     if (why) return `output ${k} (value ${o}, ${info[o].dtype}): ${why}`;
   }
   return null;
-}
-
-/** Whether a step's result jumps where a float operand crosses zero (see `exact` in OPS). */
-function discontinuous(step: Step): boolean {
-  const { op, p } = step;
-  if ((UNARY_STEP as readonly string[]).includes(op) || op === "mod") return true;
-  if ((COMPARE as readonly string[]).includes(op)) return true;
-  if (op === "cast") return isInt(p.dtype) || p.dtype === "bool";
-  return op === "reduce" && ["argmax", "argmin", "all", "any"].includes(p.op);
-}
-
-/**
- * Values computed by a discontinuous op from an operand that met a subnormal, or from such a
- * value (see `flushed` in the module doc).
- */
-function flushedValues(program: Program, subnormal: readonly boolean[]): boolean[] {
-  const out: boolean[] = program.inputs.map(() => false);
-  for (const s of program.steps) {
-    out.push(s.args.some((a) => out[a] || (subnormal[a] && discontinuous(s))));
-  }
-  return out;
 }
 
 /**

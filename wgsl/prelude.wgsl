@@ -251,6 +251,20 @@ fn g_pow_u32(x: u32, y: u32) -> u32 {
   return result;
 }
 
+fn g_log(x: f32) -> f32 {
+  // WGSL's log leaves subnormal arguments to the driver: lavapipe's took 1e-40 for 2^-127
+  // (log2(1e-40)^2 came out 16126, not 17656). Scaled by 2^64 they are normal; a GPU that
+  // flushes them sees 0 and gives -Inf, as for a zero.
+  if (x > 0.0 && x < 1.1754943508222875e-38) { return log(x * 18446744073709551616.0) - 44.3614195558365; }
+  return log(x);
+}
+
+fn g_log2(x: f32) -> f32 {
+  // As g_log.
+  if (x > 0.0 && x < 1.1754943508222875e-38) { return log2(x * 18446744073709551616.0) - 64.0; }
+  return log2(x);
+}
+
 fn g_log1p(x: f32) -> f32 {
   // No cancellation tricks: WGSL float math is not exact, so drivers may reassociate it (Mesa's
   // NIR folds (1 + x) - 1 to x and 1 + x == 1 to x == 0), which turned Goldberg's

@@ -191,6 +191,17 @@ export function opaqueF32(v: string, zero: string): string {
   return `bitcast<f32>(bitcast<u32>(${v}) ^ ${zero})`;
 }
 
+/**
+ * A value of compute type `type` passed through `zero` as {@link opaqueF32} does; integers too:
+ * an H200 computed a fused min(b, i32(0u - x)) as if the cast of the negation were i32(x)
+ * (-1810558113 for -3), right op by op. Bools pass as they are.
+ */
+function opaque(v: string, type: string, zero: string): string {
+  if (type === "f32") return opaqueF32(v, zero);
+  if (type === "i32") return `bitcast<i32>(bitcast<u32>(${v}) ^ ${zero})`;
+  return type === "u32" ? `(${v} ^ ${zero})` : v;
+}
+
 /** Where {@link emitBody} finds a kernel's zero word and its constants. */
 export interface BodyOptions {
   /** The kernel's uniform word that is always 0 (default `p.pad0`). */
@@ -232,8 +243,9 @@ export function epilogueFunction(
  * Emits the body of `f`: one `let` per distinct inner node in post-order (shared subexpressions
  * are computed once), then the result. `x{k}` are inputs in compute type, `idx` the linear index.
  * Constants are read from the uniforms (`p.consts`, from slot `options.constantBase` on, in the
- * order of {@link constantNodes}), and every float node's value goes through {@link opaqueF32},
- * so a fused kernel rounds exactly as the op-by-op kernels do.
+ * order of {@link constantNodes}), and every float and integer node's value goes through
+ * {@link opaqueF32} (or its integer form), so a fused kernel rounds exactly as the op-by-op kernels
+ * do.
  */
 export function emitBody(root: Expr, options: BodyOptions = {}): string {
   const zero = options.zero ?? "p.pad0";
@@ -285,7 +297,7 @@ export function emitBody(root: Expr, options: BodyOptions = {}): string {
     // Each node's own zero (the word times an odd number): two nodes computing the same value
     // (x.exp() twice) stay two values, which the compiler cannot subtract to 0.
     const own = lines.length ? `(${zero} * ${2 * lines.length + 1}u)` : zero;
-    lines.push(`  let ${name}: ${type} = ${type === "f32" ? opaqueF32(code, own) : code};`);
+    lines.push(`  let ${name}: ${type} = ${opaque(code, type, own)};`);
     names.set(e, name);
   }
   return `${lines.join("\n")}\n  return ${ref(root)};`;
