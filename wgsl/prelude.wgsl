@@ -399,26 +399,45 @@ fn g_trig_reduce(x: f32) -> vec2<u32> {
   return vec2<u32>(bits | select(0u, 0x80000000u, negative), q);
 }
 
-fn g_sin_poly(r: f32) -> f32 {
+fn g_sin_poly(r: f32, c: f32) -> f32 {
+  // sin(r + c) for |r| <= pi/4 and a correction |c| <= 2^-20 |r|: sin r + c cos r, cos r ~ 1.
   let z = r * r;
   let p = ((((-2.505210838544172e-8 * z + 2.755731922398589e-6) * z - 1.984126984126984e-4) * z
     + 8.333333333333333e-3) * z - 0.16666666666666666);
-  return r + r * z * p;
+  return r + (r * z * p + c);
 }
 
-fn g_cos_poly(r: f32) -> f32 {
+fn g_cos_poly(r: f32, c: f32) -> f32 {
+  // cos(r + c): cos r - c sin r.
   let z = r * r;
   let p = (((((2.08767569878681e-9 * z - 2.755731922398589e-7) * z + 2.48015873015873e-5) * z
     - 1.388888888888889e-3) * z + 0.041666666666666664) * z - 0.5);
-  return 1.0 + z * p;
+  return 1.0 + (z * p - r * c);
 }
 
-fn g_trig(x: f32) -> vec2<f32> {
-  // (r, q mod 4) for |x| = q pi/2 + r: |x| itself below pi/4.
+fn g_trig(x: f32) -> vec3<f32> {
+  // (r, c, q mod 4) with |x| = q pi/2 + r + c, |r| <= pi/4 (a little more below 800) and c a
+  // correction far below r's ULP. Below pi/4, |x| itself. Below 800 (q < 512), Cody and Waite's
+  // reduction with pi/2 in three 15-bit parts and a 24-bit fourth, each q * part exact: r1 is
+  // exact (Sterbenz), r2 is a multiple of 2^-32 and so exact below 2^-8, and then r3 rounds once;
+  // above 2^-8, r2 rounds once and the rest joins c. Above 800, Payne and Hanek (g_trig_reduce),
+  // whose integer arithmetic costs about five times the memory traffic of an elementwise kernel.
   let a = bitcast<u32>(x) & 0x7fffffffu;
-  if (a < 0x3f490fdbu) { return vec2<f32>(bitcast<f32>(a), 0.0); }
+  let ax = bitcast<f32>(a);
+  if (a < 0x3f490fdbu) { return vec3<f32>(ax, 0.0, 0.0); }
+  if (a < 0x44480000u) {
+    let q = round(ax * 0.6366197466850281);
+    let r1 = ax - q * 1.57080078125;
+    let r2 = r1 - q * -4.454515874385834e-6;
+    let q3 = q * 6.077272018956137e-11;
+    let q4 = q * -1.7151245100058819e-15;
+    let wide = abs(r2) >= 0.00390625;
+    let r = select(r2 - q3, r2, wide);
+    let c = select(-q4, -(q3 + q4), wide);
+    return vec3<f32>(r, c, f32(u32(q) & 3u));
+  }
   let t = g_trig_reduce(x);
-  return vec2<f32>(bitcast<f32>(t.x), f32(t.y));
+  return vec3<f32>(bitcast<f32>(t.x), 0.0, f32(t.y));
 }
 
 fn g_sin(x: f32) -> f32 {
@@ -427,8 +446,8 @@ fn g_sin(x: f32) -> f32 {
   // Below 2^-12, x^3 / 6 is under half an ULP of x (and -0 stays -0).
   if (a < 0x39800000u) { return x; }
   let t = g_trig(x);
-  let q = u32(t.y);
-  let v = select(g_sin_poly(t.x), g_cos_poly(t.x), (q & 1u) == 1u);
+  let q = u32(t.z);
+  let v = select(g_sin_poly(t.x, t.y), g_cos_poly(t.x, t.y), (q & 1u) == 1u);
   // sin(|x|) is negative in quadrants 2 and 3; sin is odd.
   return select(v, -v, ((q & 2u) == 2u) != (x < 0.0));
 }
@@ -437,8 +456,8 @@ fn g_cos(x: f32) -> f32 {
   let a = bitcast<u32>(x) & 0x7fffffffu;
   if (a >= 0x7f800000u) { return bitcast<f32>(0x7fc00000u); }
   let t = g_trig(x);
-  let q = u32(t.y);
-  let v = select(g_cos_poly(t.x), g_sin_poly(t.x), (q & 1u) == 1u);
+  let q = u32(t.z);
+  let v = select(g_cos_poly(t.x, t.y), g_sin_poly(t.x, t.y), (q & 1u) == 1u);
   // cos(|x|) is negative in quadrants 1 and 2.
   return select(v, -v, q == 1u || q == 2u);
 }
@@ -449,9 +468,9 @@ fn g_tan(x: f32) -> f32 {
   // Below 2^-12, x^3 / 3 is under half an ULP of x.
   if (a < 0x39800000u) { return x; }
   let t = g_trig(x);
-  let q = u32(t.y);
-  let s = g_sin_poly(t.x);
-  let c = g_cos_poly(t.x);
+  let q = u32(t.z);
+  let s = g_sin_poly(t.x, t.y);
+  let c = g_cos_poly(t.x, t.y);
   // tan(|x|) = sin r / cos r in even quadrants, -cos r / sin r in odd ones; tan is odd.
   let v = select(s / c, -c / s, (q & 1u) == 1u);
   return select(v, -v, x < 0.0);
