@@ -5,7 +5,8 @@
  * WASM, and measures the error of every result in float32 ULPs of the float64 answer (the spacing
  * of float32 values at it). Results whose answer is subnormal are counted apart (WGSL lets a GPU
  * flush them), as are wrong specials (a NaN, an infinity or a zero where the answer differs).
- * Trigonometric ops also run over every float32 from pi/4 to 800 (their Cody-Waite range).
+ * Trigonometric ops also run over every float32 from pi/4 to 800 (their Cody-Waite range), or
+ * every Kth.
  * Writes bench/results/accuracy-<device>.md.
  * @module
  */
@@ -17,6 +18,8 @@ const flag = (name: string) => {
   return i >= 0 ? args[i + 1] : undefined;
 };
 const samples = Number(flag("samples") ?? 1 << 22);
+/** Bit patterns between the trigonometric range's inputs (1: every float32 from pi/4 to 800). */
+const trigStep = Number(flag("trig-step") ?? 1);
 
 /** float64 answers (reached through f32 inputs). */
 const REFERENCES: Record<string, (x: number) => number> = {
@@ -145,7 +148,10 @@ const fmt = (v: number) => (Number.isFinite(v) ? v.toFixed(2) : String(v));
 console.error(`accuracy on ${name}: ${samples} samples per op`);
 for (const op of ops) {
   const sets: [string, Float32Array][] = [["whole range", sampled(samples, 1)]];
-  if (TRIG.has(op)) sets.push(["every f32 in [pi/4, 800)", trigRange(1)]);
+  if (TRIG.has(op)) {
+    const label = trigStep === 1 ? "every f32" : `every ${trigStep}th f32`;
+    sets.push([`${label} in [pi/4, 800)`, trigRange(trigStep)]);
+  }
   for (const [label, x] of sets) {
     for (const device of devices) {
       const s = measure(op, x, await run(op, device, x));

@@ -936,9 +936,29 @@ export function scales(program: Program, values: readonly ArrayLike<number>[]): 
     const k = program.inputs.length + i;
     // A product's partial products, in some order, reach the product of its large factors.
     const product = s.p.op === "prod" || s.p.op === "cumprod" ? largeProduct(values[s.args[0]]) : 0;
-    out.push(Math.max(own[k] ?? 0, product, ...s.args.map((a) => out[a])));
+    out.push(Math.max(own[k] ?? 0, product, productScale(s, out), ...s.args.map((a) => out[a])));
   });
   return out;
+}
+
+/**
+ * A product's scale: its factors' scales multiplied, since an error in one factor comes out
+ * times the other (an H100's layerNorm of a row holding -3.4e38 gave 0 where WASM's float64
+ * gave 0.7, and a matmul by 3.4e38 made that 2.4e38). Sums of K products count K of them.
+ */
+function productScale(s: Step, out: readonly number[]): number {
+  const [a, b] = s.args.map((i) => out[i]);
+  const most = (c: unknown) =>
+    Array.isArray(c) ? Math.max(0, ...c.map((v) => (Number.isFinite(v) ? Math.abs(v) : 0))) : 0;
+  if (s.op === "square") return a * a;
+  if (s.op === "mul") return s.args.length === 2 ? a * b : a * Math.abs(s.p.scalar || 0);
+  if (s.op === "constant" && s.p.op === "mul") {
+    const n = s.shape.reduce((x: number, y: number) => x * y, 1);
+    const c = { tensor: most(s.p.data), full: Math.abs(s.p.value), arange: n, uniform: 2, eye: 1 };
+    return a * (c[s.p.kind as keyof typeof c] || 0);
+  }
+  if (s.op === "matmul") return a * most(s.p.weight) * (s.p.weight.length / s.p.n) + most(s.p.bias);
+  return 0;
 }
 
 /** The product of the finite magnitudes of at least 1 in `v` (Infinity past the f64 range). */
