@@ -338,9 +338,15 @@ fn g_mul_wide(a: u32, b: u32) -> vec2<u32> {
 }
 
 fn g_two_over_pi(i: u32) -> u32 {
-  // Word i of the binary fraction of 2/pi (0.a2f9836e 4e441529 ...); i <= 5 for f32 exponents.
-  return select(select(select(select(select(0x3c439041u, 0xdb629599u, i == 4u), 0xf534ddc0u, i == 3u),
-    0xfc2757d1u, i == 2u), 0x4e441529u, i == 1u), 0xa2f9836eu, i == 0u);
+  // Word i of the binary fraction of 2/pi (0.a2f9836e 4e441529 ...); i <= 6 for f32 exponents.
+  return select(select(select(select(select(select(0xfe5163abu, 0x3c439041u, i == 5u), 0xdb629599u,
+    i == 4u), 0xf534ddc0u, i == 3u), 0xfc2757d1u, i == 2u), 0x4e441529u, i == 1u), 0xa2f9836eu,
+    i == 0u);
+}
+
+fn g_two_over_pi_at(i: u32, o: u32) -> u32 {
+  // The 32 bits of 2/pi's fraction from bit 32 i + o + 1 on (o < 32).
+  return (g_two_over_pi(i) << o) | select(g_two_over_pi(i + 1u) >> (32u - o), 0u, o == 0u);
 }
 
 fn g_bits_at(l: vec4<u32>, b: u32) -> u32 {
@@ -355,24 +361,29 @@ fn g_bits_at(l: vec4<u32>, b: u32) -> u32 {
 fn g_trig_reduce(x: f32) -> vec2<u32> {
   // |x| = (q + f) pi/2 with integer q and |f| <= 1/2, for |x| >= pi/4: returns (bits of the f32
   // nearest f pi/2, q mod 4). |x| = m 2^(e - 150) with m the 24-bit significand; the bits of 2/pi
-  // before the window below times |x| are multiples of 4 (whole turns), those after it are below
-  // 2^-64 of a quarter turn, and f keeps 62 bits (no f32 lies closer than 2^-32 of a quarter turn
-  // to a multiple of pi/2, so at least 30 significant bits survive the cancellation).
+  // before the 96-bit window below times |x| are multiples of 4 (whole turns), those after it
+  // change the product's lowest 25 bits only, and f keeps 62 bits above them (no f32 lies closer
+  // than about 2^-32 of a quarter turn to a multiple of pi/2, so 30 significant bits survive).
   let a = bitcast<u32>(x) & 0x7fffffffu;
   let e = a >> 23u;
   let m = (a & 0x7fffffu) | 0x800000u;
-  let k = select(0u, (e - 152u) >> 5u, e >= 152u);
-  let p2 = g_mul_wide(m, g_two_over_pi(k + 2u));
-  let p1 = g_mul_wide(m, g_two_over_pi(k + 1u));
-  let p0 = g_mul_wide(m, g_two_over_pi(k));
+  // From exponent 152 on the window starts right after the bits that make whole turns (bit e - 151
+  // of 2/pi), so the bits taken below lie 32 above the product's lowest, which the bits of 2/pi
+  // past the window would change (at x = 1.09e17, a window on word boundaries left sin 2.7 ULP off).
+  let skip = select(0u, e - 152u, e >= 152u);
+  let k = skip >> 5u;
+  let o = skip & 31u;
+  let p2 = g_mul_wide(m, g_two_over_pi_at(k + 2u, o));
+  let p1 = g_mul_wide(m, g_two_over_pi_at(k + 1u, o));
+  let p0 = g_mul_wide(m, g_two_over_pi_at(k, o));
   let l1 = p1.x + p2.y;
   let l2a = p1.y + select(0u, 1u, l1 < p2.y);
   let l2 = l2a + p0.x;
   let l3 = p0.y + select(0u, 1u, l2 < p0.x);
-  // The binary point of |x| 2/pi lies at bit 246 + 32k - e of the product; take 2 integer bits
-  // and 62 fraction bits, and round to the nearest quadrant.
+  // The binary point of |x| 2/pi lies at bit 246 + skip - e of the product (94 from exponent 152
+  // on); take 2 integer bits and 62 fraction bits, and round to the nearest quadrant.
   let limbs = vec4<u32>(p2.x, l1, l2, l3);
-  let s = 184u + 32u * k - e;
+  let s = 184u + skip - e;
   let vl = g_bits_at(limbs, s);
   let vh = g_bits_at(limbs, s + 32u);
   let q = (vh + 0x20000000u) >> 30u;
