@@ -915,14 +915,6 @@ export function disagreement(
 
 /** The largest finite magnitude of each value and of everything it was computed from. */
 export function scales(program: Program, values: readonly ArrayLike<number>[]): number[] {
-  const largest = (v: ArrayLike<unknown>) => {
-    let m = 0;
-    for (let i = 0; i < v.length; i++) {
-      const x = v[i];
-      if (typeof x === "number" && Number.isFinite(x)) m = Math.max(m, Math.abs(x));
-    }
-    return m;
-  };
   const own = values.map(largest);
   // A step's own constants (a product's weights) count as values it was computed from.
   program.steps.forEach((s, i) => {
@@ -948,8 +940,7 @@ export function scales(program: Program, values: readonly ArrayLike<number>[]): 
  */
 function productScale(s: Step, out: readonly number[]): number {
   const [a, b] = s.args.map((i) => out[i]);
-  const most = (c: unknown) =>
-    Array.isArray(c) ? Math.max(0, ...c.map((v) => (Number.isFinite(v) ? Math.abs(v) : 0))) : 0;
+  const most = (c: unknown) => (Array.isArray(c) ? largest(c) : 0);
   if (s.op === "square") return a * a;
   if (s.op === "mul") return s.args.length === 2 ? a * b : a * Math.abs(s.p.scalar || 0);
   if (s.op === "constant" && s.p.op === "mul") {
@@ -959,6 +950,16 @@ function productScale(s: Step, out: readonly number[]): number {
   }
   if (s.op === "matmul") return a * most(s.p.weight) * (s.p.weight.length / s.p.n) + most(s.p.bias);
   return 0;
+}
+
+/** The largest finite magnitude among the numbers of `v` (0 for none). */
+function largest(v: ArrayLike<unknown>): number {
+  let m = 0;
+  for (let i = 0; i < v.length; i++) {
+    const x = v[i];
+    if (typeof x === "number" && Number.isFinite(x)) m = Math.max(m, Math.abs(x));
+  }
+  return m;
 }
 
 /** The product of the finite magnitudes of at least 1 in `v` (Infinity past the f64 range). */
