@@ -8,9 +8,11 @@
  * mostly single-threaded: shader compilation and the WASM reference), and adds up their counts.
  * `--seconds S` starts no new group of programs after S seconds (the counts then say how many
  * ran). Each disagreement is shrunk and written as JSON to
- * bench/results/differential-<device>.jsonl, ready for tests/differential_test.ts's REGRESSIONS;
- * the counts go to bench/results/differential-<device>.md. `--replay FILE` checks again the shrunk
- * programs of such a file (on every device, and through jit) and says which still disagree.
+ * bench/results/differential-<device>-<first seed>.jsonl, ready for tests/differential_test.ts's
+ * REGRESSIONS; the counts go to bench/results/differential-<device>-<first seed>.md (named by the
+ * seeds, so that a short run does not overwrite a long one's report). `--replay FILE` checks again
+ * the shrunk programs of such a file (on every device, and through jit) and says which still
+ * disagree.
  */
 import * as gyre from "../src/mod.ts";
 import {
@@ -226,9 +228,9 @@ const report = [
   ...ops.map(([op, n]) => `| ${op} | ${n} |`),
   "",
 ].join("\n");
-await Deno.writeTextFile(new URL(`differential-${slug}.md`, results), report);
+await Deno.writeTextFile(new URL(`differential-${slug}-${first}.md`, results), report);
 if (tally.lines.length) {
-  const out = new URL(`differential-${slug}.jsonl`, results);
+  const out = new URL(`differential-${slug}-${first}.jsonl`, results);
   await Deno.writeTextFile(out, tally.lines.join("\n") + "\n");
   console.log(`shrunk programs: ${out.pathname}`);
 }
