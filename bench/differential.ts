@@ -101,7 +101,7 @@ async function checkRange(from: number, n: number, gpu: boolean, origin = from):
       if (why) await record(why.split(":")[0], seeds[k], programs[k], why, check);
       if (!jitted(seeds[k])) continue;
       tally.jitted++;
-      for (const d of gpu ? ["wasm", "gpu"] as const : ["wasm"] as const) {
+      for (const d of devices) {
         const jitCheck = (p: Program) => checkJit(p, d);
         const jwhy = await jitCheck(programs[k]);
         if (jwhy) await record(`jit ${d}`, seeds[k], programs[k], jwhy, jitCheck);
@@ -165,6 +165,8 @@ async function checkInProcesses(): Promise<Tally> {
 
 const rt = await gyre.init({ device: "auto" });
 const gpu = rt.gpu !== null;
+/** The devices each program goes through jit on. */
+const devices: gyre.DeviceName[] = gpu ? ["wasm", "gpu"] : ["wasm"];
 const device = rt.gpu?.caps.description ?? "no GPU";
 const replay = flag("--replay");
 if (replay) {
@@ -175,9 +177,7 @@ if (replay) {
     const { kind, seed, shrunk } = JSON.parse(line);
     const program = programFromJson(shrunk);
     let why = await checkProgram(program, { gpu });
-    for (const d of gpu ? ["wasm", "gpu"] as const : ["wasm"] as const) {
-      why ??= await checkJit(program, d);
-    }
+    for (const d of devices) why ??= await checkJit(program, d);
     lines++;
     if (why) still++;
     console.log(

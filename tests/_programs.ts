@@ -1279,7 +1279,7 @@ export async function checkPrograms(
 let flushProbe: Promise<boolean> | null = null;
 
 /** Whether the GPU compares the smallest subnormal equal to zero (it flushes; an H200 does). */
-export function gpuFlushesSubnormals(): Promise<boolean> {
+function gpuFlushesSubnormals(): Promise<boolean> {
   flushProbe ??= (async () => {
     const x = gyre.tensor([2 ** -149], { device: "gpu" });
     const t = gyre.notEqual(x, 0);

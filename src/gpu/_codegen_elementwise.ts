@@ -227,7 +227,7 @@ export function epilogueFunction(
   const params = [`result: ${computeType(valueDtype)}`, ...indexParams.map((n) => `${n}: u32`)];
   const value = valueDtype === "float16" ? "g_round_f16(result)" : "result";
   // Stored and read back when unfused: nothing of the producer's arithmetic may merge with ours.
-  const x0 = computeType(valueDtype) === "f32" ? opaqueF32(value, options.zero ?? "p.pad0") : value;
+  const x0 = opaque(value, computeType(valueDtype), options.zero ?? "p.pad0");
   return [
     `fn gyre_epilogue(${params.join(", ")}) -> ${computeType(expr.dtype)} {`,
     `  let x0 = ${x0};`,
