@@ -3,5 +3,5 @@
 export * from "./_generated";
 export * from "./pool";
 export * from "./scan";
-export * from "./norm";
-export * from "./gemm";
+export * from "./rows";
+export * from "./matmul";

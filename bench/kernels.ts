@@ -10,9 +10,9 @@
 import * as gyre from "../src/mod.ts";
 import { GpuProfiler } from "../src/gpu/profiler.ts";
 import { WGSL } from "../src/gpu/_wgsl_bundle.ts";
-import { BINARY, UNARY } from "../src/ops/_elementwise_table.ts";
+import { BINARY, UNARY } from "../src/ir/elementwise_table.ts";
 import { INTERNAL_KERNELS } from "../src/kernels.ts";
-import { kernelObservers } from "../src/_backend.ts";
+import { kernelObservers } from "../src/contract/backend.ts";
 import { dispatchBreakdown, median, slugOf } from "./_util.ts";
 import type { GpuStorage } from "../src/gpu/backend.ts";
 import {

@@ -17,7 +17,7 @@
  */
 import * as gyre from "../src/mod.ts";
 import { GpuProfiler } from "../src/gpu/profiler.ts";
-import { kernelObservers } from "../src/_backend.ts";
+import { kernelObservers } from "../src/contract/backend.ts";
 import { dispatchBreakdown, hostData, median, slugOf } from "./_util.ts";
 
 const args = Deno.args;

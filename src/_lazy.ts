@@ -5,10 +5,10 @@
  * tensor is needed, when `bind` numbers the distinct views into kernel inputs.
  * @module
  */
-import type { Backend, Storage, View } from "./_backend.ts";
-import type { Shape } from "./_shape.ts";
-import type { DType } from "./dtype.ts";
-import { E, type Expr, postOrder, readsIndex, substitute } from "./ops/_expr.ts";
+import type { Backend, Storage, View } from "./contract/backend.ts";
+import type { Shape } from "./core/shape.ts";
+import type { DType } from "./core/dtype.ts";
+import { E, type Expr, postOrder, readsIndex, substitute } from "./ir/expr.ts";
 
 /**
  * A kernel whose output feeds a pending expression as its `producer` leaf (a matrix product):

@@ -3,12 +3,12 @@
  * `linspace`, `eye`) are computed on the target device from the element index.
  * @module
  */
-import type { DeviceName } from "./_backend.ts";
-import { checkShape, sizeOf } from "./_shape.ts";
-import { checkDType, type DType, hostArray, inferDType } from "./dtype.ts";
-import { describe, ShapeError, ValueError } from "./errors.ts";
+import type { DeviceName } from "./contract/backend.ts";
+import { checkShape, sizeOf } from "./core/shape.ts";
+import { checkDType, type DType, hostArray, inferDType } from "./core/dtype.ts";
+import { describe, ShapeError, ValueError } from "./core/errors.ts";
 import { evaluate, type NestedArray } from "./ops/_dispatch.ts";
-import { E, type Expr } from "./ops/_expr.ts";
+import { E, type Expr } from "./ir/expr.ts";
 import { runtime } from "./runtime.ts";
 import { Tensor } from "./tensor.ts";
 

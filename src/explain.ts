@@ -2,9 +2,9 @@
  * `explain`: which kernels a computation runs, one line each, with the ops fused into each.
  * @module
  */
-import { kernelObservers, type KernelRecord } from "./_backend.ts";
+import { kernelObservers, type KernelRecord } from "./contract/backend.ts";
 import { fusedLabel } from "./_lazy.ts";
-import { sizeOf } from "./_shape.ts";
+import { sizeOf } from "./core/shape.ts";
 import { Tensor } from "./tensor.ts";
 
 /** What `explain` found. */

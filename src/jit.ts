@@ -10,8 +10,8 @@
  * and each dispatch binds the values its buffers held when it was recorded.
  * @module
  */
-import type { Storage, View } from "./_backend.ts";
-import { DisposedError } from "./errors.ts";
+import type { Storage, View } from "./contract/backend.ts";
+import { DisposedError } from "./core/errors.ts";
 import type { DispatchRecorder, GpuBackend, GpuStorage, RecordedDispatch } from "./gpu/backend.ts";
 import { sizeClass } from "./gpu/pool.ts";
 import { runtime } from "./runtime.ts";

@@ -5,7 +5,7 @@
  * the suite.
  * @module
  */
-import { BINARY, UNARY } from "./ops/_elementwise_table.ts";
+import { BINARY, UNARY } from "./ir/elementwise_table.ts";
 
 /** One registered kernel. */
 export interface KernelEntry {

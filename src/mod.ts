@@ -11,6 +11,7 @@
  * ```
  * @module
  */
+import "./ops/mod.ts";
 export { Tensor } from "./tensor.ts";
 export {
   flush,
@@ -73,7 +74,7 @@ export * from "./ops/pool.ts";
 export * from "./ops/scan.ts";
 export * from "./ops/matmul.ts";
 export type { NestedArray, TensorLike } from "./ops/_dispatch.ts";
-export { type DataFor, type DType, promoteTypes, type TypedArray } from "./dtype.ts";
+export { type DataFor, type DType, promoteTypes, type TypedArray } from "./core/dtype.ts";
 export {
   AxisError,
   DeviceError,
@@ -84,8 +85,8 @@ export {
   type GyreErrorDetails,
   ShapeError,
   ValueError,
-} from "./errors.ts";
-export type { DeviceName } from "./_backend.ts";
+} from "./core/errors.ts";
+export type { DeviceName } from "./contract/backend.ts";
 export type { DeviceCaps } from "./gpu/device.ts";
 export { INTERNAL_KERNELS, type KernelEntry, KERNELS } from "./kernels.ts";
 export {
@@ -96,7 +97,7 @@ export {
   type ReduceChoice,
   setPlanOverride,
 } from "./plans.ts";
-export * from "./ops/norm.ts";
+export * from "./ops/rows.ts";
 export {
   startWasmThreads,
   stopWasmThreads,

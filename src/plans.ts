@@ -6,8 +6,8 @@
  */
 import type { DeviceCaps } from "./gpu/device.ts";
 import type { ScanOp } from "./gpu/_codegen_scan.ts";
-import { ValueError } from "./errors.ts";
-import type { DType } from "./dtype.ts";
+import { ValueError } from "./core/errors.ts";
+import type { DType } from "./core/dtype.ts";
 import { tiledSharedBytes } from "./gpu/_codegen_matmul.ts";
 import { TILED_WORKGROUP_SIZES } from "./gpu/_codegen_elementwise.ts";
 import {
@@ -1229,7 +1229,7 @@ function checkMatmulChoice(caps: DeviceCaps | undefined, c: MatmulChoice, half: 
   }
 }
 
-/** The choice for the WASM GEMM (asm/gemm.ts): how many threads share it, and how. */
+/** The choice for the WASM GEMM (asm/matmul.ts): how many threads share it, and how. */
 export interface WasmGemmChoice {
   kernel: "wasmGemm";
   /** Threads that compute blocks of C: the calling thread plus workers (src/wasm/threads.ts). */

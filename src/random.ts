@@ -6,9 +6,9 @@
  */
 import type { Tensor } from "./tensor.ts";
 import { type CreationOptions, generate } from "./creation.ts";
-import { checkDType } from "./dtype.ts";
-import { _checkNumber } from "./errors.ts";
-import { E, type Expr } from "./ops/_expr.ts";
+import { checkDType } from "./core/dtype.ts";
+import { _checkNumber } from "./core/errors.ts";
+import { E, type Expr } from "./ir/expr.ts";
 
 /** PCG's RXS-M-XS permutation in JS, as `g_pcg` in WGSL and AssemblyScript. */
 export function pcgHash(v: number): number {

@@ -3,8 +3,8 @@
  * allocation statistics of both devices.
  * @module
  */
-import type { Backend, DeviceName } from "./_backend.ts";
-import { DeviceError, GpuError } from "./errors.ts";
+import type { Backend, DeviceName } from "./contract/backend.ts";
+import { DeviceError, GpuError } from "./core/errors.ts";
 import { GpuBackend } from "./gpu/backend.ts";
 import { acquireDevice, type DeviceCaps } from "./gpu/device.ts";
 import type { PoolStats } from "./gpu/pool.ts";

@@ -4,21 +4,21 @@
  * disposed. Every op is also a method.
  * @module
  */
-import type { DeviceName, Storage, View } from "./_backend.ts";
+import type { DeviceName, Storage, View } from "./contract/backend.ts";
 import { bind, fusedLabel, type Pending, releasePending } from "./_lazy.ts";
 import { track } from "./_scope.ts";
-import { contiguousStrides, type Shape, sizeOf } from "./_shape.ts";
-import type { DType, TypedArray } from "./dtype.ts";
-import { DisposedError } from "./errors.ts";
-import * as ew from "./ops/elementwise.ts";
-import * as act from "./ops/activations.ts";
-import * as red from "./ops/reduce.ts";
-import * as pool from "./ops/pool.ts";
-import * as norm from "./ops/norm.ts";
-import * as scan from "./ops/scan.ts";
-import * as mm from "./ops/matmul.ts";
-import * as sh from "./ops/shape.ts";
-import { readAll, toNested } from "./ops/read.ts";
+import { contiguousStrides, type Shape, sizeOf } from "./core/shape.ts";
+import type { DType, TypedArray } from "./core/dtype.ts";
+import { DisposedError } from "./core/errors.ts";
+import type * as ew from "./ops/elementwise.ts";
+import type * as act from "./ops/activations.ts";
+import type * as red from "./ops/reduce.ts";
+import type * as pool from "./ops/pool.ts";
+import type * as norm from "./ops/rows.ts";
+import type * as scan from "./ops/scan.ts";
+import type * as mm from "./ops/matmul.ts";
+import type * as sh from "./ops/shape.ts";
+import type * as read from "./ops/read.ts";
 import type { ArgReduceOptions, ReduceOptions, VarianceOptions } from "./ops/reduce.ts";
 import type { GeluOptions } from "./ops/activations.ts";
 import type { NestedArray, TensorLike } from "./ops/_dispatch.ts";
@@ -216,18 +216,18 @@ export class Tensor {
   /** The elements as a flat typed array (Float32Array for float16, Uint8Array for bool). */
   async data(): Promise<TypedArray> {
     this._view("data");
-    return (await readAll([this]))[0];
+    return (await ops.read.readAll([this]))[0];
   }
 
   /** The elements as nested JS arrays (booleans for bool). */
   async array(): Promise<NestedArray> {
     const data = await this.data();
-    return toNested(data, this.shape, this.dtype === "bool");
+    return ops.read.toNested(data, this.shape, this.dtype === "bool");
   }
 
   /** A copy on another device (a read-back when leaving the GPU). */
   to(device: DeviceName): Promise<Tensor> {
-    return sh.to(this, device);
+    return ops.sh.to(this, device);
   }
 
   /** A human-readable summary, e.g. `Tensor(float32 [2, 3] gpu)`. */
@@ -239,261 +239,261 @@ export class Tensor {
 
   // Elementwise (see ops/elementwise.ts for semantics).
   add(b: TensorLike): Tensor {
-    return ew.add(this, b);
+    return ops.ew.add(this, b);
   }
   sub(b: TensorLike): Tensor {
-    return ew.sub(this, b);
+    return ops.ew.sub(this, b);
   }
   mul(b: TensorLike): Tensor {
-    return ew.mul(this, b);
+    return ops.ew.mul(this, b);
   }
   div(b: TensorLike): Tensor {
-    return ew.div(this, b);
+    return ops.ew.div(this, b);
   }
   pow(b: TensorLike): Tensor {
-    return ew.pow(this, b);
+    return ops.ew.pow(this, b);
   }
   maximum(b: TensorLike): Tensor {
-    return ew.maximum(this, b);
+    return ops.ew.maximum(this, b);
   }
   minimum(b: TensorLike): Tensor {
-    return ew.minimum(this, b);
+    return ops.ew.minimum(this, b);
   }
   mod(b: TensorLike): Tensor {
-    return ew.mod(this, b);
+    return ops.ew.mod(this, b);
   }
   equal(b: TensorLike): Tensor {
-    return ew.equal(this, b);
+    return ops.ew.equal(this, b);
   }
   notEqual(b: TensorLike): Tensor {
-    return ew.notEqual(this, b);
+    return ops.ew.notEqual(this, b);
   }
   less(b: TensorLike): Tensor {
-    return ew.less(this, b);
+    return ops.ew.less(this, b);
   }
   lessEqual(b: TensorLike): Tensor {
-    return ew.lessEqual(this, b);
+    return ops.ew.lessEqual(this, b);
   }
   greater(b: TensorLike): Tensor {
-    return ew.greater(this, b);
+    return ops.ew.greater(this, b);
   }
   greaterEqual(b: TensorLike): Tensor {
-    return ew.greaterEqual(this, b);
+    return ops.ew.greaterEqual(this, b);
   }
   logicalAnd(b: TensorLike): Tensor {
-    return ew.logicalAnd(this, b);
+    return ops.ew.logicalAnd(this, b);
   }
   logicalOr(b: TensorLike): Tensor {
-    return ew.logicalOr(this, b);
+    return ops.ew.logicalOr(this, b);
   }
   logicalNot(): Tensor {
-    return ew.logicalNot(this);
+    return ops.ew.logicalNot(this);
   }
   neg(): Tensor {
-    return ew.neg(this);
+    return ops.ew.neg(this);
   }
   abs(): Tensor {
-    return ew.abs(this);
+    return ops.ew.abs(this);
   }
   sign(): Tensor {
-    return ew.sign(this);
+    return ops.ew.sign(this);
   }
   exp(): Tensor {
-    return ew.exp(this);
+    return ops.ew.exp(this);
   }
   exp2(): Tensor {
-    return ew.exp2(this);
+    return ops.ew.exp2(this);
   }
   log(): Tensor {
-    return ew.log(this);
+    return ops.ew.log(this);
   }
   log2(): Tensor {
-    return ew.log2(this);
+    return ops.ew.log2(this);
   }
   log1p(): Tensor {
-    return ew.log1p(this);
+    return ops.ew.log1p(this);
   }
   expm1(): Tensor {
-    return ew.expm1(this);
+    return ops.ew.expm1(this);
   }
   sqrt(): Tensor {
-    return ew.sqrt(this);
+    return ops.ew.sqrt(this);
   }
   rsqrt(): Tensor {
-    return ew.rsqrt(this);
+    return ops.ew.rsqrt(this);
   }
   square(): Tensor {
-    return ew.square(this);
+    return ops.ew.square(this);
   }
   reciprocal(): Tensor {
-    return ew.reciprocal(this);
+    return ops.ew.reciprocal(this);
   }
   sin(): Tensor {
-    return ew.sin(this);
+    return ops.ew.sin(this);
   }
   cos(): Tensor {
-    return ew.cos(this);
+    return ops.ew.cos(this);
   }
   tan(): Tensor {
-    return ew.tan(this);
+    return ops.ew.tan(this);
   }
   tanh(): Tensor {
-    return ew.tanh(this);
+    return ops.ew.tanh(this);
   }
   sigmoid(): Tensor {
-    return ew.sigmoid(this);
+    return ops.ew.sigmoid(this);
   }
   erf(): Tensor {
-    return ew.erf(this);
+    return ops.ew.erf(this);
   }
   floor(): Tensor {
-    return ew.floor(this);
+    return ops.ew.floor(this);
   }
   ceil(): Tensor {
-    return ew.ceil(this);
+    return ops.ew.ceil(this);
   }
   round(): Tensor {
-    return ew.round(this);
+    return ops.ew.round(this);
   }
   clip(min?: number | null, max?: number | null): Tensor {
-    return ew.clip(this, min, max);
+    return ops.ew.clip(this, min, max);
   }
   where(condition: TensorLike, other: TensorLike): Tensor {
-    return ew.where(condition, this, other);
+    return ops.ew.where(condition, this, other);
   }
   cast(dtype: DType): Tensor {
-    return ew.cast(this, dtype);
+    return ops.ew.cast(this, dtype);
   }
 
   // Reductions.
   sum(options?: ReduceOptions): Tensor {
-    return red.sum(this, options);
+    return ops.red.sum(this, options);
   }
   max(options?: ReduceOptions): Tensor {
-    return red.max(this, options);
+    return ops.red.max(this, options);
   }
   min(options?: ReduceOptions): Tensor {
-    return red.min(this, options);
+    return ops.red.min(this, options);
   }
   prod(options?: ReduceOptions): Tensor {
-    return red.prod(this, options);
+    return ops.red.prod(this, options);
   }
   mean(options?: ReduceOptions): Tensor {
-    return red.mean(this, options);
+    return ops.red.mean(this, options);
   }
 
   argmax(options?: ArgReduceOptions): Tensor {
-    return red.argmax(this, options);
+    return ops.red.argmax(this, options);
   }
   argmin(options?: ArgReduceOptions): Tensor {
-    return red.argmin(this, options);
+    return ops.red.argmin(this, options);
   }
   all(options?: ReduceOptions): Tensor {
-    return red.all(this, options);
+    return ops.red.all(this, options);
   }
   any(options?: ReduceOptions): Tensor {
-    return red.any(this, options);
+    return ops.red.any(this, options);
   }
   logsumexp(options?: ReduceOptions): Tensor {
-    return red.logsumexp(this, options);
+    return ops.red.logsumexp(this, options);
   }
   variance(options?: VarianceOptions): Tensor {
-    return red.variance(this, options);
+    return ops.red.variance(this, options);
   }
   std(options?: VarianceOptions): Tensor {
-    return red.std(this, options);
+    return ops.red.std(this, options);
   }
 
   // Activations.
   relu(): Tensor {
-    return act.relu(this);
+    return ops.act.relu(this);
   }
   gelu(options?: GeluOptions): Tensor {
-    return act.gelu(this, options);
+    return ops.act.gelu(this, options);
   }
   silu(): Tensor {
-    return act.silu(this);
+    return ops.act.silu(this);
   }
   mish(): Tensor {
-    return act.mish(this);
+    return ops.act.mish(this);
   }
   hardswish(): Tensor {
-    return act.hardswish(this);
+    return ops.act.hardswish(this);
   }
   hardsigmoid(): Tensor {
-    return act.hardsigmoid(this);
+    return ops.act.hardsigmoid(this);
   }
   leakyRelu(options?: { alpha?: number }): Tensor {
-    return act.leakyRelu(this, options);
+    return ops.act.leakyRelu(this, options);
   }
   elu(options?: { alpha?: number }): Tensor {
-    return act.elu(this, options);
+    return ops.act.elu(this, options);
   }
   selu(): Tensor {
-    return act.selu(this);
+    return ops.act.selu(this);
   }
   softplus(options?: { beta?: number; threshold?: number }): Tensor {
-    return act.softplus(this, options);
+    return ops.act.softplus(this, options);
   }
   softsign(): Tensor {
-    return act.softsign(this);
+    return ops.act.softsign(this);
   }
 
   // Softmax and normalisation.
   softmax(options?: norm.SoftmaxOptions): Tensor {
-    return norm.softmax(this, options);
+    return ops.norm.softmax(this, options);
   }
   logSoftmax(options?: norm.SoftmaxOptions): Tensor {
-    return norm.logSoftmax(this, options);
+    return ops.norm.logSoftmax(this, options);
   }
   layerNorm(options?: norm.LayerNormOptions): Tensor {
-    return norm.layerNorm(this, options);
+    return ops.norm.layerNorm(this, options);
   }
   rmsNorm(options?: norm.RmsNormOptions): Tensor {
-    return norm.rmsNorm(this, options);
+    return ops.norm.rmsNorm(this, options);
   }
   groupNorm(options: norm.GroupNormOptions): Tensor {
-    return norm.groupNorm(this, options);
+    return ops.norm.groupNorm(this, options);
   }
   batchNorm(options: norm.BatchNormOptions & { training: true }): norm.BatchNormTrainingResult;
   batchNorm(options?: norm.BatchNormOptions & { training?: false }): Tensor;
   batchNorm(options: norm.BatchNormOptions = {}): Tensor | norm.BatchNormTrainingResult {
-    return norm.batchNorm(this, options);
+    return ops.norm.batchNorm(this, options);
   }
 
   // Scans.
   cumsum(options?: scan.ScanOptions): Tensor {
-    return scan.cumsum(this, options);
+    return ops.scan.cumsum(this, options);
   }
   cumprod(options?: scan.ScanOptions): Tensor {
-    return scan.cumprod(this, options);
+    return ops.scan.cumprod(this, options);
   }
   cummax(options?: scan.ScanOptions): Tensor {
-    return scan.cummax(this, options);
+    return ops.scan.cummax(this, options);
   }
   cummin(options?: scan.ScanOptions): Tensor {
-    return scan.cummin(this, options);
+    return ops.scan.cummin(this, options);
   }
 
   // Matrix products.
   matmul(b: Tensor, options?: mm.MatmulOptions): Tensor {
-    return mm.matmul(this, b, options);
+    return ops.mm.matmul(this, b, options);
   }
   linear(weight: Tensor, options?: mm.LinearOptions): Tensor {
-    return mm.linear(this, weight, options);
+    return ops.mm.linear(this, weight, options);
   }
 
   // Pooling (NCHW or CHW).
   maxPool2d(options: pool.MaxPool2dOptions & { returnIndices: true }): pool.PoolWithIndices;
   maxPool2d(options: pool.MaxPool2dOptions & { returnIndices?: false }): Tensor;
   maxPool2d(options: pool.MaxPool2dOptions): Tensor | pool.PoolWithIndices {
-    return pool.maxPool2d(this, options);
+    return ops.pool.maxPool2d(this, options);
   }
   avgPool2d(options: pool.AvgPool2dOptions): Tensor {
-    return pool.avgPool2d(this, options);
+    return ops.pool.avgPool2d(this, options);
   }
   adaptiveAvgPool2d(outputSize: pool.AdaptiveSize): Tensor {
-    return pool.adaptiveAvgPool2d(this, outputSize);
+    return ops.pool.adaptiveAvgPool2d(this, outputSize);
   }
   adaptiveMaxPool2d(
     outputSize: pool.AdaptiveSize,
@@ -507,32 +507,55 @@ export class Tensor {
     outputSize: pool.AdaptiveSize,
     options: pool.AdaptiveMaxPool2dOptions = {},
   ): Tensor | pool.PoolWithIndices {
-    return pool.adaptiveMaxPool2d(this, outputSize, options);
+    return ops.pool.adaptiveMaxPool2d(this, outputSize, options);
   }
 
   // Shapes and views.
   reshape(shape: readonly number[]): Tensor {
-    return sh.reshape(this, shape);
+    return ops.sh.reshape(this, shape);
   }
   transpose(permutation?: readonly number[]): Tensor {
-    return sh.transpose(this, permutation);
+    return ops.sh.transpose(this, permutation);
   }
   expandDims(axis: number): Tensor {
-    return sh.expandDims(this, axis);
+    return ops.sh.expandDims(this, axis);
   }
   squeeze(axis?: number | readonly number[]): Tensor {
-    return sh.squeeze(this, axis);
+    return ops.sh.squeeze(this, axis);
   }
   slice(...ranges: sh.SliceRange[]): Tensor {
-    return sh.slice(this, ...ranges);
+    return ops.sh.slice(this, ...ranges);
   }
   broadcastTo(shape: readonly number[]): Tensor {
-    return sh.broadcastTo(this, shape);
+    return ops.sh.broadcastTo(this, shape);
   }
   /** A contiguous copy (a new storage even when already contiguous). */
   clone(): Tensor {
-    return sh.clone(this);
+    return ops.sh.clone(this);
   }
+}
+
+/**
+ * The op modules the methods call. The Tensor module imports them as types only, so that ops can
+ * import the Tensor class without an import circle; `src/ops/mod.ts` installs them.
+ */
+export interface TensorOps {
+  ew: typeof ew;
+  act: typeof act;
+  red: typeof red;
+  pool: typeof pool;
+  norm: typeof norm;
+  scan: typeof scan;
+  mm: typeof mm;
+  sh: typeof sh;
+  read: typeof read;
+}
+
+const ops = {} as TensorOps;
+
+/** Gives the Tensor methods their op modules. Internal: called once by `src/ops/mod.ts`. */
+export function installTensorOps(modules: TensorOps): void {
+  Object.assign(ops, modules);
 }
 
 /** Tensors whose computation is pending; `flush()` computes them all. */

@@ -1,5 +1,5 @@
 /**
- * Property tests of the elementwise kernels (src/ops/_elementwise_table.ts): every unary and
+ * Property tests of the elementwise kernels (src/ir/elementwise_table.ts): every unary and
  * binary op, every dtype it accepts, against the WASM reference, over random shapes and layouts
  * (contiguous, broadcast, transposed, sliced with negative steps, 0-d, JS scalars) so that the
  * vec4, scalar and strided GPU variants all run; the scalar variant is also forced through

@@ -7,7 +7,7 @@
  * rule and its override checks; workers stop on request, start without permissions and never keep
  * a process alive.
  *
- * Bit equality is the right bar, not a tolerance: asm/gemm.ts computes each element of C with
+ * Bit equality is the right bar, not a tolerance: asm/matmul.ts computes each element of C with
  * the same operations in the same order whichever block of C a call covers, and the split puts
  * thread boundaries on whole micro-tiles, so even NaN payloads match.
  * @module

@@ -4,11 +4,11 @@
  * for broadcasts, transposes or slices), and a vec4 variant serves contiguous inputs.
  * @module
  */
-import { isContiguous } from "../_shape.ts";
-import { type DType, f16BitsToF32, f32ToF16Bits } from "../dtype.ts";
-import type { Expr } from "../ops/_expr.ts";
-import { constantNodes, exprKey, postOrder } from "../ops/_expr.ts";
-import { opDef } from "../ops/_elementwise_table.ts";
+import { isContiguous } from "../core/shape.ts";
+import { type DType, f16BitsToF32, f32ToF16Bits } from "../core/dtype.ts";
+import type { Expr } from "../ir/expr.ts";
+import { constantNodes, exprKey, postOrder } from "../ir/expr.ts";
+import { opDef } from "../ir/elementwise_table.ts";
 import { computeType, convert, loadAs, preludeFor, storageType, storeAs } from "./_wgsl_types.ts";
 
 /**

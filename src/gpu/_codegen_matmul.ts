@@ -31,8 +31,8 @@
  * row and column (bias, activation; later, fused elementwise ops), written with the output.
  * @module
  */
-import type { DType } from "../dtype.ts";
-import { constantNodes, type Expr, exprKey, postOrder } from "../ops/_expr.ts";
+import type { DType } from "../core/dtype.ts";
+import { constantNodes, type Expr, exprKey, postOrder } from "../ir/expr.ts";
 import type { MatmulChoice } from "../plans.ts";
 import { constantsMember, emitBody, withConstants } from "./_codegen_elementwise.ts";
 import { computeType, loadAs, preludeFor, storageType } from "./_wgsl_types.ts";

@@ -10,9 +10,9 @@
  * The final store can run a fused elementwise consumer (`epilogue`: mean's division, a scale).
  * @module
  */
-import type { DType } from "../dtype.ts";
-import type { ReduceOp } from "../_backend.ts";
-import { constantNodes, type Expr, exprKey, readsIndex } from "../ops/_expr.ts";
+import type { DType } from "../core/dtype.ts";
+import type { ReduceOp } from "../contract/backend.ts";
+import { constantNodes, type Expr, exprKey, readsIndex } from "../ir/expr.ts";
 import {
   constantsMember,
   emitBody,

@@ -51,7 +51,7 @@
  * workgroups; the reduce generator assumes the same.
  * @module
  */
-import type { DType } from "../dtype.ts";
+import type { DType } from "../core/dtype.ts";
 import { taggedWordFunctions } from "./_codegen_tagged.ts";
 import { literal, preludeFor, workgroupBuiltins } from "./_wgsl_types.ts";
 

@@ -15,7 +15,7 @@
  * A copied into [K, M] order first (`MatmulChoice.transposeAFirst`, src/plans.ts).
  * @module
  */
-import type { DType } from "../dtype.ts";
+import type { DType } from "../core/dtype.ts";
 import { storageType } from "./_wgsl_types.ts";
 
 /** Invocations per workgroup (32 columns by 8 rows). */

@@ -3,8 +3,8 @@
  * Shared by the elementwise and reduction code generators.
  * @module
  */
-import type { DType } from "../dtype.ts";
-import type { ComputeType } from "../ops/_elementwise_table.ts";
+import type { DType } from "../core/dtype.ts";
+import type { ComputeType } from "../ir/elementwise_table.ts";
 import { WGSL } from "./_wgsl_bundle.ts";
 
 /** Register type an element is computed in. */

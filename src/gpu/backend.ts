@@ -13,8 +13,8 @@ import {
   type ReduceOp,
   type Storage,
   type View,
-} from "../_backend.ts";
-import { batchRun, isContiguous, type Shape, sizeOf } from "../_shape.ts";
+} from "../contract/backend.ts";
+import { batchRun, isContiguous, type Shape, sizeOf } from "../core/shape.ts";
 import {
   type DType,
   f16BitsToF32,
@@ -22,9 +22,9 @@ import {
   hostArray,
   storageBytes,
   type TypedArray,
-} from "../dtype.ts";
-import { DTypeError, GpuError } from "../errors.ts";
-import { E, type Expr } from "../ops/_expr.ts";
+} from "../core/dtype.ts";
+import { DTypeError, GpuError } from "../core/errors.ts";
+import { E, type Expr } from "../ir/expr.ts";
 import { _planTranspose, planElementwise, planReduce } from "../plans.ts";
 import {
   generateTranspose,

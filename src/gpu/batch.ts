@@ -6,7 +6,7 @@
  * next read-back, where a failure becomes a typed {@link GpuError}.
  * @module
  */
-import { GpuError } from "../errors.ts";
+import { GpuError } from "../core/errors.ts";
 import type { BufferPool } from "./pool.ts";
 
 /** Uniform slots are aligned to this many bytes (WebGPU's minimum uniform offset alignment). */

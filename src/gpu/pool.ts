@@ -4,7 +4,7 @@
  * are recorded but not yet submitted), then become reusable.
  * @module
  */
-import { GpuError } from "../errors.ts";
+import { GpuError } from "../core/errors.ts";
 
 /** Counts that tests use to prove nothing leaks. */
 export interface PoolStats {

@@ -4,13 +4,13 @@
  * expression on the operands' backend.
  * @module
  */
-import type { DeviceName, View } from "../_backend.ts";
-import { broadcastShapes, sameShape, type Shape, sizeOf } from "../_shape.ts";
-import { type DType, promoteTypes, weakScalarType } from "../dtype.ts";
-import { describe, DeviceError, ValueError } from "../errors.ts";
+import type { DeviceName, View } from "../contract/backend.ts";
+import { broadcastShapes, sameShape, type Shape, sizeOf } from "../core/shape.ts";
+import { type DType, promoteTypes, weakScalarType } from "../core/dtype.ts";
+import { describe, DeviceError, ValueError } from "../core/errors.ts";
 import { runtime } from "../runtime.ts";
 import { Tensor } from "../tensor.ts";
-import { E, type Expr, substitute } from "./_expr.ts";
+import { E, type Expr, substitute } from "../ir/expr.ts";
 import { makePending, type Pending, remapViews } from "../_lazy.ts";
 
 /** A tensor or a JS scalar standing for one. */

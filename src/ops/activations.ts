@@ -4,11 +4,11 @@
  * @module
  */
 import type { Tensor } from "../tensor.ts";
-import { _checkNumber, ValueError } from "../errors.ts";
+import { _checkNumber, ValueError } from "../core/errors.ts";
 import { runElementwise, type TensorLike } from "./_dispatch.ts";
-import { E, type Expr } from "./_expr.ts";
+import { E, type Expr } from "../ir/expr.ts";
 import { unaryOp } from "./elementwise.ts";
-import { isFloat } from "../dtype.ts";
+import { isFloat } from "../core/dtype.ts";
 
 /**
  * `max(x, 0)`; NaN stays NaN.

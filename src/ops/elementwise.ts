@@ -7,12 +7,12 @@
  * rounds each result to half precision.
  * @module
  */
-import { checkDType, type DType, isFloat, isInteger, promoteTypes } from "../dtype.ts";
-import { describe, DTypeError, ValueError } from "../errors.ts";
+import { checkDType, type DType, isFloat, isInteger, promoteTypes } from "../core/dtype.ts";
+import { describe, DTypeError, ValueError } from "../core/errors.ts";
 import type { Tensor } from "../tensor.ts";
 import { runElementwise, type TensorLike } from "./_dispatch.ts";
-import { BINARY, type ElementwiseDef, opDef, UNARY } from "./_elementwise_table.ts";
-import { E } from "./_expr.ts";
+import { BINARY, type ElementwiseDef, opDef, UNARY } from "../ir/elementwise_table.ts";
+import { E } from "../ir/expr.ts";
 
 /**
  * The dtype an op computes in for operands of `dtype` (see the module's dtype rules).
@@ -20,7 +20,7 @@ import { E } from "./_expr.ts";
  * @example
  * ```ts
  * import { computeDtype } from "@gyre/gyre";
- * import { UNARY } from "./_elementwise_table.ts";
+ * import { UNARY } from "../ir/elementwise_table.ts";
  * computeDtype("exp", UNARY.exp, "int32"); // "float32"
  * ```
  */

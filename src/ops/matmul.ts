@@ -5,7 +5,7 @@
  * in the GPU kernel's epilogue rather than as extra dispatches.
  *
  * The GPU runs the kernels of src/gpu/_codegen_matmul.ts as `planMatmul` chooses (tiled,
- * split-K, or matrix-vector for M = 1 or N = 1); WASM runs the packed SIMD GEMM of asm/gemm.ts,
+ * split-K, or matrix-vector for M = 1 or N = 1); WASM runs the packed SIMD GEMM of asm/matmul.ts,
  * shared between threads (src/wasm/threads.ts) as `planWasmGemm` chooses.
  * Both read operands through their strides (transposed and broadcast views cost no copy); views
  * with negative strides are copied first. On the GPU, an operand that is a pending elementwise
@@ -13,9 +13,9 @@
  * prologue) instead of in a kernel of its own.
  * @module
  */
-import type { View } from "../_backend.ts";
-import { batchRun, contiguousStrides, type Shape, sizeOf } from "../_shape.ts";
-import { type DType, promoteTypes } from "../dtype.ts";
+import type { View } from "../contract/backend.ts";
+import { batchRun, contiguousStrides, type Shape, sizeOf } from "../core/shape.ts";
+import { type DType, promoteTypes } from "../core/dtype.ts";
 import {
   _checkOptions,
   describe,
@@ -23,7 +23,7 @@ import {
   DTypeError,
   ShapeError,
   ValueError,
-} from "../errors.ts";
+} from "../core/errors.ts";
 import type { GpuBackend, GpuStorage } from "../gpu/backend.ts";
 import {
   type GemvSpec,
@@ -54,8 +54,8 @@ import {
   wasmThreadCapacity,
   wasmThreadCount,
 } from "../wasm/threads.ts";
-import { UNARY } from "./_elementwise_table.ts";
-import { constantNodes, E, type Expr, exprKey, readsIndex } from "./_expr.ts";
+import { UNARY } from "../ir/elementwise_table.ts";
+import { constantNodes, E, type Expr, exprKey, readsIndex } from "../ir/expr.ts";
 import { evaluate } from "./_dispatch.ts";
 import { cast } from "./elementwise.ts";
 import { clone } from "./shape.ts";
@@ -876,7 +876,7 @@ function runPlanned(
 
 /** Arguments of one call of gemm_f32/gemm_i32: c, a, b, m, n, k, sam, sak, sbk, sbn, ldc, workspace. */
 const GEMM_ARGS = 12;
-/** asm/gemm.ts's micro-tile (MR rows by NR columns): thread boundaries fall on whole tiles. */
+/** asm/matmul.ts's micro-tile (MR rows by NR columns): thread boundaries fall on whole tiles. */
 const GEMM_TILE_ROWS = 4;
 const GEMM_TILE_COLUMNS = 8;
 
@@ -897,7 +897,7 @@ function splitPoint(t: number, threads: number, count: number, extent: number, t
  * Runs a validated, non-empty product with K > 0 on WASM; returns [...batch, M, N] storage of the
  * compute dtype (float32 for float16). `planWasmGemm` decides how many threads share it: each
  * thread gets a range of C's rows (or columns) over the whole batch, as GEMM calls on its own
- * workspace; each element is computed exactly as a single thread would (asm/gemm.ts).
+ * workspace; each element is computed exactly as a single thread would (asm/matmul.ts).
  */
 function runWasm(op: string, backend: WasmBackend, p: Problem, x: Operands): WasmStorage {
   const { m, n, k } = p;

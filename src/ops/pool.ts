@@ -7,9 +7,9 @@
  * Both read contiguous planes: strided views are copied first.
  * @module
  */
-import { isContiguous, sizeOf } from "../_shape.ts";
-import type { DType } from "../dtype.ts";
-import { _checkOptions, describe, DTypeError, ShapeError, ValueError } from "../errors.ts";
+import { isContiguous, sizeOf } from "../core/shape.ts";
+import type { DType } from "../core/dtype.ts";
+import { _checkOptions, describe, DTypeError, ShapeError, ValueError } from "../core/errors.ts";
 import type { GpuBackend, GpuStorage } from "../gpu/backend.ts";
 import {
   generatePool,

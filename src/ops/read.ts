@@ -2,9 +2,9 @@
  * Reading tensors back to JS: many tensors per device in one synchronisation.
  * @module
  */
-import type { Backend, View } from "../_backend.ts";
-import type { Shape } from "../_shape.ts";
-import type { TypedArray } from "../dtype.ts";
+import { type Backend, backendOf, type View } from "../contract/backend.ts";
+import type { Shape } from "../core/shape.ts";
+import type { TypedArray } from "../core/dtype.ts";
 import type { Tensor } from "../tensor.ts";
 import type { NestedArray } from "./_dispatch.ts";
 
@@ -22,7 +22,7 @@ export async function readAll(tensors: readonly Tensor[]): Promise<TypedArray[]>
   const groups = new Map<Backend, { views: View[]; slots: number[] }>();
   tensors.forEach((t, i) => {
     const view = t._view("readAll", `tensors[${i}]`);
-    const backend = view.storage.backend;
+    const backend = backendOf(view);
     const group = groups.get(backend) ?? { views: [], slots: [] };
     group.views.push(view);
     group.slots.push(i);

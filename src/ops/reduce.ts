@@ -3,16 +3,16 @@
  * and the reduced axes each row's elements, read through strides without a copy on the GPU.
  * @module
  */
-import type { FusedSource, ReduceOp, View } from "../_backend.ts";
+import type { FusedSource, ReduceOp, View } from "../contract/backend.ts";
 import { bind, fusedLabel, makePending, type Producer } from "../_lazy.ts";
 import type { GpuBackend } from "../gpu/backend.ts";
-import { normalizeAxes, sizeOf } from "../_shape.ts";
-import { type DType, isFloat } from "../dtype.ts";
-import { _checkNumber, describe, ValueError } from "../errors.ts";
+import { normalizeAxes, sizeOf } from "../core/shape.ts";
+import { type DType, isFloat } from "../core/dtype.ts";
+import { _checkNumber, describe, ValueError } from "../core/errors.ts";
 import { runtime } from "../runtime.ts";
 import { Tensor } from "../tensor.ts";
 import { evaluate, MAX_FUSED_INPUTS, runElementwise, type TensorLike } from "./_dispatch.ts";
-import { E } from "./_expr.ts";
+import { E } from "../ir/expr.ts";
 import { cast, div, mul, sqrt } from "./elementwise.ts";
 import { tidy } from "../tidy.ts";
 

@@ -15,10 +15,10 @@
  * @module
  */
 import { computeType } from "../gpu/_wgsl_types.ts";
-import type { View } from "../_backend.ts";
-import { contiguousStrides, isContiguous, normalizeAxis, type Shape, sizeOf } from "../_shape.ts";
-import type { DType } from "../dtype.ts";
-import { describe, ValueError } from "../errors.ts";
+import type { View } from "../contract/backend.ts";
+import { contiguousStrides, isContiguous, normalizeAxis, type Shape, sizeOf } from "../core/shape.ts";
+import type { DType } from "../core/dtype.ts";
+import { describe, ValueError } from "../core/errors.ts";
 import type { GpuBackend, GpuStorage } from "../gpu/backend.ts";
 import {
   accumulatorDtype,
@@ -37,7 +37,7 @@ import { runtime } from "../runtime.ts";
 import { Tensor } from "../tensor.ts";
 import type { Value, WasmBackend } from "../wasm/backend.ts";
 import { runElementwise, type TensorLike } from "./_dispatch.ts";
-import { E } from "./_expr.ts";
+import { E } from "../ir/expr.ts";
 
 /** Options of every scan. */
 export interface ScanOptions {

@@ -4,7 +4,7 @@
  * input into its slice of a new tensor.
  * @module
  */
-import type { DeviceName, View } from "../_backend.ts";
+import type { DeviceName, View } from "../contract/backend.ts";
 import {
   broadcastShapes,
   checkShape,
@@ -14,13 +14,13 @@ import {
   normalizeAxis,
   sameShape,
   sizeOf,
-} from "../_shape.ts";
-import { promoteTypes } from "../dtype.ts";
-import { describe, DeviceError, ShapeError, ValueError } from "../errors.ts";
+} from "../core/shape.ts";
+import { promoteTypes } from "../core/dtype.ts";
+import { describe, DeviceError, ShapeError, ValueError } from "../core/errors.ts";
 import { runtime } from "../runtime.ts";
 import { Tensor } from "../tensor.ts";
 import { evaluate } from "./_dispatch.ts";
-import { E } from "./_expr.ts";
+import { E } from "../ir/expr.ts";
 import { readAll } from "./read.ts";
 
 function viewOf(x: Tensor, op: string, change: Partial<View>): Tensor {

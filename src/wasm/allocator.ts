@@ -4,7 +4,7 @@
  * device live in blocks it hands out.
  * @module
  */
-import { GpuError } from "../errors.ts";
+import { GpuError } from "../core/errors.ts";
 import { sizeClass } from "../gpu/pool.ts";
 
 /**

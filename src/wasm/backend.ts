@@ -14,11 +14,11 @@ import {
   type ReduceOp,
   type Storage,
   type View,
-} from "../_backend.ts";
-import { contiguousStrides, isContiguous, type Shape, sizeOf } from "../_shape.ts";
-import { type DType, f32ToF16Bits, hostArray, storageBytes, type TypedArray } from "../dtype.ts";
-import { children, type Expr, postOrder } from "../ops/_expr.ts";
-import { opDef } from "../ops/_elementwise_table.ts";
+} from "../contract/backend.ts";
+import { contiguousStrides, isContiguous, type Shape, sizeOf } from "../core/shape.ts";
+import { type DType, f32ToF16Bits, hostArray, storageBytes, type TypedArray } from "../core/dtype.ts";
+import { children, type Expr, postOrder } from "../ir/expr.ts";
+import { opDef } from "../ir/elementwise_table.ts";
 import { WasmAllocator } from "./allocator.ts";
 import { instantiateKernels, type InstantiateOptions, type Kernel } from "./module.ts";
 

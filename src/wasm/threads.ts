@@ -1,5 +1,5 @@
 /**
- * The WASM device's thread pool: one worker (src/wasm/_gemm_worker.ts) per extra CPU core, each
+ * The WASM device's thread pool: one worker (src/wasm/_matmul_worker.ts) per extra CPU core, each
  * running the threaded kernel module over the device's shared memory. The backend API is
  * synchronous, so a caller posts each worker its share of kernel calls, runs its own share, and
  * blocks in `Atomics.wait` until the workers have counted themselves finished.
@@ -11,16 +11,16 @@
  *
  * Workers come from node:worker_threads rather than the Web `Worker`: Deno's Web workers keep
  * the process alive and offer no public `unref`. Their code is the source of `gemmWorker`
- * (src/wasm/_gemm_worker.ts) as a `data:` module, which needs no file-read permission. Where
+ * (src/wasm/_matmul_worker.ts) as a `data:` module, which needs no file-read permission. Where
  * SharedArrayBuffer with a blocking `Atomics.wait`, or node:worker_threads, is unavailable,
  * everything runs on the calling thread.
  * @module
  */
 import type { Worker as NodeWorker } from "node:worker_threads";
-import { gemmWorker } from "./_gemm_worker.ts";
+import { gemmWorker } from "./_matmul_worker.ts";
 import { compiledKernels, type Kernel, threadsSupported } from "./module.ts";
 
-// Layout of the control words; keep in step with src/wasm/_gemm_worker.ts.
+// Layout of the control words; keep in step with src/wasm/_matmul_worker.ts.
 const FINISHED = 0;
 const FAILED = 1;
 const MESSAGE_BYTE = 64;

@@ -16,7 +16,7 @@
  *
  * @example
  * ```ts
- * import { gemmWorker } from "./_gemm_worker.ts";
+ * import { gemmWorker } from "./_matmul_worker.ts";
  * const source = `import * as t from "node:worker_threads"; (${gemmWorker})(t);`;
  * ```
  */

@@ -4,11 +4,11 @@
  * normalised axes of a (float32 or float16) tensor form rows, which the GPU runs through the row
  * kernels of src/gpu/_codegen_rows.ts (one fused pass per row where a row fits in registers,
  * chunk statistics plus a normalising pass where it does not; see `planRows`) and WASM through
- * asm/norm.ts. Axes other than the last are read through strides in place, never copied first.
+ * asm/rows.ts. Axes other than the last are read through strides in place, never copied first.
  * Inference-mode batchNorm is one fused elementwise kernel over the given running statistics.
  * @module
  */
-import type { Storage, View } from "../_backend.ts";
+import { backendOf, type Storage, type View } from "../contract/backend.ts";
 import {
   broadcastShapes,
   contiguousStrides,
@@ -17,7 +17,7 @@ import {
   normalizeAxis,
   sameShape,
   sizeOf,
-} from "../_shape.ts";
+} from "../core/shape.ts";
 import {
   _checkNumber,
   describe,
@@ -25,7 +25,7 @@ import {
   DTypeError,
   ShapeError,
   ValueError,
-} from "../errors.ts";
+} from "../core/errors.ts";
 import type { GpuBackend, GpuStorage } from "../gpu/backend.ts";
 import {
   generateRows,
@@ -41,7 +41,7 @@ import { planRows } from "../plans.ts";
 import { Tensor } from "../tensor.ts";
 import type { Value, WasmBackend, WasmStorage } from "../wasm/backend.ts";
 import { broadcastView, evaluate, runElementwise } from "./_dispatch.ts";
-import { constantNodes, E, type Expr, exprKey, readsIndex } from "./_expr.ts";
+import { constantNodes, E, type Expr, exprKey, readsIndex } from "../ir/expr.ts";
 import { constantWords, emitBody, opaqueF32 } from "../gpu/_codegen_elementwise.ts";
 import { computeType, loadAs, storageType } from "../gpu/_wgsl_types.ts";
 import { bind, fusedLabel, makePending, type Producer } from "../_lazy.ts";
@@ -625,7 +625,7 @@ function runRowsGpu(backend: GpuBackend, job: RowJob): RowResult | null {
   return { output, stats: null };
 }
 
-/** The WASM path: rows made contiguous float32 (normalised axes last), then asm/norm.ts. */
+/** The WASM path: rows made contiguous float32 (normalised axes last), then asm/rows.ts. */
 function runRowsWasm(backend: WasmBackend, job: RowJob): RowResult {
   const { op, x, axes } = job;
   const kept = x.shape.map((_, i) => i).filter((i) => !axes.includes(i));
@@ -751,7 +751,7 @@ function rowResult(
       v !== null
     );
     return new Tensor(
-      makePending(job.op, x.storage.backend, E.producer(x.dtype), shape, views, [], producer),
+      makePending(job.op, backendOf(x), E.producer(x.dtype), shape, views, [], producer),
     );
   } finally {
     for (const t of temps) t.dispose();

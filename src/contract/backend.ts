@@ -4,12 +4,12 @@
  * row reductions and read-backs. Everything else lowers to these.
  * @module
  */
-import type { DType, TypedArray } from "./dtype.ts";
-import type { Expr } from "./ops/_expr.ts";
-import type { Shape } from "./_shape.ts";
+import type { DType, TypedArray } from "../core/dtype.ts";
+import type { Expr } from "../ir/expr.ts";
+import type { DeviceName, Storage, StorageOwner, View } from "../core/view.ts";
 
-/** The devices a tensor can live on. */
-export type DeviceName = "gpu" | "wasm";
+export type { DeviceName, Storage, View };
+import type { Shape } from "../core/shape.ts";
 
 /** Reductions every backend implements. */
 export type ReduceOp =
@@ -23,27 +23,6 @@ export type ReduceOp =
   | "logsumexp"
   /** The sum of squared deviations from the mean (M2), one pass, float32 in and out. */
   | "moments";
-
-/** Device memory shared by one or more tensor views, freed when the last view lets go. */
-export interface Storage {
-  readonly backend: Backend;
-  /** Elements of `dtype` it holds. */
-  readonly length: number;
-  readonly dtype: DType;
-  /** Views holding it. */
-  refs: number;
-}
-
-/** A strided window onto a storage: what a tensor is. */
-export interface View {
-  storage: Storage;
-  dtype: DType;
-  shape: Shape;
-  /** Strides in elements; 0 for a broadcast axis. */
-  strides: readonly number[];
-  /** First element, in elements. */
-  offset: number;
-}
 
 /**
  * An elementwise expression standing in for a tensor (a fused prologue): `inputs[k]` are views
@@ -63,7 +42,7 @@ export interface MemoryStats {
 }
 
 /** One device. */
-export interface Backend {
+export interface Backend extends StorageOwner {
   readonly name: DeviceName;
   /** Copies host data (in `hostArray` layout for `dtype`) into new storage. */
   upload(dtype: DType, data: TypedArray): Storage;
@@ -114,4 +93,12 @@ export const kernelObservers: Set<(record: KernelRecord) => void> = new Set();
 /** Tells the observers of a launch. */
 export function observeKernel(device: DeviceName, kernel: string): void {
   for (const observer of kernelObservers) observer({ device, kernel });
+}
+
+/**
+ * The backend that owns a view's storage. Storage names its owner by the narrow `StorageOwner`
+ * (core cannot name the contract), but only backends make storage.
+ */
+export function backendOf(view: View): Backend {
+  return view.storage.backend as Backend;
 }

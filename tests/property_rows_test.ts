@@ -1,6 +1,6 @@
 /**
  * Property tests of the row kernels (src/gpu/_codegen_rows.ts) behind softmax, logSoftmax,
- * layerNorm, rmsNorm, groupNorm and batchNorm against their WASM references (asm/norm.ts, which
+ * layerNorm, rmsNorm, groupNorm and batchNorm against their WASM references (asm/rows.ts, which
  * accumulate in f64 and round once), over random shapes (0, 1, primes, around workgroup
  * multiples, one case over 1 Mi elements), axes (the last, others, sets of axes), layouts
  * (contiguous, transposed, sliced with negative steps: the strided and across-rows paths),

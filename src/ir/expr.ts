@@ -4,8 +4,8 @@
  * precompiled AssemblyScript kernels. Fusion (a later stage) grows these expressions.
  * @module
  */
-import type { View } from "../_backend.ts";
-import { type DType, f16BitsToF32, f32ToF16Bits } from "../dtype.ts";
+import type { View } from "../core/view.ts";
+import { type DType, f16BitsToF32, f32ToF16Bits } from "../core/dtype.ts";
 
 /** Ops of one operand; names match the op table in `_elementwise_table.ts`. */
 export type UnaryOp = string;
