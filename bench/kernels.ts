@@ -14,7 +14,7 @@ import { BINARY, UNARY } from "../src/ir/elementwise_table.ts";
 import { INTERNAL_KERNELS } from "../src/kernels.ts";
 import { kernelObservers } from "../src/contract/backend.ts";
 import { dispatchBreakdown, median, slugOf } from "./_util.ts";
-import type { GpuStorage } from "../src/gpu/backend.ts";
+import type { GpuStorage } from "../src/gpu/host.ts";
 import {
   transposeSharedBytes,
   type TransposeSpec,

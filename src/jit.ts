@@ -12,7 +12,7 @@
  */
 import type { Storage, View } from "./contract/backend.ts";
 import { DisposedError } from "./core/errors.ts";
-import type { DispatchRecorder, GpuBackend, GpuStorage, RecordedDispatch } from "./gpu/backend.ts";
+import type { DispatchRecorder, GpuHost, GpuStorage, RecordedDispatch } from "./gpu/host.ts";
 import { sizeClass } from "./gpu/pool.ts";
 import { runtime } from "./runtime.ts";
 import { Tensor } from "./tensor.ts";
@@ -135,7 +135,7 @@ interface TracedValue {
 }
 
 function trace<A extends Tensor[]>(
-  gpu: GpuBackend,
+  gpu: GpuHost,
   fn: (...inputs: A) => Tensor | Tensor[],
   inputs: A,
 ): { plan: Plan | null; result: Tensor | Tensor[] } {
@@ -233,7 +233,7 @@ function trace<A extends Tensor[]>(
   };
 }
 
-function replay(gpu: GpuBackend, plan: Plan, inputs: readonly Tensor[]): Tensor | Tensor[] {
+function replay(gpu: GpuHost, plan: Plan, inputs: readonly Tensor[]): Tensor | Tensor[] {
   const inputViews = inputs.map((t) => t._view("jit"));
   // Memory plan: a temp's buffer returns to a local free list after its last use, for later
   // temps of the same size class; dispatches run in order, so that reuse is safe. A temp's first

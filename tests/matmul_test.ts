@@ -10,7 +10,7 @@
 import assert from "node:assert/strict";
 import * as gyre from "../src/mod.ts";
 import type { DeviceCaps } from "../src/gpu/device.ts";
-import type { GpuStorage } from "../src/gpu/backend.ts";
+import type { GpuStorage } from "../src/gpu/host.ts";
 import {
   transposePairs,
   transposeSharedBytes,

@@ -6,6 +6,7 @@
  */
 import type { DType, TypedArray } from "../core/dtype.ts";
 import type { Expr } from "../ir/expr.ts";
+import type { RowsJob, RowsResult } from "./rows.ts";
 import type { DeviceName, Storage, StorageOwner, View } from "../core/view.ts";
 
 export type { DeviceName, Storage, View };
@@ -70,6 +71,11 @@ export interface Backend extends StorageOwner {
     axes: readonly number[],
     outDtype: DType,
   ): Storage;
+  /**
+   * Runs a row job (softmax and the norms). Null only when the job's fused epilogue cannot run
+   * in the row kernel; the caller then runs it without one.
+   */
+  rows(job: RowsJob): RowsResult | null;
   /** Reads many views back; one device synchronisation for all of them. */
   read(views: readonly View[]): Promise<TypedArray[]>;
   /** Frees storage whose last view let go. */

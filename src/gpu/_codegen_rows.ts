@@ -29,7 +29,7 @@ import { literal, preludeFor, storageType } from "./_wgsl_types.ts";
 import { constantsMember, withConstants } from "./_codegen_elementwise.ts";
 
 /** What a row kernel computes. rmsNorm is layerNorm with the mean fixed at 0. */
-export type RowKind = "softmax" | "logSoftmax" | "layerNorm" | "rmsNorm";
+import type { RowKind } from "../contract/rows.ts";
 
 /** Which part of the one-pass or chunked scheme a kernel is. */
 export type RowStage = "single" | "partial" | "combine" | "apply";

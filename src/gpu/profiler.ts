@@ -4,7 +4,7 @@
  * `stop()` resolves the queries with one read-back.
  * @module
  */
-import type { GpuBackend } from "./backend.ts";
+import type { GpuHost } from "./host.ts";
 
 /** One timed dispatch. */
 export interface DispatchTiming {
@@ -29,13 +29,13 @@ export interface DispatchTiming {
  * ```
  */
 export class GpuProfiler {
-  #backend: GpuBackend;
+  #backend: GpuHost;
   #capacity: number;
   #querySet: GPUQuerySet;
   #kernels: string[] = [];
 
   /** `capacity`: the most dispatches one recording can time (WebGPU allows 4096 queries a set). */
-  constructor(backend: GpuBackend, capacity = 2048) {
+  constructor(backend: GpuHost, capacity = 2048) {
     capacity = Math.min(capacity, 2048);
     if (!backend.caps.timestampQuery) {
       throw new Error("GpuProfiler needs the timestamp-query feature, which this device lacks");

@@ -24,7 +24,7 @@ import {
   ShapeError,
   ValueError,
 } from "../core/errors.ts";
-import type { GpuBackend, GpuStorage } from "../gpu/backend.ts";
+import type { GpuHost, GpuStorage } from "../gpu/host.ts";
 import {
   type GemvSpec,
   generateMatmul,
@@ -47,7 +47,7 @@ import { bind, fusedLabel, makePending, type Producer } from "../_lazy.ts";
 import { type MatmulChoice, planMatmul, planMatmulPrologue, planWasmGemm } from "../plans.ts";
 import { runtime } from "../runtime.ts";
 import { Tensor } from "../tensor.ts";
-import type { Value, WasmBackend, WasmStorage } from "../wasm/backend.ts";
+import type { Value, WasmHost, WasmStorage } from "../wasm/host.ts";
 import {
   runShares,
   startWasmThreads,
@@ -479,7 +479,7 @@ function bufferOf(v: View): GPUBuffer {
 /** Runs a validated, non-empty product with K > 0 on the GPU; returns [...batch, M, N] storage. */
 function runGpu(
   op: string,
-  backend: GpuBackend,
+  backend: GpuHost,
   p: Problem,
   x: Operands,
   parts: EpilogueParts,
@@ -518,7 +518,7 @@ function runGpu(
  * the tiled transposing kernel, and returns a view of it with A's logical shape.
  */
 function copyAColumns(
-  backend: GpuBackend,
+  backend: GpuHost,
   op: string,
   p: Problem,
   a: View,
@@ -555,7 +555,7 @@ function copyAColumns(
 /** {@link runGpu} under a chosen plan, with A already in the layout the plan expects. */
 function runPlanned(
   op: string,
-  backend: GpuBackend,
+  backend: GpuHost,
   p: Problem,
   x: Operands,
   parts: EpilogueParts,
@@ -899,7 +899,7 @@ function splitPoint(t: number, threads: number, count: number, extent: number, t
  * thread gets a range of C's rows (or columns) over the whole batch, as GEMM calls on its own
  * workspace; each element is computed exactly as a single thread would (asm/matmul.ts).
  */
-function runWasm(op: string, backend: WasmBackend, p: Problem, x: Operands): WasmStorage {
+function runWasm(op: string, backend: WasmHost, p: Problem, x: Operands): WasmStorage {
   const { m, n, k } = p;
   const compute: DType = p.dtype === "int32" ? "int32" : "float32";
   const r = p.batch.length;
@@ -1109,7 +1109,7 @@ function product(
         const v = biasTensor._view(op);
         if (v.strides[0] !== 1 && p.n > 1) x.temps.push(biasTensor = clone(biasTensor));
       }
-      const backend = deviceBackend as GpuBackend;
+      const backend = deviceBackend as GpuHost;
       if (
         !biasTensor && !activation && runtime().fusion && p.outShape.length === p.batch.length + 2
       ) {
@@ -1153,7 +1153,7 @@ function product(
       });
       return Tensor._fromStorage(storage, p.dtype, p.outShape);
     }
-    const backend = deviceBackend as WasmBackend;
+    const backend = deviceBackend as WasmHost;
     const storage = runWasm(op, backend, p, x);
     const compute: DType = p.dtype === "int32" ? "int32" : "float32";
     const result = Tensor._fromStorage(storage, compute, p.outShape);

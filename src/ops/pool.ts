@@ -10,7 +10,7 @@
 import { isContiguous, sizeOf } from "../core/shape.ts";
 import type { DType } from "../core/dtype.ts";
 import { _checkOptions, describe, DTypeError, ShapeError, ValueError } from "../core/errors.ts";
-import type { GpuBackend, GpuStorage } from "../gpu/backend.ts";
+import type { GpuHost, GpuStorage } from "../gpu/host.ts";
 import {
   generatePool,
   type PoolDivisor,
@@ -23,7 +23,7 @@ import {
 } from "../gpu/_codegen_pool.ts";
 import { planPool } from "../plans.ts";
 import { Tensor } from "../tensor.ts";
-import type { Value, WasmBackend, WasmStorage } from "../wasm/backend.ts";
+import type { Value, WasmHost, WasmStorage } from "../wasm/host.ts";
 import { clone } from "./shape.ts";
 
 // Re-exported so that the single `export *` of this module in mod.ts also exports the plan
@@ -362,13 +362,13 @@ function adaptiveProblem(
 function run(op: string, x: Tensor, p: Problem, indices: boolean): Tensor[] {
   const backend = x._view(op).storage.backend;
   return backend.name === "gpu"
-    ? runGpu(op, backend as GpuBackend, x, p, indices)
-    : runWasm(op, backend as WasmBackend, x, p, indices);
+    ? runGpu(op, backend as GpuHost, x, p, indices)
+    : runWasm(op, backend as WasmHost, x, p, indices);
 }
 
 function runGpu(
   op: string,
-  backend: GpuBackend,
+  backend: GpuHost,
   x: Tensor,
   p: Problem,
   indices: boolean,
@@ -462,7 +462,7 @@ function runGpu(
 
 function runWasm(
   op: string,
-  backend: WasmBackend,
+  backend: WasmHost,
   x: Tensor,
   p: Problem,
   indices: boolean,

@@ -5,7 +5,7 @@
  */
 import type { FusedSource, ReduceOp, View } from "../contract/backend.ts";
 import { bind, fusedLabel, makePending, type Producer } from "../_lazy.ts";
-import type { GpuBackend } from "../gpu/backend.ts";
+import type { GpuHost } from "../gpu/host.ts";
 import { normalizeAxes, sizeOf } from "../core/shape.ts";
 import { type DType, isFloat } from "../core/dtype.ts";
 import { _checkNumber, describe, ValueError } from "../core/errors.ts";
@@ -111,7 +111,7 @@ function reduction(op: string, kind: ReduceOp, x: TensorLike, options: ReduceOpt
       if (backend.name === "gpu" && runtime().fusion && outDtype !== "bool") {
         // Lazy: elementwise consumers (mean's division, a scale, a bias) run in the
         // reduction's store, as its epilogue. The node holds the source's views until it runs.
-        const gpu = backend as GpuBackend;
+        const gpu = backend as GpuHost;
         const producer: Producer = {
           op: label,
           dtype: outDtype,

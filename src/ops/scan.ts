@@ -16,10 +16,16 @@
  */
 import { computeType } from "../gpu/_wgsl_types.ts";
 import type { View } from "../contract/backend.ts";
-import { contiguousStrides, isContiguous, normalizeAxis, type Shape, sizeOf } from "../core/shape.ts";
+import {
+  contiguousStrides,
+  isContiguous,
+  normalizeAxis,
+  type Shape,
+  sizeOf,
+} from "../core/shape.ts";
 import type { DType } from "../core/dtype.ts";
 import { describe, ValueError } from "../core/errors.ts";
-import type { GpuBackend, GpuStorage } from "../gpu/backend.ts";
+import type { GpuHost, GpuStorage } from "../gpu/host.ts";
 import {
   accumulatorDtype,
   generateScan,
@@ -35,7 +41,7 @@ import {
 import { planScan, type ScanChoice } from "../plans.ts";
 import { runtime } from "../runtime.ts";
 import { Tensor } from "../tensor.ts";
-import type { Value, WasmBackend } from "../wasm/backend.ts";
+import type { Value, WasmHost } from "../wasm/host.ts";
 import { runElementwise, type TensorLike } from "./_dispatch.ts";
 import { E } from "../ir/expr.ts";
 
@@ -109,19 +115,19 @@ function scan(op: string, scanOp: ScanOp, x: TensorLike, options?: ScanOptions):
     : meta.dtype;
   const type = scanType(scanOp, meta.dtype);
   const backend = runtime().backend(meta.device, op);
-  if (backend.name === "gpu") (backend as GpuBackend)._check(op, [meta.dtype, outDtype]);
+  if (backend.name === "gpu") (backend as GpuHost)._check(op, [meta.dtype, outDtype]);
   const view = x._view(op, "x");
   // A 0-d tensor scans as a one-element axis.
   const seen: View = view.shape.length === 0 ? { ...view, shape: [1], strides: [1] } : view;
   const n = sizeOf(seen.shape);
   let storage;
   if (backend.name === "gpu") {
-    const gpu = backend as GpuBackend;
+    const gpu = backend as GpuHost;
     storage = n === 0
       ? gpu._alloc(op, outDtype, 0)
       : gpuScan(gpu, op, scanOp, type, seen, axis, exclusive, reverse, outDtype);
   } else {
-    const wasm = backend as WasmBackend;
+    const wasm = backend as WasmHost;
     storage = n === 0
       ? wasm._alloc(op, outDtype, 0)
       : wasmScan(wasm, op, scanOp, type, seen, axis, exclusive, reverse, outDtype);
@@ -141,7 +147,7 @@ const COMPUTE: Record<ScanType, DType> = {
 };
 
 function wasmScan(
-  wasm: WasmBackend,
+  wasm: WasmHost,
   op: string,
   scanOp: ScanOp,
   type: ScanType,
@@ -214,14 +220,14 @@ interface ScanOutput {
  * The epoch each backend's last look-back scan tagged its states with (tests set it to reach the
  * wrap-around).
  */
-export const _scanEpochs: WeakMap<GpuBackend, number> = new WeakMap();
+export const _scanEpochs: WeakMap<GpuHost, number> = new WeakMap();
 
 /**
  * The backend's look-back state buffer (two words per tile), grown as needed, and the epoch of the
  * scan about to use it. When the epochs run out the whole buffer is zeroed by a dispatch, so no
  * state left by an earlier round of epochs can pass for one of this scan's.
  */
-function stateBuffer(gpu: GpuBackend, words: number): { buffer: GPUBuffer; epoch: number } {
+function stateBuffer(gpu: GpuHost, words: number): { buffer: GPUBuffer; epoch: number } {
   const buffer = gpu._scratch("scan look-back states", words);
   gpu.batch.open();
   let epoch = (_scanEpochs.get(gpu) ?? 0) + 1;
@@ -241,7 +247,7 @@ function nextPowerOfTwo(x: number): number {
 
 /** Scans `rows` rows of `len` elements from `input` into `output` with the plan's `choice`. */
 function scanRows(
-  gpu: GpuBackend,
+  gpu: GpuHost,
   op: string,
   scanOp: ScanOp,
   type: ScanType,
@@ -417,7 +423,7 @@ function scanRows(
 }
 
 function gpuScan(
-  gpu: GpuBackend,
+  gpu: GpuHost,
   op: string,
   scanOp: ScanOp,
   type: ScanType,

@@ -1,0 +1,373 @@
+/**
+ * The WASM device: the CPU fallback and the reference every GPU kernel is checked against.
+ * It evaluates an elementwise expression node by node with precompiled AssemblyScript kernels
+ * (float16 is widened to f32 around each node and rounded back, matching the GPU's float16
+ * storage with f32 arithmetic), and reduces contiguous rows (float sums accumulate in f64).
+ * @module
+ */
+import type { RowsJob, RowsResult } from "../contract/rows.ts";
+import {
+  type Backend,
+  type FusedSource,
+  kernelObservers,
+  type MemoryStats,
+  observeKernel,
+  type ReduceOp,
+  type Storage,
+  type View,
+} from "../contract/backend.ts";
+import { contiguousStrides, isContiguous, type Shape, sizeOf } from "../core/shape.ts";
+import {
+  type DType,
+  f32ToF16Bits,
+  hostArray,
+  storageBytes,
+  type TypedArray,
+} from "../core/dtype.ts";
+import { children, type Expr, postOrder } from "../ir/expr.ts";
+import { opDef } from "../ir/elementwise_table.ts";
+import { WasmAllocator } from "./allocator.ts";
+import { instantiateKernels, type InstantiateOptions, type Kernel } from "./module.ts";
+
+/** WASM storage: one block of linear memory. */
+export class WasmStorage implements Storage {
+  refs = 0;
+  constructor(
+    readonly backend: WasmHost,
+    readonly ptr: number,
+    readonly length: number,
+    readonly dtype: DType,
+  ) {}
+}
+
+/** Kernel-name suffix of each dtype's storage. */
+const SUFFIX: Record<DType, string> = {
+  float32: "f32",
+  float16: "f16",
+  int32: "i32",
+  uint32: "u32",
+  bool: "bool",
+};
+/** The dtype a node computes in on this device (float16 widens to float32). */
+const COMPUTE: Record<DType, DType> = {
+  float32: "float32",
+  float16: "float32",
+  int32: "int32",
+  uint32: "uint32",
+  bool: "bool",
+};
+
+/** An intermediate value while evaluating an expression. */
+export interface Value {
+  view: View;
+  /** Storage made during this evaluation, freed once used. */
+  temp: boolean;
+}
+
+/** The WASM device's machinery (memory, kernels, casts) and its elementwise and reduce kernels. */
+export abstract class WasmHost implements Backend {
+  /** Family entries, each implemented beside its kernels (see backend.ts). */
+  abstract rows(job: RowsJob): RowsResult | null;
+  readonly name = "wasm" as const;
+  readonly allocator: WasmAllocator;
+  readonly kernels: Record<string, Kernel>;
+  /** The memory is shared (threaded build): the GEMM may split work with workers. */
+  readonly shared: boolean;
+
+  constructor(options: InstantiateOptions = {}) {
+    const { memory, kernels, shared } = instantiateKernels(options);
+    this.allocator = new WasmAllocator(memory);
+    this.kernels = kernels;
+    this.shared = shared;
+  }
+
+  _alloc(op: string, dtype: DType, length: number): WasmStorage {
+    const ptr = this.allocator.alloc(length * storageBytes(dtype), op);
+    return new WasmStorage(this, ptr, length, dtype);
+  }
+
+  _kernel(name: string): Kernel {
+    if (kernelObservers.size) observeKernel("wasm", name);
+    const k = this.kernels[name];
+    if (!k) throw new Error(`internal: no WASM kernel ${name}`);
+    return k;
+  }
+
+  _pointer(view: View): number {
+    return (view.storage as WasmStorage).ptr + view.offset * storageBytes(view.dtype);
+  }
+
+  /** Writes a kernel descriptor (rank, shape, each operand's strides) at address 0. */
+  _describe(shape: Shape, operands: readonly View[]): number {
+    const words = new Int32Array(
+      this.allocator.memory.buffer,
+      0,
+      1 + shape.length * (1 + operands.length),
+    );
+    words[0] = shape.length;
+    words.set(shape, 1);
+    operands.forEach((v, k) => words.set(v.strides, 1 + shape.length * (k + 1)));
+    return operands.every((v) => isContiguous(shape, v.strides)) ? 1 : 0;
+  }
+
+  /** Runs an elementwise kernel over `shape` into new contiguous storage of `dtype`. */
+  _run(op: string, name: string, inputs: View[], shape: Shape, dtype: DType): WasmStorage {
+    const n = sizeOf(shape);
+    const out = this._alloc(op, dtype, n);
+    if (n === 0) return out;
+    const contiguous = this._describe(shape, inputs);
+    this._kernel(name)(out.ptr, ...inputs.map((v) => this._pointer(v)), 0, contiguous);
+    return out;
+  }
+
+  _value(storage: WasmStorage, shape: Shape): Value {
+    return {
+      view: { storage, dtype: storage.dtype, shape, strides: contiguousStrides(shape), offset: 0 },
+      temp: true,
+    };
+  }
+
+  _release(v: Value): void {
+    if (v.temp) this.free(v.view.storage);
+  }
+
+  /** Casts a value to `dtype` (a copy when already of it), contiguous. */
+  _cast(op: string, v: Value, dtype: DType, shape: Shape): Value {
+    const out = this._run(
+      op,
+      `cast_${SUFFIX[v.view.dtype]}_${SUFFIX[dtype]}`,
+      [v.view],
+      shape,
+      dtype,
+    );
+    this._release(v);
+    return this._value(out, shape);
+  }
+
+  _widen(op: string, v: Value, shape: Shape): Value {
+    return v.view.dtype === "float16" ? this._cast(op, v, "float32", shape) : v;
+  }
+
+  /**
+   * Evaluates an expression node by node in post-order. A node's value is kept until its last
+   * user has run (fused expressions share subexpressions), then freed.
+   */
+  #eval(op: string, root: Expr, inputs: readonly View[], shape: Shape): Value {
+    const order = postOrder(root);
+    const uses = new Map<Expr, number>();
+    for (const e of order) for (const c of children(e)) uses.set(c, (uses.get(c) ?? 0) + 1);
+    const values = new Map<Expr, Value>();
+    // Users borrow a value: the kernels' helpers free only what is marked temporary.
+    const borrow = (x: Expr): Value => ({ view: values.get(x)!.view, temp: false });
+    const used = (x: Expr) => {
+      const left = uses.get(x)! - 1;
+      uses.set(x, left);
+      if (left === 0) {
+        this._release(values.get(x)!);
+        values.delete(x);
+      }
+    };
+    for (const e of order) {
+      values.set(e, this.#node(op, e, borrow, inputs, shape));
+      for (const c of children(e)) used(c);
+    }
+    return values.get(root)!;
+  }
+
+  #node(
+    op: string,
+    e: Expr,
+    borrow: (x: Expr) => Value,
+    inputs: readonly View[],
+    shape: Shape,
+  ): Value {
+    switch (e.kind) {
+      case "input":
+        return { view: inputs[e.index], temp: false };
+      case "view":
+      case "producer":
+        throw new Error("internal: a pending expression reached the WASM backend unbound");
+      case "const": {
+        const storage = this._alloc(op, e.dtype, 1);
+        const host = hostArray(e.dtype, 1);
+        host[0] = e.value;
+        this.#write(storage, host);
+        return {
+          view: { storage, dtype: e.dtype, shape, strides: shape.map(() => 0), offset: 0 },
+          temp: true,
+        };
+      }
+      case "index": {
+        const n = sizeOf(shape);
+        const out = this._alloc(op, "uint32", n);
+        this._kernel("iota_u32")(out.ptr, n);
+        return this._value(out, shape);
+      }
+      case "cast":
+        return this._cast(op, borrow(e.x), e.dtype, shape);
+      case "unary":
+      case "binary":
+      case "where": {
+        const values = children(e).map((x) => this._widen(op, borrow(x), shape));
+        const typed = values[values.length - 1].view.dtype;
+        let name: string;
+        let result: DType;
+        if (e.kind === "where") {
+          name = `where_${SUFFIX[typed]}`;
+          result = typed;
+        } else {
+          name = `${e.kind}_${e.op}_${SUFFIX[values[0].view.dtype]}`;
+          result = opDef(e.op).result === "bool" ? "bool" : COMPUTE[values[0].view.dtype];
+        }
+        const out = this._run(op, name, values.map((v) => v.view), shape, result);
+        values.forEach((v) => this._release(v));
+        const value = this._value(out, shape);
+        return e.dtype === result ? value : this._cast(op, value, e.dtype, shape);
+      }
+    }
+  }
+
+  #write(storage: WasmStorage, data: TypedArray): void {
+    const memory = this.allocator.memory.buffer;
+    const n = data.length;
+    switch (storage.dtype) {
+      case "float16": {
+        const half = new Uint16Array(memory, storage.ptr, n);
+        for (let i = 0; i < n; i++) half[i] = f32ToF16Bits(data[i]);
+        break;
+      }
+      case "bool": {
+        const words = new Uint32Array(memory, storage.ptr, n);
+        for (let i = 0; i < n; i++) words[i] = data[i] ? 1 : 0;
+        break;
+      }
+      default:
+        new (data.constructor as Float32ArrayConstructor)(memory, storage.ptr, n).set(
+          data as Float32Array,
+        );
+    }
+  }
+
+  upload(dtype: DType, data: TypedArray): Storage {
+    const storage = this._alloc("tensor", dtype, data.length);
+    this.#write(storage, data);
+    return storage;
+  }
+
+  checkAllocation(op: string, dtype: DType, length: number): void {
+    this.allocator.check(length * storageBytes(dtype), op);
+  }
+
+  allocate(op: string, dtype: DType, length: number): Storage {
+    return this._alloc(op, dtype, length);
+  }
+
+  evaluate(op: string, expr: Expr, inputs: readonly View[], shape: Shape, target?: View): Storage {
+    let v = this.#eval(op, expr, inputs, shape);
+    if (target) {
+      if (v.view.dtype !== target.dtype) v = this._cast(op, v, target.dtype, shape);
+      if (sizeOf(shape) > 0) {
+        const contiguous = this._describe(shape, [v.view, target]);
+        this._kernel(`scatter_${SUFFIX[target.dtype]}`)(
+          this._pointer(target),
+          this._pointer(v.view),
+          0,
+          contiguous,
+        );
+      }
+      this._release(v);
+      return target.storage;
+    }
+    if (!v.temp || !isContiguous(shape, v.view.strides) || v.view.dtype !== expr.dtype) {
+      v = this._cast(op, v, expr.dtype, shape);
+    }
+    return v.view.storage;
+  }
+
+  reduce(
+    op: string,
+    reduction: ReduceOp,
+    source: View | FusedSource,
+    axes: readonly number[],
+    outDtype: DType,
+  ): Storage {
+    if ("expr" in source) {
+      // No fusion on this device: compute the prologue, then reduce it.
+      const shape = source.inputs[0]?.shape ?? [];
+      const temp = this.evaluate(op, source.expr, source.inputs, shape) as WasmStorage;
+      const view: View = {
+        storage: temp,
+        dtype: source.dtype,
+        shape,
+        strides: contiguousStrides(shape),
+        offset: 0,
+      };
+      try {
+        return this.reduce(op, reduction, view, axes, outDtype);
+      } finally {
+        this.free(temp);
+      }
+    }
+    const input = source;
+    const kept = input.shape.map((_, i) => i).filter((i) => !axes.includes(i));
+    const order = [...kept, ...axes];
+    const shape = order.map((i) => input.shape[i]);
+    const rows = sizeOf(kept.map((i) => input.shape[i]));
+    const rowLength = sizeOf(axes.map((i) => input.shape[i]));
+    // Rows must be contiguous in memory, reduced axes last; widen float16 on the way.
+    const permuted: View = { ...input, shape, strides: order.map((i) => input.strides[i]) };
+    const compute = COMPUTE[input.dtype];
+    let value: Value = { view: permuted, temp: false };
+    if (compute !== input.dtype || !isContiguous(shape, permuted.strides)) {
+      value = this._cast(op, value, compute, shape);
+    }
+    // Arg reductions write int32 indices; the others write the compute dtype.
+    const written: DType = reduction === "argmax" || reduction === "argmin" ? "int32" : compute;
+    const out = this._alloc(op, written, rows);
+    if (rows > 0) {
+      this._kernel(`reduce_${reduction}_${SUFFIX[compute]}`)(
+        out.ptr,
+        this._pointer(value.view),
+        rows,
+        rowLength,
+      );
+    }
+    this._release(value);
+    if (outDtype === written) return out;
+    const outShape = [rows];
+    return this._cast(op, this._value(out, outShape), outDtype, outShape).view.storage;
+  }
+
+  read(views: readonly View[]): Promise<TypedArray[]> {
+    return Promise.resolve(views.map((view) => {
+      const n = sizeOf(view.shape);
+      let v: Value = { view, temp: false };
+      if (view.dtype === "float16") v = this._cast("read", v, "float32", view.shape);
+      else if (!isContiguous(view.shape, view.strides)) {
+        v = this._cast("read", v, view.dtype, view.shape);
+      }
+      const out = hostArray(view.dtype, n);
+      const memory = this.allocator.memory.buffer;
+      const ptr = this._pointer(v.view);
+      if (view.dtype === "bool") {
+        const words = new Uint32Array(memory, ptr, n);
+        for (let i = 0; i < n; i++) out[i] = words[i] ? 1 : 0;
+      } else {
+        out.set(new (out.constructor as Float32ArrayConstructor)(memory, ptr, n));
+      }
+      this._release(v);
+      return out;
+    }));
+  }
+
+  free(storage: Storage): void {
+    this.allocator.free((storage as WasmStorage).ptr);
+  }
+
+  flush(): void {}
+
+  stats(): MemoryStats {
+    const s = this.allocator.stats();
+    return { liveBuffers: s.liveBlocks, liveBytes: s.liveBytes };
+  }
+}
