@@ -8,6 +8,7 @@
 import type { Backend, Storage, View } from "./contract/backend.ts";
 import type { Shape } from "./core/shape.ts";
 import type { DType } from "./core/dtype.ts";
+import { type PlanOverrides, planOverrides } from "./plans/overrides.ts";
 import { E, type Expr, postOrder, readsIndex, substitute } from "./ir/expr.ts";
 
 /**
@@ -47,6 +48,8 @@ export interface Pending {
   readsIndex: boolean;
   /** The producer kernel whose output the expression reads, if any (at most one). */
   producer: Producer | null;
+  /** The plan overrides in force when the op was issued: what its kernel runs under. */
+  overrides: Readonly<PlanOverrides>;
 }
 
 /** A new pending node holding references on its views and children. */
@@ -80,6 +83,7 @@ export function makePending(
     inputs,
     readsIndex: children.some((c) => c.readsIndex) || (children.length === 0 && readsIndex(expr)),
     producer: producer ?? children.find((c) => c.producer)?.producer ?? null,
+    overrides: planOverrides(),
   };
 }
 

@@ -96,7 +96,7 @@ export {
   planReduce,
   type ReduceChoice,
   setPlanOverride,
-} from "./plans.ts";
+} from "./plans/mod.ts";
 export * from "./ops/rows.ts";
 export {
   startWasmThreads,

@@ -115,14 +115,21 @@ export class Tensor {
           offset: 0,
         };
         try {
-          storage = p.backend.evaluate(label, expr, [tempView, ...inputs], p.shape);
+          storage = p.backend.evaluate(
+            label,
+            expr,
+            [tempView, ...inputs],
+            p.shape,
+            undefined,
+            p.overrides,
+          );
         } finally {
           p.backend.free(temp);
         }
       }
     } else {
       const { expr, inputs } = bind(p.expr);
-      storage = p.backend.evaluate(label, expr, inputs, p.shape);
+      storage = p.backend.evaluate(label, expr, inputs, p.shape, undefined, p.overrides);
     }
     this.#pending = null;
     pendingTensors.delete(this);

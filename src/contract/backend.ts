@@ -7,6 +7,8 @@
 import type { DType, TypedArray } from "../core/dtype.ts";
 import type { Expr } from "../ir/expr.ts";
 import type { RowsJob, RowsResult } from "./rows.ts";
+import type { Choice } from "../plans/mod.ts";
+import type { PlanFamily, PlanOverrides } from "../plans/overrides.ts";
 import type { DeviceName, Storage, StorageOwner, View } from "../core/view.ts";
 
 export type { DeviceName, Storage, View };
@@ -52,7 +54,14 @@ export interface Backend extends StorageOwner {
    * to `shape` (stride 0 on broadcast axes). Returns new contiguous storage of `expr.dtype`, or,
    * given `out` (a view of `shape` and `expr.dtype`), writes through its strides into its storage.
    */
-  evaluate(op: string, expr: Expr, inputs: readonly View[], shape: Shape, out?: View): Storage;
+  evaluate(
+    op: string,
+    expr: Expr,
+    inputs: readonly View[],
+    shape: Shape,
+    out?: View,
+    overrides?: Readonly<PlanOverrides>,
+  ): Storage;
   /**
    * Throws the error `allocate` would throw for this size, without allocating: lazy results check
    * at the call that makes them, not later when they are computed.
@@ -70,7 +79,22 @@ export interface Backend extends StorageOwner {
     input: View | FusedSource,
     axes: readonly number[],
     outDtype: DType,
+    overrides?: Readonly<PlanOverrides>,
   ): Storage;
+  /**
+   * {@link reduce} with a fused elementwise consumer run on each result before it is stored
+   * (input 0: the result; `epilogue.inputs`: views over the result's shape); null where the
+   * device cannot run that consumer in the reduction's kernel (the caller then runs it apart).
+   */
+  reduceFused(
+    op: string,
+    reduction: ReduceOp,
+    input: View | FusedSource,
+    axes: readonly number[],
+    outDtype: DType,
+    epilogue: { expr: Expr; inputs: View[] },
+    overrides?: Readonly<PlanOverrides>,
+  ): Storage | null;
   /**
    * Runs a row job (softmax and the norms). Null only when the job's fused epilogue cannot run
    * in the row kernel; the caller then runs it without one.
@@ -91,6 +115,29 @@ export interface KernelRecord {
   device: DeviceName;
   /** The op that launched it; fused elementwise kernels name every op folded in, joined by "+". */
   kernel: string;
+}
+
+/** A plan's choice as a device took it: which variant of a family's kernels ran. */
+export interface PlanRecord {
+  device: DeviceName;
+  family: PlanFamily;
+  /** The op (label) the work was issued as. */
+  op: string;
+  choice: Choice;
+}
+
+/** Callbacks told of every plan a device takes (empty unless something is listening). */
+export const planObservers: Set<(record: PlanRecord) => void> = new Set();
+
+/** Tells the observers which variant a device runs; returns the choice. */
+export function observePlan<C extends Choice>(
+  device: DeviceName,
+  family: PlanFamily,
+  op: string,
+  choice: C,
+): C {
+  for (const observer of planObservers) observer({ device, family, op, choice });
+  return choice;
 }
 
 /** Callbacks told of every kernel launch (empty unless something is listening). */

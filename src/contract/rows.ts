@@ -6,6 +6,7 @@
  */
 import type { Storage, View } from "../core/view.ts";
 import type { Expr } from "../ir/expr.ts";
+import type { PlanOverrides } from "../plans/overrides.ts";
 
 /** The row operations. */
 export type RowKind = "softmax" | "logSoftmax" | "layerNorm" | "rmsNorm";
@@ -13,6 +14,8 @@ export type RowKind = "softmax" | "logSoftmax" | "layerNorm" | "rmsNorm";
 /** One row operation over the `axes` of `x`: what `Backend.rows` runs. */
 export interface RowsJob {
   op: string;
+  /** The plan overrides in force when the op was issued. */
+  overrides: Readonly<PlanOverrides>;
   kind: RowKind;
   x: View;
   /** Normalised axes, sorted. */

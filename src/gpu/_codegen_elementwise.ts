@@ -9,6 +9,9 @@ import { type DType, f16BitsToF32, f32ToF16Bits } from "../core/dtype.ts";
 import type { Expr } from "../ir/expr.ts";
 import { constantNodes, exprKey, postOrder } from "../ir/expr.ts";
 import { opDef } from "../ir/elementwise_table.ts";
+import { TILED_WORKGROUP_SIZES } from "../plans/elementwise.ts";
+
+export { TILED_WORKGROUP_SIZES };
 import { computeType, convert, loadAs, preludeFor, storageType, storeAs } from "./_wgsl_types.ts";
 
 /**
@@ -75,11 +78,6 @@ export interface ElementwiseSpec {
 
 /** A tiled kernel's tile side (outputs and transposed inputs: 32 x 32 elements). */
 export const TILE_SIDE = 32;
-/**
- * Workgroup sizes of a tiled kernel: TILE_SIDE x (size / TILE_SIDE) invocations, each taking
- * TILE_SIDE * TILE_SIDE / size elements of the tile.
- */
-export const TILED_WORKGROUP_SIZES: readonly number[] = [128, 256, 512, 1024];
 
 /** Cache key of a spec. */
 export function elementwiseKey(s: ElementwiseSpec): string {

@@ -33,7 +33,7 @@
  */
 import type { DType } from "../core/dtype.ts";
 import { constantNodes, type Expr, exprKey, postOrder } from "../ir/expr.ts";
-import type { MatmulChoice } from "../plans.ts";
+import { aVectorsPerK, formOf, type MatmulChoice, repeats, threadRow } from "../plans/matmul.ts";
 import { constantsMember, emitBody, withConstants } from "./_codegen_elementwise.ts";
 import { computeType, loadAs, preludeFor, storageType } from "./_wgsl_types.ts";
 
@@ -402,35 +402,6 @@ export function generateMatmul(s: MatmulSpec): string {
   }
 }
 
-/** Shared memory bytes a tiled spec uses (checked against the device limit by the plan). */
-export function tiledSharedBytes(
-  s:
-    & Pick<
-      TiledSpec,
-      "tileM" | "tileN" | "tileK" | "threadM" | "threadN" | "doubleBuffer" | "math" | "sharedLayout"
-    >
-    & Partial<Pick<TiledSpec, "productForm">>,
-): number {
-  const element = s.math === "f16" ? 2 : 4;
-  const buffers = s.doubleBuffer ? 2 : 1;
-  if (s.sharedLayout === "interleaved") {
-    return (s.tileM + s.tileN) * s.tileK * element * buffers;
-  }
-  const rows = (tile: number, thread: number, perK: number) =>
-    (tile / thread) * threadRow(s.tileK * perK, tile / thread);
-  return (rows(s.tileM, s.threadM, aVectorsPerK(s)) + rows(s.tileN, s.threadN, s.threadN / 4)) * 4 *
-    element * buffers;
-}
-
-/**
- * vec4s in one invocation's row of a "thread" layout tile: its fragments for every k, plus one of
- * padding when several rows exist, so that rows start in different banks (an odd count of 16-byte
- * vectors puts eight consecutive rows in eight different 16-byte bank groups).
- */
-function threadRow(fragments: number, rows: number): number {
-  return rows > 1 && fragments % 2 === 0 ? fragments + 1 : fragments;
-}
-
 /** Invocations of a tiled spec's workgroup. */
 export function tiledThreads(
   s: Pick<TiledSpec, "tileM" | "tileN" | "threadM" | "threadN">,
@@ -438,38 +409,9 @@ export function tiledThreads(
   return (s.tileM / s.threadM) * (s.tileN / s.threadN);
 }
 
-/**
- * The product form a tiled spec generates: `productForm` with float16 accumulation and the
- * "thread" layout, "broadcast" otherwise.
- * - "pairedK": shared vectors hold two outer indices by two k each: (o, k), (o, k + 1),
- *   (o + 1, k), (o + 1, k + 1), so that a product is `fma(a.xyxy, b, acc)` over whole registers.
- * - "repeatedA": A's shared vectors hold two rows at one k as (a0, a0, a1, a1), so that a product
- *   is `fma(a.xyxy, b, acc)` (or `.zwzw`) over whole registers, one output per lane as broadcast.
- */
-function formOf(
-  s: Pick<TiledSpec, "math" | "sharedLayout"> & Partial<Pick<TiledSpec, "productForm">>,
-): TiledSpec["productForm"] {
-  return s.math === "f16" && s.sharedLayout === "thread"
-    ? s.productForm ?? "broadcast"
-    : "broadcast";
-}
-
 /** Whether a tiled spec multiplies pairs of k (see {@link formOf}). */
 function pairs(s: Parameters<typeof formOf>[0]): boolean {
   return formOf(s) === "pairedK";
-}
-
-/** Whether a tiled spec stores each A value twice (see {@link formOf}). */
-function repeats(s: Parameters<typeof formOf>[0]): boolean {
-  return formOf(s) === "repeatedA";
-}
-
-/**
- * Shared vectors per k in an invocation's row of A ("thread" layout): one per group of four
- * rows, two when A is repeated.
- */
-function aVectorsPerK(s: Parameters<typeof formOf>[0] & Pick<TiledSpec, "threadM">): number {
-  return (s.threadM / 4) * (repeats(s) ? 2 : 1);
 }
 
 /**

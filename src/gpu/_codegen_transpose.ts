@@ -15,64 +15,18 @@
  * A copied into [K, M] order first (`MatmulChoice.transposeAFirst`, src/plans.ts).
  * @module
  */
-import type { DType } from "../core/dtype.ts";
+
 import { storageType } from "./_wgsl_types.ts";
+import {
+  transposePairs,
+  type TransposeSpec,
+  type TransposeUniforms,
+} from "../plans/elementwise.ts";
+
+export { transposePairs, type TransposeSpec, type TransposeUniforms };
 
 /** Invocations per workgroup (32 columns by 8 rows). */
 export const TRANSPOSE_THREADS = 256;
-
-/**
- * Everything the generated code depends on. Tile sides are 32, 64 or 128 elements (64 or 128
- * when paired).
- *
- * @example
- * ```ts
- * const spec: TransposeSpec = { dtype: "float16", paired: true, tileRows: 64, tileColumns: 128 };
- * ```
- */
-export interface TransposeSpec {
-  dtype: DType;
-  paired: boolean;
-  tileRows: number;
-  tileColumns: number;
-}
-
-/**
- * The copy's sizes and the source's layout, for {@link transposeUniforms}.
- *
- * @example
- * ```ts
- * const copy: TransposeUniforms = {
- *   rows: 4096, columns: 4096, batches: 1,
- *   offset: 0, rowStride: 4096, columnStride: 1, batchStride: 0,
- * };
- * ```
- */
-export interface TransposeUniforms {
-  rows: number;
-  columns: number;
-  batches: number;
-  offset: number;
-  rowStride: number;
-  columnStride: number;
-  batchStride: number;
-}
-
-/**
- * Whether the paired form can copy `u` for elements of `dtype`: two-byte elements, contiguous
- * along the source's rows, with even sizes, offsets and strides.
- *
- * @example
- * ```ts
- * transposePairs("float16", {
- *   rows: 64, columns: 64, batches: 1, offset: 0, rowStride: 64, columnStride: 1, batchStride: 0,
- * }); // true
- * ```
- */
-export function transposePairs(dtype: DType, u: TransposeUniforms): boolean {
-  return dtype === "float16" && u.columnStride === 1 &&
-    [u.rows, u.columns, u.offset, u.rowStride, u.batchStride].every((x) => x % 2 === 0);
-}
 
 /**
  * Workgroup memory a spec's tile takes (a padding word or element per row).

@@ -5,38 +5,9 @@
  * @module
  */
 
-/** What the GPU device offers, as plans see it. */
-export interface DeviceCaps {
-  /** Adapter description, e.g. "NVIDIA H200" or "llvmpipe (LLVM 15.0.6, 256 bits)". */
-  description: string;
-  /** Vendor id or name as the adapter reports it. */
-  vendor: string;
-  /** True for a software or fallback adapter (llvmpipe, lavapipe). */
-  isFallbackAdapter: boolean;
-  /** Subgroup size range reported by the adapter. */
-  subgroupMinSize: number;
-  subgroupMaxSize: number;
-  /** Features the device accepted. */
-  features: string[];
-  /** Convenience flags for the features plans branch on. */
-  subgroups: boolean;
-  shaderF16: boolean;
-  timestampQuery: boolean;
-  float32Atomics: boolean;
-  /** 64-bit integer atomics (`atomic<u64>`: load, store and read-modify-write). */
-  int64Atomics: boolean;
-  /** The limits the device was created with. */
-  limits: {
-    maxStorageBufferBindingSize: number;
-    maxBufferSize: number;
-    maxComputeWorkgroupStorageSize: number;
-    maxComputeInvocationsPerWorkgroup: number;
-    maxComputeWorkgroupSizeX: number;
-    maxComputeWorkgroupsPerDimension: number;
-    maxStorageBuffersPerShaderStage: number;
-    minUniformBufferOffsetAlignment: number;
-  };
-}
+import type { DeviceCaps } from "../contract/caps.ts";
+
+export type { DeviceCaps };
 
 /** Optional features to probe, in the order tried. */
 export const OPTIONAL_FEATURES = [

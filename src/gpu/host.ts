@@ -11,6 +11,7 @@ import {
   kernelObservers,
   type MemoryStats,
   observeKernel,
+  observePlan,
   type ReduceOp,
   type Storage,
   type View,
@@ -26,7 +27,8 @@ import {
 } from "../core/dtype.ts";
 import { DTypeError, GpuError } from "../core/errors.ts";
 import { E, type Expr } from "../ir/expr.ts";
-import { _planTranspose, planElementwise, planReduce } from "../plans.ts";
+import { planElementwise, planReduce, planTranspose } from "../plans/mod.ts";
+import { NO_OVERRIDES, type PlanOverrides } from "../plans/overrides.ts";
 import {
   generateTranspose,
   TRANSPOSE_THREADS,
@@ -302,7 +304,14 @@ export abstract class GpuHost implements Backend {
     return this._alloc(op, dtype, length);
   }
 
-  evaluate(op: string, expr: Expr, inputs: readonly View[], shape: Shape, target?: View): Storage {
+  evaluate(
+    op: string,
+    expr: Expr,
+    inputs: readonly View[],
+    shape: Shape,
+    target?: View,
+    overrides: Readonly<PlanOverrides> = NO_OVERRIDES,
+  ): Storage {
     this._check(op, [expr.dtype, ...inputs.map((v) => v.dtype)]);
     const n = sizeOf(shape);
     const out = (target?.storage as GpuStorage | undefined) ?? this._alloc(op, expr.dtype, n);
@@ -325,13 +334,22 @@ export abstract class GpuHost implements Backend {
     const copy = !target && expr.kind === "input" && inputs[0].dtype === expr.dtype
       ? transposedCopy(inputs[0])
       : null;
-    const choice = planElementwise(this.caps, {
-      elements: n,
-      vec4Eligible,
-      transposedCopy: copy !== null,
-      transposedOperands: target ? 0 : transposedOperands,
-      elementBytes: storageBytes(expr.dtype),
-    });
+    const choice = observePlan(
+      "gpu",
+      "elementwise",
+      op,
+      planElementwise(
+        this.caps,
+        {
+          elements: n,
+          vec4Eligible,
+          transposedCopy: copy !== null,
+          transposedOperands: target ? 0 : transposedOperands,
+          elementBytes: storageBytes(expr.dtype),
+        },
+        overrides.elementwise,
+      ),
+    );
     if (choice.variant === "transpose" && copy) {
       this._transposeCopy(op, (inputs[0].storage as GpuStorage).buffer, out.buffer, copy);
       return out;
@@ -397,7 +415,7 @@ export abstract class GpuHost implements Backend {
     source: GPUBuffer,
     target: GPUBuffer,
     copy: TransposeUniforms & { dtype: DType },
-    spec: TransposeSpec = _planTranspose(copy.dtype, copy),
+    spec: TransposeSpec = planTranspose(copy.dtype, copy),
   ): void {
     const pipeline = this._pipeline(transposeKey(spec), 2, () => generateTranspose(spec));
     this._dispatch(
@@ -415,23 +433,32 @@ export abstract class GpuHost implements Backend {
     source: View | FusedSource,
     axes: readonly number[],
     outDtype: DType,
+    overrides: Readonly<PlanOverrides> = NO_OVERRIDES,
   ): Storage {
-    return this._reduceFused(op, reduction, source, axes, outDtype)!;
+    return this.#reduce(op, reduction, source, axes, outDtype, undefined, overrides)!;
   }
 
-  /**
-   * {@link reduce} with a fused elementwise consumer run on each result before it is stored
-   * (input 0: the result; `epilogue.inputs`: views over the result's shape); null where that
-   * consumer cannot run in the reduction's kernel (see `reduceEpilogue`, and the device's
-   * storage bindings). For op modules.
-   */
-  _reduceFused(
+  reduceFused(
     op: string,
     reduction: ReduceOp,
     source: View | FusedSource,
     axes: readonly number[],
     outDtype: DType,
-    fused?: { expr: Expr; inputs: View[] },
+    epilogue: { expr: Expr; inputs: View[] },
+    overrides: Readonly<PlanOverrides> = NO_OVERRIDES,
+  ): Storage | null {
+    return this.#reduce(op, reduction, source, axes, outDtype, epilogue, overrides);
+  }
+
+  /** Both reductions: null where the epilogue cannot run in the kernel (see `reduceEpilogue`). */
+  #reduce(
+    op: string,
+    reduction: ReduceOp,
+    source: View | FusedSource,
+    axes: readonly number[],
+    outDtype: DType,
+    fused: { expr: Expr; inputs: View[] } | undefined,
+    overrides: Readonly<PlanOverrides>,
   ): GpuStorage | null {
     // Constant slots: the prologue's, then the epilogue's; every pass carries them all.
     const prologueConstants = "expr" in source ? constantWords(source.expr) : [];
@@ -477,7 +504,12 @@ export abstract class GpuHost implements Backend {
     // Rows adjacent in memory: the innermost kept axis has stride 1 in every input.
     const rowsAdjacent = kept.length > 0 && !lastAxes &&
       views.every((v) => v.strides[kept[kept.length - 1]] === 1);
-    const choice = planReduce(this.caps, { rows, rowLength, aligned, rowsAdjacent });
+    const choice = observePlan(
+      "gpu",
+      "reduce",
+      op,
+      planReduce(this.caps, { rows, rowLength, aligned, rowsAdjacent }, overrides.reduce),
+    );
     // Arg reductions pass (value bits, index) pairs between their two passes, stateful ones their
     // state vectors: `words` 32-bit words per partial.
     const arg = reduction === "argmax" || reduction === "argmin";

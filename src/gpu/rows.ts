@@ -7,8 +7,9 @@
 import type { View } from "../core/view.ts";
 import { contiguousStrides, isContiguous, sizeOf } from "../core/shape.ts";
 import type { RowsJob, RowsResult } from "../contract/rows.ts";
+import { observePlan } from "../contract/backend.ts";
 import { constantNodes, type Expr, exprKey, readsIndex } from "../ir/expr.ts";
-import { planRows } from "../plans.ts";
+import { planRows } from "../plans/mod.ts";
 import type { GpuHost, GpuStorage } from "./host.ts";
 import {
   generateRows,
@@ -156,14 +157,23 @@ export function runRowsGpu(backend: GpuHost, job: RowsJob): RowsResult | null {
   const n = rows * len;
   const output = backend._alloc(op, x.dtype, n);
   if (n === 0) return { output, stats: job.stats ? backend._alloc(op, "float32", 2 * rows) : null };
-  const choice = planRows(backend.caps, {
-    rows,
-    rowLength: len,
-    vec4: layout.vec4,
-    acrossRows: layout.acrossRows,
-    stats: job.stats,
-    elementBytes: x.dtype === "float16" ? 2 : 4,
-  });
+  const choice = observePlan(
+    "gpu",
+    "rows",
+    op,
+    planRows(
+      backend.caps,
+      {
+        rows,
+        rowLength: len,
+        vec4: layout.vec4,
+        acrossRows: layout.acrossRows,
+        stats: job.stats,
+        elementBytes: x.dtype === "float16" ? 2 : 4,
+      },
+      job.overrides.rows,
+    ),
+  );
   const v = choice.vec4 ? 4 : 1;
   // Constant slots: the prologue's, then the epilogue's.
   const prologueConstants = job.prologue ? constantWords(job.prologue.expr) : [];

@@ -44,7 +44,7 @@ import type { TransposeUniforms } from "../gpu/_codegen_transpose.ts";
 import { loadAs, storageType } from "../gpu/_wgsl_types.ts";
 import { constantWords, epilogueFunction } from "../gpu/_codegen_elementwise.ts";
 import { bind, fusedLabel, makePending, type Producer } from "../_lazy.ts";
-import { type MatmulChoice, planMatmul, planMatmulPrologue, planWasmGemm } from "../plans.ts";
+import { type MatmulChoice, planMatmul, planMatmulPrologue, planWasmGemm } from "../plans/mod.ts";
 import { runtime } from "../runtime.ts";
 import { Tensor } from "../tensor.ts";
 import type { Value, WasmHost, WasmStorage } from "../wasm/host.ts";
@@ -68,7 +68,7 @@ export {
   planWasmGemm,
   WASM_GEMM_MIN_FLOPS,
   type WasmGemmChoice,
-} from "../plans.ts";
+} from "../plans/mod.ts";
 
 /** Options of {@link matmul}. */
 export interface MatmulOptions {

@@ -21,14 +21,14 @@ import {
   type PoolSpec,
   poolUniforms,
 } from "../gpu/_codegen_pool.ts";
-import { planPool } from "../plans.ts";
+import { planPool } from "../plans/mod.ts";
 import { Tensor } from "../tensor.ts";
 import type { Value, WasmHost, WasmStorage } from "../wasm/host.ts";
 import { clone } from "./shape.ts";
 
 // Re-exported so that the single `export *` of this module in mod.ts also exports the plan
 // (documented in src/plans.ts).
-export { planPool, type PoolChoice } from "../plans.ts";
+export { planPool, type PoolChoice } from "../plans/mod.ts";
 
 /**
  * A size given for both spatial axes (a number) or as [height, width].

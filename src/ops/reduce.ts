@@ -5,7 +5,7 @@
  */
 import type { FusedSource, ReduceOp, View } from "../contract/backend.ts";
 import { bind, fusedLabel, makePending, type Producer } from "../_lazy.ts";
-import type { GpuHost } from "../gpu/host.ts";
+import { planOverrides } from "../plans/overrides.ts";
 import { normalizeAxes, sizeOf } from "../core/shape.ts";
 import { type DType, isFloat } from "../core/dtype.ts";
 import { _checkNumber, describe, ValueError } from "../core/errors.ts";
@@ -111,19 +111,22 @@ function reduction(op: string, kind: ReduceOp, x: TensorLike, options: ReduceOpt
       if (backend.name === "gpu" && runtime().fusion && outDtype !== "bool") {
         // Lazy: elementwise consumers (mean's division, a scale, a bias) run in the
         // reduction's store, as its epilogue. The node holds the source's views until it runs.
-        const gpu = backend as GpuHost;
+        const overrides = planOverrides();
         const producer: Producer = {
           op: label,
           dtype: outDtype,
           run: (runLabel, epilogue, inputs) =>
-            gpu._reduceFused(
-              runLabel,
-              kind,
-              source,
-              axes,
-              outDtype,
-              epilogue ? { expr: epilogue, inputs } : undefined,
-            ),
+            epilogue
+              ? backend.reduceFused(
+                runLabel,
+                kind,
+                source,
+                axes,
+                outDtype,
+                { expr: epilogue, inputs },
+                overrides,
+              )
+              : backend.reduce(runLabel, kind, source, axes, outDtype, overrides),
         };
         const views = "expr" in source ? source.inputs : [source];
         return new Tensor(
@@ -136,6 +139,7 @@ function reduction(op: string, kind: ReduceOp, x: TensorLike, options: ReduceOpt
         source,
         axes,
         outDtype === "bool" ? "int32" : outDtype,
+        planOverrides(),
       );
       const result = Tensor._fromStorage(
         storage,

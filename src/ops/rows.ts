@@ -27,12 +27,13 @@ import {
 } from "../core/errors.ts";
 import type { RowsJob, RowsResult } from "../contract/rows.ts";
 import { Tensor } from "../tensor.ts";
+import { planOverrides } from "../plans/overrides.ts";
 import { broadcastView, evaluate, runElementwise } from "./_dispatch.ts";
 import { E, type Expr } from "../ir/expr.ts";
 import { bind, fusedLabel, makePending, type Producer } from "../_lazy.ts";
 import { runtime } from "../runtime.ts";
 
-export { planRows, type RowsChoice, type RowsCombine, rowsCombine } from "../plans.ts";
+export { planRows, type RowsChoice, type RowsCombine, rowsCombine } from "../plans/mod.ts";
 
 // ---------------------------------------------------------------------------------------------
 // Options and results.
@@ -311,7 +312,7 @@ function prepareParameter(op: string, t: Tensor, shape: readonly number[]): Tens
 
 /** Runs a row job with prepared affine tensors, disposing the copies it made. */
 function rowOp(
-  job: Omit<RowsJob, "weight" | "bias">,
+  job: Omit<RowsJob, "weight" | "bias" | "overrides">,
   affine: { weight: Tensor | null; bias: Tensor | null; shape: readonly number[] },
 ): RowsResult {
   const temps: Tensor[] = [];
@@ -323,7 +324,12 @@ function rowOp(
   };
   try {
     // No epilogue: the GPU path always runs.
-    const full = { ...job, weight: prepare(affine.weight), bias: prepare(affine.bias) };
+    const full = {
+      ...job,
+      overrides: planOverrides(),
+      weight: prepare(affine.weight),
+      bias: prepare(affine.bias),
+    };
     return backendOf(full.x).rows(full)!;
   } finally {
     for (const t of temps) t.dispose();
@@ -336,7 +342,7 @@ function rowOp(
  * otherwise computed now.
  */
 function rowResult(
-  job: Omit<RowsJob, "weight" | "bias">,
+  job: Omit<RowsJob, "weight" | "bias" | "overrides">,
   affine: { weight: Tensor | null; bias: Tensor | null; shape: readonly number[] },
   shape: readonly number[],
 ): Tensor {
@@ -356,12 +362,14 @@ function rowResult(
   try {
     const weight = prepare(affine.weight);
     const bias = prepare(affine.bias);
+    const overrides = planOverrides();
     const producer: Producer = {
       op: job.op,
       dtype: x.dtype,
       run(label, epilogue, inputs) {
         const result = backendOf(x).rows({
           ...job,
+          overrides,
           op: label,
           weight,
           bias,

@@ -38,7 +38,7 @@ import {
   type ScanType,
   scanUniforms,
 } from "../gpu/_codegen_scan.ts";
-import { planScan, type ScanChoice } from "../plans.ts";
+import { planScan, type ScanChoice } from "../plans/mod.ts";
 import { runtime } from "../runtime.ts";
 import { Tensor } from "../tensor.ts";
 import type { Value, WasmHost } from "../wasm/host.ts";
@@ -546,4 +546,4 @@ export function cummin(x: TensorLike, options?: ScanOptions): Tensor {
   return scan("cummin", "min", x, options);
 }
 
-export { planScan, type ScanChoice } from "../plans.ts";
+export { planScan, type ScanChoice } from "../plans/mod.ts";

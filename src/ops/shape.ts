@@ -18,6 +18,7 @@ import {
 import { promoteTypes } from "../core/dtype.ts";
 import { describe, DeviceError, ShapeError, ValueError } from "../core/errors.ts";
 import { runtime } from "../runtime.ts";
+import { planOverrides } from "../plans/overrides.ts";
 import { Tensor } from "../tensor.ts";
 import { evaluate } from "./_dispatch.ts";
 import { E } from "../ir/expr.ts";
@@ -341,7 +342,14 @@ export function concat(tensors: readonly Tensor[], axis = 0): Tensor {
   for (const v of views) {
     if (sizeOf(v.shape) > 0) {
       const target: View = { storage, dtype, shape: v.shape, strides, offset: start * strides[a] };
-      backend.evaluate(op, E.cast(E.input(0, v.dtype), dtype), [v], v.shape, target);
+      backend.evaluate(
+        op,
+        E.cast(E.input(0, v.dtype), dtype),
+        [v],
+        v.shape,
+        target,
+        planOverrides(),
+      );
     }
     start += v.shape[a];
   }

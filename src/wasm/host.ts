@@ -263,6 +263,7 @@ export abstract class WasmHost implements Backend {
   }
 
   evaluate(op: string, expr: Expr, inputs: readonly View[], shape: Shape, target?: View): Storage {
+    // No plan on this device: every expression runs node by node, so overrides do not apply.
     let v = this.#eval(op, expr, inputs, shape);
     if (target) {
       if (v.view.dtype !== target.dtype) v = this._cast(op, v, target.dtype, shape);
@@ -282,6 +283,11 @@ export abstract class WasmHost implements Backend {
       v = this._cast(op, v, expr.dtype, shape);
     }
     return v.view.storage;
+  }
+
+  /** No fused epilogues on this device: the caller runs them apart. */
+  reduceFused(): null {
+    return null;
   }
 
   reduce(

@@ -1,0 +1,94 @@
+/**
+ * Plan overrides: fields of a plan's choice forced by a test or a tuner. An override applies to
+ * the work recorded while it is set: ops capture {@link planOverrides} when they are issued, into
+ * the job a device later runs, so a lazy result computed after the override is cleared still runs
+ * the forced variant. Plans take the captured override as an argument and stay pure.
+ * @module
+ */
+import { ValueError } from "../core/errors.ts";
+import type { ElementwiseChoice } from "./elementwise.ts";
+import type { MatmulChoice, WasmGemmChoice } from "./matmul.ts";
+import type { PoolChoice } from "./pool.ts";
+import type { ReduceChoice } from "./reduce.ts";
+import type { RowsChoice } from "./rows.ts";
+import type { ScanChoice } from "./scan.ts";
+
+/** The override of each plan, by kernel family. */
+export interface PlanOverrides {
+  elementwise?: Partial<ElementwiseChoice>;
+  reduce?: Partial<ReduceChoice>;
+  pool?: Partial<PoolChoice>;
+  scan?: Partial<ScanChoice>;
+  rows?: Partial<RowsChoice>;
+  matmul?: Partial<MatmulChoice>;
+  wasmGemm?: Partial<WasmGemmChoice>;
+}
+
+/** The families a plan override can name. */
+export type PlanFamily = keyof PlanOverrides;
+
+const FAMILIES: readonly PlanFamily[] = [
+  "elementwise",
+  "reduce",
+  "pool",
+  "scan",
+  "rows",
+  "matmul",
+  "wasmGemm",
+];
+
+/** No overrides: what work recorded outside any override captures. */
+export const NO_OVERRIDES: Readonly<PlanOverrides> = Object.freeze({});
+
+let current: Readonly<PlanOverrides> = NO_OVERRIDES;
+
+/**
+ * Forces fields of a plan's choice for the work issued from now on (tests use it to cover every
+ * variant; a tuner, to measure them). `null` restores the rule. Work already issued keeps the
+ * override it was issued under, even if it is computed later.
+ *
+ * @example
+ * ```ts
+ * import { setPlanOverride } from "@gyre/gyre/tuning";
+ * setPlanOverride("reduce", { subgroups: false }); // the shared-memory path
+ * setPlanOverride("reduce", null);
+ * ```
+ */
+export function setPlanOverride<F extends PlanFamily>(
+  family: F,
+  override: PlanOverrides[F] | null,
+): void {
+  if (!FAMILIES.includes(family)) {
+    throw new ValueError({
+      op: "setPlanOverride",
+      argument: "family",
+      expected: FAMILIES.map((f) => `"${f}"`).join(", "),
+      received: String(family),
+    });
+  }
+  if (override !== null && (typeof override !== "object" || Array.isArray(override))) {
+    throw new ValueError({
+      op: "setPlanOverride",
+      argument: "override",
+      expected: "an object of choice fields, or null",
+      received: typeof override,
+    });
+  }
+  const next: PlanOverrides = { ...current };
+  if (override === null) delete next[family];
+  else next[family] = Object.freeze({ ...override }) as PlanOverrides[F];
+  current = Object.freeze(next);
+}
+
+/**
+ * The overrides in force now, as an immutable snapshot: what ops capture into the jobs they issue.
+ *
+ * @example
+ * ```ts
+ * import { planOverrides } from "@gyre/gyre/tuning";
+ * console.log(planOverrides().reduce); // undefined unless set
+ * ```
+ */
+export function planOverrides(): Readonly<PlanOverrides> {
+  return current;
+}

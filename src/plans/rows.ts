@@ -1,0 +1,193 @@
+/**
+ * The rows plan (softmax and the norms): one fused pass per row, or chunk statistics and a
+ * normalising pass.
+ * @module
+ */
+import type { DeviceCaps } from "../contract/caps.ts";
+
+/** How the invocations sharing a row combine a statistic (see src/gpu/_codegen_rows.ts). */
+export type RowsCombine = "none" | "shuffle" | "subgroup" | "shared";
+
+/** The choice for the row kernels of softmax and the normalisations (src/gpu/_codegen_rows.ts). */
+export interface RowsChoice {
+  kernel: "rows";
+  /**
+   * "single": each row is read once into registers, normalised there and written (one pass);
+   * "chunked": rows are split into chunks of `threadsPerRow * registers` units; a pass writes each
+   * chunk's statistics, a second merges them per row, a third normalises (x is read twice).
+   */
+  variant: "single" | "chunked";
+  /** Units of four elements with vector loads (only where the layout allows). */
+  vec4: boolean;
+  /**
+   * Invocations sharing a row (a power of two, 1..1024). 1 gives adjacent invocations adjacent
+   * rows: coalesced when the normalised axis is not the innermost in memory but a kept one is.
+   */
+  threadsPerRow: number;
+  /** Invocations per workgroup (a multiple of `threadsPerRow`; the rest hold other rows). */
+  workgroupSize: number;
+  /** Units each invocation keeps in named registers (single: derived from the row length). */
+  registers: number;
+  /** Combine through subgroup operations where the device has them (false: shared memory). */
+  subgroups: boolean;
+  /** Derived: how a row's invocations combine. */
+  combine: RowsCombine;
+  /** Derived: chunks per row (1 for "single"). */
+  chunks: number;
+  /** Invocations per row in the merging pass of "chunked". */
+  combineThreads: number;
+  /** Derived: how the merging pass combines. */
+  combineStage: RowsCombine;
+}
+
+/** Registers of one invocation: single passes stop at 8 units by rule, 32 by override. */
+const ROWS_SINGLE_REGISTERS = 8;
+const ROWS_MAX_REGISTERS = 32;
+
+function pow2Ceil(n: number): number {
+  return 2 ** Math.ceil(Math.log2(Math.max(1, n)));
+}
+
+function clampPow2(n: number, lo: number, hi: number): number {
+  return Math.min(hi, Math.max(lo, pow2Ceil(Number.isFinite(n) ? n : lo)));
+}
+
+/**
+ * The lane combine for `threads` invocations per row: a butterfly of shuffles inside one subgroup
+ * when the row's lanes fit in the smallest subgroup, subgroup reductions when every subgroup lies
+ * inside one row, otherwise (or without subgroups) a shared-memory tree.
+ *
+ * @example
+ * ```ts
+ * import { rowsCombine } from "@gyre/gyre";
+ * rowsCombine(undefined, 256, true); // "shared" (no device, no subgroups)
+ * ```
+ */
+export function rowsCombine(
+  caps: DeviceCaps | undefined,
+  threads: number,
+  subgroups: boolean,
+): RowsCombine {
+  if (threads <= 1) return "none";
+  const min = caps?.subgroupMinSize ?? 0;
+  const max = caps?.subgroupMaxSize ?? 0;
+  if (subgroups && caps?.subgroups && min >= 4 && max <= 128) {
+    if (threads <= min) return "shuffle";
+    if (threads >= max) return "subgroup";
+  }
+  return "shared";
+}
+
+/**
+ * Row kernels (softmax, logSoftmax, layerNorm, rmsNorm, groupNorm, batchNorm statistics). A row
+ * of up to 8 units per invocation (units: vec4 where the layout allows) is done in one pass: its
+ * invocations load it once into named registers, combine max/sums through subgroups and shared
+ * memory, and write it, so x is read once and y written once. Lanes per row: one per unit up to
+ * 32 (short rows; 16-element rows take 4 lanes of one vec4 each, so a subgroup's loads are
+ * contiguous), then as many as keep 4 units each (8 for float16) up to 256 (a 4096-wide float32
+ * row: 256 lanes x 4 vec4, 0.040 ms for 4096 x 4096 on an H200, 81% of its copy bandwidth), then
+ * 8 units each up to 1024 lanes (32768 floats). Short rows share a 256-invocation workgroup.
+ * Longer rows, rows whose statistics are wanted (batchNorm training), and few long rows that would
+ * occupy fewer than 64 workgroups are chunked (256 lanes x 4 units per chunk) for parallelism.
+ * When `acrossRows` (the normalised axis is strided and a kept axis is the innermost in memory)
+ * and there are at least 64 rows, each invocation takes a whole row (chunks of 32 elements), so
+ * adjacent invocations read adjacent addresses; reading through strides in place beats a
+ * transposing copy, which would add a full read and write of the tensor.
+ *
+ * @example
+ * ```ts
+ * import { planRows } from "@gyre/gyre";
+ * planRows(undefined, { rows: 4096, rowLength: 4096, vec4: true });
+ * // { variant: "single", threadsPerRow: 256, registers: 4, vec4: true, ... }
+ * ```
+ */
+export function planRows(
+  caps: DeviceCaps | undefined,
+  problem: {
+    rows: number;
+    rowLength: number;
+    /** The layout allows vec4 units. */
+    vec4?: boolean;
+    /** Adjacent rows are adjacent in memory and a row's elements are not. */
+    acrossRows?: boolean;
+    /** Per-row statistics are an output (forces "chunked", whose merge pass writes them). */
+    stats?: boolean;
+    /** Bytes per element (4 by default; 2 for float16). */
+    elementBytes?: number;
+  },
+  override: Partial<RowsChoice> | null = null,
+): RowsChoice {
+  const rows = Math.max(1, problem.rows);
+  const layoutVec4 = Boolean(problem.vec4);
+  const unitsOf = (vec4: boolean) => Math.max(1, Math.ceil(problem.rowLength / (vec4 ? 4 : 1)));
+  let units = unitsOf(layoutVec4);
+  let variant: RowsChoice["variant"] = "single";
+  let threads: number;
+  let registers: number;
+  if (problem.acrossRows && rows >= 64) {
+    threads = 1;
+    registers = pow2Ceil(units);
+    if (units > 32) {
+      variant = "chunked";
+      registers = layoutVec4 ? 8 : 32;
+    }
+  } else {
+    // Units per lane: 4, or 8 for 2-byte elements (the same bytes in flight per lane); short
+    // rows spread over up to 32 lanes with 1 or 2 units each, which keeps a subgroup's loads
+    // contiguous (a lane reading 4 vec4 of its own row strides across 64 bytes per load).
+    const perLane = (problem.elementBytes ?? 4) < 4 ? 8 : 4;
+    threads = clampPow2(Math.ceil(units / perLane), Math.min(32, pow2Ceil(units)), 256);
+    registers = pow2Ceil(Math.ceil(units / threads));
+    if (registers > perLane) {
+      threads = clampPow2(Math.ceil(units / ROWS_SINGLE_REGISTERS), 1, 1024);
+      registers = pow2Ceil(Math.ceil(units / threads));
+    }
+    const workgroups = Math.ceil((rows * threads) / Math.max(256, threads));
+    if (registers > ROWS_SINGLE_REGISTERS || (workgroups < 64 && units > 2048)) {
+      variant = "chunked";
+      threads = 256;
+      registers = 4;
+    }
+  }
+  if (problem.stats) variant = "chunked";
+  const subgroups = Boolean(caps?.subgroups);
+  const choice: RowsChoice = {
+    kernel: "rows",
+    variant,
+    vec4: layoutVec4,
+    threadsPerRow: threads,
+    workgroupSize: Math.max(256, threads),
+    registers,
+    subgroups,
+    combine: "none",
+    chunks: 1,
+    combineThreads: 1,
+    combineStage: "none",
+    ...override,
+  };
+  // What the layout and the device allow, whatever an override asks; derived fields last.
+  const maxInvocations = Math.min(1024, caps?.limits.maxComputeInvocationsPerWorkgroup ?? 1024);
+  choice.vec4 = choice.vec4 && layoutVec4;
+  units = unitsOf(choice.vec4);
+  choice.threadsPerRow = clampPow2(choice.threadsPerRow, 1, maxInvocations);
+  choice.workgroupSize = clampPow2(choice.workgroupSize, choice.threadsPerRow, maxInvocations);
+  choice.subgroups = choice.subgroups && subgroups;
+  if (choice.variant === "single") {
+    choice.registers = pow2Ceil(Math.ceil(units / choice.threadsPerRow));
+    if (choice.registers > ROWS_MAX_REGISTERS || problem.stats) {
+      choice.variant = "chunked";
+      choice.registers = 4;
+    }
+  }
+  choice.registers = clampPow2(choice.registers, 1, ROWS_MAX_REGISTERS);
+  choice.chunks = choice.variant === "single"
+    ? 1
+    : Math.ceil(units / (choice.threadsPerRow * choice.registers));
+  if (choice.variant === "single" || override?.combineThreads === undefined) {
+    choice.combineThreads = choice.variant === "single" ? 1 : Math.ceil(choice.chunks / 8);
+  }
+  choice.combineThreads = clampPow2(choice.combineThreads, 1, 256);
+  choice.combine = rowsCombine(caps, choice.threadsPerRow, choice.subgroups);
+  choice.combineStage = rowsCombine(caps, choice.combineThreads, choice.subgroups);
+  return choice;
+}
