@@ -8,6 +8,7 @@
  * @module
  */
 import * as gyre from "../src/mod.ts";
+import * as tuning from "../src/tuning.ts";
 import { GpuProfiler } from "../src/gpu/profiler.ts";
 import { WGSL } from "../src/gpu/_wgsl_bundle.ts";
 import { BINARY, UNARY } from "../src/ir/elementwise_table.ts";
@@ -283,7 +284,7 @@ const matrix = a.slice([0, square * square]).reshape([square, square]);
 const column = gyre.sum(matrix, { axis: 1, keepdims: true }).realize(); // contiguous [M, 1]
 // A transposed operand: by the plan, in tiles through workgroup memory (three tile heights), and
 // gathered through strides, at the full size and at 1, 2 and 4 Ki a side.
-const transposedOperandSchemes: [string, Partial<gyre.ElementwiseChoice> | null][] = [
+const transposedOperandSchemes: [string, Partial<tuning.ElementwiseChoice> | null][] = [
   ["plan", null],
   ["tiled", { variant: "tiled" }],
   ["tiled, 8 elements per invocation", { variant: "tiled", workgroupSize: 128 }],
@@ -294,7 +295,7 @@ for (const side of [...new Set([square, 1024, 2048, 4096])].filter((side) => sid
   const part = side === square ? matrix : a.slice([0, side * side]).reshape([side, side]);
   const label = side === square ? "" : ` ${side}^2`;
   for (const [scheme, override] of transposedOperandSchemes) {
-    gyre.setPlanOverride("elementwise", override);
+    tuning.setPlanOverride("elementwise", override);
     await bench(
       `add transposed${label} (${scheme})`,
       side * side,
@@ -311,7 +312,7 @@ for (const side of [...new Set([square, 1024, 2048, 4096])].filter((side) => sid
       );
     }
   }
-  gyre.setPlanOverride("elementwise", null);
+  tuning.setPlanOverride("elementwise", null);
 }
 await bench(
   "add row broadcast",
@@ -349,7 +350,7 @@ for (const every of [0, mid, 65536, 1024]) {
   for (const [op, fn] of [["sum", gyre.sum], ["max", gyre.max]] as const) {
     for (const workgroupSize of [256, 512, 1024]) {
       for (const chunks of [128, 256, 512, 1024]) {
-        gyre.setPlanOverride("reduce", { chunks, workgroupSize });
+        tuning.setPlanOverride("reduce", { chunks, workgroupSize });
         await bench(
           `${op} ${mid / Mi}Mi f32, wg ${workgroupSize} x ${chunks} chunks`,
           mid,
@@ -362,7 +363,7 @@ for (const every of [0, mid, 65536, 1024]) {
   // The last workgroup's partials in 64-bit atomic words against tagged pairs of 32-bit words.
   for (let round = 0; round < 2; round++) {
     for (const wideStates of [false, true]) {
-      gyre.setPlanOverride("reduce", { wideStates });
+      tuning.setPlanOverride("reduce", { wideStates });
       for (const [op, fn] of [["sum", gyre.sum], ["max", gyre.max], ["min", gyre.min]] as const) {
         await bench(
           `${op} ${mid / Mi}Mi f32, partials ${wideStates ? "64" : "32"}-bit #${round}`,
@@ -373,10 +374,10 @@ for (const every of [0, mid, 65536, 1024]) {
       }
     }
   }
-  gyre.setPlanOverride("reduce", { combineChunks: "second-pass" });
+  tuning.setPlanOverride("reduce", { combineChunks: "second-pass" });
   await bench(`sum ${mid / Mi}Mi f32, second pass`, mid, 4 * mid, () => gyre.sum(x));
   await bench(`sum ${big / Mi}Mi f32, second pass`, big, 4 * big, () => gyre.sum(a));
-  gyre.setPlanOverride("reduce", null);
+  tuning.setPlanOverride("reduce", null);
 }
 for (const [op, fn] of [["argmax", gyre.argmax], ["argmin", gyre.argmin]] as const) {
   await bench(`${op} ${big / Mi}Mi f32`, big, 4 * big, () => fn(a));
@@ -519,7 +520,7 @@ if (args.includes("--transpose")) {
       () => x.transpose().clone(),
     );
     for (const workgroupSize of [128, 256]) {
-      gyre.setPlanOverride("elementwise", { variant: "tiled", workgroupSize });
+      tuning.setPlanOverride("elementwise", { variant: "tiled", workgroupSize });
       await bench(
         `transpose ${side}^2 ${dtype} tiled elementwise ${workgroupSize}`,
         side * side,
@@ -527,14 +528,14 @@ if (args.includes("--transpose")) {
         () => x.transpose().clone(),
       );
     }
-    gyre.setPlanOverride("elementwise", { variant: "scalar" });
+    tuning.setPlanOverride("elementwise", { variant: "scalar" });
     await bench(
       `transpose ${side}^2 ${dtype} gather`,
       side * side,
       bytes,
       () => x.transpose().clone(),
     );
-    gyre.setPlanOverride("elementwise", null);
+    tuning.setPlanOverride("elementwise", null);
     x.dispose();
   }
 }
@@ -550,14 +551,14 @@ if (args.includes("--sweep")) {
     [`cumprod ${big / Mi}Mi f32`, () => gyre.cumprod(a)],
   ];
   for (const variant of ["lookback", "multipass"] as const) {
-    gyre.setPlanOverride("scan", { variant });
+    tuning.setPlanOverride("scan", { variant });
     for (const [name, fn] of cases) {
       const elements = name.includes(`${mid / Mi}Mi`) ? mid : big;
       await bench(`${name}, ${variant}`, elements, 2 * 4 * elements, fn);
     }
   }
   // Tiles and settings of each long-row scheme.
-  const settings: ["lookback" | "multipass", Partial<gyre.ScanChoice>][] = [
+  const settings: ["lookback" | "multipass", Partial<tuning.ScanChoice>][] = [
     ...[
       { elementsPerThread: 32 },
       { elementsPerThread: 32, workgroupSize: 512 },
@@ -569,7 +570,7 @@ if (args.includes("--sweep")) {
       { elementsPerThread: 32, workgroupSize: 512, earlyAggregate: false },
       { elementsPerThread: 32, workgroupSize: 256 },
       { elementsPerThread: 32, workgroupSize: 1024 },
-    ].map((tile) => ["lookback", tile] as ["lookback", Partial<gyre.ScanChoice>]),
+    ].map((tile) => ["lookback", tile] as ["lookback", Partial<tuning.ScanChoice>]),
     ...[
       { superTiles: 1 },
       { superTiles: 4 },
@@ -579,10 +580,10 @@ if (args.includes("--sweep")) {
       { elementsPerThread: 32 },
       { workgroupSize: 512 },
       { workgroupSize: 128 },
-    ].map((tile) => ["multipass", tile] as ["multipass", Partial<gyre.ScanChoice>]),
+    ].map((tile) => ["multipass", tile] as ["multipass", Partial<tuning.ScanChoice>]),
   ];
   for (const [variant, tile] of settings) {
-    gyre.setPlanOverride("scan", { variant, ...tile });
+    tuning.setPlanOverride("scan", { variant, ...tile });
     // The look-back's tiles also at the middle size, where fewer waves of tiles leave a longer tail.
     for (const n of variant === "lookback" ? [big, mid] : [big]) {
       await bench(
@@ -593,7 +594,11 @@ if (args.includes("--sweep")) {
       );
     }
   }
-  gyre.setPlanOverride("scan", { variant: "lookback", elementsPerThread: 32, workgroupSize: 512 });
+  tuning.setPlanOverride("scan", {
+    variant: "lookback",
+    elementsPerThread: 32,
+    workgroupSize: 512,
+  });
   for (const [name, fn] of cases.filter(([name]) => !name.includes("rows"))) {
     const elements = name.includes(`${mid / Mi}Mi`) ? mid : big;
     await bench(`${name}, lookback 512 x 32`, elements, 2 * 4 * elements, fn);
@@ -601,7 +606,7 @@ if (args.includes("--sweep")) {
   // Where the look-back starts to beat two passes: sums from 256 Ki to 4 Mi elements, one row
   // and many.
   for (const variant of [null, "lookback", "multipass"] as const) {
-    gyre.setPlanOverride("scan", variant ? { variant } : null);
+    tuning.setPlanOverride("scan", variant ? { variant } : null);
     for (const n of [Mi / 4, Mi / 2, Mi, 2 * Mi, 4 * Mi].filter((n) => n <= big)) {
       const label = n < Mi ? `${n / 1024}Ki` : `${n / Mi}Mi`;
       await bench(
@@ -623,7 +628,7 @@ if (args.includes("--sweep")) {
   // Look-back tiles and options with each state in one 64-bit atomic word (where the device has
   // 64-bit atomics), and the plan's tile with two 32-bit words, from 256 Ki to 64 Mi.
   {
-    const options: Partial<gyre.ScanChoice>[] = [
+    const options: Partial<tuning.ScanChoice>[] = [
       { workgroupSize: 256, elementsPerThread: 32 },
       { workgroupSize: 128, elementsPerThread: 32 },
       { workgroupSize: 256, elementsPerThread: 28 },
@@ -636,7 +641,7 @@ if (args.includes("--sweep")) {
       { workgroupSize: 256, elementsPerThread: 32, wideStates: false },
     ];
     for (const option of options) {
-      gyre.setPlanOverride("scan", { variant: "lookback", wideStates: true, ...option });
+      tuning.setPlanOverride("scan", { variant: "lookback", wideStates: true, ...option });
       for (const n of [big, mid, 4 * Mi, Mi, Mi / 4]) {
         const label = n < Mi ? `${n / 1024}Ki` : `${n / Mi}Mi`;
         await bench(
@@ -647,7 +652,7 @@ if (args.includes("--sweep")) {
         );
       }
     }
-    gyre.setPlanOverride("scan", { variant: "multipass" });
+    tuning.setPlanOverride("scan", { variant: "multipass" });
     for (const n of [Mi, Mi / 4]) {
       const label = n < Mi ? `${n / 1024}Ki` : `${n / Mi}Mi`;
       await bench(
@@ -657,11 +662,11 @@ if (args.includes("--sweep")) {
         () => gyre.cumsum(a.slice([0, n])),
       );
     }
-    gyre.setPlanOverride("scan", null);
+    tuning.setPlanOverride("scan", null);
   }
   // 16 Mi cut into rows of fewer tiles each: how much of a long row's time is its look-back walk
   // (a row's first tile needs no predecessor).
-  gyre.setPlanOverride("scan", null);
+  tuning.setPlanOverride("scan", null);
   for (const rows of [1, 16, 256, 1024]) {
     await bench(
       `cumsum walk 16Mi as [${rows},${mid / rows}]`,
@@ -684,7 +689,7 @@ if (args.includes("--sweep")) {
       { workgroupSize: 128, elementsPerThread: 32, subTiles: 2 },
     ]
   ) {
-    gyre.setPlanOverride("scan", option && { variant: "lookback", ...option });
+    tuning.setPlanOverride("scan", option && { variant: "lookback", ...option });
     for (const n of [mid, big]) {
       await bench(
         `cumsum subtiles ${n / Mi}Mi ${option ? JSON.stringify(option) : "plan"}`,
@@ -694,11 +699,11 @@ if (args.includes("--sweep")) {
       );
     }
   }
-  gyre.setPlanOverride("scan", null);
+  tuning.setPlanOverride("scan", null);
   // The look-back's tile by length: 512 x 32 and 256 x 32 from 256 Ki to 64 Mi, one row and rows
   // of 1 Mi.
   for (const workgroupSize of [512, 256]) {
-    gyre.setPlanOverride("scan", { variant: "lookback", workgroupSize, elementsPerThread: 32 });
+    tuning.setPlanOverride("scan", { variant: "lookback", workgroupSize, elementsPerThread: 32 });
     for (const n of [Mi / 4, Mi, 4 * Mi, mid, 2 * mid, big].filter((n) => n <= big)) {
       const label = n < Mi ? `${n / 1024}Ki` : `${n / Mi}Mi`;
       await bench(
@@ -715,7 +720,7 @@ if (args.includes("--sweep")) {
       () => gyre.cumsum(a.reshape([big / Mi, Mi])),
     );
   }
-  gyre.setPlanOverride("scan", null);
+  tuning.setPlanOverride("scan", null);
   // Rows that fit one tile (the row variant: no look-back): the tile scan's own throughput, by
   // the plan and with the same tile held by more invocations.
   for (
@@ -724,7 +729,7 @@ if (args.includes("--sweep")) {
       elementsPerThread: 4,
     }]
   ) {
-    gyre.setPlanOverride("scan", tile);
+    tuning.setPlanOverride("scan", tile);
     await bench(
       `cumsum rows [${big / 4096},4096]${tile ? ` ${JSON.stringify(tile)}` : ""}`,
       big,
@@ -732,7 +737,7 @@ if (args.includes("--sweep")) {
       () => gyre.cumsum(a.reshape([big / 4096, 4096])),
     );
   }
-  gyre.setPlanOverride("scan", null);
+  tuning.setPlanOverride("scan", null);
   // Diagnostics of the look-back in tiles of 512 x 32. Waves: rows of one tile each (every tile
   // its row's first: nothing to wait for), 132 to 792 of them; time steps up where the GPU's
   // resident workgroups run out. Walks: aggregates only, so every tile walks back to its row's
@@ -742,7 +747,7 @@ if (args.includes("--sweep")) {
     workgroupSize: 512,
     elementsPerThread: 32,
   } as const;
-  gyre.setPlanOverride("scan", diagnosticTile);
+  tuning.setPlanOverride("scan", diagnosticTile);
   for (let tiles = 132; tiles <= 792 && tiles * 16384 <= big; tiles += 66) {
     await bench(
       `cumsum waves [${tiles},16384], lookback 512 x 32`,
@@ -752,7 +757,7 @@ if (args.includes("--sweep")) {
     );
   }
   for (const publishPrefixes of [true, false]) {
-    gyre.setPlanOverride("scan", { ...diagnosticTile, publishPrefixes });
+    tuning.setPlanOverride("scan", { ...diagnosticTile, publishPrefixes });
     for (const [n, rows] of [[big, 1], [mid, 1], [big, 64]]) {
       await bench(
         `cumsum walks [${rows},${n / rows}], ${publishPrefixes ? "prefixes" : "aggregates only"}`,
@@ -770,7 +775,7 @@ if (args.includes("--sweep")) {
       { earlyAggregate: false },
     ]
   ) {
-    gyre.setPlanOverride("scan", { ...diagnosticTile, ...option });
+    tuning.setPlanOverride("scan", { ...diagnosticTile, ...option });
     for (const rows of [1, 64, 512, 2048]) {
       await bench(
         `cumsum options [${rows},${big / rows}], ${JSON.stringify(option)}`,
@@ -786,13 +791,13 @@ if (args.includes("--sweep")) {
       () => gyre.cumsum(a.slice([0, mid])),
     );
   }
-  gyre.setPlanOverride("scan", null);
+  tuning.setPlanOverride("scan", null);
   // Each dispatch of the two long-row schemes timed on its own (medians of 10 runs, in order).
   for (const variant of ["lookback", "multipass"] as const) {
-    gyre.setPlanOverride("scan", { variant });
+    tuning.setPlanOverride("scan", { variant });
     await dispatchBreakdown(profiler, `cumsum ${big / Mi}Mi ${variant}`, () => gyre.cumsum(a));
   }
-  gyre.setPlanOverride("scan", { variant: "multipass", superTiles: 1 });
+  tuning.setPlanOverride("scan", { variant: "multipass", superTiles: 1 });
   await dispatchBreakdown(
     profiler,
     `cumsum ${big / Mi}Mi multipass, three passes`,
@@ -803,7 +808,7 @@ if (args.includes("--sweep")) {
   // once), in two passes and in three.
   const small = a.slice([0, Mi]).realize();
   for (const superTiles of [undefined, 1]) {
-    gyre.setPlanOverride("scan", superTiles ? { superTiles } : null);
+    tuning.setPlanOverride("scan", superTiles ? { superTiles } : null);
     const wall = async (count: number) => {
       const times: number[] = [];
       for (let s = 0; s < 7; s++) {
@@ -827,7 +832,7 @@ if (args.includes("--sweep")) {
     );
   }
   small.dispose();
-  gyre.setPlanOverride("scan", null);
+  tuning.setPlanOverride("scan", null);
 }
 
 // Pooling on NCHW images: [32, 64, 224, 224] at full scale.
@@ -857,7 +862,7 @@ if (args.includes("--sweep")) {
   // Large windows (32 x 32 bins) by the plan (teams of invocations per output where subgroups
   // exist), and forced through the other variants.
   for (const variant of [null, "looped", "team"] as const) {
-    gyre.setPlanOverride("pool", variant ? { variant } : null);
+    tuning.setPlanOverride("pool", variant ? { variant } : null);
     await bench(
       `adaptiveAvgPool2d 7x7${variant ? ` (${variant})` : ""}`,
       elements,
@@ -871,7 +876,7 @@ if (args.includes("--sweep")) {
       () => gyre.adaptiveMaxPool2d(images, 7),
     );
   }
-  gyre.setPlanOverride("pool", null);
+  tuning.setPlanOverride("pool", null);
   images.dispose();
 }
 
@@ -882,7 +887,7 @@ for (
 ) {
   const maps = gyre.random.uniform(shape, { seed: 6 }).realize();
   const elements = shape.reduce((x, y) => x * y, 1);
-  const variants: (Partial<gyre.PoolChoice> | null)[] = [
+  const variants: (Partial<tuning.PoolChoice> | null)[] = [
     null,
     { variant: "unrolled" },
     { variant: "looped" },
@@ -891,7 +896,7 @@ for (
     { variant: "team", teamSize: 16 },
   ];
   for (const variant of variants) {
-    gyre.setPlanOverride("pool", variant);
+    tuning.setPlanOverride("pool", variant);
     await bench(
       `global average [${shape}]${variant ? ` ${JSON.stringify(variant)}` : ""}`,
       elements,
@@ -899,7 +904,7 @@ for (
       () => gyre.adaptiveAvgPool2d(maps, 1),
     );
   }
-  gyre.setPlanOverride("pool", null);
+  tuning.setPlanOverride("pool", null);
   maps.dispose();
 }
 

@@ -16,6 +16,7 @@
  * @module
  */
 import * as gyre from "../src/mod.ts";
+import * as tuning from "../src/tuning.ts";
 import { GpuProfiler } from "../src/gpu/profiler.ts";
 import { kernelObservers } from "../src/contract/backend.ts";
 import { dispatchBreakdown, hostData, median, slugOf } from "./_util.ts";
@@ -60,7 +61,7 @@ interface Shape {
   prologue?: boolean;
   /** A stored [K, M] and read through `transposeA` (vector loads along M, no transposing store). */
   transposeA?: boolean;
-  variants: Record<string, Partial<gyre.MatmulChoice>>;
+  variants: Record<string, Partial<tuning.MatmulChoice>>;
 }
 
 const tile = (
@@ -69,8 +70,8 @@ const tile = (
   tileK: number,
   threadM: number,
   threadN: number,
-  extra: Partial<gyre.MatmulChoice> = {},
-): Partial<gyre.MatmulChoice> => ({
+  extra: Partial<tuning.MatmulChoice> = {},
+): Partial<tuning.MatmulChoice> => ({
   variant: "tiled",
   tileM,
   tileN,
@@ -123,7 +124,7 @@ const STREAM_K = {
 };
 
 /** A tile with A's values stored twice (`productForm: "repeatedA"`, float16 accumulation). */
-function repeated(...args: Parameters<typeof tile>): Partial<gyre.MatmulChoice> {
+function repeated(...args: Parameters<typeof tile>): Partial<tuning.MatmulChoice> {
   const [m, n, k, tm, tn, extra] = args;
   return tile(m, n, k, tm, tn, { productForm: "repeatedA", ...extra });
 }
@@ -389,7 +390,7 @@ function transposeHost(x: Float32Array, rows: number, cols: number): Float32Arra
   return out;
 }
 
-function describeChoice(c: gyre.MatmulChoice): string {
+function describeChoice(c: tuning.MatmulChoice): string {
   if (c.variant === "gemv") return `gemv width ${c.gemvWidth}${c.subgroups ? " subgroups" : ""}`;
   return `${c.variant} ${c.tileM}x${c.tileN}x${c.tileK} t${c.threadM}x${c.threadN}` +
     `${c.splitK > 1 ? ` split${c.splitK}` : ""}${c.doubleBuffer ? "" : " single"}` +
@@ -492,14 +493,14 @@ for (const s of shapes()) {
       ? gyre.linear(a, b, { ...options, bias, activation: "gelu" })
       : gyre.matmul(operand(), b, { ...options, transposeA: Boolean(s.transposeA) });
   const flops = 2 * s.batch * s.m * s.n * s.k;
-  const variants: [string, Partial<gyre.MatmulChoice> | null][] = [
+  const variants: [string, Partial<tuning.MatmulChoice> | null][] = [
     ["plan", null],
     ...Object.entries(s.variants),
   ];
   for (const [name, override] of variants) {
-    gyre.setPlanOverride("matmul", override);
+    tuning.setPlanOverride("matmul", override);
     try {
-      const choice = gyre.planMatmul(caps, {
+      const choice = tuning.planMatmul(caps, {
         m: s.m,
         n: s.n,
         k: s.k,
@@ -549,7 +550,7 @@ for (const s of shapes()) {
       console.error(`${s.label} ${name}: FAILED ${message}`);
       failures.push(`${s.label} ${name}: ${message}`);
     } finally {
-      gyre.setPlanOverride("matmul", null);
+      tuning.setPlanOverride("matmul", null);
     }
   }
   a.dispose();
@@ -687,11 +688,11 @@ async function benchWasm(): Promise<void> {
   // Warm-up on every thread count: V8 compiles the optimised GEMM in the background after the
   // first calls, competing for the cores with the timed runs of the first size otherwise.
   for (const count of [1, threads]) {
-    gyre.setPlanOverride("wasmGemm", { threads: count });
+    tuning.setPlanOverride("wasmGemm", { threads: count });
     const w = gyre.ones([512, 512]);
     for (let i = 0; i < 4; i++) await gyre.matmul(w, w).data();
     w.dispose();
-    gyre.setPlanOverride("wasmGemm", null);
+    tuning.setPlanOverride("wasmGemm", null);
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
   const sizes = full ? [256, 512, 1024, 2048] : [128, 256, 512, 1024];
@@ -705,7 +706,7 @@ async function benchWasm(): Promise<void> {
   for (const n of sizes) {
     for (const transpose of [false, true]) {
       for (const count of threads > 1 ? [1, threads] : [1]) {
-        gyre.setPlanOverride("wasmGemm", { threads: count });
+        tuning.setPlanOverride("wasmGemm", { threads: count });
         const a = gyre.tensor(hostData(n * n, 1), { shape: [n, n] });
         const b = gyre.tensor(hostData(n * n, 2), { shape: [n, n] });
         const times: number[] = [];
@@ -719,7 +720,7 @@ async function benchWasm(): Promise<void> {
         }
         a.dispose();
         b.dispose();
-        gyre.setPlanOverride("wasmGemm", null);
+        tuning.setPlanOverride("wasmGemm", null);
         const best = Math.min(...times.slice(1));
         const label = `${n}^3${transpose ? " (B transposed)" : ""}`;
         wasmRows.push({

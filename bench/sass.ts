@@ -18,7 +18,7 @@
  *     [--override 'scan={"workgroupSize":256}'] [--out DIR]
  * `--op` is an expression over `gyre` (src/mod.ts) whose value is a tensor (constants such as
  * `gyre.ones` may fold away and compile nothing); `--override KIND=JSON`
- * (repeatable) is passed to `gyre.setPlanOverride`; `--out` keeps each disassembly.
+ * (repeatable) is passed to `setPlanOverride` (`@gyre/gyre/tuning`); `--out` keeps each disassembly.
  * @module
  */
 import { frames, machineCode, summarize } from "./_sass_parse.ts";
@@ -34,11 +34,12 @@ const flags = (name: string): string[] =>
 if (args.includes("--child")) {
   // The child: compiles (and runs) the kernels of one expression.
   const gyre = await import("../src/mod.ts");
+  const tuning = await import("../src/tuning.ts");
   await gyre.init({ device: "gpu" });
   for (const o of flags("override")) {
     const at = o.indexOf("=");
-    gyre.setPlanOverride(
-      o.slice(0, at) as Parameters<typeof gyre.setPlanOverride>[0],
+    tuning.setPlanOverride(
+      o.slice(0, at) as Parameters<typeof tuning.setPlanOverride>[0],
       JSON.parse(o.slice(at + 1)),
     );
   }

@@ -18,6 +18,7 @@
 // deno-lint-ignore no-import-prefix
 import * as jax from "npm:@jax-js/jax@0.1.25";
 import * as gyre from "../src/mod.ts";
+import * as tuning from "../src/tuning.ts";
 import { WasmBackend } from "../src/wasm/backend.ts";
 import { hostData, median, slugOf } from "./_util.ts";
 
@@ -59,11 +60,11 @@ const a = gyre.tensor(aHost, { device: "wasm", shape: [n, n] });
 const b = gyre.tensor(bHost, { device: "wasm", shape: [n, n] });
 function gyreVariant(count: number): Variant {
   const product = () => {
-    gyre.setPlanOverride("wasmGemm", { threads: count });
+    tuning.setPlanOverride("wasmGemm", { threads: count });
     try {
       return gyre.matmul(a, b).realize();
     } finally {
-      gyre.setPlanOverride("wasmGemm", null);
+      tuning.setPlanOverride("wasmGemm", null);
     }
   };
   return {

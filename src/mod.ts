@@ -87,16 +87,7 @@ export {
   ValueError,
 } from "./core/errors.ts";
 export type { DeviceName } from "./contract/backend.ts";
-export type { DeviceCaps } from "./gpu/device.ts";
-export { INTERNAL_KERNELS, type KernelEntry, KERNELS } from "./kernels.ts";
-export {
-  type Choice,
-  type ElementwiseChoice,
-  planElementwise,
-  planReduce,
-  type ReduceChoice,
-  setPlanOverride,
-} from "./plans/mod.ts";
+export type { DeviceCaps } from "./contract/caps.ts";
 export * from "./ops/rows.ts";
 export {
   startWasmThreads,

@@ -15,6 +15,7 @@
  */
 import fc from "fast-check";
 import * as gyre from "../src/mod.ts";
+import * as tuning from "../src/tuning.ts";
 
 /** The runtime every property test uses: both devices, GPU default. */
 export const rt: gyre.Runtime = await gyre.init({ device: "gpu" });
@@ -34,7 +35,7 @@ const PATH = Deno.env.get("GYRE_PATH") || undefined;
 const RUN_FACTOR = Number(Deno.env.get("GYRE_RUNS") ?? "1");
 
 const registered = new Set<string>();
-const knownKernels = new Set(gyre.KERNELS.map((k) => k.id));
+const knownKernels = new Set(tuning.KERNELS.map((k) => k.id));
 
 /** Options of {@link property}. */
 export interface PropertyOptions {
@@ -42,7 +43,7 @@ export interface PropertyOptions {
 }
 
 /**
- * Registers one property test covering `kernels` (ids of `gyre.KERNELS`). The first argument must
+ * Registers one property test covering `kernels` (ids of `tuning.KERNELS`). The first argument must
  * be a string literal or an array of string literals: tests/kernel_coverage_test.ts reads the
  * ids from the source text of tests/property_*_test.ts.
  */
@@ -68,8 +69,8 @@ export function property<T>(
           try {
             await check(value);
           } finally {
-            gyre.setPlanOverride("elementwise", null);
-            gyre.setPlanOverride("reduce", null);
+            tuning.setPlanOverride("elementwise", null);
+            tuning.setPlanOverride("reduce", null);
           }
         }),
         { seed: SEED, path: PATH, numRuns, endOnFailure: PATH !== undefined },

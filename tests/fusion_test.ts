@@ -6,6 +6,7 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import * as gyre from "../src/mod.ts";
+import * as tuning from "../src/tuning.ts";
 import { SEED } from "./_harness.ts";
 import { devices, liveCounts } from "./_devices.ts";
 
@@ -401,12 +402,12 @@ Deno.test({
     ]);
     await assertFusedMatchesEager(build, 1e-6);
     // The same with the chunks combined by a second pass: the epilogue moves there.
-    gyre.setPlanOverride("reduce", { combineChunks: "second-pass" });
+    tuning.setPlanOverride("reduce", { combineChunks: "second-pass" });
     try {
       assert.equal(gpuDispatches(() => gyre.tidy(() => gyre.mean(big).realize()).dispose()), 2);
       await assertFusedMatchesEager(() => gyre.tidy(() => [gyre.mean(big).mul(w)]), 1e-6);
     } finally {
-      gyre.setPlanOverride("reduce", null);
+      tuning.setPlanOverride("reduce", null);
     }
     assert.equal(gpuDispatches(() => gyre.tidy(() => gyre.mean(big).realize()).dispose()), 1);
     for (const t of [x, w, big, half]) t.dispose();
@@ -657,15 +658,15 @@ Deno.test({
 
 Deno.test("fusion: the plan fuses matmul prologues into small products only", () => {
   // Past 2^30 flops the product's slower K steps cost more than computing the operand first.
-  assert.equal(gyre.planMatmulPrologue({ m: 256, n: 256, k: 256, batch: 1 }), true);
-  assert.equal(gyre.planMatmulPrologue({ m: 512, n: 1024, k: 1024, batch: 1 }), true);
-  assert.equal(gyre.planMatmulPrologue({ m: 1024, n: 1024, k: 1024, batch: 1 }), false);
-  assert.equal(gyre.planMatmulPrologue({ m: 256, n: 256, k: 256, batch: 64 }), false);
-  gyre.setPlanOverride("matmul", { prologue: true });
-  assert.equal(gyre.planMatmulPrologue({ m: 4096, n: 4096, k: 4096, batch: 1 }), true);
-  gyre.setPlanOverride("matmul", { prologue: false });
-  assert.equal(gyre.planMatmulPrologue({ m: 8, n: 8, k: 8, batch: 1 }), false);
-  gyre.setPlanOverride("matmul", null);
+  assert.equal(tuning.planMatmulPrologue({ m: 256, n: 256, k: 256, batch: 1 }), true);
+  assert.equal(tuning.planMatmulPrologue({ m: 512, n: 1024, k: 1024, batch: 1 }), true);
+  assert.equal(tuning.planMatmulPrologue({ m: 1024, n: 1024, k: 1024, batch: 1 }), false);
+  assert.equal(tuning.planMatmulPrologue({ m: 256, n: 256, k: 256, batch: 64 }), false);
+  tuning.setPlanOverride("matmul", { prologue: true });
+  assert.equal(tuning.planMatmulPrologue({ m: 4096, n: 4096, k: 4096, batch: 1 }), true);
+  tuning.setPlanOverride("matmul", { prologue: false });
+  assert.equal(tuning.planMatmulPrologue({ m: 8, n: 8, k: 8, batch: 1 }), false);
+  tuning.setPlanOverride("matmul", null);
 });
 
 Deno.test({
@@ -676,13 +677,13 @@ Deno.test({
     const a = gyre.random.normal([64, 48], { seed: 71, device: "gpu" }).realize();
     const b = gyre.random.normal([48, 40], { seed: 72, device: "gpu" }).realize();
     const build = () => gyre.tidy(() => [gyre.matmul(a.mul(2).relu(), b)]);
-    gyre.setPlanOverride("matmul", { prologue: false });
+    tuning.setPlanOverride("matmul", { prologue: false });
     try {
       const { kernels, outputs } = gyre.explain(build, { print: false });
       outputs.forEach((t) => t.dispose());
       assert.deepEqual(kernels.map((k) => k.kernel), ["mul+relu", "matmul"]);
     } finally {
-      gyre.setPlanOverride("matmul", null);
+      tuning.setPlanOverride("matmul", null);
     }
     const { kernels, outputs } = gyre.explain(build, { print: false });
     outputs.forEach((t) => t.dispose());

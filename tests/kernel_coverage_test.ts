@@ -1,5 +1,5 @@
 /**
- * Every registered GPU kernel (`gyre.KERNELS` minus `gyre.INTERNAL_KERNELS`, which are tested
+ * Every registered GPU kernel (`tuning.KERNELS` minus `tuning.INTERNAL_KERNELS`, which are tested
  * through the ops that use them) must have a property test against its WASM reference.
  *
  * The check is static: property tests declare the kernel ids they cover as the first argument of
@@ -11,6 +11,7 @@
  */
 import assert from "node:assert/strict";
 import * as gyre from "../src/mod.ts";
+import * as tuning from "../src/tuning.ts";
 
 const STRING = String.raw`"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'`;
 
@@ -54,7 +55,7 @@ async function propertySources(): Promise<{ name: string; text: string }[]> {
   return files;
 }
 
-const required = gyre.KERNELS.map((k) => k.id).filter((id) => !gyre.INTERNAL_KERNELS.has(id));
+const required = tuning.KERNELS.map((k) => k.id).filter((id) => !tuning.INTERNAL_KERNELS.has(id));
 
 Deno.test("every registered GPU kernel has a property test", async () => {
   const files = await propertySources();
@@ -70,15 +71,15 @@ Deno.test("every registered GPU kernel has a property test", async () => {
 });
 
 Deno.test("property tests name only registered kernels", async () => {
-  const known = new Set(gyre.KERNELS.map((k) => k.id));
+  const known = new Set(tuning.KERNELS.map((k) => k.id));
   const declared = new Set<string>();
   for (const f of await propertySources()) {
     for (const id of declaredKernels(f.text)) declared.add(id);
   }
   assert.deepEqual([...declared].filter((id) => !known.has(id)).sort(), []);
   // Internal kernels stay out of the requirement, but nothing else does.
-  assert.ok(required.length > 0 && required.length < gyre.KERNELS.length + 1);
-  for (const id of gyre.INTERNAL_KERNELS) {
+  assert.ok(required.length > 0 && required.length < tuning.KERNELS.length + 1);
+  for (const id of tuning.INTERNAL_KERNELS) {
     assert.ok(known.has(id), `internal kernel ${id} is not registered`);
   }
 });

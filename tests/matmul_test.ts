@@ -9,6 +9,7 @@
  */
 import assert from "node:assert/strict";
 import * as gyre from "../src/mod.ts";
+import * as tuning from "../src/tuning.ts";
 import type { DeviceCaps } from "../src/gpu/device.ts";
 import type { GpuStorage } from "../src/gpu/host.ts";
 import {
@@ -32,7 +33,7 @@ function test(name: string, fn: (device: gyre.DeviceName) => Promise<void> | voi
         try {
           await fn(device);
         } finally {
-          gyre.setPlanOverride("matmul", null);
+          tuning.setPlanOverride("matmul", null);
         }
       },
     });
@@ -269,7 +270,7 @@ test("every plan variant gives the same product", async (device) => {
     shape: [70, 45],
   });
   const want = await values(gyre.matmul(a, b));
-  const overrides: Partial<gyre.MatmulChoice>[] = [
+  const overrides: Partial<tuning.MatmulChoice>[] = [
     { variant: "tiled", tileM: 32, tileN: 32, tileK: 8, threadM: 4, threadN: 4 },
     {
       variant: "tiled",
@@ -303,15 +304,15 @@ test("every plan variant gives the same product", async (device) => {
     })),
   ];
   for (const o of overrides) {
-    gyre.setPlanOverride("matmul", o);
+    tuning.setPlanOverride("matmul", o);
     assert.deepEqual(await values(gyre.matmul(a, b)), want, JSON.stringify(o));
   }
   const row = a.slice([0, 1]);
-  gyre.setPlanOverride("matmul", null);
+  tuning.setPlanOverride("matmul", null);
   const wantRow = await values(gyre.matmul(row, b));
   assert.deepEqual(wantRow, want.slice(0, 45));
   for (const o of [{ gemvWidth: 1 }, { gemvWidth: 16 }, { variant: "tiled" as const }]) {
-    gyre.setPlanOverride("matmul", o);
+    tuning.setPlanOverride("matmul", o);
     assert.deepEqual(await values(gyre.matmul(row, b)), wantRow, JSON.stringify(o));
     assert.deepEqual(
       await values(gyre.matmul(b, row, { transposeA: true, transposeB: true })),
@@ -326,7 +327,7 @@ test("every plan variant gives the same product", async (device) => {
 
 test("float16 accumulation in pairs of k or with A repeated gives the same product as one A value at a time", async (device) => {
   if (device === "gpu" && !gyre.runtime().caps?.shaderF16) return;
-  const tiles: Partial<gyre.MatmulChoice>[] = [
+  const tiles: Partial<tuning.MatmulChoice>[] = [
     { variant: "tiled", tileM: 32, tileN: 32, tileK: 8, threadM: 4, threadN: 4 },
     { variant: "tiled", tileM: 64, tileN: 64, tileK: 16, threadM: 8, threadN: 8 },
     {
@@ -361,7 +362,7 @@ test("float16 accumulation in pairs of k or with A repeated gives the same produ
     try {
       for (const tile of tiles) {
         for (const productForm of ["pairedK", "repeatedA", "broadcast"] as const) {
-          gyre.setPlanOverride("matmul", { ...tile, productForm });
+          tuning.setPlanOverride("matmul", { ...tile, productForm });
           const label = JSON.stringify({ m, k, n, ...tile, productForm });
           const options = { accumulate: "float16" as const };
           assert.deepEqual(await values(gyre.matmul(a, b, options)), want, label);
@@ -372,7 +373,7 @@ test("float16 accumulation in pairs of k or with A repeated gives the same produ
         }
       }
     } finally {
-      gyre.setPlanOverride("matmul", null);
+      tuning.setPlanOverride("matmul", null);
     }
     for (const x of [a, b, aT, bT]) x.dispose();
   }
@@ -415,11 +416,11 @@ test("A copied into [K, M] order first: the same product, one more dispatch, not
       const dispatches = gpu.batch.totalDispatches;
       let got: gyre.Tensor;
       try {
-        gyre.setPlanOverride("matmul", { transposeAFirst: true });
+        tuning.setPlanOverride("matmul", { transposeAFirst: true });
         got = gyre.matmul(a, b).realize();
         gyre.flush();
       } finally {
-        gyre.setPlanOverride("matmul", null);
+        tuning.setPlanOverride("matmul", null);
       }
       const label = JSON.stringify({ dtype, aShape, bShape, sliced });
       assert.equal(gpu.batch.totalDispatches - dispatches, 2, label);
@@ -542,7 +543,7 @@ test("linear runs bias and activation in the matmul's dispatch", async (device) 
   assert.equal(batch.totalDispatches - before, 1, "one dispatch for matmul + bias + relu");
   assert.deepEqual(new Set(await values(y)), new Set([0]));
   // Split K: the partials' reduction applies the epilogue (two dispatches in all).
-  gyre.setPlanOverride("matmul", { variant: "splitK", splitK: 3 });
+  tuning.setPlanOverride("matmul", { variant: "splitK", splitK: 3 });
   const before2 = batch.totalDispatches;
   const z = gyre.linear(x, w, { bias: bias4, activation: "sigmoid" });
   assert.equal(batch.totalDispatches - before2, 2);
@@ -565,7 +566,7 @@ test("stream-K: tiles cut anywhere in K, the epilogue after the sum, two dispatc
   const bias = gyre.tensor(Array.from({ length: 45 }, (_, i) => i - 20), { device });
   await gyre.readAll([x, w, bias]);
   const tile = { tileM: 32, tileN: 32, tileK: 8, threadM: 4, threadN: 4 };
-  gyre.setPlanOverride("matmul", { variant: "tiled", ...tile });
+  tuning.setPlanOverride("matmul", { variant: "tiled", ...tile });
   const want = await values(gyre.linear(x, w, { bias, activation: "relu" }));
   assert.ok(want.some((v) => v > 0) && want.some((v) => v === 0), "relu cuts some outputs");
   // Whole waves of the group count run as plain tiles (1 and 2 groups: all six tiles; 4: four
@@ -574,7 +575,7 @@ test("stream-K: tiles cut anywhere in K, the epilogue after the sum, two dispatc
   // workgroups than units.
   const cases = [[1, 1], [2, 1], [4, 3], [7, 2], [19, 2], [228, 2], [500, 2]];
   for (const [streamKGroups, dispatches] of cases) {
-    gyre.setPlanOverride("matmul", { variant: "streamK", streamKGroups, ...tile });
+    tuning.setPlanOverride("matmul", { variant: "streamK", streamKGroups, ...tile });
     const before = gpu.batch.totalDispatches;
     const got = gyre.linear(x, w, { bias, activation: "relu" });
     assert.equal(gpu.batch.totalDispatches - before, dispatches, `${streamKGroups} groups`);
@@ -692,7 +693,7 @@ test("nothing leaks across products, epilogues, split-K and stream-K partials", 
   await gyre.sync();
   const before = liveCounts();
   for (const o of [{ variant: "splitK", splitK: 2 }, { variant: "streamK", streamKGroups: 3 }]) {
-    gyre.setPlanOverride("matmul", o as Partial<gyre.MatmulChoice>);
+    tuning.setPlanOverride("matmul", o as Partial<tuning.MatmulChoice>);
     gyre.tidy(() => {
       gyre.matmul(a, b);
       gyre.linear(b.transpose(), a.cast("float32"), {
@@ -702,7 +703,7 @@ test("nothing leaks across products, epilogues, split-K and stream-K partials", 
       gyre.matmul(a.slice([0, 1]), b);
     });
   }
-  gyre.setPlanOverride("matmul", null);
+  tuning.setPlanOverride("matmul", null);
   await gyre.sync();
   assert.deepEqual(liveCounts(), before);
   a.dispose();
@@ -779,7 +780,7 @@ Deno.test("planMatmul: the rule's choices and what overrides may ask", () => {
     limits: { maxComputeWorkgroupStorageSize: 32768, maxComputeInvocationsPerWorkgroup: 1024 },
   } as unknown as DeviceCaps;
   const plan = (caps: DeviceCaps, m: number, n: number, k: number, extra = {}) =>
-    gyre.planMatmul(caps, { m, n, k, batch: 1, dtype: "float32", ...extra });
+    tuning.planMatmul(caps, { m, n, k, batch: 1, dtype: "float32", ...extra });
   const halfProblem = { dtype: "float16" as const, halfAccumulate: true };
   const big = plan(h200, 4096, 4096, 4096);
   assert.deepEqual(
@@ -809,7 +810,7 @@ Deno.test("planMatmul: the rule's choices and what overrides may ask", () => {
   assert.equal(plan(h200, 4096, 4352, 1024).variant, "streamK", "a wave of 32 tiles");
   // float16 accumulation: A repeated in one shared buffer; 8x8 per invocation with A stored
   // [K, M] (a large row-major A is copied into that order first), 8x16 with A row-major.
-  const form = (c: gyre.MatmulChoice) => [
+  const form = (c: tuning.MatmulChoice) => [
     c.tileK,
     c.threadM,
     c.threadN,
@@ -859,31 +860,31 @@ Deno.test("planMatmul: the rule's choices and what overrides may ask", () => {
     }
   }
   try {
-    gyre.setPlanOverride("matmul", { tileM: 128, tileN: 128, tileK: 16, threadM: 8, threadN: 8 });
+    tuning.setPlanOverride("matmul", { tileM: 128, tileN: 128, tileK: 16, threadM: 8, threadN: 8 });
     // 128x128x16 double-buffered f32 tiles need 33 KiB: fine on an H200, refused on lavapipe.
     assert.equal(plan(h200, 64, 64, 64).tileK, 16);
     assert.throws(() => plan(lavapipe, 64, 64, 64), gyre.ValueError);
-    gyre.setPlanOverride("matmul", { variant: "gemv" });
+    tuning.setPlanOverride("matmul", { variant: "gemv" });
     assert.equal(plan(h200, 64, 64, 64).variant, "tiled", "gemv needs M = 1 or N = 1");
-    gyre.setPlanOverride("matmul", { threadM: 3 });
+    tuning.setPlanOverride("matmul", { threadM: 3 });
     assert.throws(() => plan(h200, 64, 64, 64), gyre.ValueError);
-    gyre.setPlanOverride("matmul", { productForm: "pairs" as "pairedK" });
+    tuning.setPlanOverride("matmul", { productForm: "pairs" as "pairedK" });
     assert.throws(() => plan(h200, 64, 64, 64), /matmul\.productForm/);
     // An override's form replaces the rule's repeated A.
-    gyre.setPlanOverride("matmul", { productForm: "pairedK" });
+    tuning.setPlanOverride("matmul", { productForm: "pairedK" });
     const paired = plan(h200, 4096, 4096, 4096, { dtype: "float16", halfAccumulate: true });
     assert.equal(paired.productForm, "pairedK");
     // A repeated doubles A's shared tile: double-buffered float16 128x128x32 tiles with 8x8
     // per invocation take 32.5 KiB, and 48.5 KiB with A repeated, past an H200's 48.
     const tile = { tileM: 128, tileN: 128, tileK: 32, threadM: 8, threadN: 8, doubleBuffer: true };
-    gyre.setPlanOverride("matmul", tile);
+    tuning.setPlanOverride("matmul", tile);
     assert.equal(plan(h200, 64, 64, 64, halfProblem).tileK, 32);
-    gyre.setPlanOverride("matmul", { ...tile, productForm: "repeatedA" });
+    tuning.setPlanOverride("matmul", { ...tile, productForm: "repeatedA" });
     assert.throws(() => plan(h200, 64, 64, 64, halfProblem), /48\.5 KiB|49664 bytes/);
-    gyre.setPlanOverride("matmul", { variant: "splitK", splitK: 5 });
+    tuning.setPlanOverride("matmul", { variant: "splitK", splitK: 5 });
     assert.equal(plan(h200, 64, 64, 64).splitK, 5);
     // Stream-K by override: the rule's slots, or as many workgroups as keep the device busy.
-    gyre.setPlanOverride("matmul", { variant: "streamK" });
+    tuning.setPlanOverride("matmul", { variant: "streamK" });
     assert.deepEqual([plan(h200, 64, 64, 64).variant, plan(h200, 64, 64, 64).streamKGroups], [
       "streamK",
       264,
@@ -891,16 +892,16 @@ Deno.test("planMatmul: the rule's choices and what overrides may ask", () => {
     assert.equal(plan(lavapipe, 64, 64, 64).streamKGroups, 16);
     assert.equal(plan(h200, 64, 64, 64, halfProblem).variant, "tiled", "float16 accumulation");
     assert.equal(plan(h200, 64, 64, 64, { dtype: "int32" }).variant, "tiled", "int32");
-    gyre.setPlanOverride("matmul", { variant: "streamK", streamKGroups: 0 });
+    tuning.setPlanOverride("matmul", { variant: "streamK", streamKGroups: 0 });
     assert.throws(() => plan(h200, 64, 64, 64), /matmul\.streamKGroups/);
-    gyre.setPlanOverride("matmul", { variant: "tiled", streamKGroups: 7 });
+    tuning.setPlanOverride("matmul", { variant: "tiled", streamKGroups: 7 });
     assert.equal(plan(h200, 64, 64, 64).streamKGroups, 0, "only stream-K has persistent groups");
     // The copy may be forced on any dtype, but never where A is already stored [K, M].
-    gyre.setPlanOverride("matmul", { transposeAFirst: true });
+    tuning.setPlanOverride("matmul", { transposeAFirst: true });
     assert.equal(plan(h200, 64, 64, 64).transposeAFirst, true);
     assert.equal(plan(h200, 64, 64, 64, { transposeA: true }).transposeAFirst, false);
     assert.equal(plan(h200, 64, 64, 64, { aCopyable: false }).transposeAFirst, false);
   } finally {
-    gyre.setPlanOverride("matmul", null);
+    tuning.setPlanOverride("matmul", null);
   }
 });

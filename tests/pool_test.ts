@@ -7,6 +7,7 @@
  */
 import assert from "node:assert/strict";
 import * as gyre from "../src/mod.ts";
+import * as tuning from "../src/tuning.ts";
 import { devices, expectClose, expectTensor, liveCounts } from "./_devices.ts";
 
 const DEVICES = await devices();
@@ -405,25 +406,25 @@ if (DEVICES.includes("gpu")) {
       outWidth: 7,
       alignedOffset: true,
     } as const;
-    const large = gyre.planPool(withSubgroups, bins);
+    const large = tuning.planPool(withSubgroups, bins);
     assert.deepEqual([large.variant, large.teamSize, large.outputsPerInvocation], ["team", 32, 1]);
     assert.equal(large.vec4, false);
-    assert.equal(gyre.planPool(without, bins).variant, "looped");
+    assert.equal(tuning.planPool(without, bins).variant, "looped");
     // Teams fit the smallest subgroup.
-    assert.equal(gyre.planPool({ ...withSubgroups, subgroupMinSize: 8 }, bins).teamSize, 8);
+    assert.equal(tuning.planPool({ ...withSubgroups, subgroupMinSize: 8 }, bins).teamSize, 8);
     const small = { ...bins, kernel: [7, 7], stride: [7, 7], inWidth: 49 } as const;
-    assert.equal(gyre.planPool(withSubgroups, small).variant, "unrolled");
-    assert.equal(gyre.planPool(withSubgroups, { ...bins, window: "adaptive" }).variant, "team");
-    gyre.setPlanOverride("pool", { variant: "team", teamSize: 64, workgroupSize: 48 });
+    assert.equal(tuning.planPool(withSubgroups, small).variant, "unrolled");
+    assert.equal(tuning.planPool(withSubgroups, { ...bins, window: "adaptive" }).variant, "team");
+    tuning.setPlanOverride("pool", { variant: "team", teamSize: 64, workgroupSize: 48 });
     try {
       // Forced: a team wider than the subgroups shrinks to them, the workgroup to whole teams;
       // without subgroups, no teams.
-      const forced = gyre.planPool(withSubgroups, small);
+      const forced = tuning.planPool(withSubgroups, small);
       assert.deepEqual([forced.variant, forced.teamSize, forced.workgroupSize], ["team", 32, 256]);
-      assert.equal(gyre.planPool(without, small).variant, "unrolled");
-      assert.equal(gyre.planPool(without, bins).variant, "looped");
+      assert.equal(tuning.planPool(without, small).variant, "unrolled");
+      assert.equal(tuning.planPool(without, bins).variant, "looped");
     } finally {
-      gyre.setPlanOverride("pool", null);
+      tuning.setPlanOverride("pool", null);
     }
   });
 }

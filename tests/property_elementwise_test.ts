@@ -17,6 +17,7 @@
  */
 import fc from "fast-check";
 import * as gyre from "../src/mod.ts";
+import * as tuning from "../src/tuning.ts";
 import {
   Bag,
   EXACT,
@@ -547,9 +548,9 @@ async function checkCase(op: string, spec: OpSpec, c: Case): Promise<void> {
       if (op === "geluTanh") return bag.add(gyre.gelu(args[0], { approximate: "tanh" }));
       return bag.add(alpha === undefined ? fns[op](...args) : fnsAlpha[op](args[0], { alpha }));
     };
-    if (c.forceScalar) gyre.setPlanOverride("elementwise", { variant: "scalar" });
+    if (c.forceScalar) tuning.setPlanOverride("elementwise", { variant: "scalar" });
     const gpu = run("gpu", bases);
-    gyre.setPlanOverride("elementwise", null);
+    tuning.setPlanOverride("elementwise", null);
     const ref = run("wasm", bases);
     // Alternative references for GPUs that flush subnormal inputs.
     const alts: gyre.Tensor[] = [];

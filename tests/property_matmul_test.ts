@@ -19,6 +19,7 @@
  */
 import fc from "fast-check";
 import * as gyre from "../src/mod.ts";
+import * as tuning from "../src/tuning.ts";
 import {
   Bag,
   halfUlpOf,
@@ -47,13 +48,13 @@ function tiled(
   tileK: number,
   threadM: number,
   threadN: number,
-  extra: Partial<gyre.MatmulChoice> = {},
-): Partial<gyre.MatmulChoice> {
+  extra: Partial<tuning.MatmulChoice> = {},
+): Partial<tuning.MatmulChoice> {
   return { variant: "tiled", tileM, tileN, tileK, threadM, threadN, ...extra };
 }
 
 /** Every plan variant and several tiles, forced on the GPU (null: the plan's own rule). */
-const TILED: readonly (Partial<gyre.MatmulChoice> | null)[] = [
+const TILED: readonly (Partial<tuning.MatmulChoice> | null)[] = [
   null,
   tiled(128, 128, 8, 8, 8),
   tiled(64, 64, 16, 4, 4, { laneColumns: 4 }),
@@ -105,7 +106,7 @@ const TILED: readonly (Partial<gyre.MatmulChoice> | null)[] = [
   tiled(32, 64, 8, 4, 8, { interiorLoads: false }),
 ];
 
-const GEMV: readonly (Partial<gyre.MatmulChoice> | null)[] = [
+const GEMV: readonly (Partial<tuning.MatmulChoice> | null)[] = [
   null,
   { gemvWidth: 1, gemvWorkgroupSize: 64 },
   { gemvWidth: 4 },
@@ -130,14 +131,14 @@ interface Case {
   slicedA: boolean;
   dtype: DType;
   halfAccumulate: boolean;
-  override: Partial<gyre.MatmulChoice> | null;
+  override: Partial<tuning.MatmulChoice> | null;
   /** Probability of NaN or an infinity in each input element. */
   special: number;
   seed: number;
 }
 
 function caseArb(
-  overrides: readonly (Partial<gyre.MatmulChoice> | null)[],
+  overrides: readonly (Partial<tuning.MatmulChoice> | null)[],
   vector: boolean,
 ): fc.Arbitrary<Case> {
   return fc.record({
@@ -311,13 +312,13 @@ async function checkCase(
         transposeB: b.transposeOption,
       }));
     };
-    gyre.setPlanOverride("matmul", c.override);
+    tuning.setPlanOverride("matmul", c.override);
     let gpu: gyre.Tensor;
     try {
       // Computed inside the override: a product is lazy, and its kernel is planned when it runs.
       gpu = run("gpu").realize();
     } finally {
-      gyre.setPlanOverride("matmul", null);
+      tuning.setPlanOverride("matmul", null);
     }
     const wasm = run("wasm");
     const [got, want] = await gyre.readAll([gpu, wasm]);
@@ -611,7 +612,7 @@ property(
       const fusedOperands = build("gpu");
       // What each operand would run as its own kernel (read before the product computes it).
       const ownLabels = [pendingLabel(fusedOperands.a), pendingLabel(fusedOperands.b)];
-      gyre.setPlanOverride("matmul", c.override);
+      tuning.setPlanOverride("matmul", c.override);
       let fused: gyre.Tensor, kernels: string[];
       try {
         const explained = gyre.explain(
@@ -621,7 +622,7 @@ property(
         fused = bag.add(explained.outputs[0]);
         kernels = explained.kernels.map((k) => k.kernel);
       } finally {
-        gyre.setPlanOverride("matmul", null);
+        tuning.setPlanOverride("matmul", null);
       }
       const dtype = fused.dtype;
       // Fused wherever the kernel is tiled (M, N > 1) and the operand reads few enough inputs:
@@ -663,13 +664,13 @@ property(
       }
       // The same graph with fusion off, under the same plan: each operand computed first.
       gyre.runtime().fusion = false;
-      gyre.setPlanOverride("matmul", c.override);
+      tuning.setPlanOverride("matmul", c.override);
       let unfused: gyre.Tensor;
       try {
         const o = build("gpu");
         unfused = bag.add(gyre.matmul(o.a, o.b, o.options).realize());
       } finally {
-        gyre.setPlanOverride("matmul", null);
+        tuning.setPlanOverride("matmul", null);
         gyre.runtime().fusion = true;
       }
       const w = build("wasm");

@@ -21,6 +21,7 @@
  */
 import fc from "fast-check";
 import * as gyre from "../src/mod.ts";
+import * as tuning from "../src/tuning.ts";
 import {
   Bag,
   EXACT,
@@ -39,7 +40,7 @@ type Pair = [number, number];
 const U = 2 ** -24;
 
 /** Plan overrides every case draws from (null: the rule). */
-const OVERRIDES: readonly (Partial<gyre.PoolChoice> | null)[] = [
+const OVERRIDES: readonly (Partial<tuning.PoolChoice> | null)[] = [
   null,
   { variant: "looped" },
   { variant: "unrolled", outputsPerInvocation: 1, vec4: false },
@@ -64,7 +65,7 @@ interface Case {
   shape: number[];
   dtype: DType;
   layout: Layout;
-  override: Partial<gyre.PoolChoice> | null;
+  override: Partial<tuning.PoolChoice> | null;
   seed: number;
 }
 
@@ -231,12 +232,12 @@ function both(
   const collect = (r: gyre.Tensor | gyre.PoolWithIndices) =>
     r instanceof gyre.Tensor ? [bag.add(r)] : [bag.add(r.values), bag.add(r.indices)];
   const gpuInput = inputOn(bag, "gpu", c, data);
-  gyre.setPlanOverride("pool", c.override);
+  tuning.setPlanOverride("pool", c.override);
   let gpu: gyre.Tensor[];
   try {
     gpu = collect(op(gpuInput));
   } finally {
-    gyre.setPlanOverride("pool", null);
+    tuning.setPlanOverride("pool", null);
   }
   return { gpu, ref: collect(op(inputOn(bag, "wasm", c, data))) };
 }
@@ -455,7 +456,7 @@ function adaptiveArb(dtypes: readonly DType[]) {
     layout: fc.constantFrom<Layout>("contiguous", "contiguous", "offset", "transposed"),
     // Irregular bins have two variants (unrolled to the largest bin, looped); bins that divide
     // the input are regular windows and get the others too.
-    override: fc.constantFrom<Partial<gyre.PoolChoice> | null>(
+    override: fc.constantFrom<Partial<tuning.PoolChoice> | null>(
       null,
       { variant: "looped" },
       { variant: "looped" },

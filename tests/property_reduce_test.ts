@@ -17,6 +17,7 @@
  */
 import fc from "fast-check";
 import * as gyre from "../src/mod.ts";
+import * as tuning from "../src/tuning.ts";
 import {
   Bag,
   type FloatDomain,
@@ -60,7 +61,7 @@ interface Case {
   seed: number;
 }
 
-function overrideOf(c: Case): Partial<gyre.ReduceChoice> | null {
+function overrideOf(c: Case): Partial<tuning.ReduceChoice> | null {
   switch (c.variant) {
     case "auto":
       return null;
@@ -131,7 +132,7 @@ function domainOf(op: Op, dtype: DType, pSpecial: number): FloatDomain {
 }
 
 /** Longest chain of f32 additions from an input to the result under `choice`. */
-function chainDepth(choice: gyre.ReduceChoice, rowLength: number): number {
+function chainDepth(choice: tuning.ReduceChoice, rowLength: number): number {
   if (choice.variant === "thread") return rowLength;
   const wg = choice.workgroupSize;
   const caps = rt.caps!;
@@ -186,20 +187,24 @@ async function checkCase(c: Case): Promise<void> {
       c.variant === "thread" && rowLength > 65535 ? { ...c, variant: "shared" } : c,
     );
     const rows = sizeOf(c.shape.filter((_, a) => !reduced.includes(a)));
-    gyre.setPlanOverride("reduce", override);
+    tuning.setPlanOverride("reduce", override);
     let gpu: gyre.Tensor | Error;
-    let choice: gyre.ReduceChoice;
-    let columnChoice: gyre.ReduceChoice;
+    let choice: tuning.ReduceChoice;
+    let columnChoice: tuning.ReduceChoice;
     try {
       gpu = bag.add(reduce(xg, options));
     } catch (e) {
       gpu = e as Error;
     } finally {
-      choice = gyre.planReduce(rt.caps ?? undefined, { rows, rowLength });
+      choice = tuning.planReduce(rt.caps ?? undefined, { rows, rowLength });
       // The backend also tells the plan whether rows are adjacent in memory (a reduction over
       // leading axes), which picks one invocation per row: bound the error by either choice.
-      columnChoice = gyre.planReduce(rt.caps ?? undefined, { rows, rowLength, rowsAdjacent: true });
-      gyre.setPlanOverride("reduce", null);
+      columnChoice = tuning.planReduce(rt.caps ?? undefined, {
+        rows,
+        rowLength,
+        rowsAdjacent: true,
+      });
+      tuning.setPlanOverride("reduce", null);
     }
     let ref: gyre.Tensor | Error;
     try {

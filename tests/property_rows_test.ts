@@ -31,6 +31,7 @@
  */
 import fc from "fast-check";
 import * as gyre from "../src/mod.ts";
+import * as tuning from "../src/tuning.ts";
 import {
   Bag,
   expectClose,
@@ -52,7 +53,7 @@ const H = 256;
 type Tensor = gyre.Tensor;
 
 /** Plan variants every property draws from. */
-const VARIANTS: { name: string; override: Partial<gyre.RowsChoice> | null }[] = [
+const VARIANTS: { name: string; override: Partial<tuning.RowsChoice> | null }[] = [
   { name: "rule", override: null },
   { name: "rule", override: null },
   { name: "scalar", override: { vec4: false } },
@@ -292,11 +293,11 @@ async function withVariants(
   body: (name: string) => Promise<void>,
 ): Promise<void> {
   for (const v of variants) {
-    gyre.setPlanOverride("rows", VARIANTS[v].override);
+    tuning.setPlanOverride("rows", VARIANTS[v].override);
     try {
       await body(VARIANTS[v].name);
     } finally {
-      gyre.setPlanOverride("rows", null);
+      tuning.setPlanOverride("rows", null);
     }
   }
 }

@@ -29,6 +29,7 @@
  */
 import fc from "fast-check";
 import * as gyre from "../src/mod.ts";
+import * as tuning from "../src/tuning.ts";
 import {
   Bag,
   type FloatDomain,
@@ -71,7 +72,7 @@ interface Case {
   layout: LayoutKind;
   /** Float sums over small integers: exact in any order, so compared exactly. */
   integers: boolean;
-  override: Partial<gyre.ScanChoice> | null;
+  override: Partial<tuning.ScanChoice> | null;
   seed: number;
 }
 
@@ -114,7 +115,7 @@ function domain(c: Case, len: number): FloatDomain {
 }
 
 /** Roundings along the longest chain behind one output, for the plan `choice` (module doc). */
-function chainLength(choice: gyre.ScanChoice, len: number): number {
+function chainLength(choice: tuning.ScanChoice, len: number): number {
   const sg = choice.subgroups ? caps.subgroupMaxSize : 1;
   const wg = choice.workgroupSize;
   const subTile = wg * choice.elementsPerThread;
@@ -199,9 +200,9 @@ async function check(c: Case): Promise<void> {
     };
     const gx = on("gpu");
     const wx = on("wasm");
-    gyre.setPlanOverride("scan", c.override);
+    tuning.setPlanOverride("scan", c.override);
     const got = bag.add(FN[c.op](gx, options));
-    gyre.setPlanOverride("scan", null);
+    tuning.setPlanOverride("scan", null);
     const want = bag.add(FN[c.op](wx, options));
     const [g, w, x] = await Promise.all([got.data(), want.data(), wx.data()]);
     const label = `${c.op} ${c.dtype} [${c.shape}] axis ${options.axis} ` +
@@ -234,19 +235,19 @@ async function check(c: Case): Promise<void> {
       return within(g[i], w[i], tolerance(i), { half });
     }, (i) => `(tolerance ${JSON.stringify(tolerance(i))})`);
   } finally {
-    gyre.setPlanOverride("scan", null);
+    tuning.setPlanOverride("scan", null);
     bag.dispose();
   }
 }
 
 /** The plan the GPU ran for a case (the rule, then the case's override, then the coercions). */
-function choiceOf(c: Case, rows: number, len: number, inner: number): gyre.ScanChoice {
-  gyre.setPlanOverride("scan", c.override);
+function choiceOf(c: Case, rows: number, len: number, inner: number): tuning.ScanChoice {
+  tuning.setPlanOverride("scan", c.override);
   try {
     const op = ({ cumsum: "sum", cumprod: "prod", cummax: "max", cummin: "min" } as const)[c.op];
-    return gyre.planScan(caps, { rows, rowLength: len, inner, op });
+    return tuning.planScan(caps, { rows, rowLength: len, inner, op });
   } finally {
-    gyre.setPlanOverride("scan", null);
+    tuning.setPlanOverride("scan", null);
   }
 }
 
@@ -271,7 +272,7 @@ function expectAll(
 
 /** Cases: a shape with one long axis (mostly the scanned one), every op, dtype and layout. */
 function cases(
-  override: fc.Arbitrary<Partial<gyre.ScanChoice> | null>,
+  override: fc.Arbitrary<Partial<tuning.ScanChoice> | null>,
   options: { maxRank?: number; lengths?: readonly number[]; layouts?: readonly LayoutKind[] } = {},
 ): fc.Arbitrary<Case> {
   return fc.record({
@@ -322,7 +323,7 @@ property(
       descendingFinalPass: fc.boolean(),
       superTiles: fc.constantFrom(1, 2, 4, 32),
       ...Object.fromEntries(Object.entries(small).map(([k, v]) => [k, fc.constant(v)])),
-    }) as fc.Arbitrary<Partial<gyre.ScanChoice>>,
+    }) as fc.Arbitrary<Partial<tuning.ScanChoice>>,
     { lengths: [129, 257, 1021, 4099, 17000], maxRank: 2 },
   ),
   check,
@@ -357,7 +358,7 @@ property(
       layout: fc.constantFrom("transpose" as const, "columns" as const),
       variant: fc.constantFrom("row" as const, "multipass" as const, "lookback" as const),
       ...Object.fromEntries(Object.entries(small).map(([k, v]) => [k, fc.constant(v)])),
-    }) as fc.Arbitrary<Partial<gyre.ScanChoice>>,
+    }) as fc.Arbitrary<Partial<tuning.ScanChoice>>,
     { maxRank: 3 },
   ).filter((c) => c.shape.length >= 2),
   check,

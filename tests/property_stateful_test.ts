@@ -22,6 +22,7 @@
 import fc from "fast-check";
 import assert from "node:assert/strict";
 import * as gyre from "../src/mod.ts";
+import * as tuning from "../src/tuning.ts";
 import { Bag, makeLayout, mulberry32, property, rt, ulpOf } from "./_harness.ts";
 
 const U = 2 ** -24;
@@ -33,7 +34,7 @@ interface Case {
   axis: number[] | null;
   keepdims: boolean;
   kind: "contiguous" | "transposed";
-  override: Partial<gyre.ReduceChoice> | null;
+  override: Partial<tuning.ReduceChoice> | null;
   /** Values around `shift` with spread 1..4: a large shift tests variance's stability. */
   shift: number;
   special: boolean;
@@ -76,7 +77,7 @@ const caseArb: fc.Arbitrary<Case> = fc.record({
   seed: fc.integer(),
 });
 
-function chainDepth(choice: gyre.ReduceChoice, rowLength: number): number {
+function chainDepth(choice: tuning.ReduceChoice, rowLength: number): number {
   if (choice.variant === "thread") return rowLength + choice.chunks;
   const combine = choice.subgroups
     ? 32 + choice.workgroupSize / 4
@@ -110,23 +111,23 @@ async function check(c: Case): Promise<void> {
     };
     const run = (x: gyre.Tensor) =>
       bag.add(c.op === "logsumexp" ? gyre.logsumexp(x, options) : gyre.variance(x, options));
-    gyre.setPlanOverride("reduce", c.override);
+    tuning.setPlanOverride("reduce", c.override);
     let gpu: gyre.Tensor;
     try {
       gpu = run(make("gpu")).realize();
     } finally {
-      gyre.setPlanOverride("reduce", null);
+      tuning.setPlanOverride("reduce", null);
     }
     const ref = run(make("wasm"));
     const reduced = (options.axis ?? [...Array(rank).keys()]).map((a) => (a < 0 ? a + rank : a));
     const rowLength = reduced.reduce((p, a) => p * c.shape[a], 1);
     const rows = c.shape.reduce((p, d) => p * d, 1) / Math.max(rowLength, 1);
-    const choice = gyre.planReduce(
+    const choice = tuning.planReduce(
       rt.caps ?? undefined,
       { rows, rowLength, ...(c.override ?? {}) } as never,
     );
     const k = Math.max(
-      chainDepth({ ...choice, ...(c.override ?? {}) } as gyre.ReduceChoice, rowLength),
+      chainDepth({ ...choice, ...(c.override ?? {}) } as tuning.ReduceChoice, rowLength),
       rowLength > 0 ? 2 : 1,
     );
     assert.deepEqual(gpu.shape, ref.shape);

@@ -5,6 +5,7 @@
  */
 import assert from "node:assert/strict";
 import * as gyre from "../src/mod.ts";
+import * as tuning from "../src/tuning.ts";
 import { bufferWords, devices, expectClose, expectTensor } from "./_devices.ts";
 
 const DEVICES = await devices();
@@ -215,14 +216,14 @@ Deno.test({
   fn: () => {
     const caps = gyre.runtime().caps!;
     const long = { rows: 1, rowLength: 1 << 24, aligned: true };
-    const wide = gyre.planReduce({ ...caps, int64Atomics: true }, long);
+    const wide = tuning.planReduce({ ...caps, int64Atomics: true }, long);
     assert.deepEqual([wide.combineChunks, wide.wideStates], ["last-workgroup", true]);
-    assert.equal(gyre.planReduce({ ...caps, int64Atomics: false }, long).wideStates, false);
-    gyre.setPlanOverride("reduce", { wideStates: true });
+    assert.equal(tuning.planReduce({ ...caps, int64Atomics: false }, long).wideStates, false);
+    tuning.setPlanOverride("reduce", { wideStates: true });
     try {
-      assert.equal(gyre.planReduce({ ...caps, int64Atomics: false }, long).wideStates, false);
+      assert.equal(tuning.planReduce({ ...caps, int64Atomics: false }, long).wideStates, false);
     } finally {
-      gyre.setPlanOverride("reduce", null);
+      tuning.setPlanOverride("reduce", null);
     }
   },
 });
@@ -244,7 +245,7 @@ Deno.test({
       max: rows.map((row) => Math.max(...row)),
     };
     for (const wideStates of gpu.caps.int64Atomics ? [false, true] : [false]) {
-      gyre.setPlanOverride("reduce", {
+      tuning.setPlanOverride("reduce", {
         variant: "workgroup",
         chunks: 9,
         combineChunks: "last-workgroup",
@@ -260,7 +261,7 @@ Deno.test({
           assert.equal(left, -1, `${op}, wide ${wideStates}: word ${left} left at ${words[left]}`);
         }
       } finally {
-        gyre.setPlanOverride("reduce", null);
+        tuning.setPlanOverride("reduce", null);
       }
     }
     x.dispose();

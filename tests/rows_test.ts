@@ -7,13 +7,14 @@
  */
 import assert from "node:assert/strict";
 import * as gyre from "../src/mod.ts";
+import * as tuning from "../src/tuning.ts";
 import { devices, expectClose, liveCounts } from "./_devices.ts";
 
 const DEVICES = await devices();
 const caps = gyre.runtime().caps ?? undefined;
 
 /** Plan variants the GPU repeats the hand-computed cases under. */
-const GPU_VARIANTS: (Partial<gyre.RowsChoice> | null)[] = [
+const GPU_VARIANTS: (Partial<tuning.RowsChoice> | null)[] = [
   null,
   { variant: "chunked", threadsPerRow: 2, registers: 1, combineThreads: 2 },
   { threadsPerRow: 1 },
@@ -31,14 +32,14 @@ function eachDevice(name: string, body: (device: gyre.DeviceName) => Promise<voi
       sanitizeResources: false,
       fn: async () => {
         for (const v of variants) {
-          gyre.setPlanOverride("rows", v);
+          tuning.setPlanOverride("rows", v);
           try {
             await body(device);
           } catch (e) {
             if (e instanceof Error) e.message = `under plan ${JSON.stringify(v)}: ${e.message}`;
             throw e;
           } finally {
-            gyre.setPlanOverride("rows", null);
+            tuning.setPlanOverride("rows", null);
           }
         }
       },
@@ -345,7 +346,7 @@ for (const device of DEVICES) {
 }
 
 Deno.test("planRows: the rule and what overrides may change", () => {
-  const plan = (problem: Parameters<typeof gyre.planRows>[1]) => gyre.planRows(caps, problem);
+  const plan = (problem: Parameters<typeof tuning.planRows>[1]) => tuning.planRows(caps, problem);
   // 4096 floats: 256 lanes x 4 vec4 registers, one pass.
   const wide = plan({ rows: 4096, rowLength: 4096, vec4: true });
   assert.equal(wide.variant, "single");
@@ -370,21 +371,21 @@ Deno.test("planRows: the rule and what overrides may change", () => {
   assert.deepEqual([across.threadsPerRow, across.variant], [1, "chunked"]);
   assert.equal(across.combine, "none");
   // Overrides: vec4 only where the layout allows; subgroups only where the device has them.
-  gyre.setPlanOverride("rows", { vec4: true, subgroups: false, threadsPerRow: 64 });
+  tuning.setPlanOverride("rows", { vec4: true, subgroups: false, threadsPerRow: 64 });
   try {
     const forced = plan({ rows: 10, rowLength: 1000, vec4: false });
     assert.equal(forced.vec4, false);
     assert.equal(forced.combine, "shared");
     assert.equal(forced.registers, 16); // ceil(1000 / 64) rounded up to a power of two
   } finally {
-    gyre.setPlanOverride("rows", null);
+    tuning.setPlanOverride("rows", null);
   }
-  assert.equal(gyre.rowsCombine(undefined, 1, true), "none");
-  assert.equal(gyre.rowsCombine(undefined, 64, true), "shared");
+  assert.equal(tuning.rowsCombine(undefined, 1, true), "none");
+  assert.equal(tuning.rowsCombine(undefined, 64, true), "shared");
   if (caps?.subgroups && caps.subgroupMinSize >= 4) {
-    assert.equal(gyre.rowsCombine(caps, caps.subgroupMinSize, true), "shuffle");
-    assert.equal(gyre.rowsCombine(caps, 1024, true), "subgroup");
-    assert.equal(gyre.rowsCombine(caps, 1024, false), "shared");
+    assert.equal(tuning.rowsCombine(caps, caps.subgroupMinSize, true), "shuffle");
+    assert.equal(tuning.rowsCombine(caps, 1024, true), "subgroup");
+    assert.equal(tuning.rowsCombine(caps, 1024, false), "shared");
   }
 });
 
@@ -400,7 +401,7 @@ for (const device of DEVICES) {
     const before = liveCounts();
     const variants = device === "gpu" ? GPU_VARIANTS : [null];
     for (const v of variants) {
-      gyre.setPlanOverride("rows", v);
+      tuning.setPlanOverride("rows", v);
       try {
         const outputs = [
           gyre.softmax(x, { axis: 1 }),
@@ -414,7 +415,7 @@ for (const device of DEVICES) {
         await gyre.readAll(outputs);
         for (const t of outputs) t.dispose();
       } finally {
-        gyre.setPlanOverride("rows", null);
+        tuning.setPlanOverride("rows", null);
       }
     }
     await gyre.sync();

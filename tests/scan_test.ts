@@ -6,6 +6,7 @@
  */
 import assert from "node:assert/strict";
 import * as gyre from "../src/mod.ts";
+import * as tuning from "../src/tuning.ts";
 import { SCAN_EPOCHS } from "../src/gpu/_codegen_scan.ts";
 import { _scanEpochs } from "../src/ops/scan.ts";
 import { bufferWords, devices, expectTensor, liveCounts } from "./_devices.ts";
@@ -269,28 +270,31 @@ if (DEVICES.includes("gpu")) {
   Deno.test("planScan: a tile per row when it fits, else look-back for sums, else multipass", () => {
     const fast = { ...caps, isFallbackAdapter: false };
     const slow = { ...caps, isFallbackAdapter: true };
-    assert.equal(gyre.planScan(fast, { rows: 1000, rowLength: 4096 }).variant, "row");
-    assert.equal(gyre.planScan(fast, { rows: 1, rowLength: 1 << 26 }).variant, "multipass");
-    assert.equal(gyre.planScan(slow, { rows: 1, rowLength: 1 << 26 }).variant, "multipass");
+    assert.equal(tuning.planScan(fast, { rows: 1000, rowLength: 4096 }).variant, "row");
+    assert.equal(tuning.planScan(fast, { rows: 1, rowLength: 1 << 26 }).variant, "multipass");
+    assert.equal(tuning.planScan(slow, { rows: 1, rowLength: 1 << 26 }).variant, "multipass");
     // Inner axes: columns with many rows; with few, a transposing copy unless the stride is short.
-    assert.equal(gyre.planScan(fast, { rows: 4096, rowLength: 9, inner: 2 }).layout, "columns");
-    assert.equal(gyre.planScan(fast, { rows: 16, rowLength: 1e5, inner: 16 }).layout, "transpose");
-    assert.equal(gyre.planScan(fast, { rows: 2, rowLength: 1e5, inner: 2 }).layout, "strided");
-    assert.equal(gyre.planScan(fast, { rows: 1e5, rowLength: 9 }).layout, "strided");
-    gyre.setPlanOverride("scan", { variant: "row" });
+    assert.equal(tuning.planScan(fast, { rows: 4096, rowLength: 9, inner: 2 }).layout, "columns");
+    assert.equal(
+      tuning.planScan(fast, { rows: 16, rowLength: 1e5, inner: 16 }).layout,
+      "transpose",
+    );
+    assert.equal(tuning.planScan(fast, { rows: 2, rowLength: 1e5, inner: 2 }).layout, "strided");
+    assert.equal(tuning.planScan(fast, { rows: 1e5, rowLength: 9 }).layout, "strided");
+    tuning.setPlanOverride("scan", { variant: "row" });
     try {
       // A row longer than the widest workgroup's tile cannot be forced into one.
-      assert.equal(gyre.planScan(slow, { rows: 1, rowLength: 20000 }).variant, "multipass");
-      assert.equal(gyre.planScan(slow, { rows: 1, rowLength: 3000 }).variant, "row");
+      assert.equal(tuning.planScan(slow, { rows: 1, rowLength: 20000 }).variant, "multipass");
+      assert.equal(tuning.planScan(slow, { rows: 1, rowLength: 3000 }).variant, "row");
     } finally {
-      gyre.setPlanOverride("scan", null);
+      tuning.setPlanOverride("scan", null);
     }
     // Rows up to 1024 x 16 elements take one workgroup as wide as they need.
-    const rows = gyre.planScan(fast, { rows: 8192, rowLength: 8192 });
+    const rows = tuning.planScan(fast, { rows: 8192, rowLength: 8192 });
     assert.equal(rows.variant, "row");
     assert.equal(rows.workgroupSize, 512);
-    assert.equal(gyre.planScan(fast, { rows: 1, rowLength: 16384 }).workgroupSize, 1024);
-    assert.equal(gyre.planScan(fast, { rows: 1, rowLength: 16385 }).variant, "multipass");
+    assert.equal(tuning.planScan(fast, { rows: 1, rowLength: 16384 }).workgroupSize, 1024);
+    assert.equal(tuning.planScan(fast, { rows: 1, rowLength: 16385 }).variant, "multipass");
     // Multipass in two passes with groups of tiles, sized to leave about 1024 first-pass
     // workgroups (between 2 and 128 tiles of 4096); three passes beyond 1024 groups.
     const sub = {
@@ -300,46 +304,46 @@ if (DEVICES.includes("gpu")) {
       subgroupMaxSize: 32,
       int64Atomics: false,
     };
-    assert.equal(gyre.planScan(sub, { rows: 1, rowLength: 1 << 26 }).superTiles, 16);
-    assert.equal(gyre.planScan(sub, { rows: 1, rowLength: 1 << 20 }).superTiles, 2);
-    assert.equal(gyre.planScan(sub, { rows: 1, rowLength: 1 << 29 }).superTiles, 128);
-    assert.equal(gyre.planScan(sub, { rows: 1, rowLength: 2 ** 31 }).superTiles, 1);
+    assert.equal(tuning.planScan(sub, { rows: 1, rowLength: 1 << 26 }).superTiles, 16);
+    assert.equal(tuning.planScan(sub, { rows: 1, rowLength: 1 << 20 }).superTiles, 2);
+    assert.equal(tuning.planScan(sub, { rows: 1, rowLength: 1 << 29 }).superTiles, 128);
+    assert.equal(tuning.planScan(sub, { rows: 1, rowLength: 2 ** 31 }).superTiles, 1);
     assert.equal(
-      gyre.planScan({ ...sub, subgroups: false }, { rows: 1, rowLength: 1 << 26 }).superTiles,
+      tuning.planScan({ ...sub, subgroups: false }, { rows: 1, rowLength: 1 << 26 }).superTiles,
       1,
     );
     // Sums of 256 Ki elements and more on hardware GPUs with subgroups: the look-back, in tiles of
     // 512 x 32 where workgroups are that wide, or 256 x 32 with states in 64-bit words where the
     // device has 64-bit atomics.
     const sum = { rows: 1, rowLength: 1 << 26, op: "sum" } as const;
-    const lookback = gyre.planScan(sub, sum);
+    const lookback = tuning.planScan(sub, sum);
     assert.deepEqual(
       [lookback.variant, lookback.workgroupSize, lookback.elementsPerThread, lookback.wideStates],
       ["lookback", 512, 32, false],
     );
-    const wide = gyre.planScan({ ...sub, int64Atomics: true }, sum);
+    const wide = tuning.planScan({ ...sub, int64Atomics: true }, sum);
     assert.deepEqual(
       [wide.variant, wide.workgroupSize, wide.elementsPerThread, wide.wideStates],
       ["lookback", 256, 32, true],
     );
-    gyre.setPlanOverride("scan", { wideStates: true });
+    tuning.setPlanOverride("scan", { wideStates: true });
     try {
       // An override cannot ask for 64-bit states the device lacks.
-      assert.equal(gyre.planScan(sub, sum).wideStates, false);
+      assert.equal(tuning.planScan(sub, sum).wideStates, false);
     } finally {
-      gyre.setPlanOverride("scan", null);
+      tuning.setPlanOverride("scan", null);
     }
     // Rows of 32 Mi and more publish each tile's aggregate before scanning the tile.
     assert.equal(lookback.earlyAggregate, true);
-    assert.equal(gyre.planScan(sub, { ...sum, rowLength: 1 << 24 }).earlyAggregate, false);
-    assert.equal(gyre.planScan(sub, { ...sum, rows: 64, rowLength: 1 << 14 }).variant, "row");
-    assert.equal(gyre.planScan(sub, { ...sum, rows: 8, rowLength: 1 << 15 }).variant, "lookback");
-    assert.equal(gyre.planScan(sub, { ...sum, rowLength: (1 << 18) - 4 }).variant, "multipass");
-    assert.equal(gyre.planScan(sub, { ...sum, op: "prod" }).variant, "multipass");
-    assert.equal(gyre.planScan(sub, { ...sum, op: "max" }).variant, "multipass");
-    assert.equal(gyre.planScan({ ...sub, isFallbackAdapter: true }, sum).variant, "multipass");
-    assert.equal(gyre.planScan({ ...sub, subgroups: false }, sum).variant, "multipass");
-    const narrow = gyre.planScan({
+    assert.equal(tuning.planScan(sub, { ...sum, rowLength: 1 << 24 }).earlyAggregate, false);
+    assert.equal(tuning.planScan(sub, { ...sum, rows: 64, rowLength: 1 << 14 }).variant, "row");
+    assert.equal(tuning.planScan(sub, { ...sum, rows: 8, rowLength: 1 << 15 }).variant, "lookback");
+    assert.equal(tuning.planScan(sub, { ...sum, rowLength: (1 << 18) - 4 }).variant, "multipass");
+    assert.equal(tuning.planScan(sub, { ...sum, op: "prod" }).variant, "multipass");
+    assert.equal(tuning.planScan(sub, { ...sum, op: "max" }).variant, "multipass");
+    assert.equal(tuning.planScan({ ...sub, isFallbackAdapter: true }, sum).variant, "multipass");
+    assert.equal(tuning.planScan({ ...sub, subgroups: false }, sum).variant, "multipass");
+    const narrow = tuning.planScan({
       ...sub,
       limits: { ...sub.limits, maxComputeInvocationsPerWorkgroup: 256 },
     }, sum);
@@ -348,12 +352,12 @@ if (DEVICES.includes("gpu")) {
       256,
       16,
     ]);
-    gyre.setPlanOverride("scan", { variant: "lookback" });
+    tuning.setPlanOverride("scan", { variant: "lookback" });
     try {
       // Forced on a product, the look-back takes its own tile too.
-      assert.equal(gyre.planScan(sub, { ...sum, op: "prod" }).workgroupSize, 512);
+      assert.equal(tuning.planScan(sub, { ...sum, op: "prod" }).workgroupSize, 512);
     } finally {
-      gyre.setPlanOverride("scan", null);
+      tuning.setPlanOverride("scan", null);
     }
   });
 
@@ -399,7 +403,7 @@ if (DEVICES.includes("gpu")) {
       const n = 100003;
       // Tiles of 128 and aggregates only: every tile walks back over states an earlier scan left
       // in the same words, which must read as nothing yet.
-      gyre.setPlanOverride("scan", {
+      tuning.setPlanOverride("scan", {
         variant: "lookback",
         workgroupSize: 32,
         elementsPerThread: 4,
@@ -431,7 +435,7 @@ if (DEVICES.includes("gpu")) {
         assert.equal(_scanEpochs.get(gpu), 1);
         assert.equal(await scan(5, "epoch 2 again"), 1);
       } finally {
-        gyre.setPlanOverride("scan", null);
+        tuning.setPlanOverride("scan", null);
       }
     },
   });
@@ -449,7 +453,7 @@ if (DEVICES.includes("gpu")) {
       const n = tiles * 128;
       const values = Int32Array.from({ length: n }, (_, i) => (i * 5) % 11 - 5);
       for (const wideStates of gpu.caps.int64Atomics ? [false, true] : [false]) {
-        gyre.setPlanOverride("scan", {
+        tuning.setPlanOverride("scan", {
           variant: "lookback",
           workgroupSize: 32,
           elementsPerThread: 4,
@@ -475,7 +479,7 @@ if (DEVICES.includes("gpu")) {
           x.dispose();
           y.dispose();
         } finally {
-          gyre.setPlanOverride("scan", null);
+          tuning.setPlanOverride("scan", null);
         }
       }
     },
@@ -486,7 +490,7 @@ if (DEVICES.includes("gpu")) {
     sanitizeOps: false,
     sanitizeResources: false,
     fn: async () => {
-      const overrides: (Partial<gyre.ScanChoice> | null)[] = [
+      const overrides: (Partial<tuning.ScanChoice> | null)[] = [
         null,
         { variant: "multipass", superTiles: 1 },
         { variant: "lookback" },
@@ -494,13 +498,13 @@ if (DEVICES.includes("gpu")) {
       for (const n of [1000, 1 << 20]) {
         const zeros = gyre.tensor(new Float32Array(n).fill(-0), { device: "gpu" });
         for (const override of overrides) {
-          gyre.setPlanOverride("scan", override);
+          tuning.setPlanOverride("scan", override);
           try {
             const y = await gyre.cumsum(zeros).data();
             const positive = y.findIndex((v) => !Object.is(v, -0));
             assert.equal(positive, -1, `n ${n} ${JSON.stringify(override)}: [${positive}]`);
           } finally {
-            gyre.setPlanOverride("scan", null);
+            tuning.setPlanOverride("scan", null);
           }
         }
         zeros.dispose();
@@ -533,7 +537,7 @@ if (DEVICES.includes("gpu")) {
               { superTiles: 1, publishPrefixes: true, early: true },
             ];
           for (const { superTiles, publishPrefixes, early } of settings) {
-            gyre.setPlanOverride("scan", {
+            tuning.setPlanOverride("scan", {
               variant,
               subgroups,
               descendingFinalPass: subgroups,
@@ -550,7 +554,7 @@ if (DEVICES.includes("gpu")) {
               sameElements(await y.data() as Int32Array, n, (i) => want[i], label);
               y.dispose();
             } finally {
-              gyre.setPlanOverride("scan", null);
+              tuning.setPlanOverride("scan", null);
             }
           }
         }

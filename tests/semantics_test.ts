@@ -5,6 +5,7 @@
  */
 import assert from "node:assert/strict";
 import * as gyre from "../src/mod.ts";
+import * as tuning from "../src/tuning.ts";
 import {
   devices,
   expectClose,
@@ -35,8 +36,8 @@ Deno.test("planElementwise: tiles or the transposing copy on hardware GPUs, wher
   const hardware = { isFallbackAdapter: false } as unknown as gyre.DeviceCaps;
   const software = { isFallbackAdapter: true } as unknown as gyre.DeviceCaps;
   const copy = { elements: 1 << 20, vec4Eligible: false, transposedCopy: true, elementBytes: 4 };
-  const plan = (caps: gyre.DeviceCaps, problem: Parameters<typeof gyre.planElementwise>[1]) => {
-    const choice = gyre.planElementwise(caps, problem);
+  const plan = (caps: gyre.DeviceCaps, problem: Parameters<typeof tuning.planElementwise>[1]) => {
+    const choice = tuning.planElementwise(caps, problem);
     return [choice.variant, choice.workgroupSize];
   };
   // Transposed operands of a computation: tiles of 256 invocations on hardware GPUs from 1 Mi.
@@ -50,41 +51,41 @@ Deno.test("planElementwise: tiles or the transposing copy on hardware GPUs, wher
   const large = { ...copy, elements: 1 << 22, transposedOperands: 1 };
   assert.deepEqual(plan(hardware, large), ["tiled", 128]);
   assert.deepEqual(plan(hardware, { ...large, elementBytes: 2 }), ["transpose", 256]);
-  assert.equal(gyre.planElementwise(software, copy).variant, "scalar", "llvmpipe gathers faster");
+  assert.equal(tuning.planElementwise(software, copy).variant, "scalar", "llvmpipe gathers faster");
   assert.equal(
-    gyre.planElementwise(hardware, { ...copy, transposedCopy: false }).variant,
+    tuning.planElementwise(hardware, { ...copy, transposedCopy: false }).variant,
     "scalar",
   );
   try {
     // Forced: taken where the problem is a transposed copy, refused (vec4 or scalar) elsewhere.
-    gyre.setPlanOverride("elementwise", { variant: "transpose" });
-    assert.equal(gyre.planElementwise(software, copy).variant, "transpose");
+    tuning.setPlanOverride("elementwise", { variant: "transpose" });
+    assert.equal(tuning.planElementwise(software, copy).variant, "transpose");
     assert.equal(
-      gyre.planElementwise(hardware, { elements: 64, vec4Eligible: true }).variant,
+      tuning.planElementwise(hardware, { elements: 64, vec4Eligible: true }).variant,
       "vec4",
     );
     assert.equal(
-      gyre.planElementwise(hardware, { elements: 64, vec4Eligible: false }).variant,
+      tuning.planElementwise(hardware, { elements: 64, vec4Eligible: false }).variant,
       "scalar",
     );
-    gyre.setPlanOverride("elementwise", { variant: "vec4" });
-    assert.equal(gyre.planElementwise(hardware, copy).variant, "scalar", "no vec4 layout");
+    tuning.setPlanOverride("elementwise", { variant: "vec4" });
+    assert.equal(tuning.planElementwise(hardware, copy).variant, "scalar", "no vec4 layout");
     // Tiles only with transposed operands, in workgroups of whole tile rows.
-    gyre.setPlanOverride("elementwise", { variant: "tiled" });
-    assert.equal(gyre.planElementwise(software, operands).variant, "tiled");
-    gyre.setPlanOverride("elementwise", { variant: "tiled", workgroupSize: 64 });
-    assert.equal(gyre.planElementwise(hardware, operands).workgroupSize, 256);
+    tuning.setPlanOverride("elementwise", { variant: "tiled" });
+    assert.equal(tuning.planElementwise(software, operands).variant, "tiled");
+    tuning.setPlanOverride("elementwise", { variant: "tiled", workgroupSize: 64 });
+    assert.equal(tuning.planElementwise(hardware, operands).workgroupSize, 256);
     // 512 where the device allows it (WebGPU's default limit is 256).
-    gyre.setPlanOverride("elementwise", { variant: "tiled", workgroupSize: 512 });
-    assert.equal(gyre.planElementwise(hardware, operands).workgroupSize, 256);
+    tuning.setPlanOverride("elementwise", { variant: "tiled", workgroupSize: 512 });
+    assert.equal(tuning.planElementwise(hardware, operands).workgroupSize, 256);
     const wide = { ...hardware, limits: { maxComputeInvocationsPerWorkgroup: 1024 } };
-    assert.equal(gyre.planElementwise(wide as gyre.DeviceCaps, operands).workgroupSize, 512);
+    assert.equal(tuning.planElementwise(wide as gyre.DeviceCaps, operands).workgroupSize, 512);
     assert.equal(
-      gyre.planElementwise(hardware, { elements: 64, vec4Eligible: true }).variant,
+      tuning.planElementwise(hardware, { elements: 64, vec4Eligible: true }).variant,
       "vec4",
     );
   } finally {
-    gyre.setPlanOverride("elementwise", null);
+    tuning.setPlanOverride("elementwise", null);
   }
 });
 

@@ -15,6 +15,7 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import * as gyre from "../src/mod.ts";
+import * as tuning from "../src/tuning.ts";
 import { WasmBackend } from "../src/wasm/backend.ts";
 import { postedTasks, runShares } from "../src/wasm/threads.ts";
 
@@ -124,11 +125,11 @@ async function checkCase(c: Case): Promise<void> {
   });
   const transposes = { transposeA: c.transposeA, transposeB: c.transposeB };
   try {
-    gyre.setPlanOverride("wasmGemm", { threads: 1 });
+    tuning.setPlanOverride("wasmGemm", { threads: 1 });
     const single = gyre.matmul(a, b, transposes);
     const expected = await bits(single);
     const elements = expected.length;
-    gyre.setPlanOverride("wasmGemm", { threads: c.threads, split: c.split });
+    tuning.setPlanOverride("wasmGemm", { threads: c.threads, split: c.split });
     // Rows (columns) in tiles: a second thread has work once there are two tiles.
     const tile = c.split === "rows" ? 4 : 8;
     const batch = Math.max(size(c.batchA), size(c.batchB));
@@ -143,7 +144,7 @@ async function checkCase(c: Case): Promise<void> {
     assert.equal(got.length, elements);
     assert.ok(got.every((v, i) => v === expected[i]), firstDifference(got, expected));
   } finally {
-    gyre.setPlanOverride("wasmGemm", null);
+    tuning.setPlanOverride("wasmGemm", null);
     a.dispose();
     b.dispose();
   }
@@ -209,24 +210,24 @@ Deno.test({
   name: "the plan's rule: large products take every thread, split along the longer side",
   ignore: !threaded,
   fn: async () => {
-    const one = gyre.planWasmGemm({ m: 100, n: 100, k: 100, batch: 1, cores: 2 });
+    const one = tuning.planWasmGemm({ m: 100, n: 100, k: 100, batch: 1, cores: 2 });
     assert.deepEqual(one, { kernel: "wasmGemm", threads: 1, split: "rows" }); // 2e6 FLOPs
-    const big = gyre.planWasmGemm({ m: 1024, n: 1024, k: 1024, batch: 1, cores: 2 });
+    const big = tuning.planWasmGemm({ m: 1024, n: 1024, k: 1024, batch: 1, cores: 2 });
     assert.deepEqual(big, { kernel: "wasmGemm", threads: 2, split: "rows" });
-    const wide = gyre.planWasmGemm({ m: 8, n: 4096, k: 4096, batch: 1, cores: 4 });
+    const wide = tuning.planWasmGemm({ m: 8, n: 4096, k: 4096, batch: 1, cores: 4 });
     assert.deepEqual(wide, { kernel: "wasmGemm", threads: 4, split: "columns" });
     // Exactly the threshold: 2 * 10 * 50 * 10000 = 1e7.
-    const edge = gyre.planWasmGemm({ m: 10, n: 50, k: 10000, batch: 1, cores: 2 });
+    const edge = tuning.planWasmGemm({ m: 10, n: 50, k: 10000, batch: 1, cores: 2 });
     assert.equal(edge.threads, 2);
-    assert.equal(gyre.planWasmGemm({ m: 10, n: 50, k: 9999, batch: 1, cores: 2 }).threads, 1);
+    assert.equal(tuning.planWasmGemm({ m: 10, n: 50, k: 9999, batch: 1, cores: 2 }).threads, 1);
     for (const bad of [{ threads: 0 }, { threads: 1.5 }, { split: "diagonal" }]) {
-      gyre.setPlanOverride("wasmGemm", bad as Partial<gyre.WasmGemmChoice>);
+      tuning.setPlanOverride("wasmGemm", bad as Partial<tuning.WasmGemmChoice>);
       try {
-        assert.throws(() => gyre.planWasmGemm({ m: 4, n: 4, k: 4, batch: 1, cores: 2 }), {
+        assert.throws(() => tuning.planWasmGemm({ m: 4, n: 4, k: 4, batch: 1, cores: 2 }), {
           name: "ValueError",
         });
       } finally {
-        gyre.setPlanOverride("wasmGemm", null);
+        tuning.setPlanOverride("wasmGemm", null);
       }
     }
     // A product above the threshold is shared with no override.
@@ -250,9 +251,9 @@ Deno.test({
     const data = randomData(2 * 70 * 90, "float32", 3, true);
     const shape = [2, 70, 90];
     const a = gyre.tensor(data, { device: "wasm", shape });
-    gyre.setPlanOverride("wasmGemm", { threads: 2 });
+    tuning.setPlanOverride("wasmGemm", { threads: 2 });
     const expected = await bits(gyre.matmul(a, a, { transposeB: true }));
-    gyre.setPlanOverride("wasmGemm", null);
+    tuning.setPlanOverride("wasmGemm", null);
     a.dispose();
     // The same product through the unshared module's own gemm_f32, called directly.
     const bytes = data.length * 4;

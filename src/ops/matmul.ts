@@ -60,16 +60,6 @@ import { evaluate } from "./_dispatch.ts";
 import { cast } from "./elementwise.ts";
 import { clone } from "./shape.ts";
 
-// Re-exported so that the single `export *` of this module in mod.ts also exports the plan.
-export {
-  type MatmulChoice,
-  planMatmul,
-  planMatmulPrologue,
-  planWasmGemm,
-  WASM_GEMM_MIN_FLOPS,
-  type WasmGemmChoice,
-} from "../plans/mod.ts";
-
 /** Options of {@link matmul}. */
 export interface MatmulOptions {
   /** Use the transpose of a's last two axes (a view: no copy). Ignored for a 1-D `a`. */

@@ -28,7 +28,6 @@ import { clone } from "./shape.ts";
 
 // Re-exported so that the single `export *` of this module in mod.ts also exports the plan
 // (documented in src/plans.ts).
-export { planPool, type PoolChoice } from "../plans/mod.ts";
 
 /**
  * A size given for both spatial axes (a number) or as [height, width].

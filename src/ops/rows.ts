@@ -33,8 +33,6 @@ import { E, type Expr } from "../ir/expr.ts";
 import { bind, fusedLabel, makePending, type Producer } from "../_lazy.ts";
 import { runtime } from "../runtime.ts";
 
-export { planRows, type RowsChoice, type RowsCombine, rowsCombine } from "../plans/mod.ts";
-
 // ---------------------------------------------------------------------------------------------
 // Options and results.
 

@@ -545,5 +545,3 @@ export function cummax(x: TensorLike, options?: ScanOptions): Tensor {
 export function cummin(x: TensorLike, options?: ScanOptions): Tensor {
   return scan("cummin", "min", x, options);
 }
-
-export { planScan, type ScanChoice } from "../plans/mod.ts";

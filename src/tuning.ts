@@ -1,0 +1,43 @@
+/**
+ * gyre's tuning surface (`@gyre/gyre/tuning`): the plans that choose each kernel family's
+ * variant, the overrides that force one, the record of which variant each device ran, and the
+ * kernel registry. For tests, benchmarks and tuners; programs need only the main entry.
+ *
+ * @example
+ * ```ts
+ * import * as gyre from "@gyre/gyre";
+ * import { onPlan, setPlanOverride } from "@gyre/gyre/tuning";
+ * setPlanOverride("reduce", { subgroups: false });
+ * const y = gyre.ones([1024]).sum(); // issued under the override
+ * setPlanOverride("reduce", null);
+ * const stop = onPlan((record) => console.log(record.family, record.choice));
+ * await y.array(); // computed now, still with the override it was issued under
+ * stop();
+ * ```
+ * @module
+ */
+import { planObservers, type PlanRecord } from "./contract/backend.ts";
+
+export * from "./plans/mod.ts";
+export type { PlanRecord } from "./contract/backend.ts";
+export type { DeviceCaps } from "./contract/caps.ts";
+export { INTERNAL_KERNELS, type KernelEntry, KERNELS } from "./kernels.ts";
+
+/**
+ * Calls `callback` with every plan a device takes (the variant that runs) until the returned
+ * function is called.
+ *
+ * @example
+ * ```ts
+ * import * as gyre from "@gyre/gyre";
+ * import { onPlan } from "@gyre/gyre/tuning";
+ * const seen: string[] = [];
+ * const stop = onPlan((r) => seen.push(r.family));
+ * gyre.ones([8]).add(1).realize();
+ * stop();
+ * ```
+ */
+export function onPlan(callback: (record: PlanRecord) => void): () => void {
+  planObservers.add(callback);
+  return () => planObservers.delete(callback);
+}
