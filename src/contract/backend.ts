@@ -8,7 +8,8 @@ import type { DType, TypedArray } from "../core/dtype.ts";
 import type { Expr } from "../ir/expr.ts";
 import type { RowsJob, RowsResult } from "./rows.ts";
 import type { Choice } from "../plans/mod.ts";
-import type { PlanFamily, PlanOverrides } from "../plans/overrides.ts";
+import type { PlanOverrides } from "../plans/overrides.ts";
+import { type FamilyChoice, type GpuFamily, variantsOf } from "../plans/variants.ts";
 import type { DeviceName, Storage, StorageOwner, View } from "../core/view.ts";
 
 export type { DeviceName, Storage, View };
@@ -120,23 +121,28 @@ export interface KernelRecord {
 /** A plan's choice as a device took it: which variant of a family's kernels ran. */
 export interface PlanRecord {
   device: DeviceName;
-  family: PlanFamily;
+  family: GpuFamily;
   /** The op (label) the work was issued as. */
   op: string;
   choice: Choice;
+  /** The named variants that run (see `variantsOf`): what coverage counts. */
+  variants: string[];
 }
 
 /** Callbacks told of every plan a device takes (empty unless something is listening). */
 export const planObservers: Set<(record: PlanRecord) => void> = new Set();
 
 /** Tells the observers which variant a device runs; returns the choice. */
-export function observePlan<C extends Choice>(
+export function observePlan<F extends GpuFamily>(
   device: DeviceName,
-  family: PlanFamily,
+  family: F,
   op: string,
-  choice: C,
-): C {
-  for (const observer of planObservers) observer({ device, family, op, choice });
+  choice: FamilyChoice[F],
+  context: { acrossAxis?: boolean } = {},
+): FamilyChoice[F] {
+  if (planObservers.size === 0) return choice;
+  const variants = variantsOf(family, choice, context);
+  for (const observer of planObservers) observer({ device, family, op, choice, variants });
   return choice;
 }
 

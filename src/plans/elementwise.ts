@@ -6,6 +6,11 @@
 import type { DeviceCaps } from "../contract/caps.ts";
 import type { DType } from "../core/dtype.ts";
 
+/** The elementwise kernel forms (the registry and the coverage test read this list). */
+export const ELEMENTWISE_VARIANTS = ["vec4", "scalar", "transpose", "tiled"] as const;
+/** One of {@link ELEMENTWISE_VARIANTS}. */
+export type ElementwiseVariant = (typeof ELEMENTWISE_VARIANTS)[number];
+
 /** The choice for an elementwise kernel. */
 export interface ElementwiseChoice {
   kernel: "elementwise";
@@ -17,7 +22,7 @@ export interface ElementwiseChoice {
    * (of a computation, or of a plain copy), which it reads through workgroup memory so that
    * every access is coalesced.
    */
-  variant: "vec4" | "scalar" | "transpose" | "tiled";
+  variant: ElementwiseVariant;
   workgroupSize: number;
 }
 

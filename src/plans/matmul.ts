@@ -7,6 +7,11 @@ import type { DeviceCaps } from "../contract/caps.ts";
 
 import { ValueError } from "../core/errors.ts";
 
+/** The matmul kernel schemes (the registry and the coverage test read this list). */
+export const MATMUL_VARIANTS = ["tiled", "splitK", "gemv", "streamK"] as const;
+/** One of {@link MATMUL_VARIANTS}. */
+export type MatmulVariant = (typeof MATMUL_VARIANTS)[number];
+
 /** The choice for a matrix multiply (src/gpu/_codegen_matmul.ts). */
 export interface MatmulChoice {
   kernel: "matmul";
@@ -23,7 +28,7 @@ export interface MatmulChoice {
    * 4096^3 43.7 TFLOP/s against 42.9, 8192^3 44.7 against 43.6, float16 storage 4096^3 40.4
    * against 39.3, 4096 x 4352 x 4096 43.8 against 40.0.
    */
-  variant: "tiled" | "splitK" | "gemv" | "streamK";
+  variant: MatmulVariant;
   /** Output tile of a workgroup, and K per shared-memory step. */
   tileM: number;
   tileN: number;

@@ -30,3 +30,4 @@ export type Choice =
   | RowsChoice
   | MatmulChoice
   | WasmGemmChoice;
+export * from "./variants.ts";

@@ -4,6 +4,11 @@
  */
 import type { DeviceCaps } from "../contract/caps.ts";
 
+/** The pooling kernel forms (the registry and the coverage test read this list). */
+export const POOL_VARIANTS = ["unrolled", "looped", "team"] as const;
+/** One of {@link POOL_VARIANTS}. */
+export type PoolVariant = (typeof POOL_VARIANTS)[number];
+
 /** The choice for a 2-D pooling kernel (src/gpu/_codegen_pool.ts). */
 export interface PoolChoice {
   kernel: "pool";
@@ -11,7 +16,7 @@ export interface PoolChoice {
    * "unrolled": the window walk as straight-line code; "looped": loops over uniform sizes;
    * "team": a team of `teamSize` invocations per output (subgroups).
    */
-  variant: "unrolled" | "looped" | "team";
+  variant: PoolVariant;
   /** Team only: invocations per output (a power of two, at most the smallest subgroup). */
   teamSize: number;
   /** Neighbouring outputs along W per invocation (unrolled regular windows only). */

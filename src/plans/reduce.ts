@@ -4,11 +4,21 @@
  */
 import type { DeviceCaps } from "../contract/caps.ts";
 
+/** Invocations per row: a workgroup, or one thread (the registry and the coverage test read this list). */
+export const REDUCE_VARIANTS = ["workgroup", "thread"] as const;
+/** One of {@link REDUCE_VARIANTS}. */
+export type ReduceVariant = (typeof REDUCE_VARIANTS)[number];
+
+/** How the chunks of a row combine (the registry and the coverage test read this list). */
+export const REDUCE_COMBINES = ["last-workgroup", "second-pass"] as const;
+/** One of {@link REDUCE_COMBINES}. */
+export type ReduceCombine = (typeof REDUCE_COMBINES)[number];
+
 /** The choice for a reduction. */
 export interface ReduceChoice {
   kernel: "reduce";
   /** "workgroup": a workgroup per row chunk; "thread": one invocation per row. */
-  variant: "workgroup" | "thread";
+  variant: ReduceVariant;
   /** Combine within a workgroup through subgroup operations rather than shared memory. */
   subgroups: boolean;
   workgroupSize: number;
@@ -21,7 +31,7 @@ export interface ReduceChoice {
    * dispatch, by the row's last workgroup to finish (an atomic ticket); "second-pass" by a
    * second dispatch. The thread variant always takes a second pass.
    */
-  combineChunks: "last-workgroup" | "second-pass";
+  combineChunks: ReduceCombine;
   /**
    * "last-workgroup": the partials and counters as 64-bit atomic words, one atomic per word,
    * where the device has 64-bit atomics; else tagged pairs of 32-bit words. On one H200 (16 Mi):

@@ -5,8 +5,16 @@
  */
 import type { DeviceCaps } from "../contract/caps.ts";
 
+/** One pass per row, or chunk statistics first (the registry and the coverage test read this list). */
+export const ROWS_VARIANTS = ["single", "chunked"] as const;
+/** One of {@link ROWS_VARIANTS}. */
+export type RowsVariant = (typeof ROWS_VARIANTS)[number];
+
+/** How the invocations sharing a row combine a statistic (the registry and the coverage test read this list). */
+export const ROWS_COMBINES = ["none", "shuffle", "subgroup", "shared"] as const;
+
 /** How the invocations sharing a row combine a statistic (see src/gpu/_codegen_rows.ts). */
-export type RowsCombine = "none" | "shuffle" | "subgroup" | "shared";
+export type RowsCombine = (typeof ROWS_COMBINES)[number];
 
 /** The choice for the row kernels of softmax and the normalisations (src/gpu/_codegen_rows.ts). */
 export interface RowsChoice {
@@ -16,7 +24,7 @@ export interface RowsChoice {
    * "chunked": rows are split into chunks of `threadsPerRow * registers` units; a pass writes each
    * chunk's statistics, a second merges them per row, a third normalises (x is read twice).
    */
-  variant: "single" | "chunked";
+  variant: RowsVariant;
   /** Units of four elements with vector loads (only where the layout allows). */
   vec4: boolean;
   /**

@@ -7,6 +7,16 @@ import type { DeviceCaps } from "../contract/caps.ts";
 
 import type { ScanOp } from "../gpu/_codegen_scan.ts";
 
+/** The scan schemes (the registry and the coverage test read this list). */
+export const SCAN_VARIANTS = ["row", "lookback", "multipass"] as const;
+/** One of {@link SCAN_VARIANTS}. */
+export type ScanVariant = (typeof SCAN_VARIANTS)[number];
+
+/** How a scan over a non-last axis reads its rows (the registry and the coverage test read this list). */
+export const SCAN_LAYOUTS = ["strided", "columns", "transpose"] as const;
+/** One of {@link SCAN_LAYOUTS}. */
+export type ScanLayout = (typeof SCAN_LAYOUTS)[number];
+
 /** The choice for a scan (cumsum, cumprod, cummax, cummin; src/gpu/_codegen_scan.ts). */
 export interface ScanChoice {
   kernel: "scan";
@@ -17,7 +27,7 @@ export interface ScanChoice {
    * reduced by its reader, so no forward progress is assumed);
    * "multipass": reduce tiles, scan the tile totals, scan tiles with their offsets.
    */
-  variant: "row" | "lookback" | "multipass";
+  variant: ScanVariant;
   /** Scan across a workgroup with subgroup operations rather than shared memory alone. */
   subgroups: boolean;
   workgroupSize: number;
@@ -34,7 +44,7 @@ export interface ScanChoice {
    * the axis, so neighbouring invocations read neighbouring elements; "transpose" first copies
    * the input with the scan axis last (contiguous, vec4 loads).
    */
-  layout: "strided" | "columns" | "transpose";
+  layout: ScanLayout;
   /**
    * Look-back: sub-tiles per look-back. Above 1 a workgroup reduces its sub-tiles, looks back once,
    * then reads them again (from L2) to scan: the look-back's latency is paid once per sub-tiles.
