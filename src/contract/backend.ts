@@ -7,6 +7,7 @@
 import type { DType, TypedArray } from "../core/dtype.ts";
 import type { Expr } from "../ir/expr.ts";
 import type { RowsJob, RowsResult } from "./rows.ts";
+import type { ScanJob, ScanResult } from "./scan.ts";
 import type { DeviceName, Storage, StorageOwner, View } from "../core/view.ts";
 
 export type { DeviceName, Storage, View };
@@ -76,6 +77,8 @@ export interface Backend extends StorageOwner {
    * in the row kernel; the caller then runs it without one.
    */
   rows(job: RowsJob): RowsResult | null;
+  /** Runs a scan job (cumsum, cumprod, cummax, cummin along one axis). */
+  scan(job: ScanJob): ScanResult;
   /** Reads many views back; one device synchronisation for all of them. */
   read(views: readonly View[]): Promise<TypedArray[]>;
   /** Frees storage whose last view let go. */

@@ -6,12 +6,17 @@
  * @module
  */
 import type { RowsJob, RowsResult } from "../contract/rows.ts";
+import type { ScanJob, ScanResult } from "../contract/scan.ts";
 import { GpuHost } from "./host.ts";
 import { runRowsGpu } from "./rows.ts";
+import { runScanGpu } from "./scan.ts";
 
 /** The GPU backend over one WebGPU device. */
 export class GpuBackend extends GpuHost {
   rows(job: RowsJob): RowsResult | null {
     return runRowsGpu(this, job);
+  }
+  scan(job: ScanJob): ScanResult {
+    return runScanGpu(this, job);
   }
 }

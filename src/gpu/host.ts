@@ -5,6 +5,7 @@
  * @module
  */
 import type { RowsJob, RowsResult } from "../contract/rows.ts";
+import type { ScanJob, ScanResult } from "../contract/scan.ts";
 import {
   type Backend,
   type FusedSource,
@@ -112,6 +113,7 @@ function targetRows(
 export abstract class GpuHost implements Backend {
   /** Family entries, each implemented beside its kernels (see backend.ts). */
   abstract rows(job: RowsJob): RowsResult | null;
+  abstract scan(job: ScanJob): ScanResult;
   readonly name = "gpu" as const;
   readonly device: GPUDevice;
   readonly caps: DeviceCaps;

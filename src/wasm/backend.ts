@@ -6,12 +6,17 @@
  * @module
  */
 import type { RowsJob, RowsResult } from "../contract/rows.ts";
+import type { ScanJob, ScanResult } from "../contract/scan.ts";
 import { WasmHost } from "./host.ts";
 import { runRowsWasm } from "./rows.ts";
+import { runScanWasm } from "./scan.ts";
 
 /** The WASM backend over one instance of the kernel module. */
 export class WasmBackend extends WasmHost {
   rows(job: RowsJob): RowsResult {
     return runRowsWasm(this, job);
+  }
+  scan(job: ScanJob): ScanResult {
+    return runScanWasm(this, job);
   }
 }

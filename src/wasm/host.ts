@@ -6,6 +6,7 @@
  * @module
  */
 import type { RowsJob, RowsResult } from "../contract/rows.ts";
+import type { ScanJob, ScanResult } from "../contract/scan.ts";
 import {
   type Backend,
   type FusedSource,
@@ -68,6 +69,7 @@ export interface Value {
 export abstract class WasmHost implements Backend {
   /** Family entries, each implemented beside its kernels (see backend.ts). */
   abstract rows(job: RowsJob): RowsResult | null;
+  abstract scan(job: ScanJob): ScanResult;
   readonly name = "wasm" as const;
   readonly allocator: WasmAllocator;
   readonly kernels: Record<string, Kernel>;
