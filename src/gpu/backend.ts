@@ -5,9 +5,11 @@
  * import core, ir, contract and plans; never the front end (tensors, ops).
  * @module
  */
+import type { PoolJob, PoolResult } from "../contract/pool.ts";
 import type { RowsJob, RowsResult } from "../contract/rows.ts";
 import type { ScanJob, ScanResult } from "../contract/scan.ts";
 import { GpuHost } from "./host.ts";
+import { runPoolGpu } from "./pool.ts";
 import { runRowsGpu } from "./rows.ts";
 import { runScanGpu } from "./scan.ts";
 
@@ -18,5 +20,8 @@ export class GpuBackend extends GpuHost {
   }
   scan(job: ScanJob): ScanResult {
     return runScanGpu(this, job);
+  }
+  pool(job: PoolJob): PoolResult {
+    return runPoolGpu(this, job);
   }
 }

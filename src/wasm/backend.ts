@@ -5,9 +5,11 @@
  * ir, contract and plans; never the front end (tensors, ops).
  * @module
  */
+import type { PoolJob, PoolResult } from "../contract/pool.ts";
 import type { RowsJob, RowsResult } from "../contract/rows.ts";
 import type { ScanJob, ScanResult } from "../contract/scan.ts";
 import { WasmHost } from "./host.ts";
+import { runPoolWasm } from "./pool.ts";
 import { runRowsWasm } from "./rows.ts";
 import { runScanWasm } from "./scan.ts";
 
@@ -18,5 +20,8 @@ export class WasmBackend extends WasmHost {
   }
   scan(job: ScanJob): ScanResult {
     return runScanWasm(this, job);
+  }
+  pool(job: PoolJob): PoolResult {
+    return runPoolWasm(this, job);
   }
 }
