@@ -13,7 +13,7 @@
 import type { Storage, View } from "./contract/backend.ts";
 import { DisposedError } from "./core/errors.ts";
 import type { DispatchRecorder, GpuHost, GpuStorage, RecordedDispatch } from "./gpu/host.ts";
-import { sizeClass } from "./gpu/pool.ts";
+import { sizeClass } from "./gpu/buffer_pool.ts";
 import { runtime } from "./runtime.ts";
 import { Tensor } from "./tensor.ts";
 import { tidy } from "./tidy.ts";
@@ -257,7 +257,7 @@ function replay(gpu: GpuHost, plan: Plan, inputs: readonly Tensor[]): Tensor | T
       const size = sizeClass(plan.temps[slot.index].bytes);
       // Written first by a kernel recorded after every earlier reader: a buffer released into the
       // open batch may serve, as in eager execution.
-      b = free.get(size)?.pop() ?? gpu.pool.acquire(size, "jit", true);
+      b = free.get(size)?.pop() ?? gpu.bufferPool.acquire(size, "jit", true);
       acquired.push(b);
       buffers[slot.index] = b;
     }
@@ -280,7 +280,7 @@ function replay(gpu: GpuHost, plan: Plan, inputs: readonly Tensor[]): Tensor | T
   const outputBuffers = new Set(
     plan.outputs.flatMap((o) => (o.slot.kind === "temp" ? [buffers[o.slot.index]] : [])),
   );
-  for (const b of new Set(acquired)) if (!outputBuffers.has(b)) gpu.pool.release(b);
+  for (const b of new Set(acquired)) if (!outputBuffers.has(b)) gpu.bufferPool.release(b);
   // One storage per output buffer, however many outputs view it.
   const storages = new Map<number, GpuStorage>();
   const tensors = plan.outputs.map((o) => {

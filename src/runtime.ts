@@ -7,7 +7,7 @@ import type { Backend, DeviceName } from "./contract/backend.ts";
 import { DeviceError, GpuError } from "./core/errors.ts";
 import { GpuBackend } from "./gpu/backend.ts";
 import { acquireDevice, type DeviceCaps } from "./gpu/device.ts";
-import type { PoolStats } from "./gpu/pool.ts";
+import type { PoolStats } from "./gpu/buffer_pool.ts";
 import type { AllocatorStats } from "./wasm/allocator.ts";
 import { WasmBackend } from "./wasm/backend.ts";
 import { materializeAll } from "./tensor.ts";
@@ -115,7 +115,7 @@ export class Runtime {
 
   /** Allocation counters of both devices. */
   stats(): RuntimeStats {
-    return { gpu: this.gpu?.pool.stats() ?? null, wasm: this.wasm.allocator.stats() };
+    return { gpu: this.gpu?.bufferPool.stats() ?? null, wasm: this.wasm.allocator.stats() };
   }
 }
 

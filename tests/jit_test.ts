@@ -218,7 +218,7 @@ Deno.test({
     for (const t of f(x) as gyre.Tensor[]) t.dispose(); // first replay: the pool's buffers exist
     await gyre.sync();
     const before = liveCounts();
-    const created = gpu.pool.stats().created;
+    const created = gpu.bufferPool.stats().created;
     let last: gyre.Tensor[] = [];
     for (let i = 0; i < 10_000; i++) {
       const out = f(x) as gyre.Tensor[];
@@ -231,7 +231,7 @@ Deno.test({
     for (const t of last) t.dispose();
     gyre.flush();
     assert.deepEqual(liveCounts(), before);
-    assert.ok(gpu.pool.stats().created - created <= 8, "replays reuse the pool's buffers");
+    assert.ok(gpu.bufferPool.stats().created - created <= 8, "replays reuse the pool's buffers");
     x.dispose();
     f.dispose();
   },

@@ -412,7 +412,7 @@ test("A copied into [K, M] order first: the same product, one more dispatch, not
       });
       const want = await values(gyre.matmul(a, b));
       gyre.flush();
-      const before = gpu.pool.stats();
+      const before = gpu.bufferPool.stats();
       const dispatches = gpu.batch.totalDispatches;
       let got: gyre.Tensor;
       try {
@@ -429,7 +429,7 @@ test("A copied into [K, M] order first: the same product, one more dispatch, not
       got.dispose();
       gyre.flush();
       assert.equal(
-        gpu.pool.stats().liveBuffers,
+        gpu.bufferPool.stats().liveBuffers,
         before.liveBuffers,
         `${label}: the copy is released`,
       );

@@ -182,7 +182,7 @@ Deno.test({
     const gpu = gyre.runtime().gpu!;
     const x = gyre.random.uniform([1000], { device: "gpu", seed: 1 });
     gyre.flush(); // x is lazy until then
-    const before = gpu.pool.stats();
+    const before = gpu.bufferPool.stats();
     const created: number[] = [];
     for (let i = 0; i < 6; i++) {
       // realize() gives the intermediate a buffer of its own (fusion would otherwise need none).
@@ -190,13 +190,13 @@ Deno.test({
       assert.ok((await values(r))[0] > 1000);
       r.dispose();
       gyre.flush();
-      created.push(gpu.pool.stats().created);
+      created.push(gpu.bufferPool.stats().created);
     }
     // The first round creates buffers; every later round reuses them (a flush with nothing
     // recorded still makes released buffers reusable).
     assert.ok(created[0] > before.created);
     for (let i = 1; i < created.length; i++) assert.equal(created[i], created[0], `${created}`);
-    const after = gpu.pool.stats();
+    const after = gpu.bufferPool.stats();
     assert.equal(after.liveBuffers, before.liveBuffers);
     assert.equal(after.liveBytes, before.liveBytes);
     assert.ok(after.pooledBuffers > 0);
@@ -204,11 +204,11 @@ Deno.test({
     // flush computes y into a buffer of its own, then its release is deferred.)
     const y = x.add(1);
     gyre.flush();
-    const live = gpu.pool.stats();
+    const live = gpu.bufferPool.stats();
     y.dispose();
-    assert.equal(gpu.pool.stats().pooledBuffers, live.pooledBuffers, "deferred until submit");
+    assert.equal(gpu.bufferPool.stats().pooledBuffers, live.pooledBuffers, "deferred until submit");
     gyre.flush();
-    assert.equal(gpu.pool.stats().pooledBuffers, live.pooledBuffers + 1);
+    assert.equal(gpu.bufferPool.stats().pooledBuffers, live.pooledBuffers + 1);
     x.dispose();
   },
 });
@@ -221,7 +221,7 @@ Deno.test({
     const x = gyre.random.uniform([64, 96], { device: "gpu", seed: 2 });
     const y = gyre.random.uniform([96, 64], { device: "gpu", seed: 3 });
     gyre.flush();
-    const before = gpu.pool.stats();
+    const before = gpu.bufferPool.stats();
     tuning.setPlanOverride("elementwise", { variant: "tiled" });
     try {
       for (let i = 0; i < 3; i++) {
@@ -239,7 +239,7 @@ Deno.test({
     } finally {
       tuning.setPlanOverride("elementwise", null);
     }
-    const after = gpu.pool.stats();
+    const after = gpu.bufferPool.stats();
     assert.equal(after.liveBuffers, before.liveBuffers);
     assert.equal(after.liveBytes, before.liveBytes);
     x.dispose();

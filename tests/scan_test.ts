@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import * as gyre from "../src/mod.ts";
 import * as tuning from "../src/tuning.ts";
 import { SCAN_EPOCHS } from "../src/gpu/_codegen_scan.ts";
-import { _scanEpochs } from "../src/ops/scan.ts";
+import { _scanEpochs } from "../src/gpu/scan.ts";
 import { bufferWords, devices, expectTensor, liveCounts } from "./_devices.ts";
 
 const DEVICES = await devices();

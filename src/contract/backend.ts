@@ -6,10 +6,12 @@
  */
 import type { DType, TypedArray } from "../core/dtype.ts";
 import type { Expr } from "../ir/expr.ts";
+import type { PoolJob, PoolResult } from "./pool.ts";
 import type { RowsJob, RowsResult } from "./rows.ts";
 import type { Choice } from "../plans/mod.ts";
 import type { PlanOverrides } from "../plans/overrides.ts";
 import { type FamilyChoice, type GpuFamily, variantsOf } from "../plans/variants.ts";
+import type { ScanJob, ScanResult } from "./scan.ts";
 import type { DeviceName, Storage, StorageOwner, View } from "../core/view.ts";
 
 export type { DeviceName, Storage, View };
@@ -101,6 +103,10 @@ export interface Backend extends StorageOwner {
    * in the row kernel; the caller then runs it without one.
    */
   rows(job: RowsJob): RowsResult | null;
+  /** Runs a scan job (cumsum, cumprod, cummax, cummin along one axis). */
+  scan(job: ScanJob): ScanResult;
+  /** Runs a pooling job (2-D max and average pooling, regular and adaptive). */
+  pool(job: PoolJob): PoolResult;
   /** Reads many views back; one device synchronisation for all of them. */
   read(views: readonly View[]): Promise<TypedArray[]>;
   /** Frees storage whose last view let go. */

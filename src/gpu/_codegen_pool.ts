@@ -18,16 +18,8 @@
  * @module
  */
 import { computeType, literal, loadAs, preludeFor, storageType, storeAs } from "./_wgsl_types.ts";
-
-/**
- * Dtypes with a pooling kernel (int32: max pooling only).
- *
- * @example
- * ```ts
- * const dtype: PoolDType = "float16";
- * ```
- */
-export type PoolDType = "float32" | "float16" | "int32";
+// Dtypes with a pooling kernel: the job's (src/contract/pool.ts).
+import type { PoolDType } from "../contract/pool.ts";
 
 /**
  * How an average is divided (PyTorch's rules).

@@ -54,15 +54,11 @@
 import type { DType } from "../core/dtype.ts";
 import { taggedWordFunctions } from "./_codegen_tagged.ts";
 import { literal, preludeFor, workgroupBuiltins } from "./_wgsl_types.ts";
+import type { ScanOp, ScanType } from "../contract/scan.ts";
 
-/** Scan operators. */
-export type ScanOp = "sum" | "prod" | "max" | "min";
-
-/**
- * What the scan computes in: its register type and identities. "bool" computes in u32 with the
- * identities of "any" (max) and "all" (min).
- */
-export type ScanType = "f32" | "i32" | "u32" | "bool";
+// The scan operators and register types are the job's (src/contract/scan.ts); src/plans.ts still
+// names ScanOp through this module.
+export type { ScanOp, ScanType };
 
 /** Everything the generated code depends on. */
 export interface ScanSpec {

@@ -5,13 +5,23 @@
  * import core, ir, contract and plans; never the front end (tensors, ops).
  * @module
  */
+import type { PoolJob, PoolResult } from "../contract/pool.ts";
 import type { RowsJob, RowsResult } from "../contract/rows.ts";
+import type { ScanJob, ScanResult } from "../contract/scan.ts";
 import { GpuHost } from "./host.ts";
+import { runPoolGpu } from "./pool.ts";
 import { runRowsGpu } from "./rows.ts";
+import { runScanGpu } from "./scan.ts";
 
 /** The GPU backend over one WebGPU device. */
 export class GpuBackend extends GpuHost {
   rows(job: RowsJob): RowsResult | null {
     return runRowsGpu(this, job);
+  }
+  scan(job: ScanJob): ScanResult {
+    return runScanGpu(this, job);
+  }
+  pool(job: PoolJob): PoolResult {
+    return runPoolGpu(this, job);
   }
 }

@@ -7,7 +7,7 @@
  * @module
  */
 import { GpuError } from "../core/errors.ts";
-import type { BufferPool } from "./pool.ts";
+import type { BufferPool } from "./buffer_pool.ts";
 
 /** Uniform slots are aligned to this many bytes (WebGPU's minimum uniform offset alignment). */
 const UNIFORM_ALIGN = 256;

@@ -4,7 +4,9 @@
  * number of tensors through one staging buffer and one `mapAsync`.
  * @module
  */
+import type { PoolJob, PoolResult } from "../contract/pool.ts";
 import type { RowsJob, RowsResult } from "../contract/rows.ts";
+import type { ScanJob, ScanResult } from "../contract/scan.ts";
 import {
   type Backend,
   type FusedSource,
@@ -59,7 +61,7 @@ import {
   stateType,
 } from "./_codegen_reduce.ts";
 import type { AcquiredDevice, DeviceCaps } from "./device.ts";
-import { BufferPool } from "./pool.ts";
+import { BufferPool } from "./buffer_pool.ts";
 
 /** GPU storage: one pooled buffer. */
 export class GpuStorage implements Storage {
@@ -114,10 +116,12 @@ function targetRows(
 export abstract class GpuHost implements Backend {
   /** Family entries, each implemented beside its kernels (see backend.ts). */
   abstract rows(job: RowsJob): RowsResult | null;
+  abstract scan(job: ScanJob): ScanResult;
+  abstract pool(job: PoolJob): PoolResult;
   readonly name = "gpu" as const;
   readonly device: GPUDevice;
   readonly caps: DeviceCaps;
-  readonly pool: BufferPool;
+  readonly bufferPool: BufferPool;
   readonly batch: CommandBatch;
   /** Set by `device.lost`; every later call throws. */
   lostReason: string | null = null;
@@ -144,8 +148,8 @@ export abstract class GpuHost implements Backend {
   constructor(acquired: AcquiredDevice) {
     this.device = acquired.device;
     this.caps = acquired.caps;
-    this.pool = new BufferPool(this.device, this.caps.limits.maxStorageBufferBindingSize);
-    this.batch = new CommandBatch(this.device, this.pool);
+    this.bufferPool = new BufferPool(this.device, this.caps.limits.maxStorageBufferBindingSize);
+    this.batch = new CommandBatch(this.device, this.bufferPool);
     this.device.lost.then((info) => {
       this.lostReason = info.message || info.reason || "unknown";
     });
@@ -213,7 +217,7 @@ export abstract class GpuHost implements Backend {
   trim(): void {
     this.batch.submit();
     this.batch.forgetBindGroups();
-    this.pool.trim();
+    this.bufferPool.trim();
   }
 
   /** Storage over a pool buffer acquired elsewhere (a `jit` replay's output). */
@@ -226,7 +230,7 @@ export abstract class GpuHost implements Backend {
   /** New pooled storage. For op modules. */
   _alloc(op: string, dtype: DType, length: number, kernelOutput = true): GpuStorage {
     this.batch.open();
-    const buffer = this.pool.acquire(length * storageBytes(dtype), op, kernelOutput);
+    const buffer = this.bufferPool.acquire(length * storageBytes(dtype), op, kernelOutput);
     const storage = new GpuStorage(this, buffer, length, dtype);
     this.#owners.set(buffer, storage);
     this.recorder?.allocated(buffer, storage);
@@ -296,7 +300,7 @@ export abstract class GpuHost implements Backend {
 
   checkAllocation(op: string, dtype: DType, length: number): void {
     this._check(op, [dtype]);
-    this.pool.check(length * storageBytes(dtype), op);
+    this.bufferPool.check(length * storageBytes(dtype), op);
   }
 
   allocate(op: string, dtype: DType, length: number): Storage {
@@ -699,7 +703,7 @@ export abstract class GpuHost implements Backend {
   }
 
   free(storage: Storage): void {
-    this.pool.release((storage as GpuStorage).buffer);
+    this.bufferPool.release((storage as GpuStorage).buffer);
   }
 
   flush(): void {
@@ -707,7 +711,7 @@ export abstract class GpuHost implements Backend {
   }
 
   stats(): MemoryStats {
-    const s = this.pool.stats();
+    const s = this.bufferPool.stats();
     return { liveBuffers: s.liveBuffers, liveBytes: s.liveBytes };
   }
 }

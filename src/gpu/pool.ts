@@ -1,146 +1,137 @@
 /**
- * A pool of GPU storage buffers in size classes. Freed buffers wait until the batch that last
- * used them is submitted (a later `queue.writeBuffer` would otherwise run before commands that
- * are recorded but not yet submitted), then become reusable.
+ * The pooling family on the GPU: host code for the kernels that _codegen_pool.ts generates, as
+ * `planPool` chooses. The kernels read contiguous planes: strided views are copied first. (The
+ * pool of GPU buffers is ./buffer_pool.ts.)
  * @module
  */
-import { GpuError } from "../core/errors.ts";
+import type { DType } from "../core/dtype.ts";
+import { contiguousStrides, isContiguous } from "../core/shape.ts";
+import type { View } from "../core/view.ts";
+import type { Pair, PoolJob, PoolResult } from "../contract/pool.ts";
+import { E } from "../ir/expr.ts";
+import { observePlan } from "../contract/backend.ts";
+import { planPool } from "../plans/mod.ts";
+import type { GpuHost, GpuStorage } from "./host.ts";
+import {
+  generatePool,
+  type PoolDivisor,
+  type PoolGeometry,
+  poolInvocations,
+  poolKey,
+  type PoolSpec,
+  poolUniforms,
+} from "./_codegen_pool.ts";
 
-/** Counts that tests use to prove nothing leaks. */
-export interface PoolStats {
-  /** Buffers handed out and not yet released. */
-  liveBuffers: number;
-  /** Bytes (by size class) handed out and not yet released. */
-  liveBytes: number;
-  /** Released buffers kept for reuse. */
-  pooledBuffers: number;
-  pooledBytes: number;
-  /** Buffers ever created. */
-  created: number;
-}
-
-const STORAGE_USAGE = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST;
-
-/**
- * Rounds a byte size up to its class: powers of two up to 1 MiB, then eighths of a power of two,
- * so large tensors waste at most 12.5%. Every class is a multiple of 16 bytes, which lets vec4
- * kernels read and write a whole last vector.
- */
-export function sizeClass(bytes: number): number {
-  const b = Math.max(16, bytes);
-  if (b <= 1 << 20) return 2 ** Math.ceil(Math.log2(b));
-  const step = 2 ** (Math.floor(Math.log2(b)) - 3);
-  return Math.ceil(b / step) * step;
-}
-
-/** The buffer pool of one device. */
-export class BufferPool {
-  #device: GPUDevice;
-  #maxBytes: number;
-  #free = new Map<number, GPUBuffer[]>();
-  #deferred: GPUBuffer[] = [];
-  #deferredBytes = 0;
-  #stats: PoolStats = {
-    liveBuffers: 0,
-    liveBytes: 0,
-    pooledBuffers: 0,
-    pooledBytes: 0,
-    created: 0,
-  };
-
-  constructor(device: GPUDevice, maxBytes: number) {
-    this.#device = device;
-    this.#maxBytes = maxBytes;
+/** The GPU path: the values and, when asked, the indices, one dispatch each. */
+export function runPoolGpu(backend: GpuHost, job: PoolJob): PoolResult {
+  const { op, problem: p, indices } = job;
+  backend._check(op, [p.dtype]);
+  const outputs = p.planes * p.outHeight * p.outWidth;
+  const kinds: ("values" | "indices")[] = indices ? ["values", "indices"] : ["values"];
+  if (outputs === 0) {
+    const [values, index] = kinds.map((k) => {
+      const dtype = k === "indices" ? "int32" : p.dtype;
+      return backend._alloc(op, dtype, 0);
+    });
+    return { values, indices: index ?? null };
   }
-
-  /** Throws the GpuError `acquire` would for a request this large. */
-  check(bytes: number, op = "allocate"): void {
-    const size = sizeClass(bytes);
-    if (size > this.#maxBytes) {
-      throw new GpuError(
-        "out-of-memory",
-        op,
-        "size",
-        `at most ${this.#maxBytes} bytes in one GPU buffer (the device's binding limit)`,
-        `${bytes} bytes`,
-      );
-    }
-  }
-
-  /** A buffer of at least `bytes` bytes, reused when one of its class is free. */
-  /**
-   * A buffer of at least `bytes` bytes. `kernelOutput`: the caller only writes it from kernels
-   * recorded after this call, which the GPU runs after every earlier recorded reader, so a buffer
-   * released into the pending batch may serve (the memory planner's reuse); uploads through
-   * `queue.writeBuffer` run before the batch and must not take one.
-   */
-  acquire(bytes: number, op = "allocate", kernelOutput = false): GPUBuffer {
-    this.check(bytes, op);
-    const size = sizeClass(bytes);
-    if (kernelOutput) {
-      const i = this.#deferred.findLastIndex((b) => b.size === size);
-      if (i >= 0) {
-        const [buffer] = this.#deferred.splice(i, 1);
-        this.#deferredBytes -= size;
-        this.#stats.liveBuffers++;
-        this.#stats.liveBytes += size;
-        return buffer;
+  const source = job.x;
+  // The kernels read contiguous planes: strided views are copied first (as `clone` does).
+  const copy = isContiguous(source.shape, source.strides) ? null : backend.evaluate(
+    "clone",
+    E.input(0, source.dtype),
+    [source],
+    source.shape,
+  ) as GpuStorage;
+  try {
+    const view: View = copy
+      ? {
+        storage: copy,
+        dtype: source.dtype,
+        shape: source.shape,
+        strides: contiguousStrides(source.shape),
+        offset: 0,
       }
-    }
-    const list = this.#free.get(size);
-    let buffer = list?.pop();
-    if (buffer) {
-      this.#stats.pooledBuffers--;
-      this.#stats.pooledBytes -= size;
-    } else {
-      buffer = this.#device.createBuffer({
-        label: `gyre pool ${size}`,
-        size,
-        usage: STORAGE_USAGE,
-      });
-      this.#stats.created++;
-    }
-    this.#stats.liveBuffers++;
-    this.#stats.liveBytes += size;
-    return buffer;
-  }
-
-  /** Releases a buffer; it becomes reusable after the pending batch is submitted. */
-  release(buffer: GPUBuffer): void {
-    this.#stats.liveBuffers--;
-    this.#stats.liveBytes -= buffer.size;
-    this.#deferred.push(buffer);
-    this.#deferredBytes += buffer.size;
-  }
-
-  /** Bytes released since the last submit (the batch flushes when this grows large). */
-  get deferredBytes(): number {
-    return this.#deferredBytes;
-  }
-
-  /** Called after a submit: buffers released before it may now be reused. */
-  recycle(): void {
-    for (const buffer of this.#deferred) {
-      const list = this.#free.get(buffer.size) ?? [];
-      list.push(buffer);
-      this.#free.set(buffer.size, list);
-      this.#stats.pooledBuffers++;
-      this.#stats.pooledBytes += buffer.size;
-    }
-    this.#deferred = [];
-    this.#deferredBytes = 0;
-  }
-
-  /** Destroys every pooled buffer (live ones are untouched). */
-  trim(): void {
-    for (const list of this.#free.values()) for (const b of list) b.destroy();
-    this.#free.clear();
-    this.#stats.pooledBuffers = 0;
-    this.#stats.pooledBytes = 0;
-  }
-
-  /** A snapshot of the counters. */
-  stats(): PoolStats {
-    return { ...this.#stats };
+      : source;
+    // Adaptive bins that divide the input evenly are regular windows (kernel = stride), which
+    // get the multi-output and vec4 forms; their averages still divide twice, as PyTorch's.
+    const even = p.adaptive && p.inHeight % p.outHeight === 0 && p.inWidth % p.outWidth === 0;
+    const window = p.adaptive && !even ? "adaptive" : "regular";
+    const kernel: Pair = even ? [p.inHeight / p.outHeight, p.inWidth / p.outWidth] : p.kernel;
+    const stride: Pair = even ? kernel : p.stride;
+    const choice = observePlan(
+      "gpu",
+      "pool",
+      op,
+      planPool(
+        backend.caps,
+        {
+          window,
+          kernel,
+          stride,
+          padding: p.padding,
+          dilation: p.dilation,
+          inWidth: p.inWidth,
+          outWidth: p.outWidth,
+          alignedOffset: view.offset % 4 === 0,
+        },
+        job.overrides.pool,
+      ),
+    );
+    const divisor: PoolDivisor = p.adaptive
+      ? "bins"
+      : p.divisor !== 0
+      ? "override"
+      : p.countIncludePad
+      ? "padded"
+      : "valid";
+    const geometry: PoolGeometry = {
+      planes: p.planes,
+      inHeight: p.inHeight,
+      inWidth: p.inWidth,
+      outHeight: p.outHeight,
+      outWidth: p.outWidth,
+      offset: view.offset,
+      kernel,
+      stride,
+      padding: p.padding,
+      dilation: p.dilation,
+      divisor: p.divisor,
+    };
+    const v = choice.outputsPerInvocation;
+    // Two dispatches for values and indices: the batch's layouts have one writable binding.
+    const [values, index] = kinds.map((output) => {
+      const spec: PoolSpec = {
+        op: p.op,
+        output,
+        dtype: p.dtype,
+        window,
+        variant: choice.variant,
+        kernel,
+        stride,
+        padding: p.padding,
+        dilation: p.dilation,
+        outputsPerInvocation: v,
+        vec4: choice.vec4,
+        vectorStore: v > 1 && p.outWidth % v === 0,
+        divisor,
+        workgroupSize: choice.workgroupSize,
+        teamSize: choice.teamSize,
+      };
+      const dtype: DType = output === "indices" ? "int32" : p.dtype;
+      const pipeline = backend._pipeline(poolKey(spec), 2, () => generatePool(spec));
+      const out = backend._alloc(op, dtype, outputs);
+      backend._dispatch(
+        op,
+        pipeline,
+        [(view.storage as GpuStorage).buffer, out.buffer],
+        poolUniforms(spec, geometry),
+        backend._grid(poolInvocations(spec, geometry), spec.workgroupSize),
+      );
+      return out;
+    });
+    return { values, indices: index ?? null };
+  } finally {
+    if (copy) backend.free(copy);
   }
 }

@@ -2,29 +2,19 @@
  * 2-D pooling over NCHW (or CHW) tensors with PyTorch's semantics: `maxPool2d`, `avgPool2d`,
  * `adaptiveMaxPool2d` and `adaptiveAvgPool2d`. Options are validated as PyTorch does (padding at
  * most half the kernel, output at least 1x1, ceil mode's last window starting inside the input
- * or the left padding) before anything is allocated. The GPU runs kernels from
- * src/gpu/_codegen_pool.ts as `planPool` chooses; WASM runs the reference loops of asm/pool.ts.
- * Both read contiguous planes: strided views are copied first.
+ * or the left padding) before anything is allocated, then built into a pooling job
+ * (src/contract/pool.ts). The GPU (src/gpu/pool.ts) runs kernels from src/gpu/_codegen_pool.ts as
+ * `planPool` chooses; WASM (src/wasm/pool.ts) runs the reference loops of asm/pool.ts. Both read
+ * contiguous planes: strided views are copied first.
  * @module
  */
-import { isContiguous, sizeOf } from "../core/shape.ts";
+import { sizeOf } from "../core/shape.ts";
 import type { DType } from "../core/dtype.ts";
 import { _checkOptions, describe, DTypeError, ShapeError, ValueError } from "../core/errors.ts";
-import type { GpuHost, GpuStorage } from "../gpu/host.ts";
-import {
-  generatePool,
-  type PoolDivisor,
-  type PoolDType,
-  type PoolGeometry,
-  poolInvocations,
-  poolKey,
-  type PoolSpec,
-  poolUniforms,
-} from "../gpu/_codegen_pool.ts";
-import { planPool } from "../plans/mod.ts";
+import { backendOf } from "../contract/backend.ts";
+import { planOverrides } from "../plans/overrides.ts";
+import type { Pair, PoolDType, PoolProblem } from "../contract/pool.ts";
 import { Tensor } from "../tensor.ts";
-import type { Value, WasmHost, WasmStorage } from "../wasm/host.ts";
-import { clone } from "./shape.ts";
 
 // Re-exported so that the single `export *` of this module in mod.ts also exports the plan
 // (documented in src/plans.ts).
@@ -124,28 +114,6 @@ export type AdaptiveSize = number | readonly [number | null, number | null];
 export interface PoolWithIndices {
   values: Tensor;
   indices: Tensor;
-}
-
-type Pair = [number, number];
-
-/** Everything a kernel needs, after validation. */
-interface Problem {
-  op: "max" | "avg";
-  adaptive: boolean;
-  dtype: PoolDType;
-  planes: number;
-  inHeight: number;
-  inWidth: number;
-  outHeight: number;
-  outWidth: number;
-  outShape: number[];
-  kernel: Pair;
-  stride: Pair;
-  padding: Pair;
-  dilation: Pair;
-  countIncludePad: boolean;
-  /** divisorOverride, 0 when absent. */
-  divisor: number;
 }
 
 /** What validation needs of x: its shape and dtype, read without computing a pending tensor. */
@@ -248,7 +216,7 @@ function regularProblem(
   view: Meta,
   options: WindowOptions,
   avg: { countIncludePad: boolean; divisor: number } | null,
-): Problem {
+): PoolProblem {
   const kernel = pair(op, "options.kernelSize", options.kernelSize, 1);
   const stride = options.stride === undefined
     ? kernel
@@ -306,7 +274,7 @@ function adaptiveProblem(
   op: "adaptiveMaxPool2d" | "adaptiveAvgPool2d",
   view: Meta,
   size: unknown,
-): Problem {
+): PoolProblem {
   const rank = view.shape.length;
   const [inHeight, inWidth] = view.shape.slice(rank - 2);
   const list = typeof size === "number" ? [size, size] : size;
@@ -358,164 +326,17 @@ function adaptiveProblem(
 }
 
 /** Runs a validated problem on x's device; returns the values and, when asked, the indices. */
-function run(op: string, x: Tensor, p: Problem, indices: boolean): Tensor[] {
-  const backend = x._view(op).storage.backend;
-  return backend.name === "gpu"
-    ? runGpu(op, backend as GpuHost, x, p, indices)
-    : runWasm(op, backend as WasmHost, x, p, indices);
-}
-
-function runGpu(
-  op: string,
-  backend: GpuHost,
-  x: Tensor,
-  p: Problem,
-  indices: boolean,
-): Tensor[] {
-  backend._check(op, [p.dtype]);
-  const outputs = p.planes * p.outHeight * p.outWidth;
-  const kinds: ("values" | "indices")[] = indices ? ["values", "indices"] : ["values"];
-  if (outputs === 0) {
-    return kinds.map((k) => {
-      const dtype = k === "indices" ? "int32" : p.dtype;
-      return Tensor._fromStorage(backend._alloc(op, dtype, 0), dtype, p.outShape);
-    });
-  }
-  const source = x._view(op);
-  // The kernels read contiguous planes: strided views are copied first.
-  const input = isContiguous(source.shape, source.strides) ? x : clone(x);
-  try {
-    const view = input._view(op);
-    // Adaptive bins that divide the input evenly are regular windows (kernel = stride), which
-    // get the multi-output and vec4 forms; their averages still divide twice, as PyTorch's.
-    const even = p.adaptive && p.inHeight % p.outHeight === 0 && p.inWidth % p.outWidth === 0;
-    const window = p.adaptive && !even ? "adaptive" : "regular";
-    const kernel: Pair = even ? [p.inHeight / p.outHeight, p.inWidth / p.outWidth] : p.kernel;
-    const stride: Pair = even ? kernel : p.stride;
-    const choice = planPool(backend.caps, {
-      window,
-      kernel,
-      stride,
-      padding: p.padding,
-      dilation: p.dilation,
-      inWidth: p.inWidth,
-      outWidth: p.outWidth,
-      alignedOffset: view.offset % 4 === 0,
-    });
-    const divisor: PoolDivisor = p.adaptive
-      ? "bins"
-      : p.divisor !== 0
-      ? "override"
-      : p.countIncludePad
-      ? "padded"
-      : "valid";
-    const geometry: PoolGeometry = {
-      planes: p.planes,
-      inHeight: p.inHeight,
-      inWidth: p.inWidth,
-      outHeight: p.outHeight,
-      outWidth: p.outWidth,
-      offset: view.offset,
-      kernel,
-      stride,
-      padding: p.padding,
-      dilation: p.dilation,
-      divisor: p.divisor,
-    };
-    const v = choice.outputsPerInvocation;
-    // Two dispatches for values and indices: the batch's layouts have one writable binding.
-    return kinds.map((output) => {
-      const spec: PoolSpec = {
-        op: p.op,
-        output,
-        dtype: p.dtype,
-        window,
-        variant: choice.variant,
-        kernel,
-        stride,
-        padding: p.padding,
-        dilation: p.dilation,
-        outputsPerInvocation: v,
-        vec4: choice.vec4,
-        vectorStore: v > 1 && p.outWidth % v === 0,
-        divisor,
-        workgroupSize: choice.workgroupSize,
-        teamSize: choice.teamSize,
-      };
-      const dtype: DType = output === "indices" ? "int32" : p.dtype;
-      const pipeline = backend._pipeline(poolKey(spec), 2, () => generatePool(spec));
-      const out = backend._alloc(op, dtype, outputs);
-      backend._dispatch(
-        op,
-        pipeline,
-        [(view.storage as GpuStorage).buffer, out.buffer],
-        poolUniforms(spec, geometry),
-        backend._grid(poolInvocations(spec, geometry), spec.workgroupSize),
-      );
-      return Tensor._fromStorage(out, dtype, p.outShape);
-    });
-  } finally {
-    if (input !== x) input.dispose();
-  }
-}
-
-function runWasm(
-  op: string,
-  backend: WasmHost,
-  x: Tensor,
-  p: Problem,
-  indices: boolean,
-): Tensor[] {
-  const outputs = p.planes * p.outHeight * p.outWidth;
+function run(op: string, x: Tensor, p: PoolProblem, indices: boolean): Tensor[] {
   const view = x._view(op);
-  const compute: DType = p.dtype === "int32" ? "int32" : "float32";
-  // The kernels read contiguous f32 or i32 planes: widen float16, copy strided views.
-  let input: Value = { view, temp: false };
-  if (outputs > 0 && (view.dtype !== compute || !isContiguous(view.shape, view.strides))) {
-    input = backend._cast(op, input, compute, view.shape);
-  }
-  const values = backend._alloc(op, compute, outputs);
-  const index: WasmStorage | null = indices ? backend._alloc(op, "int32", outputs) : null;
-  if (outputs > 0) {
-    const src = backend._pointer(input.view);
-    const sizes = [p.planes, p.inHeight, p.inWidth, p.outHeight, p.outWidth];
-    const suffix = compute === "int32" ? "i32" : "f32";
-    if (p.op === "max" && p.adaptive) {
-      backend._kernel(`pool_adaptive_max_${suffix}`)(values.ptr, index?.ptr ?? 0, src, ...sizes);
-    } else if (p.op === "max") {
-      backend._kernel(`pool_max_${suffix}`)(
-        values.ptr,
-        index?.ptr ?? 0,
-        src,
-        ...sizes,
-        ...p.kernel,
-        ...p.stride,
-        ...p.padding,
-        ...p.dilation,
-      );
-    } else if (p.adaptive) {
-      backend._kernel("pool_adaptive_avg_f32")(values.ptr, src, ...sizes);
-    } else {
-      backend._kernel("pool_avg_f32")(
-        values.ptr,
-        src,
-        ...sizes,
-        ...p.kernel,
-        ...p.stride,
-        ...p.padding,
-        p.countIncludePad ? 1 : 0,
-        p.divisor,
-      );
-    }
-  }
-  backend._release(input);
-  let result: WasmStorage = values;
-  if (p.dtype !== compute) {
-    result = backend._cast(op, backend._value(values, p.outShape), p.dtype, p.outShape).view
-      .storage as WasmStorage;
-  }
-  const out = [Tensor._fromStorage(result, p.dtype, p.outShape)];
-  if (index) out.push(Tensor._fromStorage(index, "int32", p.outShape));
+  const result = backendOf(view).pool({
+    op,
+    x: view,
+    problem: p,
+    indices,
+    overrides: planOverrides(),
+  });
+  const out = [Tensor._fromStorage(result.values, p.dtype, p.outShape)];
+  if (result.indices) out.push(Tensor._fromStorage(result.indices, "int32", p.outShape));
   return out;
 }
 

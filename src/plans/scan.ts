@@ -5,7 +5,7 @@
  */
 import type { DeviceCaps } from "../contract/caps.ts";
 
-import type { ScanOp } from "../gpu/_codegen_scan.ts";
+import type { ScanOp } from "../contract/scan.ts";
 
 /** The scan schemes (the registry and the coverage test read this list). */
 export const SCAN_VARIANTS = ["row", "lookback", "multipass"] as const;

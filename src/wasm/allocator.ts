@@ -5,7 +5,7 @@
  * @module
  */
 import { GpuError } from "../core/errors.ts";
-import { sizeClass } from "../gpu/pool.ts";
+import { sizeClass } from "../gpu/buffer_pool.ts";
 
 /**
  * Tensors start at the second page. Bytes [0, 1024) hold kernel descriptors (shape and stride

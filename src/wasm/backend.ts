@@ -5,13 +5,23 @@
  * ir, contract and plans; never the front end (tensors, ops).
  * @module
  */
+import type { PoolJob, PoolResult } from "../contract/pool.ts";
 import type { RowsJob, RowsResult } from "../contract/rows.ts";
+import type { ScanJob, ScanResult } from "../contract/scan.ts";
 import { WasmHost } from "./host.ts";
+import { runPoolWasm } from "./pool.ts";
 import { runRowsWasm } from "./rows.ts";
+import { runScanWasm } from "./scan.ts";
 
 /** The WASM backend over one instance of the kernel module. */
 export class WasmBackend extends WasmHost {
   rows(job: RowsJob): RowsResult {
     return runRowsWasm(this, job);
+  }
+  scan(job: ScanJob): ScanResult {
+    return runScanWasm(this, job);
+  }
+  pool(job: PoolJob): PoolResult {
+    return runPoolWasm(this, job);
   }
 }

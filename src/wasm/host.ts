@@ -5,7 +5,9 @@
  * storage with f32 arithmetic), and reduces contiguous rows (float sums accumulate in f64).
  * @module
  */
+import type { PoolJob, PoolResult } from "../contract/pool.ts";
 import type { RowsJob, RowsResult } from "../contract/rows.ts";
+import type { ScanJob, ScanResult } from "../contract/scan.ts";
 import {
   type Backend,
   type FusedSource,
@@ -68,6 +70,8 @@ export interface Value {
 export abstract class WasmHost implements Backend {
   /** Family entries, each implemented beside its kernels (see backend.ts). */
   abstract rows(job: RowsJob): RowsResult | null;
+  abstract scan(job: ScanJob): ScanResult;
+  abstract pool(job: PoolJob): PoolResult;
   readonly name = "wasm" as const;
   readonly allocator: WasmAllocator;
   readonly kernels: Record<string, Kernel>;
