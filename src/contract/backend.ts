@@ -6,6 +6,7 @@
  */
 import type { DType, TypedArray } from "../core/dtype.ts";
 import type { Expr } from "../ir/expr.ts";
+import type { MatmulJob, MatmulResult } from "./matmul.ts";
 import type { RowsJob, RowsResult } from "./rows.ts";
 import type { DeviceName, Storage, StorageOwner, View } from "../core/view.ts";
 
@@ -76,6 +77,11 @@ export interface Backend extends StorageOwner {
    * in the row kernel; the caller then runs it without one.
    */
   rows(job: RowsJob): RowsResult | null;
+  /**
+   * Runs a matrix product (matmul, linear). Null only when the job's fused epilogue cannot run
+   * in the product's kernel; the caller then runs it without one.
+   */
+  matmul(job: MatmulJob): MatmulResult | null;
   /** Reads many views back; one device synchronisation for all of them. */
   read(views: readonly View[]): Promise<TypedArray[]>;
   /** Frees storage whose last view let go. */

@@ -4,6 +4,7 @@
  * number of tensors through one staging buffer and one `mapAsync`.
  * @module
  */
+import type { MatmulJob, MatmulResult } from "../contract/matmul.ts";
 import type { RowsJob, RowsResult } from "../contract/rows.ts";
 import {
   type Backend,
@@ -112,6 +113,7 @@ function targetRows(
 export abstract class GpuHost implements Backend {
   /** Family entries, each implemented beside its kernels (see backend.ts). */
   abstract rows(job: RowsJob): RowsResult | null;
+  abstract matmul(job: MatmulJob): MatmulResult | null;
   readonly name = "gpu" as const;
   readonly device: GPUDevice;
   readonly caps: DeviceCaps;

@@ -5,6 +5,7 @@
  * storage with f32 arithmetic), and reduces contiguous rows (float sums accumulate in f64).
  * @module
  */
+import type { MatmulJob, MatmulResult } from "../contract/matmul.ts";
 import type { RowsJob, RowsResult } from "../contract/rows.ts";
 import {
   type Backend,
@@ -68,6 +69,7 @@ export interface Value {
 export abstract class WasmHost implements Backend {
   /** Family entries, each implemented beside its kernels (see backend.ts). */
   abstract rows(job: RowsJob): RowsResult | null;
+  abstract matmul(job: MatmulJob): MatmulResult | null;
   readonly name = "wasm" as const;
   readonly allocator: WasmAllocator;
   readonly kernels: Record<string, Kernel>;
