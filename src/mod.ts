@@ -87,7 +87,7 @@ export {
   ValueError,
 } from "./core/errors.ts";
 export type { DeviceName } from "./contract/backend.ts";
-export type { DeviceCaps } from "./contract/caps.ts";
+export type { DeviceCaps } from "./core/caps.ts";
 export * from "./ops/rows.ts";
 export {
   startWasmThreads,

@@ -20,7 +20,7 @@ import { planObservers, type PlanRecord } from "./contract/backend.ts";
 
 export * from "./plans/mod.ts";
 export type { PlanRecord } from "./contract/backend.ts";
-export type { DeviceCaps } from "./contract/caps.ts";
+export type { DeviceCaps } from "./core/caps.ts";
 export { INTERNAL_KERNELS, type KernelEntry, KERNELS } from "./kernels.ts";
 
 /**

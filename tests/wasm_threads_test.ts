@@ -1,5 +1,5 @@
 /**
- * The multithreaded WASM GEMM (src/wasm/threads.ts, src/ops/matmul.ts): the threaded build runs
+ * The multithreaded WASM GEMM (src/wasm/threads.ts, src/wasm/matmul.ts): the threaded build runs
  * over a shared memory; products split between the calling thread and the workers equal the
  * single-threaded product bit for bit (random shapes, thread counts and splits, including ranges
  * that do not divide evenly, broadcast batches, transposes, float32 with NaN and infinities,

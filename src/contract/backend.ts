@@ -7,6 +7,7 @@
 import type { DType, TypedArray } from "../core/dtype.ts";
 import type { Expr } from "../ir/expr.ts";
 import type { PoolJob, PoolResult } from "./pool.ts";
+import type { MatmulJob, MatmulResult } from "./matmul.ts";
 import type { RowsJob, RowsResult } from "./rows.ts";
 import type { Choice } from "../plans/mod.ts";
 import type { PlanOverrides } from "../plans/overrides.ts";
@@ -107,6 +108,11 @@ export interface Backend extends StorageOwner {
   scan(job: ScanJob): ScanResult;
   /** Runs a pooling job (2-D max and average pooling, regular and adaptive). */
   pool(job: PoolJob): PoolResult;
+  /**
+   * Runs a matrix product (matmul, linear). Null only when the job's fused epilogue cannot run
+   * in the product's kernel; the caller then runs it without one.
+   */
+  matmul(job: MatmulJob): MatmulResult | null;
   /** Reads many views back; one device synchronisation for all of them. */
   read(views: readonly View[]): Promise<TypedArray[]>;
   /** Frees storage whose last view let go. */

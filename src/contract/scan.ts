@@ -7,15 +7,7 @@
 import type { PlanOverrides } from "../plans/overrides.ts";
 import type { DType } from "../core/dtype.ts";
 import type { Storage, View } from "../core/view.ts";
-
-/** Scan operators. */
-export type ScanOp = "sum" | "prod" | "max" | "min";
-
-/**
- * What the scan computes in: its register type and identities. "bool" computes in u32 with the
- * identities of "any" (max) and "all" (min).
- */
-export type ScanType = "f32" | "i32" | "u32" | "bool";
+import type { ScanOp, ScanType } from "../ir/scan.ts";
 
 /** One scan of `x` along `axis`: what `Backend.scan` runs. */
 export interface ScanJob {

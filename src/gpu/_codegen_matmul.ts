@@ -32,13 +32,11 @@
  * @module
  */
 import type { DType } from "../core/dtype.ts";
+import type { MatmulDType } from "../contract/matmul.ts";
 import { constantNodes, type Expr, exprKey, postOrder } from "../ir/expr.ts";
 import { aVectorsPerK, formOf, type MatmulChoice, repeats, threadRow } from "../plans/matmul.ts";
 import { constantsMember, emitBody, withConstants } from "./_codegen_elementwise.ts";
 import { computeType, loadAs, preludeFor, storageType } from "./_wgsl_types.ts";
-
-/** Storage dtypes with a matmul kernel. */
-export type MatmulDType = "float32" | "float16" | "int32";
 
 /**
  * Code applied to each output element before it is stored. `apply` receives WGSL expressions of

@@ -54,11 +54,10 @@
 import type { DType } from "../core/dtype.ts";
 import { taggedWordFunctions } from "./_codegen_tagged.ts";
 import { literal, preludeFor, workgroupBuiltins } from "./_wgsl_types.ts";
-import type { ScanOp, ScanType } from "../contract/scan.ts";
+import type { ScanOp, ScanType } from "../ir/scan.ts";
 
 // The scan operators and register types are the job's (src/contract/scan.ts); src/plans.ts still
 // names ScanOp through this module.
-export type { ScanOp, ScanType };
 
 /** Everything the generated code depends on. */
 export interface ScanSpec {

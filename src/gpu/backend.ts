@@ -1,15 +1,18 @@
 /**
  * The GPU device: the backend contract (src/contract/) over WebGPU. The device's own machinery
  * (buffers, pipelines, dispatch) is in host.ts; each kernel family's host code and WGSL generator
- * sit beside it under the family's stem (rows.ts and _codegen_rows.ts, ...). Modules here may
- * import core, ir, contract and plans; never the front end (tensors, ops).
+ * sit beside it under the family's stem (rows.ts and _codegen_rows.ts, matmul.ts and
+ * _codegen_matmul.ts, ...). Modules here may import core, ir, contract and plans; never the front
+ * end (tensors, ops).
  * @module
  */
 import type { PoolJob, PoolResult } from "../contract/pool.ts";
+import type { MatmulJob, MatmulResult } from "../contract/matmul.ts";
 import type { RowsJob, RowsResult } from "../contract/rows.ts";
 import type { ScanJob, ScanResult } from "../contract/scan.ts";
 import { GpuHost } from "./host.ts";
 import { runPoolGpu } from "./pool.ts";
+import { runMatmulGpu } from "./matmul.ts";
 import { runRowsGpu } from "./rows.ts";
 import { runScanGpu } from "./scan.ts";
 
@@ -23,5 +26,8 @@ export class GpuBackend extends GpuHost {
   }
   pool(job: PoolJob): PoolResult {
     return runPoolGpu(this, job);
+  }
+  matmul(job: MatmulJob): MatmulResult | null {
+    return runMatmulGpu(this, job);
   }
 }

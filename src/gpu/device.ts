@@ -5,7 +5,7 @@
  * @module
  */
 
-import type { DeviceCaps } from "../contract/caps.ts";
+import type { DeviceCaps } from "../core/caps.ts";
 
 export type { DeviceCaps };
 

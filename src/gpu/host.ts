@@ -5,6 +5,7 @@
  * @module
  */
 import type { PoolJob, PoolResult } from "../contract/pool.ts";
+import type { MatmulJob, MatmulResult } from "../contract/matmul.ts";
 import type { RowsJob, RowsResult } from "../contract/rows.ts";
 import type { ScanJob, ScanResult } from "../contract/scan.ts";
 import {
@@ -118,6 +119,7 @@ export abstract class GpuHost implements Backend {
   abstract rows(job: RowsJob): RowsResult | null;
   abstract scan(job: ScanJob): ScanResult;
   abstract pool(job: PoolJob): PoolResult;
+  abstract matmul(job: MatmulJob): MatmulResult | null;
   readonly name = "gpu" as const;
   readonly device: GPUDevice;
   readonly caps: DeviceCaps;

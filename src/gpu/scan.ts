@@ -12,7 +12,8 @@
 import type { DType } from "../core/dtype.ts";
 import type { View } from "../core/view.ts";
 import { isContiguous, type Shape, sizeOf } from "../core/shape.ts";
-import type { ScanJob, ScanOp, ScanResult, ScanType } from "../contract/scan.ts";
+import type { ScanJob, ScanResult } from "../contract/scan.ts";
+import type { ScanOp, ScanType } from "../ir/scan.ts";
 import { E } from "../ir/expr.ts";
 import { observePlan } from "../contract/backend.ts";
 import { planScan, type ScanChoice } from "../plans/mod.ts";

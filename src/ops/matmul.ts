@@ -4,17 +4,27 @@
  * strides, and `linear` (`x @ weight^T + bias`, then an activation), whose bias and activation run
  * in the GPU kernel's epilogue rather than as extra dispatches.
  *
- * The GPU runs the kernels of src/gpu/_codegen_matmul.ts as `planMatmul` chooses (tiled,
- * split-K, or matrix-vector for M = 1 or N = 1); WASM runs the packed SIMD GEMM of asm/matmul.ts,
- * shared between threads (src/wasm/threads.ts) as `planWasmGemm` chooses.
+ * This module validates, builds a `MatmulJob` (src/contract/matmul.ts) and calls
+ * `Backend.matmul`. The GPU (src/gpu/matmul.ts) runs the kernels of src/gpu/_codegen_matmul.ts as
+ * `planMatmul` chooses (tiled, split-K, or matrix-vector for M = 1 or N = 1); WASM
+ * (src/wasm/matmul.ts) runs the packed SIMD GEMM of asm/matmul.ts, shared between threads
+ * (src/wasm/threads.ts) as `planWasmGemm` chooses.
  * Both read operands through their strides (transposed and broadcast views cost no copy); views
  * with negative strides are copied first. On the GPU, an operand that is a pending elementwise
  * result (`matmul(x.mul(s).relu(), w)`) is computed by the tiled kernels as they load it (a fused
  * prologue) instead of in a kernel of its own.
  * @module
  */
-import type { View } from "../contract/backend.ts";
-import { batchRun, contiguousStrides, type Shape, sizeOf } from "../core/shape.ts";
+import { backendOf, type View } from "../contract/backend.ts";
+import {
+  type MatmulActivation,
+  type MatmulDType,
+  type MatmulJob,
+  type MatmulProblem,
+  type MatmulPrologue,
+  operandInputs,
+} from "../contract/matmul.ts";
+import { type Shape, sizeOf } from "../core/shape.ts";
 import { type DType, promoteTypes } from "../core/dtype.ts";
 import {
   _checkOptions,
@@ -24,38 +34,12 @@ import {
   ShapeError,
   ValueError,
 } from "../core/errors.ts";
-import type { GpuHost, GpuStorage } from "../gpu/host.ts";
-import {
-  type GemvSpec,
-  generateMatmul,
-  type MatmulDType,
-  type MatmulEpilogue,
-  matmulKey,
-  type MatmulSpec,
-  type MatmulUniforms,
-  matmulUniforms,
-  type OperandLoad,
-  type SplitReduceSpec,
-  type StreamKFixupSpec,
-  type TiledSpec,
-  tiledThreads,
-} from "../gpu/_codegen_matmul.ts";
-import type { TransposeUniforms } from "../gpu/_codegen_transpose.ts";
-import { loadAs, storageType } from "../gpu/_wgsl_types.ts";
-import { constantWords, epilogueFunction } from "../gpu/_codegen_elementwise.ts";
 import { bind, fusedLabel, makePending, type Producer } from "../_lazy.ts";
-import { type MatmulChoice, planMatmul, planMatmulPrologue, planWasmGemm } from "../plans/mod.ts";
+import { planMatmulPrologue } from "../plans/mod.ts";
+import { planOverrides } from "../plans/overrides.ts";
 import { runtime } from "../runtime.ts";
 import { Tensor } from "../tensor.ts";
-import type { Value, WasmHost, WasmStorage } from "../wasm/host.ts";
-import {
-  runShares,
-  startWasmThreads,
-  wasmThreadCapacity,
-  wasmThreadCount,
-} from "../wasm/threads.ts";
-import { UNARY } from "../ir/elementwise_table.ts";
-import { constantNodes, E, type Expr, exprKey, readsIndex } from "../ir/expr.ts";
+import { E, type Expr } from "../ir/expr.ts";
 import { evaluate } from "./_dispatch.ts";
 import { cast } from "./elementwise.ts";
 import { clone } from "./shape.ts";
@@ -76,7 +60,7 @@ export interface MatmulOptions {
 }
 
 /** Activations {@link linear} can apply in the kernel's epilogue. */
-export type LinearActivation = "relu" | "gelu" | "silu" | "tanh" | "sigmoid";
+export type LinearActivation = MatmulActivation;
 
 /** Options of {@link linear}. */
 export interface LinearOptions {
@@ -91,33 +75,11 @@ export interface LinearOptions {
 const DTYPES: readonly DType[] = ["float32", "float16", "int32"];
 const ACTIVATIONS: readonly string[] = ["relu", "gelu", "silu", "tanh", "sigmoid", "none"];
 
-/** A validated product: operand views broadcast to `[...batch, M, K]` and `[...batch, K, N]`. */
-interface Problem {
-  dtype: MatmulDType;
-  m: number;
-  n: number;
-  k: number;
-  batch: number[];
-  outShape: number[];
-  halfAccumulate: boolean;
-}
-
 /**
  * Most inputs one operand's fused prologue reads: with both operands at the most, and C, 7 of the
  * 8 storage bindings WebGPU guarantees.
  */
 const MAX_PROLOGUE_INPUTS = 3;
-
-/**
- * An operand computed inside the product's kernel as it is loaded: an elementwise expression
- * over `inputs`, views of the operand's `[...batch, rows, cols]` matrix view each.
- */
-interface Prologue {
-  expr: Expr;
-  inputs: View[];
-  /** The ops folded in (for profiles and explain). */
-  label: string;
-}
 
 /**
  * Operands after validation, with what must be disposed afterwards. An operand with a prologue
@@ -127,8 +89,8 @@ interface Prologue {
 interface Operands {
   a: View;
   b: View;
-  aPrologue: Prologue | null;
-  bPrologue: Prologue | null;
+  aPrologue: MatmulPrologue | null;
+  bPrologue: MatmulPrologue | null;
   temps: Tensor[];
 }
 
@@ -178,7 +140,7 @@ function validate(
   b: Tensor,
   options: { transposeA?: unknown; transposeB?: unknown; accumulate?: unknown },
   names: [string, string] = ["a", "b"],
-): Problem & { transposeA: boolean; transposeB: boolean; aShape: Shape; bShape: Shape } {
+): MatmulProblem & { transposeA: boolean; transposeB: boolean; aShape: Shape; bShape: Shape } {
   const am = a._meta(op, names[0]);
   const bm = b._meta(op, names[1]);
   const transposeA = checkFlag(op, "options.transposeA", options.transposeA);
@@ -276,7 +238,7 @@ function swapLast(shape: number[]): void {
  * must be computed first: it reads the element index or another product, has no view or too many
  * inputs, or an input has negative strides.
  */
-function prologueOf(x: Tensor, op: string, matrix: (v: View) => View): Prologue | null {
+function prologueOf(x: Tensor, op: string, matrix: (v: View) => View): MatmulPrologue | null {
   const pending = x._pending(op);
   if (!pending || pending.readsIndex || pending.producer || pending.backend.name !== "gpu") {
     return null;
@@ -310,7 +272,7 @@ function operandViews(
   const prepare = (
     t: Tensor,
     matrix: (v: View) => View,
-  ): { view: View; prologue: Prologue | null } => {
+  ): { view: View; prologue: MatmulPrologue | null } => {
     let x = t;
     if (x._meta(op).dtype !== p.dtype) temps.push(x = cast(x, p.dtype));
     const prologue = fuse ? prologueOf(x, op, matrix) : null;
@@ -361,647 +323,8 @@ function operandViews(
   };
 }
 
-/** The views an operand reads: its prologue's inputs, or itself. */
-function operandInputs(view: View, prologue: Prologue | null): View[] {
-  return prologue ? prologue.inputs : [view];
-}
-
-/**
- * Batch axes with length-1 axes dropped and neighbours merged where every input allows:
- * `strides[j]` are input j's batch strides, returned collapsed in the same order.
- */
-function collapseBatch(
-  shape: readonly number[],
-  strides: readonly (readonly number[])[],
-): { shape: number[]; strides: number[][] } {
-  const out = { shape: [] as number[], strides: strides.map(() => [] as number[]) };
-  for (let i = 0; i < shape.length; i++) {
-    if (shape[i] === 1) continue;
-    const last = out.shape.length - 1;
-    if (last >= 0 && strides.every((s, j) => out.strides[j][last] === s[i] * shape[i])) {
-      out.shape[last] *= shape[i];
-      strides.forEach((s, j) => (out.strides[j][last] = s[i]));
-    } else {
-      out.shape.push(shape[i]);
-      strides.forEach((s, j) => out.strides[j].push(s[i]));
-    }
-  }
-  return out;
-}
-
-/** What the epilogue adds: a bias (already a contiguous view of [N]) and an activation. */
-interface EpilogueParts {
-  bias: View | null;
-  activation: LinearActivation | null;
-}
-
-function gpuEpilogue(parts: EpilogueParts): MatmulEpilogue | null {
-  if (!parts.bias && !parts.activation) return null;
-  const bias = parts.bias;
-  const activation = parts.activation;
-  return {
-    key: `${bias ? `bias:${bias.dtype}` : ""}|${activation ?? ""}`,
-    bindings: bias ? [{ name: "bias", type: storageType(bias.dtype) }] : [],
-    apply(value, _row, col) {
-      let x = value;
-      if (bias) x = `(${x} + ${loadAs(bias.dtype, `bias[p.e_off + ${col}]`)})`;
-      if (activation) x = UNARY[activation].wgsl.f32!(x, "");
-      return x;
-    },
-  };
-}
-
-/** A fused elementwise epilogue: its code, its inputs' buffers and its constants' words. */
-interface CustomEpilogue {
-  epilogue: MatmulEpilogue;
-  buffers: GPUBuffer[];
-  constants: number[];
-}
-
-/**
- * An epilogue from a fused elementwise expression: input 0 is the product's value, inputs 1...
- * are views of the output's shape, read at (row, col) through strides baked into the code (so
- * the key names them). Null when the expression cannot run there: another result dtype, an
- * input that varies along batch axes or has negative strides, or one that reads the index. Its
- * constants take the uniform slots from `constantBase` on (after the prologues').
- */
-function fusedEpilogue(
-  expr: Expr,
-  inputs: View[],
-  p: Problem,
-  constantBase: number,
-): CustomEpilogue | null {
-  const r = p.batch.length;
-  if (expr.dtype !== p.dtype || readsIndex(expr)) return null;
-  for (const v of inputs) {
-    if (v.strides.slice(0, r).some((s) => s !== 0) || v.strides.some((s) => s < 0)) return null;
-  }
-  // The matrix kernels' uniforms call their zero word `pad`.
-  const declarations = epilogueFunction(
-    expr,
-    p.dtype,
-    inputs.map((v) => v.dtype),
-    ["row", "col"],
-    (k) =>
-      `${inputs[k].offset}u + row * ${inputs[k].strides[r]}u + col * ${inputs[k].strides[r + 1]}u`,
-    { zero: "p.pad", constantBase },
-  );
-  const constants = constantWords(expr);
-  return {
-    epilogue: {
-      key: `fused:${exprKey(expr)}@k${constantBase}:${
-        inputs.map((v) => `${v.dtype}@${v.offset}/${v.strides[r]},${v.strides[r + 1]}`).join(";")
-      }`,
-      bindings: inputs.map((v, i) => ({ name: `epilogue_in${i + 1}`, type: storageType(v.dtype) })),
-      apply: (value, row, col) => `gyre_epilogue(${value}, ${row}, ${col})`,
-      declarations,
-      constantSlots: constantBase + constants.length,
-    },
-    buffers: inputs.map((v) => (v.storage as GpuStorage).buffer),
-    constants,
-  };
-}
-
-function bufferOf(v: View): GPUBuffer {
-  return (v.storage as GpuStorage).buffer;
-}
-
-/** Runs a validated, non-empty product with K > 0 on the GPU; returns [...batch, M, N] storage. */
-function runGpu(
-  op: string,
-  backend: GpuHost,
-  p: Problem,
-  x: Operands,
-  parts: EpilogueParts,
-  custom: CustomEpilogue | null = null,
-): GpuStorage {
-  backend._check(op, [p.dtype]);
-  const r = p.batch.length;
-  const [aOuter, aK] = [x.a.strides[r], x.a.strides[r + 1]];
-  const [bK, bOuter] = [x.b.strides[r], x.b.strides[r + 1]];
-  // A's own batch axes as one run of matrices (broadcast ones stay broadcast in the copy's view).
-  const aBatch = x.aPrologue ? null : batchRun(p.batch, x.a.strides.slice(0, r));
-  const choice = planMatmul(backend.caps, {
-    m: p.m,
-    n: p.n,
-    k: p.k,
-    batch: sizeOf(p.batch),
-    dtype: p.dtype,
-    transposeA: aK !== 1 && aOuter === 1,
-    transposeB: bK === 1 && bOuter !== 1,
-    halfAccumulate: p.halfAccumulate,
-    aCopyable: aBatch !== null,
-  });
-  if (!choice.transposeAFirst || !aBatch) {
-    return runPlanned(op, backend, p, x, parts, custom, choice);
-  }
-  const copy = copyAColumns(backend, op, p, x.a, aBatch);
-  try {
-    return runPlanned(op, backend, p, { ...x, a: copy.view }, parts, custom, choice);
-  } finally {
-    backend.free(copy.storage);
-  }
-}
-
-/**
- * Copies A ([...batch, M, K] through its strides) into fresh contiguous [count, K, M] storage by
- * the tiled transposing kernel, and returns a view of it with A's logical shape.
- */
-function copyAColumns(
-  backend: GpuHost,
-  op: string,
-  p: Problem,
-  a: View,
-  run: { count: number; stride: number },
-): { storage: GpuStorage; view: View } {
-  const r = p.batch.length;
-  const { m, k } = p;
-  const storage = backend._alloc(op, a.dtype, run.count * m * k);
-  const copy: TransposeUniforms = {
-    rows: m,
-    columns: k,
-    batches: run.count,
-    offset: a.offset,
-    rowStride: a.strides[r],
-    columnStride: a.strides[r + 1],
-    batchStride: run.stride,
-  };
-  // Its own label, so profiles and `explain` tell the copy from the product.
-  const label = `transpose A (${op})`;
-  backend._transposeCopy(label, (a.storage as GpuStorage).buffer, storage.buffer, {
-    ...copy,
-    dtype: a.dtype,
-  });
-  // Batch axes step through the copies in A's own order; broadcast axes stay broadcast.
-  const batchStrides = a.strides.slice(0, r).map((s, d) =>
-    p.batch[d] === 1 || s === 0 ? 0 : (s / run.stride) * m * k
-  );
-  return {
-    storage,
-    view: { storage, dtype: a.dtype, shape: a.shape, offset: 0, strides: [...batchStrides, 1, m] },
-  };
-}
-
-/** {@link runGpu} under a chosen plan, with A already in the layout the plan expects. */
-function runPlanned(
-  op: string,
-  backend: GpuHost,
-  p: Problem,
-  x: Operands,
-  parts: EpilogueParts,
-  custom: CustomEpilogue | null,
-  choice: MatmulChoice,
-): GpuStorage {
-  const { m, n, k } = p;
-  const r = p.batch.length;
-  const batches = sizeOf(p.batch);
-  const aInputs = operandInputs(x.a, x.aPrologue);
-  const bInputs = operandInputs(x.b, x.bPrologue);
-  const inputs = [...aInputs, ...bInputs];
-  const batchStrides = collapseBatch(p.batch, inputs.map((v) => v.strides.slice(0, r)));
-  const batchOf = (v: View) => batchStrides.strides[inputs.indexOf(v)];
-  const collapsed = { shape: batchStrides.shape, a: batchOf(x.a), b: batchOf(x.b) };
-  const batchRank = collapsed.shape.length;
-  const [aOuter, aK] = [x.a.strides[r], x.a.strides[r + 1]];
-  const [bK, bOuter] = [x.b.strides[r], x.b.strides[r + 1]];
-  const epilogue = custom?.epilogue ?? gpuEpilogue(parts);
-  const extraBuffers = custom?.buffers ??
-    (parts.bias ? [(parts.bias.storage as GpuStorage).buffer] : []);
-  const aligned = (offset: number, strides: readonly number[]) =>
-    choice.vectorLoads && offset % 4 === 0 && strides.every((s) => s % 4 === 0);
-  const out = backend._alloc(op, p.dtype, batches * m * n);
-  const base: Omit<MatmulUniforms, "tilesM" | "tilesN" | "splits" | "kChunk"> = {
-    m,
-    n,
-    k,
-    batches,
-    aOffset: x.a.offset,
-    bOffset: x.b.offset,
-    aOuterStride: aOuter,
-    aKStride: aK,
-    bKStride: bK,
-    bOuterStride: bOuter,
-    epilogueOffset: parts.bias?.offset ?? 0,
-    batchShape: collapsed.shape,
-    aBatchStrides: collapsed.a,
-    bBatchStrides: collapsed.b,
-    // Slots: A's prologue's constants, B's, then the epilogue's.
-    constants: [
-      ...(x.aPrologue ? constantWords(x.aPrologue.expr) : []),
-      ...(x.bPrologue ? constantWords(x.bPrologue.expr) : []),
-      ...(custom?.constants ?? []),
-    ],
-  };
-  const aBuffer = (x.a.storage as GpuStorage).buffer;
-  const bBuffer = (x.b.storage as GpuStorage).buffer;
-  const dispatch = (
-    spec: MatmulSpec,
-    buffers: GPUBuffer[],
-    u: MatmulUniforms,
-    groups: number,
-    threads: number,
-    writable = 1,
-  ) => {
-    const pipeline = backend._pipeline(
-      matmulKey(spec),
-      buffers.length,
-      () => generateMatmul(spec),
-      writable,
-    );
-    backend._dispatch(
-      op,
-      pipeline,
-      buffers,
-      matmulUniforms(u),
-      backend._grid(groups * threads, threads),
-    );
-  };
-
-  if (choice.variant === "gemv") {
-    // Prologues are only fused where M and N exceed 1, where the plan never picks gemv.
-    if (x.aPrologue || x.bPrologue) throw new Error(`${op}: internal error: gemv with a prologue`);
-    // M = 1: the matrix is B (its outputs along N) and the vector A's row; N = 1: the matrix is
-    // A and the vector B's column. The uniforms' A slot holds the matrix, the B slot the vector.
-    const byN = m === 1;
-    const outputs = byN ? n : m;
-    const w = byN
-      ? { view: x.b, outer: bOuter, kStride: bK, batch: collapsed.b, buffer: bBuffer }
-      : { view: x.a, outer: aOuter, kStride: aK, batch: collapsed.a, buffer: aBuffer };
-    const v = byN
-      ? { view: x.a, kStride: aK, batch: collapsed.a, buffer: aBuffer }
-      : { view: x.b, kStride: bK, batch: collapsed.b, buffer: bBuffer };
-    const form = w.kStride === 1 || w.outer !== 1 ? "dot" : "column";
-    const vec4 = form === "dot"
-      ? k % 4 === 0 && w.kStride === 1 && v.kStride === 1 &&
-        aligned(w.view.offset, [w.outer, ...w.batch]) &&
-        aligned(v.view.offset, v.batch)
-      : outputs % 4 === 0 && aligned(w.view.offset, [w.kStride, ...w.batch]);
-    const width = Math.min(choice.gemvWidth, choice.gemvWorkgroupSize);
-    const spec: GemvSpec = {
-      kind: "gemv",
-      dtype: p.dtype,
-      form,
-      vec4,
-      workgroupSize: choice.gemvWorkgroupSize,
-      width,
-      subgroups: form === "dot" && choice.subgroups,
-      outputs: byN ? "n" : "m",
-      batchRank,
-      epilogue,
-    };
-    const perGroup = form === "dot" ? choice.gemvWorkgroupSize / width : 4 * width;
-    const groups = Math.ceil(outputs / perGroup);
-    dispatch(
-      spec,
-      [w.buffer, v.buffer, ...extraBuffers, out.buffer],
-      {
-        ...base,
-        tilesM: groups,
-        tilesN: 1,
-        splits: 1,
-        kChunk: k,
-        aOffset: w.view.offset,
-        bOffset: v.view.offset,
-        aOuterStride: w.outer,
-        aKStride: w.kStride,
-        bKStride: v.kStride,
-        bOuterStride: 0,
-        aBatchStrides: w.batch,
-        bBatchStrides: v.batch,
-      },
-      groups * batches,
-      choice.gemvWorkgroupSize,
-    );
-    return out;
-  }
-
-  // An operand's loads: along its (main) view's contiguous axis, as vec4s when every input
-  // read has stride 1 along it with aligned offset and other strides, or (a prologue input
-  // broadcast along it) stride 0.
-  const loadOf = (
-    main: View,
-    prologue: Prologue | null,
-    outerAxis: number,
-    outerLength: number,
-  ): OperandLoad => {
-    const outerOf = (v: View) => v.strides[outerAxis];
-    const kOf = (v: View) => v.strides[outerAxis === r ? r + 1 : r];
-    const [outerStride, kStride] = [outerOf(main), kOf(main)];
-    const along: "k" | "outer" = kStride === 1
-      ? "k"
-      : outerStride === 1
-      ? "outer"
-      : Math.abs(kStride) <= Math.abs(outerStride)
-      ? "k"
-      : "outer";
-    const alongStride = (v: View) => (along === "k" ? kOf(v) : outerOf(v));
-    const vectors = (v: View) =>
-      alongStride(v) === 1 &&
-      aligned(v.offset, [along === "k" ? outerOf(v) : kOf(v), ...batchOf(v)]);
-    const length = along === "k" ? k : outerLength;
-    if (!prologue) return { along, vec4: length % 4 === 0 && vectors(main) };
-    const vec4 = choice.vectorLoads && length % 4 === 0 &&
-      prologue.inputs.every((v) => alongStride(v) === 0 || vectors(v));
-    return {
-      along,
-      vec4,
-      prologue: {
-        expr: prologue.expr,
-        inputs: prologue.inputs.map((v) => ({
-          dtype: v.dtype,
-          splat: vec4 && alongStride(v) === 0,
-        })),
-      },
-    };
-  };
-  const tilesM = Math.ceil(m / choice.tileM);
-  const tilesN = Math.ceil(n / choice.tileN);
-  // Split K into chunks of whole tile steps; partials must fit one binding.
-  let splits = choice.variant === "splitK" ? choice.splitK : 1;
-  const partialBytes = 4 * batches * m * n;
-  splits = Math.max(
-    1,
-    Math.min(splits, Math.floor(backend.caps.limits.maxStorageBufferBindingSize / partialBytes)),
-  );
-  const kChunk = Math.ceil(Math.ceil(k / splits) / choice.tileK) * choice.tileK;
-  splits = Math.ceil(k / kChunk);
-  // Stream-K: whole waves of `streamKGroups` tiles run as plain tiles; the tiles left over are
-  // shared out by (tile, K step) units, no more workgroups than units. With K = 0, or no tiles
-  // left over, plain tiles do it all.
-  const allTiles = batches * tilesM * tilesN;
-  const wholeWaves = choice.variant === "streamK"
-    ? Math.floor(allTiles / choice.streamKGroups) * choice.streamKGroups
-    : allTiles;
-  const units = (allTiles - wholeWaves) * Math.ceil(k / choice.tileK);
-  const streamK = units > 0 && !p.halfAccumulate && p.dtype !== "int32";
-  const spec: TiledSpec = {
-    kind: "tiled",
-    dtype: p.dtype,
-    math: p.dtype === "int32" ? "i32" : p.halfAccumulate ? "f16" : "f32",
-    tileM: choice.tileM,
-    tileN: choice.tileN,
-    tileK: choice.tileK,
-    threadM: choice.threadM,
-    threadN: choice.threadN,
-    laneColumns: choice.laneColumns,
-    doubleBuffer: choice.doubleBuffer,
-    sharedLayout: choice.sharedLayout,
-    prefetch: choice.prefetch,
-    swizzle: choice.swizzle,
-    productForm: choice.productForm,
-    a: loadOf(x.a, x.aPrologue, r, m),
-    b: loadOf(x.b, x.bPrologue, r + 1, n),
-    vectorStore: choice.vectorLoads && n % 4 === 0,
-    batchRank,
-    split: splits > 1,
-    streamK: false,
-    interior: choice.interiorLoads && m % choice.tileM === 0 && n % choice.tileN === 0 &&
-      k % choice.tileK === 0,
-    epilogue,
-  };
-  const threads = tiledThreads(spec);
-  // Each prologue input's offset and strides as (outer, k), A's inputs then B's.
-  const prologueInputs = [
-    ...(x.aPrologue?.inputs ?? []).map((v) => [v, v.strides[r], v.strides[r + 1]] as const),
-    ...(x.bPrologue?.inputs ?? []).map((v) => [v, v.strides[r + 1], v.strides[r]] as const),
-  ].map(([v, outerStride, kStride]) => ({
-    offset: v.offset,
-    outerStride,
-    kStride,
-    batchStrides: batchOf(v),
-  }));
-  // The workgroups' two slots of partial tiles each must fit one binding.
-  const slotBytes = 4 * choice.tileM * choice.tileN;
-  const persistent = streamK
-    ? Math.min(
-      choice.streamKGroups,
-      units,
-      Math.floor(backend.caps.limits.maxStorageBufferBindingSize / (2 * slotBytes)),
-    )
-    : 0;
-  const uniforms: MatmulUniforms = {
-    ...base,
-    tilesM,
-    tilesN,
-    splits,
-    kChunk,
-    prologueInputs,
-  };
-  const groups = batches * tilesM * tilesN * splits;
-  // Operand buffers: each operand's own, or its prologue's inputs'.
-  const operandBuffers = [
-    ...(x.aPrologue ? aInputs.map(bufferOf) : [aBuffer]),
-    ...(x.bPrologue ? bInputs.map(bufferOf) : [bBuffer]),
-  ];
-  if (streamK) {
-    // The whole waves, then the tiles left over (the stream-K workgroup count and first tile
-    // travel in the split count's and K chunk's words), then the sums of the tiles cut between
-    // workgroups. Two slots of partial tiles per workgroup.
-    if (wholeWaves > 0) {
-      dispatch(
-        spec,
-        [...operandBuffers, ...extraBuffers, out.buffer],
-        uniforms,
-        wholeWaves,
-        threads,
-      );
-    }
-    const shared = { ...uniforms, splits: persistent, kChunk: wholeWaves };
-    const streamKSpec: TiledSpec = { ...spec, streamK: true };
-    const partials = backend._alloc(op, "float32", persistent * 2 * choice.tileM * choice.tileN);
-    dispatch(
-      streamKSpec,
-      [...operandBuffers, ...extraBuffers, out.buffer, partials.buffer],
-      shared,
-      persistent,
-      threads,
-      2,
-    );
-    if (persistent > 1) {
-      const fixup: StreamKFixupSpec = {
-        kind: "streamKFixup",
-        tiled: streamKSpec,
-        epilogue,
-      };
-      dispatch(
-        fixup,
-        [partials.buffer, ...extraBuffers, out.buffer],
-        shared,
-        persistent - 1,
-        threads,
-      );
-    }
-    backend.free(partials);
-    return out;
-  }
-  if (splits === 1) {
-    dispatch(spec, [...operandBuffers, ...extraBuffers, out.buffer], uniforms, groups, threads);
-    return out;
-  }
-  const partials = backend._alloc(
-    op,
-    p.dtype === "int32" ? "int32" : "float32",
-    splits * batches * m * n,
-  );
-  dispatch(spec, [...operandBuffers, partials.buffer], uniforms, groups, threads);
-  const reduce: SplitReduceSpec = {
-    kind: "splitReduce",
-    dtype: p.dtype,
-    vec4: spec.vectorStore,
-    workgroupSize: 256,
-    epilogue,
-  };
-  const elements = reduce.vec4 ? (batches * m * n) / 4 : batches * m * n;
-  dispatch(
-    reduce,
-    [partials.buffer, ...extraBuffers, out.buffer],
-    // Its Params has no prologue inputs, which come before the constants.
-    { ...uniforms, prologueInputs: [] },
-    Math.ceil(elements / 256),
-    256,
-  );
-  backend.free(partials);
-  return out;
-}
-
-/** Arguments of one call of gemm_f32/gemm_i32: c, a, b, m, n, k, sam, sak, sbk, sbn, ldc, workspace. */
-const GEMM_ARGS = 12;
-/** asm/matmul.ts's micro-tile (MR rows by NR columns): thread boundaries fall on whole tiles. */
-const GEMM_TILE_ROWS = 4;
-const GEMM_TILE_COLUMNS = 8;
-
-/**
- * Where thread t's range of C starts, out of `threads` equal ranges of the batch's rows (or
- * columns) laid end to end (`count` matrices of `extent` each): rounded to a whole tile within its
- * matrix, so that only matrix edges make partial tiles. Non-decreasing in t; `threads` gives the
- * end.
- */
-function splitPoint(t: number, threads: number, count: number, extent: number, tile: number) {
-  const target = Math.round((count * extent * t) / threads);
-  const matrix = Math.floor(target / extent);
-  const within = Math.min(extent, Math.round((target - matrix * extent) / tile) * tile);
-  return matrix * extent + within;
-}
-
-/**
- * Runs a validated, non-empty product with K > 0 on WASM; returns [...batch, M, N] storage of the
- * compute dtype (float32 for float16). `planWasmGemm` decides how many threads share it: each
- * thread gets a range of C's rows (or columns) over the whole batch, as GEMM calls on its own
- * workspace; each element is computed exactly as a single thread would (asm/matmul.ts).
- */
-function runWasm(op: string, backend: WasmHost, p: Problem, x: Operands): WasmStorage {
-  const { m, n, k } = p;
-  const compute: DType = p.dtype === "int32" ? "int32" : "float32";
-  const r = p.batch.length;
-  const count = sizeOf(p.batch);
-  const choice = planWasmGemm({
-    m,
-    n,
-    k,
-    batch: count,
-    cores: backend.shared ? wasmThreadCapacity() : 1,
-  });
-  let threads = 1;
-  if (choice.threads > 1 && backend.shared) {
-    // Started on the first large product; this one runs on the threads that are ready now.
-    void startWasmThreads();
-    threads = Math.min(choice.threads, wasmThreadCount());
-  }
-  const rows = choice.split === "rows";
-  const extent = rows ? m : n;
-  const tile = rows ? GEMM_TILE_ROWS : GEMM_TILE_COLUMNS;
-  // No thread without at least a tile's worth of rows (or columns).
-  threads = Math.max(1, Math.min(threads, Math.ceil((count * extent) / tile)));
-  // float16 is widened to float32 first (a contiguous copy; the product is O(K) times larger).
-  const widen = (v: View): Value =>
-    v.dtype === "float16"
-      ? backend._cast(op, { view: v, temp: false }, "float32", v.shape)
-      : { view: v, temp: false };
-  const a = widen(x.a);
-  const b = widen(x.b);
-  const out = backend._alloc(op, compute, count * m * n);
-  const workspaceBytes =
-    (backend._kernel("gemm_workspace") as unknown as (...args: number[]) => number)(m, n, k);
-  const workspaces: WasmStorage[] = [];
-  try {
-    for (let t = 0; t < threads; t++) {
-      workspaces.push(backend._alloc(op, "float32", Math.ceil(workspaceBytes / 4)));
-    }
-    const name = compute === "int32" ? "gemm_i32" : "gemm_f32";
-    const kernel = backend._kernel(name);
-    const aPtr = backend._pointer(a.view);
-    const bPtr = backend._pointer(b.view);
-    const aStrides = broadcastStrides(a.view, x.a);
-    const bStrides = broadcastStrides(b.view, x.b);
-    const [sam, sak, sbk, sbn] = [aStrides[r], aStrides[r + 1], bStrides[r], bStrides[r + 1]];
-    // Each batch matrix's operand addresses (broadcast batch axes have stride 0).
-    const aBase: number[] = [];
-    const bBase: number[] = [];
-    const index = new Array<number>(r).fill(0);
-    for (let i = 0; i < count; i++) {
-      let aOff = 0, bOff = 0;
-      for (let d = 0; d < r; d++) {
-        aOff += index[d] * aStrides[d];
-        bOff += index[d] * bStrides[d];
-      }
-      aBase.push(aPtr + aOff * 4);
-      bBase.push(bPtr + bOff * 4);
-      for (let d = r - 1; d >= 0; d--) {
-        if (++index[d] < p.batch[d]) break;
-        index[d] = 0;
-      }
-    }
-    const shares: number[][] = [];
-    for (let t = 0; t < threads; t++) {
-      const start = splitPoint(t, threads, count, extent, tile);
-      const end = splitPoint(t + 1, threads, count, extent, tile);
-      const calls: number[] = [];
-      for (let i = Math.floor(start / extent); i * extent < end; i++) {
-        const lo = Math.max(start, i * extent) - i * extent;
-        const hi = Math.min(end, (i + 1) * extent) - i * extent;
-        if (hi <= lo) continue;
-        const c = out.ptr + i * m * n * 4;
-        calls.push(
-          ...(rows
-            ? [c + lo * n * 4, aBase[i] + lo * sam * 4, bBase[i], hi - lo, n]
-            : [c + lo * 4, aBase[i], bBase[i] + lo * sbn * 4, m, hi - lo]),
-          k,
-          sam,
-          sak,
-          sbk,
-          sbn,
-          n,
-          workspaces[t].ptr,
-        );
-      }
-      shares.push(calls);
-    }
-    if (threads === 1) {
-      const calls = shares[0];
-      for (let i = 0; i < calls.length; i += GEMM_ARGS) kernel(...calls.slice(i, i + GEMM_ARGS));
-    } else runShares(backend.allocator.memory, name, kernel, GEMM_ARGS, shares);
-  } catch (e) {
-    backend.free(out);
-    throw e;
-  } finally {
-    for (const w of workspaces) backend.free(w);
-    backend._release(a);
-    backend._release(b);
-  }
-  return out;
-}
-
-/** Strides of a (possibly widened, hence contiguous) operand, keeping the broadcast zeros. */
-function broadcastStrides(v: View, original: View): number[] {
-  if (v === original) return [...v.strides];
-  // A widened copy is contiguous over the original (broadcast) shape: recompute its strides,
-  // and keep stride 0 where the original broadcast or had length 1.
-  const strides = contiguousStrides(v.shape);
-  return strides.map((s, i) => (original.strides[i] === 0 ? 0 : s));
-}
-
 /** Validated inputs of `linear`'s epilogue. */
-function linearParts(op: string, options: LinearOptions, p: Problem, device: string): {
+function linearParts(op: string, options: LinearOptions, p: MatmulProblem, device: string): {
   bias: Tensor | null;
   activation: LinearActivation | null;
 } {
@@ -1082,16 +405,26 @@ function product(
   const onGpu = deviceBackend.name === "gpu";
   // Pending elementwise operands are computed as the kernel loads them (a prologue), except in
   // matrix-vector products (M = 1 or N = 1), whose kernels read their operands as they are.
+  const overrides = planOverrides();
   const x = operandViews(
     op,
     a,
     b,
     p,
     onGpu && runtime().fusion && p.m > 1 && p.n > 1 &&
-      planMatmulPrologue({ m: p.m, n: p.n, k: p.k, batch: sizeOf(p.batch) }),
+      planMatmulPrologue({ m: p.m, n: p.n, k: p.k, batch: sizeOf(p.batch) }, overrides.matmul),
   );
   // Named after the ops fused in front of the product too, for profiles and explain.
   const label = [x.aPrologue?.label, x.bPrologue?.label, op].filter(Boolean).join("+");
+  // The job without its label and epilogue: the operands, as views (and prologues on the GPU).
+  const job: Omit<MatmulJob, "op" | "bias" | "activation"> = {
+    overrides,
+    problem: p,
+    a: x.a,
+    b: x.b,
+    aPrologue: x.aPrologue,
+    bPrologue: x.bPrologue,
+  };
   let biasTensor = bias;
   try {
     if (onGpu) {
@@ -1099,36 +432,29 @@ function product(
         const v = biasTensor._view(op);
         if (v.strides[0] !== 1 && p.n > 1) x.temps.push(biasTensor = clone(biasTensor));
       }
-      const backend = deviceBackend as GpuHost;
       if (
         !biasTensor && !activation && runtime().fusion && p.outShape.length === p.batch.length + 2
       ) {
-        // Lazy: elementwise consumers of the product fold into its kernel as an epilogue.
-        const operandInputCount = operandInputs(x.a, x.aPrologue).length +
-          operandInputs(x.b, x.bPrologue).length;
+        // Lazy: elementwise consumers of the product fold into its kernel as an epilogue (the
+        // device returns null where they do not fit it).
         const producer: Producer = {
           op: label,
           dtype: p.dtype,
           run(runLabel, epilogue, inputs) {
-            // The epilogue's constants follow the prologues'.
-            const base = [x.aPrologue, x.bPrologue].reduce(
-              (n, pro) => n + (pro ? constantNodes(pro.expr).length : 0),
-              0,
-            );
-            const custom = epilogue ? fusedEpilogue(epilogue, inputs, p, base) : null;
-            // The operands' inputs, the epilogue's and C must fit the device's bindings.
-            const bindings = operandInputCount + (custom?.buffers.length ?? 0) + 1;
-            if (
-              epilogue &&
-              (!custom || bindings > backend.caps.limits.maxStorageBuffersPerShaderStage)
-            ) return null;
-            return runGpu(runLabel, backend, p, x, { bias: null, activation: null }, custom);
+            const result = backendOf(x.a).matmul({
+              ...job,
+              op: runLabel,
+              bias: null,
+              activation: null,
+              epilogue: epilogue ? { expr: epilogue, inputs } : undefined,
+            });
+            return result ? result.output : null;
           },
         };
         // It holds the operands' storage (a prologue's inputs') until it runs.
         const pending = makePending(
           label,
-          backend,
+          deviceBackend,
           E.producer(p.dtype),
           p.outShape,
           [...operandInputs(x.a, x.aPrologue), ...operandInputs(x.b, x.bPrologue)],
@@ -1137,16 +463,24 @@ function product(
         );
         return new Tensor(pending);
       }
-      const storage = runGpu(label, backend, p, x, {
+      // No fused epilogue: the GPU path always runs.
+      const { output } = backendOf(x.a).matmul({
+        ...job,
+        op: label,
         bias: biasTensor ? biasTensor._view(op) : null,
         activation,
-      });
-      return Tensor._fromStorage(storage, p.dtype, p.outShape);
+      })!;
+      return Tensor._fromStorage(output, p.dtype, p.outShape);
     }
-    const backend = deviceBackend as WasmHost;
-    const storage = runWasm(op, backend, p, x);
-    const compute: DType = p.dtype === "int32" ? "int32" : "float32";
-    const result = Tensor._fromStorage(storage, compute, p.outShape);
+    // WASM runs the product alone, in its compute dtype (float32 for float16); the epilogue and
+    // the cast back run here.
+    const { output, dtype: compute } = backendOf(x.a).matmul({
+      ...job,
+      op,
+      bias: null,
+      activation: null,
+    })!;
+    const result = Tensor._fromStorage(output, compute, p.outShape);
     if (!biasTensor && !activation && compute === p.dtype) return result;
     try {
       const inputs: View[] = [result._view(op)];

@@ -16,7 +16,8 @@
  * @module
  */
 import type { View } from "../contract/backend.ts";
-import type { ScanJob, ScanOp, ScanType } from "../contract/scan.ts";
+import type { ScanJob } from "../contract/scan.ts";
+import type { ScanOp, ScanType } from "../ir/scan.ts";
 import { planOverrides } from "../plans/overrides.ts";
 import { normalizeAxis } from "../core/shape.ts";
 import type { DType } from "../core/dtype.ts";

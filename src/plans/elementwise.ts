@@ -3,7 +3,7 @@
  * expression, and the transposing copy it may use.
  * @module
  */
-import type { DeviceCaps } from "../contract/caps.ts";
+import type { DeviceCaps } from "../core/caps.ts";
 import type { DType } from "../core/dtype.ts";
 
 /** The elementwise kernel forms (the registry and the coverage test read this list). */

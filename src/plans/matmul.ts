@@ -3,7 +3,7 @@
  * threads.
  * @module
  */
-import type { DeviceCaps } from "../contract/caps.ts";
+import type { DeviceCaps } from "../core/caps.ts";
 
 import { ValueError } from "../core/errors.ts";
 

@@ -2,7 +2,7 @@
  * The 2-D pooling plan: thread per output, unrolled windows, or a team per output.
  * @module
  */
-import type { DeviceCaps } from "../contract/caps.ts";
+import type { DeviceCaps } from "../core/caps.ts";
 
 /** The pooling kernel forms (the registry and the coverage test read this list). */
 export const POOL_VARIANTS = ["unrolled", "looped", "team"] as const;

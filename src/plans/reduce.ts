@@ -2,7 +2,7 @@
  * The reduction plan: invocations per row, chunks, combine.
  * @module
  */
-import type { DeviceCaps } from "../contract/caps.ts";
+import type { DeviceCaps } from "../core/caps.ts";
 
 /** Invocations per row: a workgroup, or one thread (the registry and the coverage test read this list). */
 export const REDUCE_VARIANTS = ["workgroup", "thread"] as const;

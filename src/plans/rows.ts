@@ -3,7 +3,7 @@
  * normalising pass.
  * @module
  */
-import type { DeviceCaps } from "../contract/caps.ts";
+import type { DeviceCaps } from "../core/caps.ts";
 
 /** One pass per row, or chunk statistics first (the registry and the coverage test read this list). */
 export const ROWS_VARIANTS = ["single", "chunked"] as const;

@@ -3,9 +3,9 @@
  * look-back.
  * @module
  */
-import type { DeviceCaps } from "../contract/caps.ts";
+import type { DeviceCaps } from "../core/caps.ts";
 
-import type { ScanOp } from "../contract/scan.ts";
+import type { ScanOp } from "../ir/scan.ts";
 
 /** The scan schemes (the registry and the coverage test read this list). */
 export const SCAN_VARIANTS = ["row", "lookback", "multipass"] as const;

@@ -1,15 +1,17 @@
 /**
  * The WASM device: the backend contract (src/contract/) over the AssemblyScript kernel module
  * (asm/). The device's own machinery (memory, kernels, casts) is in host.ts; each kernel family's
- * host code sits beside it under the family's stem (rows.ts, ...). Modules here may import core,
- * ir, contract and plans; never the front end (tensors, ops).
+ * host code sits beside it under the family's stem (rows.ts, matmul.ts, ...). Modules here may
+ * import core, ir, contract and plans; never the front end (tensors, ops).
  * @module
  */
 import type { PoolJob, PoolResult } from "../contract/pool.ts";
+import type { MatmulJob, MatmulResult } from "../contract/matmul.ts";
 import type { RowsJob, RowsResult } from "../contract/rows.ts";
 import type { ScanJob, ScanResult } from "../contract/scan.ts";
 import { WasmHost } from "./host.ts";
 import { runPoolWasm } from "./pool.ts";
+import { runMatmulWasm } from "./matmul.ts";
 import { runRowsWasm } from "./rows.ts";
 import { runScanWasm } from "./scan.ts";
 
@@ -23,5 +25,8 @@ export class WasmBackend extends WasmHost {
   }
   pool(job: PoolJob): PoolResult {
     return runPoolWasm(this, job);
+  }
+  matmul(job: MatmulJob): MatmulResult {
+    return runMatmulWasm(this, job);
   }
 }

@@ -6,7 +6,8 @@
 import type { DType } from "../core/dtype.ts";
 import type { View } from "../core/view.ts";
 import { contiguousStrides, isContiguous, sizeOf } from "../core/shape.ts";
-import type { ScanJob, ScanOp, ScanResult, ScanType } from "../contract/scan.ts";
+import type { ScanJob, ScanResult } from "../contract/scan.ts";
+import type { ScanOp, ScanType } from "../ir/scan.ts";
 import type { Value, WasmHost } from "./host.ts";
 
 /** The WASM path: every scan job, empty ones included (no kernel runs for those). */
