@@ -7,6 +7,7 @@
 import type { DType, TypedArray } from "../core/dtype.ts";
 import type { Expr } from "../ir/expr.ts";
 import type { PoolJob, PoolResult } from "./pool.ts";
+import type { CaptureSession } from "./capture.ts";
 import type { MatmulJob, MatmulResult } from "./matmul.ts";
 import type { RowsJob, RowsResult } from "./rows.ts";
 import type { Choice } from "../plans/mod.ts";
@@ -113,6 +114,11 @@ export interface Backend extends StorageOwner {
    * in the product's kernel; the caller then runs it without one.
    */
   matmul(job: MatmulJob): MatmulResult | null;
+  /**
+   * Starts capturing the work issued over `inputs` for replay (`jit`); null where the device does
+   * not replay.
+   */
+  capture(inputs: readonly View[]): CaptureSession | null;
   /** Reads many views back; one device synchronisation for all of them. */
   read(views: readonly View[]): Promise<TypedArray[]>;
   /** Frees storage whose last view let go. */

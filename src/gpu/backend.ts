@@ -7,10 +7,13 @@
  * @module
  */
 import type { PoolJob, PoolResult } from "../contract/pool.ts";
+import type { View } from "../core/view.ts";
+import type { CaptureSession } from "../contract/capture.ts";
 import type { MatmulJob, MatmulResult } from "../contract/matmul.ts";
 import type { RowsJob, RowsResult } from "../contract/rows.ts";
 import type { ScanJob, ScanResult } from "../contract/scan.ts";
 import { GpuHost } from "./host.ts";
+import { startCapture } from "./capture.ts";
 import { runPoolGpu } from "./pool.ts";
 import { runMatmulGpu } from "./matmul.ts";
 import { runRowsGpu } from "./rows.ts";
@@ -29,5 +32,8 @@ export class GpuBackend extends GpuHost {
   }
   matmul(job: MatmulJob): MatmulResult | null {
     return runMatmulGpu(this, job);
+  }
+  capture(inputs: readonly View[]): CaptureSession {
+    return startCapture(this, inputs);
   }
 }

@@ -5,6 +5,7 @@
  * @module
  */
 import type { PoolJob, PoolResult } from "../contract/pool.ts";
+import type { CaptureSession } from "../contract/capture.ts";
 import type { MatmulJob, MatmulResult } from "../contract/matmul.ts";
 import type { RowsJob, RowsResult } from "../contract/rows.ts";
 import type { ScanJob, ScanResult } from "../contract/scan.ts";
@@ -120,6 +121,7 @@ export abstract class GpuHost implements Backend {
   abstract scan(job: ScanJob): ScanResult;
   abstract pool(job: PoolJob): PoolResult;
   abstract matmul(job: MatmulJob): MatmulResult | null;
+  abstract capture(inputs: readonly View[]): CaptureSession | null;
   readonly name = "gpu" as const;
   readonly device: GPUDevice;
   readonly caps: DeviceCaps;

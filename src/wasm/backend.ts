@@ -29,4 +29,8 @@ export class WasmBackend extends WasmHost {
   matmul(job: MatmulJob): MatmulResult {
     return runMatmulWasm(this, job);
   }
+  /** Nothing to gain from replaying: each kernel call is already direct. */
+  capture(): null {
+    return null;
+  }
 }
