@@ -6,6 +6,12 @@
  * @module
  */
 import { BINARY, UNARY } from "./ir/elementwise_table.ts";
+import { FAMILY_VARIANTS, type GpuFamily } from "./plans/variants.ts";
+
+/** A family's generator and every variant its plan names. */
+function family(name: GpuFamily, generator: string): KernelEntry["gpu"] {
+  return { generator, family: name, variants: FAMILY_VARIANTS[name] };
+}
 
 /** One registered kernel. */
 export interface KernelEntry {
@@ -13,16 +19,16 @@ export interface KernelEntry {
   id: string;
   /** The WASM reference: AssemblyScript export names (a prefix ending in `_` stands for all of a family). */
   wasmReference: string;
-  /** The WGSL generator and the variants its plan chooses among. */
-  gpu: { generator: string; variants: readonly string[] };
-  /** The plan function in src/plans.ts. */
+  /**
+   * The WGSL generator, the kernel family whose plan chooses among its variants, and those
+   * variants (`FAMILY_VARIANTS`, built from the plans' own types: they cannot drift).
+   */
+  gpu: { generator: string; family: GpuFamily; variants: readonly string[] };
+  /** The plan function (src/plans/). */
   plan: string;
 }
 
-const ELEMENTWISE_GPU = {
-  generator: "gpu/_codegen_elementwise.ts",
-  variants: ["vec4", "scalar", "strided"],
-};
+const ELEMENTWISE_GPU = family("elementwise", "gpu/_codegen_elementwise.ts");
 const internal = new Set([
   "pcgHash",
   "bitwiseXor",
@@ -38,7 +44,7 @@ const internal = new Set([
  *
  * @example
  * ```ts
- * import { KERNELS } from "./kernels.ts";
+ * import { KERNELS } from "@gyre/gyre/tuning";
  * console.log(KERNELS.map((k) => k.id));
  * ```
  */
@@ -67,22 +73,27 @@ export const KERNELS: readonly KernelEntry[] = [
   {
     id: "elementwise/transposedCopy",
     wasmReference: "cast_",
-    gpu: { generator: "gpu/_codegen_transpose.ts", variants: ["plain", "paired"] },
+    gpu: {
+      generator: "gpu/_codegen_transpose.ts",
+      family: "elementwise",
+      variants: ["transpose", "tiled"],
+    },
     plan: "planElementwise",
   },
   {
     id: "elementwise/scatter",
     wasmReference: "scatter_",
-    gpu: { generator: "gpu/_codegen_elementwise.ts", variants: ["strided-output"] },
+    gpu: {
+      generator: "gpu/_codegen_elementwise.ts",
+      family: "elementwise",
+      variants: ["vec4", "scalar"],
+    },
     plan: "planElementwise",
   },
   ...["sum", "prod", "max", "min", "argmax", "argmin", "logsumexp", "moments"].map((op) => ({
     id: `reduce/${op}`,
     wasmReference: `reduce_${op}_`,
-    gpu: {
-      generator: "gpu/_codegen_reduce.ts",
-      variants: ["workgroup-subgroup", "workgroup-shared", "thread", "two-pass"],
-    },
+    gpu: family("reduce", "gpu/_codegen_reduce.ts"),
     plan: "planReduce",
   })),
   ...[
@@ -93,16 +104,13 @@ export const KERNELS: readonly KernelEntry[] = [
   ].map(([op, wasm]) => ({
     id: `pool/${op}`,
     wasmReference: wasm,
-    gpu: { generator: "gpu/_codegen_pool.ts", variants: ["unrolled", "unrolled-vec4", "looped"] },
+    gpu: family("pool", "gpu/_codegen_pool.ts"),
     plan: "planPool",
   })),
   ...["sum", "prod", "max", "min"].map((op) => ({
     id: `scan/cum${op}`,
     wasmReference: `scan_${op}_`,
-    gpu: {
-      generator: "gpu/_codegen_scan.ts",
-      variants: ["row", "lookback", "multipass", "strided", "columns", "transpose"],
-    },
+    gpu: family("scan", "gpu/_codegen_scan.ts"),
     plan: "planScan",
   })),
   ...[
@@ -113,40 +121,15 @@ export const KERNELS: readonly KernelEntry[] = [
     ["groupNorm", "layer_norm_rows_f32"],
     ["batchNorm", "layer_norm_rows_f32"],
   ].map(([op, wasm]) => ({
-    id: `norm/${op}`,
+    id: `rows/${op}`,
     wasmReference: wasm,
-    gpu: {
-      generator: "gpu/_codegen_rows.ts",
-      variants: [
-        "single-vec4",
-        "single",
-        "strided",
-        "across-rows",
-        "chunked",
-        "shuffle",
-        "subgroup",
-        "shared",
-      ],
-    },
+    gpu: family("rows", "gpu/_codegen_rows.ts"),
     plan: "planRows",
   })),
   ...[["matmul", "gemm_"], ["linear", "gemm_f32"]].map(([op, wasm]) => ({
     id: `matmul/${op}`,
     wasmReference: wasm,
-    gpu: {
-      generator: "gpu/_codegen_matmul.ts",
-      // "tiled-prologue": the tiled and split-K kernels computing a pending elementwise operand;
-      // "tiled-a-copied": A first copied into [K, M] order (gpu/_codegen_transpose.ts).
-      variants: [
-        "tiled",
-        "tiled-single-buffer",
-        "split-k",
-        "tiled-prologue",
-        "tiled-a-copied",
-        "gemv-dot",
-        "gemv-column",
-      ],
-    },
+    gpu: family("matmul", "gpu/_codegen_matmul.ts"),
     plan: "planMatmul",
   })),
 ];
@@ -156,7 +139,7 @@ export const KERNELS: readonly KernelEntry[] = [
  *
  * @example
  * ```ts
- * import { INTERNAL_KERNELS } from "@gyre/gyre";
+ * import { INTERNAL_KERNELS } from "@gyre/gyre/tuning";
  * INTERNAL_KERNELS.has("elementwise/pcgHash"); // true
  * ```
  */

@@ -40,6 +40,71 @@ const knownKernels = new Set(tuning.KERNELS.map((k) => k.id));
 /** Options of {@link property}. */
 export interface PropertyOptions {
   numRuns?: number;
+  /**
+   * Named variants ("family/variant", see `FAMILY_VARIANTS` in src/plans/variants.ts) the property
+   * must have run on the GPU, counted from what the devices report: the test fails naming any
+   * that no run reached (after up to {@link EXTRA_ROUNDS} more rounds of runs with other seeds).
+   * Written as an array of string literals: tests/kernel_coverage_test.ts reads them.
+   */
+  variants?: readonly string[];
+}
+
+/** More rounds of runs a property may take to reach every variant it declares. */
+const EXTRA_ROUNDS = 4;
+
+/** Overrides a check forced (by {@link forcePlan}); checked against what ran when it ends. */
+let forced: { family: string; override: Record<string, unknown> }[] = [];
+/** What the devices ran during the current check. */
+let ran: tuning.PlanRecord[] = [];
+
+/**
+ * Forces fields of a family's plan for the work issued from now on, as `setPlanOverride` does.
+ * The current property check then fails if GPU work of that family ran but none of it under the
+ * override (the override missed the work: set and cleared before lazy work ran), or if work under
+ * it ran another `variant` than the one forced (the plan may still adjust other fields to the
+ * device). A check whose family ran no GPU work (empty inputs, errors) passes. `null` restores
+ * the rule.
+ */
+export function forcePlan<F extends tuning.PlanFamily>(
+  family: F,
+  override: tuning.PlanOverrides[F] | null,
+): void {
+  tuning.setPlanOverride(family, override);
+  if (override && family !== "wasmGemm") {
+    forced.push({ family, override: override as Record<string, unknown> });
+  }
+}
+
+/** The plans the GPU ran during the current check (for tests that check more than the variant). */
+export function plansRan(family: string): tuning.PlanRecord[] {
+  return ran.filter((r) => r.device === "gpu" && r.family === family);
+}
+
+function sameOverride(a: unknown, b: Record<string, unknown>): boolean {
+  return a !== undefined && JSON.stringify(a) === JSON.stringify({ ...b });
+}
+
+/** Throws unless every override the check forced reached GPU work, with its variant. */
+function checkForced(): void {
+  for (const { family, override } of forced) {
+    const under = ran.filter((r) => r.family === family && sameOverride(r.override, override));
+    if (under.length === 0 && ran.some((r) => r.family === family && r.device === "gpu")) {
+      throw new Error(
+        `forced ${family} plan ${JSON.stringify(override)} reached no GPU work (ran: ${
+          JSON.stringify(ran.map((r) => [r.family, r.variants, r.override]))
+        })`,
+      );
+    }
+    const variant = override.variant;
+    const other = under.find((r) => (r.choice as { variant?: unknown }).variant !== variant);
+    if (variant !== undefined && other) {
+      throw new Error(
+        `forced ${family} variant "${variant}" but "${
+          (other.choice as { variant?: unknown }).variant
+        }" ran (${JSON.stringify(other.choice)})`,
+      );
+    }
+  }
 }
 
 /**
@@ -64,27 +129,55 @@ export function property<T>(
   Deno.test({
     name: testName,
     fn: async () => {
-      const details = await fc.check(
-        fc.asyncProperty(arbitrary, async (value) => {
-          try {
-            await check(value);
-          } finally {
-            tuning.setPlanOverride("elementwise", null);
-            tuning.setPlanOverride("reduce", null);
-          }
-        }),
-        { seed: SEED, path: PATH, numRuns, endOnFailure: PATH !== undefined },
-      );
-      if (details.failed) {
-        const cause = details.errorInstance instanceof Error
-          ? details.errorInstance.message
-          : String(details.errorInstance);
+      const seen = new Set<string>();
+      const missing = () => (options.variants ?? []).filter((v) => !seen.has(v));
+      for (let round = 0; round <= EXTRA_ROUNDS; round++) {
+        if (round > 0 && missing().length === 0) break;
+        const details = await fc.check(
+          fc.asyncProperty(arbitrary, async (value) => {
+            forced = [];
+            ran = [];
+            const stop = tuning.onPlan((r) => ran.push(r));
+            try {
+              await check(value);
+              checkForced();
+            } finally {
+              stop();
+              tuning.setPlanOverride("elementwise", null);
+              tuning.setPlanOverride("reduce", null);
+              for (const r of ran) {
+                if (r.device === "gpu") {
+                  for (const v of r.variants) seen.add(`${r.family}/${v}`);
+                }
+              }
+            }
+          }),
+          {
+            seed: SEED + round,
+            path: round === 0 ? PATH : undefined,
+            numRuns,
+            endOnFailure: PATH !== undefined,
+          },
+        );
+        if (details.failed) {
+          const cause = details.errorInstance instanceof Error
+            ? details.errorInstance.message
+            : String(details.errorInstance);
+          throw new Error(
+            `property failed after ${details.numRuns} run(s), ${details.numShrinks} shrink(s)\n` +
+              `  replay: GYRE_SEED=${details.seed} GYRE_PATH=${details.counterexamplePath} ` +
+              `deno test -A tests/ --filter "${testName}"\n` +
+              `  counterexample: ${fc.stringify(details.counterexample)}\n` +
+              `  ${cause}`,
+          );
+        }
+        if (PATH !== undefined) return;
+      }
+      if (missing().length > 0) {
         throw new Error(
-          `property failed after ${details.numRuns} run(s), ${details.numShrinks} shrink(s)\n` +
-            `  replay: GYRE_SEED=${details.seed} GYRE_PATH=${details.counterexamplePath} ` +
-            `deno test -A tests/ --filter "${testName}"\n` +
-            `  counterexample: ${fc.stringify(details.counterexample)}\n` +
-            `  ${cause}`,
+          `declared variants that no run reached in ${EXTRA_ROUNDS + 1} rounds of ${numRuns}: ${
+            missing().join(", ")
+          } (ran: ${[...seen].sort().join(", ")})`,
         );
       }
     },

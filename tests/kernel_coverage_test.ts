@@ -7,10 +7,14 @@
  * literal or an array of string literals. This test reads tests/property_*_test.ts, drops
  * comments, and collects those literals; a call whose first argument is not a literal covers
  * nothing. A kernel added to the registry without such a test fails here.
+ *
+ * Variants likewise: every variant a registered GPU kernel's family names (`FAMILY_VARIANTS`,
+ * built from the plans' choice types) must appear in the `variants: [...]` option of some
+ * property, and the harness (tests/_harness.ts) fails that property unless the GPU reported
+ * running each variant it declares. Declared here, run there: together, every variant ran.
  * @module
  */
 import assert from "node:assert/strict";
-import * as gyre from "../src/mod.ts";
 import * as tuning from "../src/tuning.ts";
 
 const STRING = String.raw`"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'`;
@@ -35,6 +39,24 @@ export function declaredKernels(source: string): Set<string> {
     for (const lit of m[1].matchAll(new RegExp(STRING, "g"))) ids.add(lit[0].slice(1, -1));
   }
   return ids;
+}
+
+/** "family/variant" strings declared in `variants: [...]` options in `source`. */
+export function declaredVariants(source: string): Set<string> {
+  const code = stripComments(source);
+  const ids = new Set<string>();
+  const option = new RegExp(String.raw`\bvariants:\s*(\[\s*(?:(?:${STRING})\s*,?\s*)*\])`, "g");
+  for (const m of code.matchAll(option)) {
+    for (const lit of m[1].matchAll(new RegExp(STRING, "g"))) ids.add(lit[0].slice(1, -1));
+  }
+  return ids;
+}
+
+/** Required variants that `sources` do not declare. */
+export function undeclared(required: Iterable<string>, sources: readonly string[]): string[] {
+  const declared = new Set<string>();
+  for (const s of sources) for (const v of declaredVariants(s)) declared.add(v);
+  return [...new Set(required)].filter((v) => !declared.has(v)).sort();
 }
 
 /** Required kernels that `sources` do not cover. */
@@ -78,7 +100,7 @@ Deno.test("property tests name only registered kernels", async () => {
   }
   assert.deepEqual([...declared].filter((id) => !known.has(id)).sort(), []);
   // Internal kernels stay out of the requirement, but nothing else does.
-  assert.ok(required.length > 0 && required.length < tuning.KERNELS.length + 1);
+  assert.equal(required.length + tuning.INTERNAL_KERNELS.size, tuning.KERNELS.length);
   for (const id of tuning.INTERNAL_KERNELS) {
     assert.ok(known.has(id), `internal kernel ${id} is not registered`);
   }
@@ -101,4 +123,41 @@ Deno.test("the coverage check fails for a kernel added without a test", async ()
   ].join("\n");
   assert.deepEqual(uncovered(["reduce/brandNew"], [fake]), ["reduce/brandNew"]);
   assert.deepEqual(uncovered(["elementwise/inArray", "elementwise/wrapped"], [fake]), []);
+});
+
+const requiredVariants = tuning.KERNELS.filter((k) => !tuning.INTERNAL_KERNELS.has(k.id)).flatMap((
+  k,
+) => k.gpu.variants.map((v) => `${k.gpu.family}/${v}`));
+
+Deno.test("every variant of every registered GPU kernel is declared by a property test", async () => {
+  const texts = (await propertySources()).map((f) => f.text);
+  const missing = undeclared(requiredVariants, texts);
+  assert.deepEqual(
+    missing,
+    [],
+    `variants no property declares (add them to a property's variants: [...] option, which ` +
+      `makes the property fail unless the GPU ran them): ${missing.join(", ")}`,
+  );
+});
+
+Deno.test("property tests declare only variants the plans name", async () => {
+  const known = new Set(
+    Object.entries(tuning.FAMILY_VARIANTS).flatMap(([f, vs]) => vs.map((v) => `${f}/${v}`)),
+  );
+  const declared = new Set<string>();
+  for (const f of await propertySources()) {
+    for (const v of declaredVariants(f.text)) declared.add(v);
+  }
+  assert.ok(declared.size > 0);
+  assert.deepEqual([...declared].filter((v) => !known.has(v)).sort(), []);
+});
+
+Deno.test("the variant check fails for a variant no property declares", () => {
+  const fake = [
+    `property("reduce/sum", "x", arb, check, { variants: ["reduce/thread"] });`,
+    `// { variants: ["reduce/workgroup-shared"] }`,
+  ].join("\n");
+  assert.deepEqual(undeclared(["reduce/thread", "reduce/workgroup-shared"], [fake]), [
+    "reduce/workgroup-shared",
+  ]);
 });

@@ -19,9 +19,10 @@
  */
 import fc from "fast-check";
 import * as gyre from "../src/mod.ts";
-import * as tuning from "../src/tuning.ts";
+import type * as tuning from "../src/tuning.ts";
 import {
   Bag,
+  forcePlan,
   halfUlpOf,
   MIN_NORMAL,
   mulberry32,
@@ -312,13 +313,13 @@ async function checkCase(
         transposeB: b.transposeOption,
       }));
     };
-    tuning.setPlanOverride("matmul", c.override);
+    forcePlan("matmul", c.override);
     let gpu: gyre.Tensor;
     try {
       // Computed inside the override: a product is lazy, and its kernel is planned when it runs.
       gpu = run("gpu").realize();
     } finally {
-      tuning.setPlanOverride("matmul", null);
+      forcePlan("matmul", null);
     }
     const wasm = run("wasm");
     const [got, want] = await gyre.readAll([gpu, wasm]);
@@ -430,7 +431,7 @@ property(
   "tiled, split-K and stream-K products match the WASM GEMM within 2 gamma_K |A||B|",
   caseArb(TILED, false),
   (c) => checkCase(c),
-  { numRuns: 60 },
+  { numRuns: 60, variants: ["matmul/tiled", "matmul/splitK", "matmul/streamK"] },
 );
 
 property(
@@ -438,7 +439,7 @@ property(
   "matrix-vector products (M = 1 or N = 1) in every gemv form and width",
   caseArb(GEMV, true),
   (c) => checkCase(c),
-  { numRuns: 60 },
+  { numRuns: 60, variants: ["matmul/gemv"] },
 );
 
 property(
@@ -612,7 +613,7 @@ property(
       const fusedOperands = build("gpu");
       // What each operand would run as its own kernel (read before the product computes it).
       const ownLabels = [pendingLabel(fusedOperands.a), pendingLabel(fusedOperands.b)];
-      tuning.setPlanOverride("matmul", c.override);
+      forcePlan("matmul", c.override);
       let fused: gyre.Tensor, kernels: string[];
       try {
         const explained = gyre.explain(
@@ -622,7 +623,7 @@ property(
         fused = bag.add(explained.outputs[0]);
         kernels = explained.kernels.map((k) => k.kernel);
       } finally {
-        tuning.setPlanOverride("matmul", null);
+        forcePlan("matmul", null);
       }
       const dtype = fused.dtype;
       // Fused wherever the kernel is tiled (M, N > 1) and the operand reads few enough inputs:
@@ -664,13 +665,13 @@ property(
       }
       // The same graph with fusion off, under the same plan: each operand computed first.
       gyre.runtime().fusion = false;
-      tuning.setPlanOverride("matmul", c.override);
+      forcePlan("matmul", c.override);
       let unfused: gyre.Tensor;
       try {
         const o = build("gpu");
         unfused = bag.add(gyre.matmul(o.a, o.b, o.options).realize());
       } finally {
-        tuning.setPlanOverride("matmul", null);
+        forcePlan("matmul", null);
         gyre.runtime().fusion = true;
       }
       const w = build("wasm");

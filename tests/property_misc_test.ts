@@ -8,9 +8,9 @@
  */
 import fc from "fast-check";
 import * as gyre from "../src/mod.ts";
-import * as tuning from "../src/tuning.ts";
 import {
   Bag,
+  forcePlan,
   FULL,
   halfUlpOf,
   hostData,
@@ -130,10 +130,10 @@ property(
       const data = hostData(rng, c.from, sizeOf(layout.baseShape), CAST_DOMAIN);
       const x = (device: gyre.DeviceName) =>
         operandOn(bag, device, layout, c.from, data) as gyre.Tensor;
-      if (c.forceScalar) tuning.setPlanOverride("elementwise", { variant: "scalar" });
+      if (c.forceScalar) forcePlan("elementwise", { variant: "scalar" });
       const xg = x("gpu");
       const gpu = bag.add(gyre.cast(xg, c.to));
-      tuning.setPlanOverride("elementwise", null);
+      forcePlan("elementwise", null);
       const xw = x("wasm");
       const ref = bag.add(gyre.cast(xw, c.to));
       // The reference on flushed inputs: a GPU may flush subnormals (cast to bool then gives false).
@@ -255,18 +255,18 @@ property(
       try {
         // Clones by the tiled transposing copy, or by the tiled kernel.
         const tiled = { variant: "tiled", workgroupSize: c.workgroupSize } as const;
-        tuning.setPlanOverride(
+        forcePlan(
           "elementwise",
           c.operands === "tiled" ? tiled : { variant: "transpose" },
         );
         const clone = bag.add(view("gpu").clone()).realize();
-        tuning.setPlanOverride(
+        forcePlan(
           "elementwise",
           c.operands === "tiled" ? tiled : { variant: "scalar" },
         );
         gpu = [clone, ...computations("gpu").map((t) => t.realize())];
       } finally {
-        tuning.setPlanOverride("elementwise", null);
+        forcePlan("elementwise", null);
       }
       const got = await gyre.readAll(gpu);
       const want = await gyre.readAll(results("wasm"));
@@ -292,7 +292,7 @@ property(
       bag.dispose();
     }
   },
-  { numRuns: 40 },
+  { numRuns: 40, variants: ["elementwise/tiled", "elementwise/transpose"] },
 );
 
 // ---------------------------------------------------------------------------------------------
@@ -335,9 +335,9 @@ property(
         const [c, a, b] = layouts.map((l, k) => operandOn(bag, device, l, ds[k], bases[k]));
         return bag.add(gyre.where(c, a, b));
       };
-      if (forceScalar) tuning.setPlanOverride("elementwise", { variant: "scalar" });
+      if (forceScalar) forcePlan("elementwise", { variant: "scalar" });
       const gpu = run("gpu");
-      tuning.setPlanOverride("elementwise", null);
+      forcePlan("elementwise", null);
       const ref = run("wasm");
       // A subnormal float condition may read as false on a GPU that flushes subnormals.
       const flushedCondition = bases[0] instanceof Float32Array

@@ -21,11 +21,12 @@
  */
 import fc from "fast-check";
 import * as gyre from "../src/mod.ts";
-import * as tuning from "../src/tuning.ts";
+import type * as tuning from "../src/tuning.ts";
 import {
   Bag,
   EXACT,
   type FloatDomain,
+  forcePlan,
   FULL,
   hostData,
   MIN_NORMAL,
@@ -232,12 +233,12 @@ function both(
   const collect = (r: gyre.Tensor | gyre.PoolWithIndices) =>
     r instanceof gyre.Tensor ? [bag.add(r)] : [bag.add(r.values), bag.add(r.indices)];
   const gpuInput = inputOn(bag, "gpu", c, data);
-  tuning.setPlanOverride("pool", c.override);
+  forcePlan("pool", c.override);
   let gpu: gyre.Tensor[];
   try {
     gpu = collect(op(gpuInput));
   } finally {
-    tuning.setPlanOverride("pool", null);
+    forcePlan("pool", null);
   }
   return { gpu, ref: collect(op(inputOn(bag, "wasm", c, data))) };
 }
@@ -400,7 +401,7 @@ property(
       bag.dispose();
     }
   },
-  { numRuns: 60 },
+  { numRuns: 60, variants: ["pool/looped", "pool/unrolled"] },
 );
 
 property(
@@ -441,7 +442,7 @@ property(
       bag.dispose();
     }
   },
-  { numRuns: 50 },
+  { numRuns: 50, variants: ["pool/looped", "pool/unrolled", "pool/team"] },
 );
 
 /** Adaptive cases: output sizes that divide the input or not, larger than it, or null (kept). */
@@ -535,7 +536,7 @@ property(
       bag.dispose();
     }
   },
-  { numRuns: 60 },
+  { numRuns: 60, variants: ["pool/looped", "pool/unrolled", "pool/team"] },
 );
 
 // Above 1 Mi elements: the common ResNet/VGG shapes (2x2 stride 2, 3x3 stride 2 padding 1) and a

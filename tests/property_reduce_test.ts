@@ -21,6 +21,7 @@ import * as tuning from "../src/tuning.ts";
 import {
   Bag,
   type FloatDomain,
+  forcePlan,
   hostData,
   makeLayout,
   MIN_NORMAL,
@@ -187,7 +188,7 @@ async function checkCase(c: Case): Promise<void> {
       c.variant === "thread" && rowLength > 65535 ? { ...c, variant: "shared" } : c,
     );
     const rows = sizeOf(c.shape.filter((_, a) => !reduced.includes(a)));
-    tuning.setPlanOverride("reduce", override);
+    forcePlan("reduce", override);
     let gpu: gyre.Tensor | Error;
     let choice: tuning.ReduceChoice;
     let columnChoice: tuning.ReduceChoice;
@@ -196,15 +197,15 @@ async function checkCase(c: Case): Promise<void> {
     } catch (e) {
       gpu = e as Error;
     } finally {
-      choice = tuning.planReduce(rt.caps ?? undefined, { rows, rowLength });
+      choice = tuning.planReduce(rt.caps ?? undefined, { rows, rowLength }, override);
       // The backend also tells the plan whether rows are adjacent in memory (a reduction over
       // leading axes), which picks one invocation per row: bound the error by either choice.
       columnChoice = tuning.planReduce(rt.caps ?? undefined, {
         rows,
         rowLength,
         rowsAdjacent: true,
-      });
-      tuning.setPlanOverride("reduce", null);
+      }, override);
+      forcePlan("reduce", null);
     }
     let ref: gyre.Tensor | Error;
     try {
@@ -316,7 +317,16 @@ property(
   "GPU matches WASM over random axes, layouts, dtypes and forced plan variants",
   caseArb(["sum", "prod", "max", "min", "argmax", "argmin"]),
   checkCase,
-  { numRuns: 150 },
+  {
+    numRuns: 150,
+    variants: [
+      "reduce/workgroup-subgroup",
+      "reduce/workgroup-shared",
+      "reduce/thread",
+      "reduce/last-workgroup",
+      "reduce/second-pass",
+    ],
+  },
 );
 
 property(

@@ -31,10 +31,11 @@
  */
 import fc from "fast-check";
 import * as gyre from "../src/mod.ts";
-import * as tuning from "../src/tuning.ts";
+import type * as tuning from "../src/tuning.ts";
 import {
   Bag,
   expectClose,
+  forcePlan,
   type LayoutKind,
   makeLayout,
   MIN_NORMAL,
@@ -293,11 +294,11 @@ async function withVariants(
   body: (name: string) => Promise<void>,
 ): Promise<void> {
   for (const v of variants) {
-    tuning.setPlanOverride("rows", VARIANTS[v].override);
+    forcePlan("rows", VARIANTS[v].override);
     try {
       await body(VARIANTS[v].name);
     } finally {
-      tuning.setPlanOverride("rows", null);
+      forcePlan("rows", null);
     }
   }
 }
@@ -316,7 +317,7 @@ const variantsArb = fc.uniqueArray(fc.nat({ max: VARIANTS.length - 1 }), {
 const SOFTMAX_ROW_SPECIALS = ["all -inf", "one NaN", "one +inf", "some -inf", "zeros", "equal"];
 
 property(
-  ["norm/softmax", "norm/logSoftmax"],
+  ["rows/softmax", "rows/logSoftmax"],
   "softmax and logSoftmax: shapes, axes, layouts, variants and special rows",
   fc.record({
     shape: shapeArb,
@@ -385,7 +386,17 @@ property(
       bag.dispose();
     }
   },
-  { numRuns: 100 },
+  {
+    numRuns: 100,
+    variants: [
+      "rows/single",
+      "rows/chunked",
+      "rows/none",
+      "rows/shuffle",
+      "rows/subgroup",
+      "rows/shared",
+    ],
+  },
 );
 
 /** Draws a parameter tensor broadcastable to `shape` on both devices (or none). */
@@ -419,7 +430,7 @@ function parameter(
 }
 
 property(
-  ["norm/layerNorm", "norm/rmsNorm"],
+  ["rows/layerNorm", "rows/rmsNorm"],
   "layerNorm and rmsNorm: shapes, axis sets, layouts, affine parameters, variants",
   fc.record({
     shape: shapeArb,
@@ -487,7 +498,7 @@ property(
       bag.dispose();
     }
   },
-  { numRuns: 100 },
+  { numRuns: 100, variants: ["rows/single", "rows/chunked"] },
 );
 
 /** Channel counts (groups x channels per group) and spatial shapes of the N, C, ... ops. */
@@ -499,7 +510,7 @@ const channelsArb = fc.record({
 });
 
 property(
-  "norm/groupNorm",
+  "rows/groupNorm",
   "groupNorm: groups, spatial shapes, layouts, per-channel affine, variants",
   fc.record({
     dims: channelsArb,
@@ -563,7 +574,7 @@ property(
 );
 
 property(
-  "norm/batchNorm",
+  "rows/batchNorm",
   "batchNorm: training (output, batch and running statistics) and inference, variants",
   fc.record({
     dims: channelsArb,
@@ -689,7 +700,7 @@ function assert(ok: boolean, message: string): void {
 }
 
 property(
-  ["norm/softmax", "norm/layerNorm"],
+  ["rows/softmax", "rows/layerNorm"],
   "over 1 Mi elements: long rows (chunked by the rule), a wide batch, and a strided axis",
   fc.record({ which: fc.nat({ max: 2 }), seed: fc.nat() }),
   async (c) => {

@@ -33,6 +33,7 @@ import * as tuning from "../src/tuning.ts";
 import {
   Bag,
   type FloatDomain,
+  forcePlan,
   hostData,
   type LayoutKind,
   makeLayout,
@@ -200,9 +201,9 @@ async function check(c: Case): Promise<void> {
     };
     const gx = on("gpu");
     const wx = on("wasm");
-    tuning.setPlanOverride("scan", c.override);
+    forcePlan("scan", c.override);
     const got = bag.add(FN[c.op](gx, options));
-    tuning.setPlanOverride("scan", null);
+    forcePlan("scan", null);
     const want = bag.add(FN[c.op](wx, options));
     const [g, w, x] = await Promise.all([got.data(), want.data(), wx.data()]);
     const label = `${c.op} ${c.dtype} [${c.shape}] axis ${options.axis} ` +
@@ -235,20 +236,15 @@ async function check(c: Case): Promise<void> {
       return within(g[i], w[i], tolerance(i), { half });
     }, (i) => `(tolerance ${JSON.stringify(tolerance(i))})`);
   } finally {
-    tuning.setPlanOverride("scan", null);
+    forcePlan("scan", null);
     bag.dispose();
   }
 }
 
 /** The plan the GPU ran for a case (the rule, then the case's override, then the coercions). */
 function choiceOf(c: Case, rows: number, len: number, inner: number): tuning.ScanChoice {
-  tuning.setPlanOverride("scan", c.override);
-  try {
-    const op = ({ cumsum: "sum", cumprod: "prod", cummax: "max", cummin: "min" } as const)[c.op];
-    return tuning.planScan(caps, { rows, rowLength: len, inner, op });
-  } finally {
-    tuning.setPlanOverride("scan", null);
-  }
+  const op = ({ cumsum: "sum", cumprod: "prod", cummax: "max", cummin: "min" } as const)[c.op];
+  return tuning.planScan(caps, { rows, rowLength: len, inner, op }, c.override);
 }
 
 function expectAll(
@@ -310,7 +306,7 @@ property(
     }),
   ),
   check,
-  { numRuns: 60 },
+  { numRuns: 60, variants: ["scan/row"] },
 );
 
 property(
@@ -327,7 +323,7 @@ property(
     { lengths: [129, 257, 1021, 4099, 17000], maxRank: 2 },
   ),
   check,
-  { numRuns: 25 },
+  { numRuns: 25, variants: ["scan/multipass"] },
 );
 
 property(
@@ -347,22 +343,22 @@ property(
     { lengths: [129, 257, 1021, 4099, 17000], maxRank: 2 },
   ),
   check,
-  { numRuns: 25 },
+  { numRuns: 25, variants: ["scan/lookback"] },
 );
 
 property(
   ["scan/cumsum", "scan/cumprod", "scan/cummax", "scan/cummin"],
-  "transpose and columns layouts for inner axes",
+  "strided, transpose and columns layouts for inner axes",
   cases(
     fc.record({
-      layout: fc.constantFrom("transpose" as const, "columns" as const),
+      layout: fc.constantFrom("transpose" as const, "columns" as const, "strided" as const),
       variant: fc.constantFrom("row" as const, "multipass" as const, "lookback" as const),
       ...Object.fromEntries(Object.entries(small).map(([k, v]) => [k, fc.constant(v)])),
     }) as fc.Arbitrary<Partial<tuning.ScanChoice>>,
     { maxRank: 3 },
   ).filter((c) => c.shape.length >= 2),
   check,
-  { numRuns: 20 },
+  { numRuns: 20, variants: ["scan/strided", "scan/transpose", "scan/columns"] },
 );
 
 property(

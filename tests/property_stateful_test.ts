@@ -23,7 +23,7 @@ import fc from "fast-check";
 import assert from "node:assert/strict";
 import * as gyre from "../src/mod.ts";
 import * as tuning from "../src/tuning.ts";
-import { Bag, makeLayout, mulberry32, property, rt, ulpOf } from "./_harness.ts";
+import { Bag, forcePlan, makeLayout, mulberry32, property, rt, ulpOf } from "./_harness.ts";
 
 const U = 2 ** -24;
 
@@ -111,12 +111,12 @@ async function check(c: Case): Promise<void> {
     };
     const run = (x: gyre.Tensor) =>
       bag.add(c.op === "logsumexp" ? gyre.logsumexp(x, options) : gyre.variance(x, options));
-    tuning.setPlanOverride("reduce", c.override);
+    forcePlan("reduce", c.override);
     let gpu: gyre.Tensor;
     try {
       gpu = run(make("gpu")).realize();
     } finally {
-      tuning.setPlanOverride("reduce", null);
+      forcePlan("reduce", null);
     }
     const ref = run(make("wasm"));
     const reduced = (options.axis ?? [...Array(rank).keys()]).map((a) => (a < 0 ? a + rank : a));

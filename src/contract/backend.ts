@@ -145,6 +145,8 @@ export interface PlanRecord {
   choice: Choice;
   /** The named variants that run (see `variantsOf`): what coverage counts. */
   variants: string[];
+  /** The override the work was issued under, if any: tests check that a forced variant ran. */
+  override: Readonly<Record<string, unknown>> | undefined;
 }
 
 /** Callbacks told of every plan a device takes (empty unless something is listening). */
@@ -156,11 +158,13 @@ export function observePlan<F extends GpuFamily>(
   family: F,
   op: string,
   choice: FamilyChoice[F],
+  override: Readonly<Partial<FamilyChoice[F]>> | null | undefined,
   context: { acrossAxis?: boolean } = {},
 ): FamilyChoice[F] {
   if (planObservers.size === 0) return choice;
   const variants = variantsOf(family, choice, context);
-  for (const observer of planObservers) observer({ device, family, op, choice, variants });
+  const record = { device, family, op, choice, variants, override: override ?? undefined };
+  for (const observer of planObservers) observer(record);
   return choice;
 }
 

@@ -357,6 +357,7 @@ export abstract class GpuHost implements Backend {
         },
         overrides.elementwise,
       ),
+      overrides.elementwise,
     );
     if (choice.variant === "transpose" && copy) {
       this._transposeCopy(op, (inputs[0].storage as GpuStorage).buffer, out.buffer, copy);
@@ -517,6 +518,7 @@ export abstract class GpuHost implements Backend {
       "reduce",
       op,
       planReduce(this.caps, { rows, rowLength, aligned, rowsAdjacent }, overrides.reduce),
+      overrides.reduce,
     );
     // Arg reductions pass (value bits, index) pairs between their two passes, stateful ones their
     // state vectors: `words` 32-bit words per partial.

@@ -208,6 +208,7 @@ function runGpu(
       },
       x.overrides.matmul,
     ),
+    x.overrides.matmul,
   );
   if (!choice.transposeAFirst || !aBatch) {
     return runPlanned(op, backend, p, x, parts, custom, choice);

@@ -77,6 +77,7 @@ export function runPoolGpu(backend: GpuHost, job: PoolJob): PoolResult {
         },
         job.overrides.pool,
       ),
+      job.overrides.pool,
     );
     const divisor: PoolDivisor = p.adaptive
       ? "bins"

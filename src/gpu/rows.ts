@@ -173,6 +173,7 @@ export function runRowsGpu(backend: GpuHost, job: RowsJob): RowsResult | null {
       },
       job.overrides.rows,
     ),
+    job.overrides.rows,
   );
   const v = choice.vec4 ? 4 : 1;
   // Constant slots: the prologue's, then the epilogue's.

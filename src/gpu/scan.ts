@@ -264,7 +264,13 @@ function scanRows(
     tiles,
     true,
     false,
-    observePlan("gpu", "scan", op, planScan(gpu.caps, { rows, rowLength: tiles }, override)),
+    observePlan(
+      "gpu",
+      "scan",
+      op,
+      planScan(gpu.caps, { rows, rowLength: tiles }, override),
+      override,
+    ),
     override,
   );
   standard(
@@ -300,6 +306,7 @@ function gpuScan(
     "scan",
     op,
     planScan(gpu.caps, { rows, rowLength: len, inner, op: scanOp }, override),
+    override,
     { acrossAxis: inner > 1 },
   );
   const out = gpu._alloc(op, outDtype, n);
