@@ -20,7 +20,11 @@ export {
   Runtime,
   runtime,
   type RuntimeStats,
+  startWasmThreads,
+  stopWasmThreads,
   sync,
+  wasmThreadCapacity,
+  wasmThreadCount,
 } from "./runtime.ts";
 export { tidy } from "./tidy.ts";
 export { explain, type Explanation } from "./explain.ts";
@@ -89,9 +93,3 @@ export {
 export type { DeviceName } from "./contract/backend.ts";
 export type { DeviceCaps } from "./core/caps.ts";
 export * from "./ops/rows.ts";
-export {
-  startWasmThreads,
-  stopWasmThreads,
-  wasmThreadCapacity,
-  wasmThreadCount,
-} from "./wasm/threads.ts";

@@ -10,6 +10,15 @@ import { acquireDevice, type DeviceCaps } from "./gpu/device.ts";
 import type { PoolStats } from "./gpu/buffer_pool.ts";
 import type { AllocatorStats } from "./wasm/allocator.ts";
 import { WasmBackend } from "./wasm/backend.ts";
+
+// The WASM device's thread pool is part of the public surface; the runtime, which makes the
+// devices, is the one front-end module that names them.
+export {
+  startWasmThreads,
+  stopWasmThreads,
+  wasmThreadCapacity,
+  wasmThreadCount,
+} from "./wasm/threads.ts";
 import { materializeAll } from "./tensor.ts";
 
 /** Which device new tensors go to: "auto" takes the GPU when there is one. */
