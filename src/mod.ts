@@ -89,6 +89,7 @@ export {
   type GyreErrorDetails,
   ShapeError,
   ValueError,
+  WasmMemoryError,
 } from "./core/errors.ts";
 export type { DeviceName } from "./contract/backend.ts";
 export type { DeviceCaps } from "./core/caps.ts";

@@ -355,6 +355,20 @@ Deno.test({
   },
 });
 
+Deno.test("WasmMemoryError: a tensor larger than WASM memory; the device stays usable", async () => {
+  const e = await expectThrow(
+    "wasm",
+    () => gyre.zeros([1e6, 1e6], { device: "wasm" }),
+    gyre.WasmMemoryError,
+    "zeros",
+    "size",
+  );
+  assert.ok(!(e instanceof gyre.GpuError));
+  const t = gyre.ones([4], { device: "wasm" });
+  assert.deepEqual([...(await t.data())], [1, 1, 1, 1]);
+  t.dispose();
+});
+
 Deno.test("DeviceError: device options the runtime cannot serve", async () => {
   await assert.rejects(
     gyre.init({ device: "tpu" as "gpu" }),

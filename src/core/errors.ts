@@ -127,6 +127,23 @@ export class GpuError extends GyreError {
 }
 
 /**
+ * The WASM device's memory is exhausted: a tensor larger than the 4 GiB a 32-bit WebAssembly
+ * memory can address, or no room left in it. (The GPU reports its limits as `GpuError` with
+ * kind "out-of-memory".) The runtime stays usable: dispose tensors and try again.
+ *
+ * @example
+ * ```ts
+ * import * as gyre from "@gyre/gyre";
+ * try {
+ *   gyre.zeros([1e6, 1e6], { device: "wasm" });
+ * } catch (e) {
+ *   console.log(e instanceof gyre.WasmMemoryError); // true
+ * }
+ * ```
+ */
+export class WasmMemoryError extends GyreError {}
+
+/**
  * A device that is not available (no WebGPU adapter when `device: "gpu"` was asked for).
  *
  * @example

@@ -13,7 +13,7 @@
 import type { Storage, View } from "../core/view.ts";
 import type { Capture, CaptureSession } from "../contract/capture.ts";
 import type { DispatchRecorder, GpuHost, GpuStorage, RecordedDispatch } from "./host.ts";
-import { sizeClass } from "./buffer_pool.ts";
+import { sizeClass } from "../core/size_class.ts";
 
 /**
  * Where a buffer of a recorded dispatch, or an output, comes from on a replay: an input of the

@@ -4,8 +4,8 @@
  * device live in blocks it hands out.
  * @module
  */
-import { GpuError } from "../core/errors.ts";
-import { sizeClass } from "../gpu/buffer_pool.ts";
+import { WasmMemoryError } from "../core/errors.ts";
+import { sizeClass } from "../core/size_class.ts";
 
 /**
  * Tensors start at the second page. Bytes [0, 1024) hold kernel descriptors (shape and stride
@@ -42,13 +42,12 @@ export class WasmAllocator {
   /** Throws the error `alloc` would for a block this large even with every free block reused. */
   check(bytes: number, op = "allocate"): void {
     if (sizeClass(bytes) > MAX_BYTES - HEAP_BASE) {
-      throw new GpuError(
-        "out-of-memory",
+      throw new WasmMemoryError({
         op,
-        "size",
-        `at most ${MAX_BYTES - HEAP_BASE} bytes of WASM memory`,
-        `${bytes} bytes`,
-      );
+        argument: "size",
+        expected: `at most ${MAX_BYTES - HEAP_BASE} bytes of WASM memory`,
+        received: `${bytes} bytes`,
+      });
     }
   }
 
@@ -63,13 +62,12 @@ export class WasmAllocator {
       ptr = this.#top;
       const end = ptr + size;
       if (end > MAX_BYTES) {
-        throw new GpuError(
-          "out-of-memory",
+        throw new WasmMemoryError({
           op,
-          "size",
-          `at most ${MAX_BYTES - this.#top} more bytes of WASM memory`,
-          `${bytes} bytes`,
-        );
+          argument: "size",
+          expected: `at most ${MAX_BYTES - this.#top} more bytes of WASM memory`,
+          received: `${bytes} bytes`,
+        });
       }
       const have = this.memory.buffer.byteLength;
       if (end > have) this.memory.grow(Math.ceil((end - have) / PAGE));
