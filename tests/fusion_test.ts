@@ -662,11 +662,12 @@ Deno.test("fusion: the plan fuses matmul prologues into small products only", ()
   assert.equal(tuning.planMatmulPrologue({ m: 512, n: 1024, k: 1024, batch: 1 }), true);
   assert.equal(tuning.planMatmulPrologue({ m: 1024, n: 1024, k: 1024, batch: 1 }), false);
   assert.equal(tuning.planMatmulPrologue({ m: 256, n: 256, k: 256, batch: 64 }), false);
-  tuning.setPlanOverride("matmul", { prologue: true });
-  assert.equal(tuning.planMatmulPrologue({ m: 4096, n: 4096, k: 4096, batch: 1 }), true);
-  tuning.setPlanOverride("matmul", { prologue: false });
-  assert.equal(tuning.planMatmulPrologue({ m: 8, n: 8, k: 8, batch: 1 }), false);
-  tuning.setPlanOverride("matmul", null);
+  const big = { m: 4096, n: 4096, k: 4096, batch: 1 };
+  assert.equal(tuning.planMatmulPrologue(big, { prologue: true }), true);
+  assert.equal(
+    tuning.planMatmulPrologue({ m: 8, n: 8, k: 8, batch: 1 }, { prologue: false }),
+    false,
+  );
 });
 
 Deno.test({

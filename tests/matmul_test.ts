@@ -779,8 +779,9 @@ Deno.test("planMatmul: the rule's choices and what overrides may ask", () => {
     subgroupMaxSize: 8,
     limits: { maxComputeWorkgroupStorageSize: 32768, maxComputeInvocationsPerWorkgroup: 1024 },
   } as unknown as DeviceCaps;
+  let ov: Partial<tuning.MatmulChoice> | null = null;
   const plan = (caps: DeviceCaps, m: number, n: number, k: number, extra = {}) =>
-    tuning.planMatmul(caps, { m, n, k, batch: 1, dtype: "float32", ...extra });
+    tuning.planMatmul(caps, { m, n, k, batch: 1, dtype: "float32", ...extra }, ov);
   const halfProblem = { dtype: "float16" as const, halfAccumulate: true };
   const big = plan(h200, 4096, 4096, 4096);
   assert.deepEqual(
@@ -859,32 +860,32 @@ Deno.test("planMatmul: the rule's choices and what overrides may ask", () => {
       plan(caps, s, s, s, { dtype: "float16", halfAccumulate: true });
     }
   }
-  try {
-    tuning.setPlanOverride("matmul", { tileM: 128, tileN: 128, tileK: 16, threadM: 8, threadN: 8 });
+  {
+    ov = { tileM: 128, tileN: 128, tileK: 16, threadM: 8, threadN: 8 };
     // 128x128x16 double-buffered f32 tiles need 33 KiB: fine on an H200, refused on lavapipe.
     assert.equal(plan(h200, 64, 64, 64).tileK, 16);
     assert.throws(() => plan(lavapipe, 64, 64, 64), gyre.ValueError);
-    tuning.setPlanOverride("matmul", { variant: "gemv" });
+    ov = { variant: "gemv" };
     assert.equal(plan(h200, 64, 64, 64).variant, "tiled", "gemv needs M = 1 or N = 1");
-    tuning.setPlanOverride("matmul", { threadM: 3 });
+    ov = { threadM: 3 };
     assert.throws(() => plan(h200, 64, 64, 64), gyre.ValueError);
-    tuning.setPlanOverride("matmul", { productForm: "pairs" as "pairedK" });
+    ov = { productForm: "pairs" as "pairedK" };
     assert.throws(() => plan(h200, 64, 64, 64), /matmul\.productForm/);
     // An override's form replaces the rule's repeated A.
-    tuning.setPlanOverride("matmul", { productForm: "pairedK" });
+    ov = { productForm: "pairedK" };
     const paired = plan(h200, 4096, 4096, 4096, { dtype: "float16", halfAccumulate: true });
     assert.equal(paired.productForm, "pairedK");
     // A repeated doubles A's shared tile: double-buffered float16 128x128x32 tiles with 8x8
     // per invocation take 32.5 KiB, and 48.5 KiB with A repeated, past an H200's 48.
     const tile = { tileM: 128, tileN: 128, tileK: 32, threadM: 8, threadN: 8, doubleBuffer: true };
-    tuning.setPlanOverride("matmul", tile);
+    ov = tile;
     assert.equal(plan(h200, 64, 64, 64, halfProblem).tileK, 32);
-    tuning.setPlanOverride("matmul", { ...tile, productForm: "repeatedA" });
+    ov = { ...tile, productForm: "repeatedA" };
     assert.throws(() => plan(h200, 64, 64, 64, halfProblem), /48\.5 KiB|49664 bytes/);
-    tuning.setPlanOverride("matmul", { variant: "splitK", splitK: 5 });
+    ov = { variant: "splitK", splitK: 5 };
     assert.equal(plan(h200, 64, 64, 64).splitK, 5);
     // Stream-K by override: the rule's slots, or as many workgroups as keep the device busy.
-    tuning.setPlanOverride("matmul", { variant: "streamK" });
+    ov = { variant: "streamK" };
     assert.deepEqual([plan(h200, 64, 64, 64).variant, plan(h200, 64, 64, 64).streamKGroups], [
       "streamK",
       264,
@@ -892,16 +893,14 @@ Deno.test("planMatmul: the rule's choices and what overrides may ask", () => {
     assert.equal(plan(lavapipe, 64, 64, 64).streamKGroups, 16);
     assert.equal(plan(h200, 64, 64, 64, halfProblem).variant, "tiled", "float16 accumulation");
     assert.equal(plan(h200, 64, 64, 64, { dtype: "int32" }).variant, "tiled", "int32");
-    tuning.setPlanOverride("matmul", { variant: "streamK", streamKGroups: 0 });
+    ov = { variant: "streamK", streamKGroups: 0 };
     assert.throws(() => plan(h200, 64, 64, 64), /matmul\.streamKGroups/);
-    tuning.setPlanOverride("matmul", { variant: "tiled", streamKGroups: 7 });
+    ov = { variant: "tiled", streamKGroups: 7 };
     assert.equal(plan(h200, 64, 64, 64).streamKGroups, 0, "only stream-K has persistent groups");
     // The copy may be forced on any dtype, but never where A is already stored [K, M].
-    tuning.setPlanOverride("matmul", { transposeAFirst: true });
+    ov = { transposeAFirst: true };
     assert.equal(plan(h200, 64, 64, 64).transposeAFirst, true);
     assert.equal(plan(h200, 64, 64, 64, { transposeA: true }).transposeAFirst, false);
     assert.equal(plan(h200, 64, 64, 64, { aCopyable: false }).transposeAFirst, false);
-  } finally {
-    tuning.setPlanOverride("matmul", null);
   }
 });

@@ -415,16 +415,12 @@ if (DEVICES.includes("gpu")) {
     const small = { ...bins, kernel: [7, 7], stride: [7, 7], inWidth: 49 } as const;
     assert.equal(tuning.planPool(withSubgroups, small).variant, "unrolled");
     assert.equal(tuning.planPool(withSubgroups, { ...bins, window: "adaptive" }).variant, "team");
-    tuning.setPlanOverride("pool", { variant: "team", teamSize: 64, workgroupSize: 48 });
-    try {
-      // Forced: a team wider than the subgroups shrinks to them, the workgroup to whole teams;
-      // without subgroups, no teams.
-      const forced = tuning.planPool(withSubgroups, small);
-      assert.deepEqual([forced.variant, forced.teamSize, forced.workgroupSize], ["team", 32, 256]);
-      assert.equal(tuning.planPool(without, small).variant, "unrolled");
-      assert.equal(tuning.planPool(without, bins).variant, "looped");
-    } finally {
-      tuning.setPlanOverride("pool", null);
-    }
+    // Forced: a team wider than the subgroups shrinks to them, the workgroup to whole teams;
+    // without subgroups, no teams.
+    const team = { variant: "team", teamSize: 64, workgroupSize: 48 } as const;
+    const forced = tuning.planPool(withSubgroups, small, team);
+    assert.deepEqual([forced.variant, forced.teamSize, forced.workgroupSize], ["team", 32, 256]);
+    assert.equal(tuning.planPool(without, small, team).variant, "unrolled");
+    assert.equal(tuning.planPool(without, bins, team).variant, "looped");
   });
 }

@@ -371,15 +371,14 @@ Deno.test("planRows: the rule and what overrides may change", () => {
   assert.deepEqual([across.threadsPerRow, across.variant], [1, "chunked"]);
   assert.equal(across.combine, "none");
   // Overrides: vec4 only where the layout allows; subgroups only where the device has them.
-  tuning.setPlanOverride("rows", { vec4: true, subgroups: false, threadsPerRow: 64 });
-  try {
-    const forced = plan({ rows: 10, rowLength: 1000, vec4: false });
-    assert.equal(forced.vec4, false);
-    assert.equal(forced.combine, "shared");
-    assert.equal(forced.registers, 16); // ceil(1000 / 64) rounded up to a power of two
-  } finally {
-    tuning.setPlanOverride("rows", null);
-  }
+  const forced = tuning.planRows(caps, { rows: 10, rowLength: 1000, vec4: false }, {
+    vec4: true,
+    subgroups: false,
+    threadsPerRow: 64,
+  });
+  assert.equal(forced.vec4, false);
+  assert.equal(forced.combine, "shared");
+  assert.equal(forced.registers, 16); // ceil(1000 / 64) rounded up to a power of two
   assert.equal(tuning.rowsCombine(undefined, 1, true), "none");
   assert.equal(tuning.rowsCombine(undefined, 64, true), "shared");
   if (caps?.subgroups && caps.subgroupMinSize >= 4) {

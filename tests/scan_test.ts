@@ -281,14 +281,10 @@ if (DEVICES.includes("gpu")) {
     );
     assert.equal(tuning.planScan(fast, { rows: 2, rowLength: 1e5, inner: 2 }).layout, "strided");
     assert.equal(tuning.planScan(fast, { rows: 1e5, rowLength: 9 }).layout, "strided");
-    tuning.setPlanOverride("scan", { variant: "row" });
-    try {
-      // A row longer than the widest workgroup's tile cannot be forced into one.
-      assert.equal(tuning.planScan(slow, { rows: 1, rowLength: 20000 }).variant, "multipass");
-      assert.equal(tuning.planScan(slow, { rows: 1, rowLength: 3000 }).variant, "row");
-    } finally {
-      tuning.setPlanOverride("scan", null);
-    }
+    // A row longer than the widest workgroup's tile cannot be forced into one.
+    const row = { variant: "row" } as const;
+    assert.equal(tuning.planScan(slow, { rows: 1, rowLength: 20000 }, row).variant, "multipass");
+    assert.equal(tuning.planScan(slow, { rows: 1, rowLength: 3000 }, row).variant, "row");
     // Rows up to 1024 x 16 elements take one workgroup as wide as they need.
     const rows = tuning.planScan(fast, { rows: 8192, rowLength: 8192 });
     assert.equal(rows.variant, "row");

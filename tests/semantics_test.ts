@@ -56,36 +56,35 @@ Deno.test("planElementwise: tiles or the transposing copy on hardware GPUs, wher
     tuning.planElementwise(hardware, { ...copy, transposedCopy: false }).variant,
     "scalar",
   );
-  try {
+  let ov: Partial<tuning.ElementwiseChoice> | null;
+  {
     // Forced: taken where the problem is a transposed copy, refused (vec4 or scalar) elsewhere.
-    tuning.setPlanOverride("elementwise", { variant: "transpose" });
-    assert.equal(tuning.planElementwise(software, copy).variant, "transpose");
+    ov = { variant: "transpose" };
+    assert.equal(tuning.planElementwise(software, copy, ov).variant, "transpose");
     assert.equal(
-      tuning.planElementwise(hardware, { elements: 64, vec4Eligible: true }).variant,
+      tuning.planElementwise(hardware, { elements: 64, vec4Eligible: true }, ov).variant,
       "vec4",
     );
     assert.equal(
-      tuning.planElementwise(hardware, { elements: 64, vec4Eligible: false }).variant,
+      tuning.planElementwise(hardware, { elements: 64, vec4Eligible: false }, ov).variant,
       "scalar",
     );
-    tuning.setPlanOverride("elementwise", { variant: "vec4" });
-    assert.equal(tuning.planElementwise(hardware, copy).variant, "scalar", "no vec4 layout");
+    ov = { variant: "vec4" };
+    assert.equal(tuning.planElementwise(hardware, copy, ov).variant, "scalar", "no vec4 layout");
     // Tiles only with transposed operands, in workgroups of whole tile rows.
-    tuning.setPlanOverride("elementwise", { variant: "tiled" });
-    assert.equal(tuning.planElementwise(software, operands).variant, "tiled");
-    tuning.setPlanOverride("elementwise", { variant: "tiled", workgroupSize: 64 });
-    assert.equal(tuning.planElementwise(hardware, operands).workgroupSize, 256);
+    ov = { variant: "tiled" };
+    assert.equal(tuning.planElementwise(software, operands, ov).variant, "tiled");
+    ov = { variant: "tiled", workgroupSize: 64 };
+    assert.equal(tuning.planElementwise(hardware, operands, ov).workgroupSize, 256);
     // 512 where the device allows it (WebGPU's default limit is 256).
-    tuning.setPlanOverride("elementwise", { variant: "tiled", workgroupSize: 512 });
-    assert.equal(tuning.planElementwise(hardware, operands).workgroupSize, 256);
+    ov = { variant: "tiled", workgroupSize: 512 };
+    assert.equal(tuning.planElementwise(hardware, operands, ov).workgroupSize, 256);
     const wide = { ...hardware, limits: { maxComputeInvocationsPerWorkgroup: 1024 } };
-    assert.equal(tuning.planElementwise(wide as gyre.DeviceCaps, operands).workgroupSize, 512);
+    assert.equal(tuning.planElementwise(wide as gyre.DeviceCaps, operands, ov).workgroupSize, 512);
     assert.equal(
-      tuning.planElementwise(hardware, { elements: 64, vec4Eligible: true }).variant,
+      tuning.planElementwise(hardware, { elements: 64, vec4Eligible: true }, ov).variant,
       "vec4",
     );
-  } finally {
-    tuning.setPlanOverride("elementwise", null);
   }
 });
 
