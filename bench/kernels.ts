@@ -16,6 +16,7 @@ import { INTERNAL_KERNELS } from "../src/kernels.ts";
 import { kernelObservers } from "../src/contract/backend.ts";
 import { dispatchBreakdown, median, slugOf } from "./_util.ts";
 import type { GpuStorage } from "../src/gpu/host.ts";
+import { transposeCopy } from "../src/gpu/elementwise.ts";
 import {
   transposeSharedBytes,
   type TransposeSpec,
@@ -500,7 +501,8 @@ if (args.includes("--transpose")) {
         } ${tileRows}x${tileColumns}`;
         await bench(name, side * side, bytes, () => {
           const out = gpu._alloc("transpose", dtype, side * side);
-          gpu._transposeCopy(
+          transposeCopy(
+            gpu,
             "transpose",
             (x._view().storage as GpuStorage).buffer,
             out.buffer,

@@ -115,21 +115,26 @@ export class Tensor {
           offset: 0,
         };
         try {
-          storage = p.backend.evaluate(
-            label,
+          storage = p.backend.evaluate({
+            op: label,
             expr,
-            [tempView, ...inputs],
-            p.shape,
-            undefined,
-            p.overrides,
-          );
+            inputs: [tempView, ...inputs],
+            shape: p.shape,
+            overrides: p.overrides,
+          });
         } finally {
           p.backend.free(temp);
         }
       }
     } else {
       const { expr, inputs } = bind(p.expr);
-      storage = p.backend.evaluate(label, expr, inputs, p.shape, undefined, p.overrides);
+      storage = p.backend.evaluate({
+        op: label,
+        expr,
+        inputs,
+        shape: p.shape,
+        overrides: p.overrides,
+      });
     }
     this.#pending = null;
     pendingTensors.delete(this);

@@ -12,6 +12,7 @@ import * as gyre from "../src/mod.ts";
 import * as tuning from "../src/tuning.ts";
 import type { DeviceCaps } from "../src/gpu/device.ts";
 import type { GpuStorage } from "../src/gpu/host.ts";
+import { transposeCopy } from "../src/gpu/elementwise.ts";
 import {
   transposePairs,
   transposeSharedBytes,
@@ -472,7 +473,8 @@ test("the transposing copy: every form and tile shape gives the exact transpose"
           if (paired && tileRows < 64 || paired && tileColumns < 64) continue;
           if (transposeSharedBytes(spec) > gpu.caps.limits.maxComputeWorkgroupStorageSize) continue;
           const out = gpu.allocate("test", dtype, want.length) as GpuStorage;
-          gpu._transposeCopy(
+          transposeCopy(
+            gpu,
             "test",
             (x._view().storage as GpuStorage).buffer,
             out.buffer,

@@ -5,42 +5,20 @@
  * @module
  */
 import type { DType, TypedArray } from "../core/dtype.ts";
-import type { Expr } from "../ir/expr.ts";
+
 import type { PoolJob, PoolResult } from "./pool.ts";
 import type { CaptureSession } from "./capture.ts";
 import type { MatmulJob, MatmulResult } from "./matmul.ts";
+import type { ElementwiseJob } from "./elementwise.ts";
+import type { ReduceJob } from "./reduce.ts";
 import type { RowsJob, RowsResult } from "./rows.ts";
 import type { Choice } from "../plans/mod.ts";
-import type { PlanOverrides } from "../plans/overrides.ts";
+
 import { type FamilyChoice, type GpuFamily, variantsOf } from "../plans/variants.ts";
 import type { ScanJob, ScanResult } from "./scan.ts";
 import type { DeviceName, Storage, StorageOwner, View } from "../core/view.ts";
 
 export type { DeviceName, Storage, View };
-import type { Shape } from "../core/shape.ts";
-
-/** Reductions every backend implements. */
-export type ReduceOp =
-  | "sum"
-  | "prod"
-  | "max"
-  | "min"
-  | "argmax"
-  | "argmin"
-  /** log(sum(exp(x))) in one pass, float32 in and out. */
-  | "logsumexp"
-  /** The sum of squared deviations from the mean (M2), one pass, float32 in and out. */
-  | "moments";
-
-/**
- * An elementwise expression standing in for a tensor (a fused prologue): `inputs[k]` are views
- * of one shape read by the expression's input leaf k; its value has dtype `dtype`.
- */
-export interface FusedSource {
-  expr: Expr;
-  inputs: View[];
-  dtype: DType;
-}
 
 /** Counters that leak tests compare before and after. */
 export interface MemoryStats {
@@ -55,18 +33,10 @@ export interface Backend extends StorageOwner {
   /** Copies host data (in `hostArray` layout for `dtype`) into new storage. */
   upload(dtype: DType, data: TypedArray): Storage;
   /**
-   * Evaluates an elementwise expression over `shape`. `inputs[k]` is input k already broadcast
-   * to `shape` (stride 0 on broadcast axes). Returns new contiguous storage of `expr.dtype`, or,
-   * given `out` (a view of `shape` and `expr.dtype`), writes through its strides into its storage.
+   * Evaluates an elementwise expression: into new contiguous storage of `expr.dtype`, or through
+   * the strides of the job's `out` view into its storage.
    */
-  evaluate(
-    op: string,
-    expr: Expr,
-    inputs: readonly View[],
-    shape: Shape,
-    out?: View,
-    overrides?: Readonly<PlanOverrides>,
-  ): Storage;
+  evaluate(job: ElementwiseJob): Storage;
   /**
    * Throws the error `allocate` would throw for this size, without allocating: lazy results check
    * at the call that makes them, not later when they are computed.
@@ -75,31 +45,11 @@ export interface Backend extends StorageOwner {
   /** New uninitialised storage (filled by `evaluate` with an `out` view). */
   allocate(op: string, dtype: DType, length: number): Storage;
   /**
-   * Reduces `input` over `axes` (sorted, distinct) into new contiguous storage of `outDtype`
-   * with the kept axes' shape. Float16 input accumulates in float32.
+   * Reduces a job's input over its axes into new contiguous storage of `outDtype` with the kept
+   * axes' shape; null only when the job's fused epilogue cannot run in the device's kernel (the
+   * caller then runs it apart).
    */
-  reduce(
-    op: string,
-    reduction: ReduceOp,
-    input: View | FusedSource,
-    axes: readonly number[],
-    outDtype: DType,
-    overrides?: Readonly<PlanOverrides>,
-  ): Storage;
-  /**
-   * {@link reduce} with a fused elementwise consumer run on each result before it is stored
-   * (input 0: the result; `epilogue.inputs`: views over the result's shape); null where the
-   * device cannot run that consumer in the reduction's kernel (the caller then runs it apart).
-   */
-  reduceFused(
-    op: string,
-    reduction: ReduceOp,
-    input: View | FusedSource,
-    axes: readonly number[],
-    outDtype: DType,
-    epilogue: { expr: Expr; inputs: View[] },
-    overrides?: Readonly<PlanOverrides>,
-  ): Storage | null;
+  reduce(job: ReduceJob): Storage | null;
   /**
    * Runs a row job (softmax and the norms). Null only when the job's fused epilogue cannot run
    * in the row kernel; the caller then runs it without one.

@@ -11,7 +11,7 @@
  * @module
  */
 import type { DType } from "../core/dtype.ts";
-import type { ReduceOp } from "../contract/backend.ts";
+import type { ReduceOp } from "../contract/reduce.ts";
 import { constantNodes, type Expr, exprKey, readsIndex } from "../ir/expr.ts";
 import {
   constantsMember,

@@ -10,6 +10,11 @@ import type { PoolJob, PoolResult } from "../contract/pool.ts";
 import type { View } from "../core/view.ts";
 import type { CaptureSession } from "../contract/capture.ts";
 import type { MatmulJob, MatmulResult } from "../contract/matmul.ts";
+import type { Storage } from "../core/view.ts";
+import type { ElementwiseJob } from "../contract/elementwise.ts";
+import type { ReduceJob } from "../contract/reduce.ts";
+import { runElementwiseGpu } from "./elementwise.ts";
+import { runReduceGpu } from "./reduce.ts";
 import type { RowsJob, RowsResult } from "../contract/rows.ts";
 import type { ScanJob, ScanResult } from "../contract/scan.ts";
 import { GpuHost } from "./host.ts";
@@ -21,6 +26,12 @@ import { runScanGpu } from "./scan.ts";
 
 /** The GPU backend over one WebGPU device. */
 export class GpuBackend extends GpuHost {
+  evaluate(job: ElementwiseJob): Storage {
+    return runElementwiseGpu(this, job);
+  }
+  reduce(job: ReduceJob): Storage | null {
+    return runReduceGpu(this, job);
+  }
   rows(job: RowsJob): RowsResult | null {
     return runRowsGpu(this, job);
   }

@@ -1,7 +1,9 @@
 /**
- * The GPU device: storage in pooled WebGPU buffers, elementwise expressions and reductions compiled
- * to WGSL and cached by key, all dispatches batched into one submission, and read-backs of any
- * number of tensors through one staging buffer and one `mapAsync`.
+ * The GPU device's machinery, which every kernel family's host code uses: storage in pooled
+ * WebGPU buffers, kernels compiled from WGSL and cached by key, all dispatches batched into one
+ * submission, and read-backs of any number of tensors through one staging buffer and one
+ * `mapAsync`. The families themselves (elementwise.ts, reduce.ts, rows.ts, ...) are wired to the
+ * contract in backend.ts.
  * @module
  */
 import type { PoolJob, PoolResult } from "../contract/pool.ts";
@@ -9,18 +11,17 @@ import type { CaptureSession } from "../contract/capture.ts";
 import type { MatmulJob, MatmulResult } from "../contract/matmul.ts";
 import type { RowsJob, RowsResult } from "../contract/rows.ts";
 import type { ScanJob, ScanResult } from "../contract/scan.ts";
+import type { ElementwiseJob } from "../contract/elementwise.ts";
+import type { ReduceJob } from "../contract/reduce.ts";
 import {
   type Backend,
-  type FusedSource,
   kernelObservers,
   type MemoryStats,
   observeKernel,
-  observePlan,
-  type ReduceOp,
   type Storage,
   type View,
 } from "../contract/backend.ts";
-import { batchRun, isContiguous, type Shape, sizeOf } from "../core/shape.ts";
+import { isContiguous, sizeOf } from "../core/shape.ts";
 import {
   type DType,
   f16BitsToF32,
@@ -30,38 +31,12 @@ import {
   type TypedArray,
 } from "../core/dtype.ts";
 import { DTypeError, GpuError } from "../core/errors.ts";
-import { E, type Expr } from "../ir/expr.ts";
-import { planElementwise, planReduce, planTranspose } from "../plans/mod.ts";
-import { NO_OVERRIDES, type PlanOverrides } from "../plans/overrides.ts";
-import {
-  generateTranspose,
-  TRANSPOSE_THREADS,
-  transposeGroups,
-  transposeKey,
-  type TransposeSpec,
-  type TransposeUniforms,
-  transposeUniforms,
-} from "./_codegen_transpose.ts";
+import { E } from "../ir/expr.ts";
+
+import { NO_OVERRIDES } from "../plans/overrides.ts";
+
 import { CommandBatch, type Kernel, type TimestampSlot } from "./batch.ts";
-import {
-  constantWords,
-  elementwiseKey,
-  type ElementwiseSpec,
-  elementwiseUniforms,
-  generateElementwise,
-  type InputMode,
-  inputMode,
-  TILE_SIDE,
-  vec4Layout,
-} from "./_codegen_elementwise.ts";
-import {
-  generateReduce,
-  reduceEpilogue,
-  reduceKey,
-  type ReduceSpec,
-  reduceUniforms,
-  stateType,
-} from "./_codegen_reduce.ts";
+
 import type { AcquiredDevice, DeviceCaps } from "./device.ts";
 import { BufferPool } from "./buffer_pool.ts";
 
@@ -95,26 +70,7 @@ export interface DispatchRecorder {
 /** Receives the timestamp slot of each dispatch while a benchmark profiles. */
 export type DispatchProfiler = (kernel: string) => TimestampSlot | undefined;
 
-/**
- * A target view of `shape` as rows: runs of `length` contiguous elements (its trailing axes, as
- * far as they are contiguous), `stride` apart (the leading axes, spaced evenly); null when it is
- * not. A whole contiguous block is one run (`length` = its size).
- */
-function targetRows(
-  shape: Shape,
-  strides: readonly number[],
-): { length: number; stride: number } | null {
-  let d = shape.length - 1;
-  let length = 1;
-  while (d >= 0 && (shape[d] === 1 || strides[d] === length)) length *= shape[d--];
-  if (d < 0) return { length, stride: length };
-  const stride = strides[d];
-  let span = 1;
-  while (d >= 0 && (shape[d] === 1 || strides[d] === stride * span)) span *= shape[d--];
-  return d < 0 && stride >= length ? { length, stride } : null;
-}
-
-/** The GPU device's machinery (buffers, pipelines, dispatch), elementwise and reduce kernels. */
+/** The GPU device's machinery (buffers, pipelines, dispatch, read-back); families in backend.ts. */
 export abstract class GpuHost implements Backend {
   /** Family entries, each implemented beside its kernels (see backend.ts). */
   abstract rows(job: RowsJob): RowsResult | null;
@@ -122,6 +78,8 @@ export abstract class GpuHost implements Backend {
   abstract pool(job: PoolJob): PoolResult;
   abstract matmul(job: MatmulJob): MatmulResult | null;
   abstract capture(inputs: readonly View[]): CaptureSession | null;
+  abstract evaluate(job: ElementwiseJob): Storage;
+  abstract reduce(job: ReduceJob): Storage | null;
   readonly name = "gpu" as const;
   readonly device: GPUDevice;
   readonly caps: DeviceCaps;
@@ -312,348 +270,6 @@ export abstract class GpuHost implements Backend {
     return this._alloc(op, dtype, length);
   }
 
-  evaluate(
-    op: string,
-    expr: Expr,
-    inputs: readonly View[],
-    shape: Shape,
-    target?: View,
-    overrides: Readonly<PlanOverrides> = NO_OVERRIDES,
-  ): Storage {
-    this._check(op, [expr.dtype, ...inputs.map((v) => v.dtype)]);
-    const n = sizeOf(shape);
-    const out = (target?.storage as GpuStorage | undefined) ?? this._alloc(op, expr.dtype, n);
-    if (n === 0) return out;
-    // Transposed matrices among the operands: the tiled kernel reads them through workgroup memory
-    // where the plan takes it.
-    const transposedViews = inputs.map(transposedCopy);
-    const transposedOperands = transposedViews.filter((c) => c !== null).length;
-    const modes: InputMode[] = inputs.map((v) => inputMode(shape, v.strides));
-    // A target made of rows (a concat part: runs of contiguous elements at a fixed distance) is
-    // written by rows, or contiguously where it is one block; by vec4 stores where every run
-    // starts and ends on a vector. Other targets go through their strides.
-    const runs = target ? targetRows(shape, target.strides) : null;
-    const blockTarget = runs !== null && runs.length === n;
-    const vec4Target = !target ||
-      (runs !== null && [target.offset, runs.length, runs.stride].every((x) => x % 4 === 0));
-    const vec4Eligible = vec4Target &&
-      vec4Layout(shape, inputs.map((v, k) => ({ mode: modes[k], offset: v.offset })));
-    // A plain copy of a transposed matrix (a clone of `x.transpose()`).
-    const copy = !target && expr.kind === "input" && inputs[0].dtype === expr.dtype
-      ? transposedCopy(inputs[0])
-      : null;
-    const choice = observePlan(
-      "gpu",
-      "elementwise",
-      op,
-      planElementwise(
-        this.caps,
-        {
-          elements: n,
-          vec4Eligible,
-          transposedCopy: copy !== null,
-          transposedOperands: target ? 0 : transposedOperands,
-          elementBytes: storageBytes(expr.dtype),
-        },
-        overrides.elementwise,
-      ),
-      overrides.elementwise,
-    );
-    if (choice.variant === "transpose" && copy) {
-      this._transposeCopy(op, (inputs[0].storage as GpuStorage).buffer, out.buffer, copy);
-      return out;
-    }
-    const tiled = choice.variant === "tiled";
-    const spec: ElementwiseSpec = {
-      expr,
-      inputs: inputs.map((v, k) => ({
-        dtype: v.dtype,
-        mode: tiled && transposedViews[k] ? "transposed" : modes[k],
-      })),
-      outDtype: expr.dtype,
-      rank: shape.length,
-      output: !target ? "fresh" : runs === null ? "strided" : blockTarget ? "block" : "rows",
-      vec4: choice.variant === "vec4",
-      tiled,
-      workgroupSize: choice.workgroupSize,
-    };
-    const pipeline = this._pipeline(
-      elementwiseKey(spec),
-      inputs.length + 1,
-      () => generateElementwise(spec),
-    );
-    const operands = target ? [...inputs, target] : inputs;
-    const uniforms = elementwiseUniforms(
-      spec,
-      n,
-      operands.map((v) => v.offset),
-      shape,
-      // A rows target's stride slot holds its run length and distance.
-      operands.map((
-        v,
-      ) => (v === target && runs && spec.output === "rows"
-        ? [runs.length, runs.stride]
-        : v.strides)
-      ),
-    );
-    // A tiled kernel: a workgroup per tile of each matrix.
-    const [rows, columns] = [shape[shape.length - 2], shape[shape.length - 1]];
-    const invocations = tiled
-      ? (n / (rows * columns)) * Math.ceil(rows / TILE_SIDE) * Math.ceil(columns / TILE_SIDE) *
-        spec.workgroupSize
-      : spec.vec4
-      ? Math.ceil(n / 4)
-      : n;
-    this._dispatch(
-      op,
-      pipeline,
-      [...inputs.map((v) => (v.storage as GpuStorage).buffer), out.buffer],
-      uniforms,
-      this._grid(invocations, spec.workgroupSize),
-    );
-    return out;
-  }
-
-  /**
-   * Records the tiled transposing copy (./_codegen_transpose.ts) of `copy`'s matrices of the
-   * source's dtype from `source` into `target` (at least `batches * rows * columns` elements) as
-   * kernel `label`, in the plan's form and tile unless `spec` says otherwise. For op modules.
-   */
-  _transposeCopy(
-    label: string,
-    source: GPUBuffer,
-    target: GPUBuffer,
-    copy: TransposeUniforms & { dtype: DType },
-    spec: TransposeSpec = planTranspose(copy.dtype, copy),
-  ): void {
-    const pipeline = this._pipeline(transposeKey(spec), 2, () => generateTranspose(spec));
-    this._dispatch(
-      label,
-      pipeline,
-      [source, target],
-      transposeUniforms(spec, copy),
-      this._grid(transposeGroups(spec, copy) * TRANSPOSE_THREADS, TRANSPOSE_THREADS),
-    );
-  }
-
-  reduce(
-    op: string,
-    reduction: ReduceOp,
-    source: View | FusedSource,
-    axes: readonly number[],
-    outDtype: DType,
-    overrides: Readonly<PlanOverrides> = NO_OVERRIDES,
-  ): Storage {
-    return this.#reduce(op, reduction, source, axes, outDtype, undefined, overrides)!;
-  }
-
-  reduceFused(
-    op: string,
-    reduction: ReduceOp,
-    source: View | FusedSource,
-    axes: readonly number[],
-    outDtype: DType,
-    epilogue: { expr: Expr; inputs: View[] },
-    overrides: Readonly<PlanOverrides> = NO_OVERRIDES,
-  ): Storage | null {
-    return this.#reduce(op, reduction, source, axes, outDtype, epilogue, overrides);
-  }
-
-  /** Both reductions: null where the epilogue cannot run in the kernel (see `reduceEpilogue`). */
-  #reduce(
-    op: string,
-    reduction: ReduceOp,
-    source: View | FusedSource,
-    axes: readonly number[],
-    outDtype: DType,
-    fused: { expr: Expr; inputs: View[] } | undefined,
-    overrides: Readonly<PlanOverrides>,
-  ): GpuStorage | null {
-    // Constant slots: the prologue's, then the epilogue's; every pass carries them all.
-    const prologueConstants = "expr" in source ? constantWords(source.expr) : [];
-    const constants = fused
-      ? [...prologueConstants, ...constantWords(fused.expr)]
-      : prologueConstants;
-    const epilogue = fused
-      ? reduceEpilogue(fused.expr, fused.inputs, outDtype, prologueConstants.length)
-      : undefined;
-    if (epilogue === null) return null;
-    // The kernel stores the epilogue's dtype (a cast may end it) or the reduction's.
-    const storedDtype = epilogue?.dtype ?? outDtype;
-    const epilogueBuffers = (fused?.inputs ?? []).map((v) => (v.storage as GpuStorage).buffer);
-    // A fused source is an elementwise expression over views of one shape: its first view plays
-    // the plain input's part (shape, layout), the others ride along with their own strides.
-    const views = "expr" in source ? source.inputs : [source];
-    const input = views[0];
-    const prologue = "expr" in source
-      ? { expr: source.expr, inputs: views.map((v) => v.dtype) }
-      : undefined;
-    const valueDtype = prologue ? source.dtype : input.dtype;
-    this._check(op, [
-      ...views.map((v) => v.dtype),
-      outDtype,
-      storedDtype,
-      ...(fused?.inputs ?? []).map((v) => v.dtype),
-    ]);
-    const kept = input.shape.map((_, i) => i).filter((i) => !axes.includes(i));
-    const split = (v: View) => ({
-      outerStrides: kept.map((i) => v.strides[i]),
-      innerStrides: axes.map((i) => v.strides[i]),
-    });
-    const outer = { shape: kept.map((i) => input.shape[i]), strides: split(input).outerStrides };
-    const inner = { shape: axes.map((i) => input.shape[i]), strides: split(input).innerStrides };
-    const rows = sizeOf(outer.shape);
-    const rowLength = sizeOf(inner.shape);
-    const out = this._alloc(op, storedDtype, rows);
-    if (rows === 0) return out;
-    // Rows of contiguous inputs with the reduced axes last are plain ranges.
-    const lastAxes = axes.every((a, i) => a === input.shape.length - axes.length + i);
-    const contiguous = lastAxes && views.every((v) => isContiguous(v.shape, v.strides));
-    const aligned = contiguous && rowLength % 4 === 0 && views.every((v) => v.offset % 4 === 0);
-    // Rows adjacent in memory: the innermost kept axis has stride 1 in every input.
-    const rowsAdjacent = kept.length > 0 && !lastAxes &&
-      views.every((v) => v.strides[kept[kept.length - 1]] === 1);
-    const choice = observePlan(
-      "gpu",
-      "reduce",
-      op,
-      planReduce(this.caps, { rows, rowLength, aligned, rowsAdjacent }, overrides.reduce),
-      overrides.reduce,
-    );
-    // Arg reductions pass (value bits, index) pairs between their two passes, stateful ones their
-    // state vectors: `words` 32-bit words per partial.
-    const arg = reduction === "argmax" || reduction === "argmin";
-    const state = stateType(reduction);
-    const carried = arg || state !== undefined;
-    const words = state === "vec4<f32>" ? 4 : carried ? 2 : 1;
-    const accDtype: DType = arg
-      ? "uint32"
-      : state
-      ? "float32"
-      : outDtype === "float16"
-      ? "float32"
-      : outDtype;
-    const run = (
-      spec: ReduceSpec,
-      buffers: GPUBuffer[],
-      chunks: number,
-      uniforms: Uint32Array,
-    ) => {
-      // The last-workgroup variant also writes its scratch states (bound before the output).
-      const writable = spec.lastWorkgroup ? 2 : 1;
-      const pipeline = this._pipeline(
-        reduceKey(spec),
-        buffers.length,
-        () => generateReduce(spec),
-        writable,
-      );
-      const invocations = spec.variant === "thread"
-        ? rows * chunks
-        : rows * chunks * spec.workgroupSize;
-      this._dispatch(op, pipeline, buffers, uniforms, this._grid(invocations, spec.workgroupSize));
-    };
-    const first: ReduceSpec = {
-      op: reduction,
-      inDtype: input.dtype,
-      outDtype: choice.chunks > 1 && !carried ? accDtype : outDtype,
-      valueDtype: arg ? valueDtype : undefined,
-      pairsOut: carried && choice.chunks > 1,
-      vec4: choice.vec4 && !(arg && valueDtype === "bool"),
-      prologue,
-      mode: contiguous ? "contiguous" : "strided",
-      outerRank: outer.shape.length,
-      innerRank: inner.shape.length,
-      variant: choice.variant,
-      subgroups: choice.subgroups,
-      workgroupSize: choice.workgroupSize,
-    };
-    // vec4 chunks start on vector boundaries.
-    const chunkLength = choice.vec4
-      ? Math.ceil(rowLength / choice.chunks / 4) * 4
-      : Math.ceil(rowLength / choice.chunks);
-    const sources = views.map((v) => (v.storage as GpuStorage).buffer);
-    const extra = views.slice(1).map((v) => ({ offset: v.offset, ...split(v) }));
-    const firstUniforms = (chunks: number) =>
-      reduceUniforms(
-        rows,
-        rowLength,
-        chunks,
-        chunkLength,
-        input.offset,
-        outer,
-        inner,
-        extra,
-        constants,
-      );
-    const lastWorkgroup = choice.chunks > 1 && choice.combineChunks === "last-workgroup" &&
-      choice.variant === "workgroup";
-    const bindings = sources.length + epilogueBuffers.length + (lastWorkgroup ? 2 : 1);
-    if (epilogue && bindings > this.caps.limits.maxStorageBuffersPerShaderStage) {
-      this.free(out);
-      return null;
-    }
-    if (choice.chunks === 1) {
-      run(
-        { ...first, epilogue },
-        [...sources, ...epilogueBuffers, out.buffer],
-        1,
-        firstUniforms(1),
-      );
-      return out;
-    }
-    if (lastWorkgroup) {
-      // One dispatch: the row's last workgroup combines the published partials (a counter per
-      // row, then a tagged word per partial word: 64-bit atomics where the choice takes them,
-      // else pairs of 32-bit ones; see the reduce generator). Sizes are in 32-bit words.
-      const wideStates = choice.wideStates;
-      const states = this._scratch(
-        "reduce partials",
-        (wideStates ? 2 : 1) * rows + rows * choice.chunks * words * 2,
-      );
-      run(
-        { ...first, outDtype, pairsOut: false, lastWorkgroup: true, wideStates, epilogue },
-        [...sources, ...epilogueBuffers, states, out.buffer],
-        choice.chunks,
-        firstUniforms(choice.chunks),
-      );
-      return out;
-    }
-    const partials = this._alloc(op, accDtype, rows * choice.chunks * words);
-    run(first, [...sources, partials.buffer], choice.chunks, firstUniforms(choice.chunks));
-    const second: ReduceSpec = {
-      ...first,
-      inDtype: accDtype,
-      outDtype,
-      valueDtype: arg ? (valueDtype === "float16" ? "float32" : valueDtype) : undefined,
-      pairsIn: carried,
-      pairsOut: false,
-      vec4: false,
-      prologue: undefined,
-      mode: "contiguous",
-      outerRank: 1,
-      innerRank: 1,
-    };
-    const flat = { shape: [rows], strides: [choice.chunks] };
-    run(
-      { ...second, epilogue },
-      [partials.buffer, ...epilogueBuffers, out.buffer],
-      1,
-      reduceUniforms(
-        rows,
-        choice.chunks,
-        1,
-        choice.chunks,
-        0,
-        flat,
-        { shape: [choice.chunks], strides: [1] },
-        [],
-        constants,
-      ),
-    );
-    this.free(partials);
-    return out;
-  }
-
   async read(views: readonly View[]): Promise<TypedArray[]> {
     this._check("read", []);
     const regions: { buffer: GPUBuffer; byteOffset: number; bytes: number; temp?: GpuStorage }[] =
@@ -666,12 +282,13 @@ export abstract class GpuHost implements Backend {
       let offset = view.offset;
       let temp: GpuStorage | undefined;
       if (n > 0 && (!isContiguous(view.shape, view.strides) || (offset * elementBytes) % 4 !== 0)) {
-        temp = storage = this.evaluate(
-          "read",
-          E.input(0, view.dtype),
-          [view],
-          view.shape,
-        ) as GpuStorage;
+        temp = storage = this.evaluate({
+          op: "read",
+          expr: E.input(0, view.dtype),
+          inputs: [view],
+          shape: view.shape,
+          overrides: NO_OVERRIDES,
+        }) as GpuStorage;
         offset = 0;
       }
       const bytes = Math.ceil((n * elementBytes) / 4) * 4;
@@ -750,31 +367,4 @@ function toHost(dtype: DType, mapped: ArrayBuffer, byteOffset: number, n: number
       out.set(new (out.constructor as Float32ArrayConstructor)(mapped, byteOffset, n));
   }
   return out;
-}
-
-/**
- * The copy of a view whose last two axes read a contiguous matrix transposed (stride 1 down its
- * rows, a stride of 2 or more along them), both at least a tile's side (32), with batch axes that
- * form one run (or are all broadcast), as the tiled transposing copy's parameters: the source's
- * rows are the view's columns. Null for any other view.
- */
-function transposedCopy(view: View): (TransposeUniforms & { dtype: DType }) | null {
-  const rank = view.shape.length;
-  if (rank < 2) return null;
-  const [rows, columns] = [view.shape[rank - 2], view.shape[rank - 1]];
-  const [rowStride, columnStride] = [view.strides[rank - 2], view.strides[rank - 1]];
-  if (rowStride !== 1 || columnStride < 2 || Math.min(rows, columns) < 32) return null;
-  // Every output matrix is written: batch axes all broadcast, or none (one run).
-  const run = batchRun(view.shape.slice(0, -2), view.strides.slice(0, -2));
-  if (!run || (run.count > 1 && run.broadcast > 1)) return null;
-  return {
-    dtype: view.dtype,
-    rows: columns,
-    columns: rows,
-    batches: run.count * run.broadcast,
-    offset: view.offset,
-    rowStride: columnStride,
-    columnStride: 1,
-    batchStride: run.stride,
-  };
 }

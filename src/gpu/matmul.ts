@@ -19,6 +19,7 @@ import {
 import { UNARY } from "../ir/elementwise_table.ts";
 import { constantNodes, type Expr, exprKey, readsIndex } from "../ir/expr.ts";
 import { observePlan } from "../contract/backend.ts";
+import { transposeCopy } from "./elementwise.ts";
 import { type MatmulChoice, planMatmul } from "../plans/mod.ts";
 import type { GpuHost, GpuStorage } from "./host.ts";
 import {
@@ -246,7 +247,7 @@ function copyAColumns(
   };
   // Its own label, so profiles and `explain` tell the copy from the product.
   const label = `transpose A (${op})`;
-  backend._transposeCopy(label, (a.storage as GpuStorage).buffer, storage.buffer, {
+  transposeCopy(backend, label, (a.storage as GpuStorage).buffer, storage.buffer, {
     ...copy,
     dtype: a.dtype,
   });

@@ -37,12 +37,13 @@ export function runPoolGpu(backend: GpuHost, job: PoolJob): PoolResult {
   }
   const source = job.x;
   // The kernels read contiguous planes: strided views are copied first (as `clone` does).
-  const copy = isContiguous(source.shape, source.strides) ? null : backend.evaluate(
-    "clone",
-    E.input(0, source.dtype),
-    [source],
-    source.shape,
-  ) as GpuStorage;
+  const copy = isContiguous(source.shape, source.strides) ? null : backend.evaluate({
+    op: "clone",
+    expr: E.input(0, source.dtype),
+    inputs: [source],
+    shape: source.shape,
+    overrides: job.overrides,
+  }) as GpuStorage;
   try {
     const view: View = copy
       ? {

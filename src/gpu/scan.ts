@@ -16,6 +16,7 @@ import type { ScanJob, ScanResult } from "../contract/scan.ts";
 import type { ScanOp, ScanType } from "../ir/scan.ts";
 import { E } from "../ir/expr.ts";
 import { observePlan } from "../contract/backend.ts";
+import { NO_OVERRIDES } from "../plans/overrides.ts";
 import { planScan, type ScanChoice } from "../plans/mod.ts";
 import type { GpuHost, GpuStorage } from "./host.ts";
 import {
@@ -325,9 +326,13 @@ function gpuScan(
     // A contiguous copy with the scan axis last: the scan then reads whole vec4 rows.
     const order = [...rowAxes, axis];
     const permuted: Shape = order.map((i) => shape[i]);
-    temp = gpu.evaluate(op, E.input(0, view.dtype), [
-      { ...view, shape: permuted, strides: order.map((i) => view.strides[i]) },
-    ], permuted) as GpuStorage;
+    temp = gpu.evaluate({
+      op,
+      expr: E.input(0, view.dtype),
+      inputs: [{ ...view, shape: permuted, strides: order.map((i) => view.strides[i]) }],
+      shape: permuted,
+      overrides: NO_OVERRIDES,
+    }) as GpuStorage;
     input = {
       buffer: temp.buffer,
       dtype: view.dtype,

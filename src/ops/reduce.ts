@@ -3,7 +3,8 @@
  * and the reduced axes each row's elements, read through strides without a copy on the GPU.
  * @module
  */
-import type { FusedSource, ReduceOp, View } from "../contract/backend.ts";
+import type { View } from "../contract/backend.ts";
+import type { FusedSource, ReduceOp } from "../contract/reduce.ts";
 import { bind, fusedLabel, makePending, type Producer } from "../_lazy.ts";
 import { planOverrides } from "../plans/overrides.ts";
 import { normalizeAxes, sizeOf } from "../core/shape.ts";
@@ -116,31 +117,30 @@ function reduction(op: string, kind: ReduceOp, x: TensorLike, options: ReduceOpt
           op: label,
           dtype: outDtype,
           run: (runLabel, epilogue, inputs) =>
-            epilogue
-              ? backend.reduceFused(
-                runLabel,
-                kind,
-                source,
-                axes,
-                outDtype,
-                { expr: epilogue, inputs },
-                overrides,
-              )
-              : backend.reduce(runLabel, kind, source, axes, outDtype, overrides),
+            backend.reduce({
+              op: runLabel,
+              reduction: kind,
+              input: source,
+              axes,
+              outDtype,
+              epilogue: epilogue ? { expr: epilogue, inputs } : undefined,
+              overrides,
+            }),
         };
         const views = "expr" in source ? source.inputs : [source];
         return new Tensor(
           makePending(label, backend, E.producer(outDtype), outShape, views, [], producer),
         );
       }
-      const storage = backend.reduce(
-        label,
-        kind,
-        source,
+      // Without an epilogue every device reduces.
+      const storage = backend.reduce({
+        op: label,
+        reduction: kind,
+        input: source,
         axes,
-        outDtype === "bool" ? "int32" : outDtype,
-        planOverrides(),
-      );
+        outDtype: outDtype === "bool" ? "int32" : outDtype,
+        overrides: planOverrides(),
+      })!;
       const result = Tensor._fromStorage(
         storage,
         outDtype === "bool" ? "int32" : outDtype,

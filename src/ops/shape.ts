@@ -342,14 +342,14 @@ export function concat(tensors: readonly Tensor[], axis = 0): Tensor {
   for (const v of views) {
     if (sizeOf(v.shape) > 0) {
       const target: View = { storage, dtype, shape: v.shape, strides, offset: start * strides[a] };
-      backend.evaluate(
+      backend.evaluate({
         op,
-        E.cast(E.input(0, v.dtype), dtype),
-        [v],
-        v.shape,
-        target,
-        planOverrides(),
-      );
+        expr: E.cast(E.input(0, v.dtype), dtype),
+        inputs: [v],
+        shape: v.shape,
+        out: target,
+        overrides: planOverrides(),
+      });
     }
     start += v.shape[a];
   }

@@ -7,6 +7,11 @@
  */
 import type { PoolJob, PoolResult } from "../contract/pool.ts";
 import type { MatmulJob, MatmulResult } from "../contract/matmul.ts";
+import type { Storage } from "../core/view.ts";
+import type { ElementwiseJob } from "../contract/elementwise.ts";
+import type { ReduceJob } from "../contract/reduce.ts";
+import { runElementwiseWasm } from "./elementwise.ts";
+import { runReduceWasm } from "./reduce.ts";
 import type { RowsJob, RowsResult } from "../contract/rows.ts";
 import type { ScanJob, ScanResult } from "../contract/scan.ts";
 import { WasmHost } from "./host.ts";
@@ -17,6 +22,12 @@ import { runScanWasm } from "./scan.ts";
 
 /** The WASM backend over one instance of the kernel module. */
 export class WasmBackend extends WasmHost {
+  evaluate(job: ElementwiseJob): Storage {
+    return runElementwiseWasm(this, job);
+  }
+  reduce(job: ReduceJob): Storage | null {
+    return runReduceWasm(this, job);
+  }
   rows(job: RowsJob): RowsResult {
     return runRowsWasm(this, job);
   }

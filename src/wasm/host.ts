@@ -1,8 +1,10 @@
 /**
- * The WASM device: the CPU fallback and the reference every GPU kernel is checked against.
- * It evaluates an elementwise expression node by node with precompiled AssemblyScript kernels
- * (float16 is widened to f32 around each node and rounded back, matching the GPU's float16
- * storage with f32 arithmetic), and reduces contiguous rows (float sums accumulate in f64).
+ * The WASM device's machinery, which every kernel family's host code uses: the CPU fallback and
+ * the reference every GPU kernel is checked against. Its memory and allocator, the kernel module,
+ * and the node-by-node evaluation of expressions with precompiled AssemblyScript kernels (float16
+ * widened to f32 around each node and rounded back, matching the GPU's float16 storage with f32
+ * arithmetic) that every family uses for its casts. The families (elementwise.ts, reduce.ts,
+ * rows.ts, ...) are wired to the contract in backend.ts.
  * @module
  */
 import type { PoolJob, PoolResult } from "../contract/pool.ts";
@@ -10,13 +12,13 @@ import type { CaptureSession } from "../contract/capture.ts";
 import type { MatmulJob, MatmulResult } from "../contract/matmul.ts";
 import type { RowsJob, RowsResult } from "../contract/rows.ts";
 import type { ScanJob, ScanResult } from "../contract/scan.ts";
+import type { ElementwiseJob } from "../contract/elementwise.ts";
+import type { ReduceJob } from "../contract/reduce.ts";
 import {
   type Backend,
-  type FusedSource,
   kernelObservers,
   type MemoryStats,
   observeKernel,
-  type ReduceOp,
   type Storage,
   type View,
 } from "../contract/backend.ts";
@@ -45,7 +47,7 @@ export class WasmStorage implements Storage {
 }
 
 /** Kernel-name suffix of each dtype's storage. */
-const SUFFIX: Record<DType, string> = {
+export const SUFFIX: Record<DType, string> = {
   float32: "f32",
   float16: "f16",
   int32: "i32",
@@ -53,7 +55,7 @@ const SUFFIX: Record<DType, string> = {
   bool: "bool",
 };
 /** The dtype a node computes in on this device (float16 widens to float32). */
-const COMPUTE: Record<DType, DType> = {
+export const COMPUTE: Record<DType, DType> = {
   float32: "float32",
   float16: "float32",
   int32: "int32",
@@ -68,7 +70,7 @@ export interface Value {
   temp: boolean;
 }
 
-/** The WASM device's machinery (memory, kernels, casts) and its elementwise and reduce kernels. */
+/** The WASM device's machinery (memory, kernels, casts, read-back); families in backend.ts. */
 export abstract class WasmHost implements Backend {
   /** Family entries, each implemented beside its kernels (see backend.ts). */
   abstract rows(job: RowsJob): RowsResult | null;
@@ -76,6 +78,8 @@ export abstract class WasmHost implements Backend {
   abstract pool(job: PoolJob): PoolResult;
   abstract matmul(job: MatmulJob): MatmulResult | null;
   abstract capture(inputs: readonly View[]): CaptureSession | null;
+  abstract evaluate(job: ElementwiseJob): Storage;
+  abstract reduce(job: ReduceJob): Storage | null;
   readonly name = "wasm" as const;
   readonly allocator: WasmAllocator;
   readonly kernels: Record<string, Kernel>;
@@ -160,7 +164,7 @@ export abstract class WasmHost implements Backend {
    * Evaluates an expression node by node in post-order. A node's value is kept until its last
    * user has run (fused expressions share subexpressions), then freed.
    */
-  #eval(op: string, root: Expr, inputs: readonly View[], shape: Shape): Value {
+  _eval(op: string, root: Expr, inputs: readonly View[], shape: Shape): Value {
     const order = postOrder(root);
     const uses = new Map<Expr, number>();
     for (const e of order) for (const c of children(e)) uses.set(c, (uses.get(c) ?? 0) + 1);
@@ -268,88 +272,6 @@ export abstract class WasmHost implements Backend {
 
   allocate(op: string, dtype: DType, length: number): Storage {
     return this._alloc(op, dtype, length);
-  }
-
-  evaluate(op: string, expr: Expr, inputs: readonly View[], shape: Shape, target?: View): Storage {
-    // No plan on this device: every expression runs node by node, so overrides do not apply.
-    let v = this.#eval(op, expr, inputs, shape);
-    if (target) {
-      if (v.view.dtype !== target.dtype) v = this._cast(op, v, target.dtype, shape);
-      if (sizeOf(shape) > 0) {
-        const contiguous = this._describe(shape, [v.view, target]);
-        this._kernel(`scatter_${SUFFIX[target.dtype]}`)(
-          this._pointer(target),
-          this._pointer(v.view),
-          0,
-          contiguous,
-        );
-      }
-      this._release(v);
-      return target.storage;
-    }
-    if (!v.temp || !isContiguous(shape, v.view.strides) || v.view.dtype !== expr.dtype) {
-      v = this._cast(op, v, expr.dtype, shape);
-    }
-    return v.view.storage;
-  }
-
-  /** No fused epilogues on this device: the caller runs them apart. */
-  reduceFused(): null {
-    return null;
-  }
-
-  reduce(
-    op: string,
-    reduction: ReduceOp,
-    source: View | FusedSource,
-    axes: readonly number[],
-    outDtype: DType,
-  ): Storage {
-    if ("expr" in source) {
-      // No fusion on this device: compute the prologue, then reduce it.
-      const shape = source.inputs[0]?.shape ?? [];
-      const temp = this.evaluate(op, source.expr, source.inputs, shape) as WasmStorage;
-      const view: View = {
-        storage: temp,
-        dtype: source.dtype,
-        shape,
-        strides: contiguousStrides(shape),
-        offset: 0,
-      };
-      try {
-        return this.reduce(op, reduction, view, axes, outDtype);
-      } finally {
-        this.free(temp);
-      }
-    }
-    const input = source;
-    const kept = input.shape.map((_, i) => i).filter((i) => !axes.includes(i));
-    const order = [...kept, ...axes];
-    const shape = order.map((i) => input.shape[i]);
-    const rows = sizeOf(kept.map((i) => input.shape[i]));
-    const rowLength = sizeOf(axes.map((i) => input.shape[i]));
-    // Rows must be contiguous in memory, reduced axes last; widen float16 on the way.
-    const permuted: View = { ...input, shape, strides: order.map((i) => input.strides[i]) };
-    const compute = COMPUTE[input.dtype];
-    let value: Value = { view: permuted, temp: false };
-    if (compute !== input.dtype || !isContiguous(shape, permuted.strides)) {
-      value = this._cast(op, value, compute, shape);
-    }
-    // Arg reductions write int32 indices; the others write the compute dtype.
-    const written: DType = reduction === "argmax" || reduction === "argmin" ? "int32" : compute;
-    const out = this._alloc(op, written, rows);
-    if (rows > 0) {
-      this._kernel(`reduce_${reduction}_${SUFFIX[compute]}`)(
-        out.ptr,
-        this._pointer(value.view),
-        rows,
-        rowLength,
-      );
-    }
-    this._release(value);
-    if (outDtype === written) return out;
-    const outShape = [rows];
-    return this._cast(op, this._value(out, outShape), outDtype, outShape).view.storage;
   }
 
   read(views: readonly View[]): Promise<TypedArray[]> {
