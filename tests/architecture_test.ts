@@ -50,7 +50,14 @@ async function graph(entries: string[]): Promise<Edge[]> {
   return edges;
 }
 
-const edges = await graph(["src/mod.ts", "src/tuning.ts", "src/gpu/profiler.ts"]);
+const edges = await graph([
+  "src/mod.ts",
+  "src/tuning.ts",
+  "src/gpu/profiler.ts",
+  "src/core/mod.ts",
+  "src/ir/mod.ts",
+  "src/contract/mod.ts",
+]);
 
 const layer = (file: string): string => {
   const m = file.match(/^src\/(core|ir|plans|contract|gpu|wasm|ops)\//);
