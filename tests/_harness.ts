@@ -60,10 +60,12 @@ let ran: tuning.PlanRecord[] = [];
 /**
  * Forces fields of a family's plan for the work issued from now on, as `setPlanOverride` does.
  * The current property check then fails if GPU work of that family ran but none of it under the
- * override (the override missed the work: set and cleared before lazy work ran), or if work under
- * it ran another `variant` than the one forced (the plan may still adjust other fields to the
- * device). A check whose family ran no GPU work (empty inputs, errors) passes. `null` restores
- * the rule.
+ * override: the override missed the work (set and cleared before lazy work ran, the defect that
+ * once let 148 of 159 forced reductions run the default plan). A check whose family ran no GPU
+ * work (empty inputs, errors) passes. The plan may still refuse a forced variant where the device
+ * or problem cannot take it (stream-K for int32, one tile for a row longer than a tile), as its
+ * own unit tests check; what ran is what the property's `variants` option counts. `null`
+ * restores the rule.
  */
 export function forcePlan<F extends tuning.PlanFamily>(
   family: F,
@@ -84,27 +86,31 @@ function sameOverride(a: unknown, b: Record<string, unknown>): boolean {
   return a !== undefined && JSON.stringify(a) === JSON.stringify({ ...b });
 }
 
-/** Throws unless every override the check forced reached GPU work, with its variant. */
-function checkForced(): void {
-  for (const { family, override } of forced) {
-    const under = ran.filter((r) => r.family === family && sameOverride(r.override, override));
-    if (under.length === 0 && ran.some((r) => r.family === family && r.device === "gpu")) {
-      throw new Error(
-        `forced ${family} plan ${JSON.stringify(override)} reached no GPU work (ran: ${
-          JSON.stringify(ran.map((r) => [r.family, r.variants, r.override]))
-        })`,
-      );
-    }
-    const variant = override.variant;
-    const other = under.find((r) => (r.choice as { variant?: unknown }).variant !== variant);
-    if (variant !== undefined && other) {
-      throw new Error(
-        `forced ${family} variant "${variant}" but "${
-          (other.choice as { variant?: unknown }).variant
-        }" ran (${JSON.stringify(other.choice)})`,
+/**
+ * The forced overrides that missed their work: GPU work of the family ran, none of it under the
+ * override. Empty when every override reached its work (or its family ran nothing).
+ */
+export function missedOverrides(
+  forcedOverrides: readonly { family: string; override: Record<string, unknown> }[],
+  records: readonly tuning.PlanRecord[],
+): string[] {
+  const missed: string[] = [];
+  for (const { family, override } of forcedOverrides) {
+    const gpuWork = records.filter((r) => r.device === "gpu" && r.family === family);
+    if (gpuWork.length > 0 && !gpuWork.some((r) => sameOverride(r.override, override))) {
+      missed.push(
+        `forced ${family} plan ${JSON.stringify(override)} reached none of the ${family} work ` +
+          `the GPU ran (${JSON.stringify(gpuWork.map((r) => [r.variants, r.override]))})`,
       );
     }
   }
+  return missed;
+}
+
+/** Throws unless every override the check forced reached the GPU work of its family. */
+function checkForced(): void {
+  const missed = missedOverrides(forced, ran);
+  if (missed.length > 0) throw new Error(missed.join("\n"));
 }
 
 /**

@@ -15,6 +15,7 @@
  * flushed to zero (WGSL allows it): each contributes at most 2^-126 to a sum.
  * @module
  */
+import assert from "node:assert/strict";
 import fc from "fast-check";
 import * as gyre from "../src/mod.ts";
 import * as tuning from "../src/tuning.ts";
@@ -25,6 +26,7 @@ import {
   hostData,
   makeLayout,
   MIN_NORMAL,
+  missedOverrides,
   mulberry32,
   property,
   rt,
@@ -359,3 +361,30 @@ property(
   checkCase,
   { numRuns: 3 },
 );
+
+Deno.test("the forced-variant check flags an override that missed the work it was meant for", async () => {
+  // The defect it exists for: an override set and cleared before the lazy work ran, so that the
+  // work ran the rule. Reproduced directly: the work is issued with no override in force.
+  const forced = [{ family: "reduce", override: { variant: "thread" } }];
+  const records: tuning.PlanRecord[] = [];
+  const stop = tuning.onPlan((r) => records.push(r));
+  const x = gyre.ones([4, 300], { device: "gpu" });
+  const y = x.sum({ axis: 1 });
+  await y.data();
+  stop();
+  const missed = missedOverrides(forced, records);
+  assert.equal(missed.length, 1);
+  assert.match(missed[0], /forced reduce plan \{"variant":"thread"\} reached none/);
+  // Issued under the override, the same work passes.
+  tuning.setPlanOverride("reduce", { variant: "thread" });
+  const z = x.sum({ axis: 1 });
+  tuning.setPlanOverride("reduce", null);
+  const again: tuning.PlanRecord[] = [];
+  const stop2 = tuning.onPlan((r) => again.push(r));
+  await z.data();
+  stop2();
+  assert.deepEqual(missedOverrides(forced, again), []);
+  // A family that ran no GPU work has nothing to miss.
+  assert.deepEqual(missedOverrides(forced, []), []);
+  for (const t of [x, y, z]) t.dispose();
+});

@@ -322,13 +322,8 @@ if (DEVICES.includes("gpu")) {
       [wide.variant, wide.workgroupSize, wide.elementsPerThread, wide.wideStates],
       ["lookback", 256, 32, true],
     );
-    tuning.setPlanOverride("scan", { wideStates: true });
-    try {
-      // An override cannot ask for 64-bit states the device lacks.
-      assert.equal(tuning.planScan(sub, sum).wideStates, false);
-    } finally {
-      tuning.setPlanOverride("scan", null);
-    }
+    // An override cannot ask for 64-bit states the device lacks.
+    assert.equal(tuning.planScan(sub, sum, { wideStates: true }).wideStates, false);
     // Rows of 32 Mi and more publish each tile's aggregate before scanning the tile.
     assert.equal(lookback.earlyAggregate, true);
     assert.equal(tuning.planScan(sub, { ...sum, rowLength: 1 << 24 }).earlyAggregate, false);
@@ -348,13 +343,9 @@ if (DEVICES.includes("gpu")) {
       256,
       16,
     ]);
-    tuning.setPlanOverride("scan", { variant: "lookback" });
-    try {
-      // Forced on a product, the look-back takes its own tile too.
-      assert.equal(tuning.planScan(sub, { ...sum, op: "prod" }).workgroupSize, 512);
-    } finally {
-      tuning.setPlanOverride("scan", null);
-    }
+    // Forced on a product, the look-back takes its own tile too.
+    const forced = tuning.planScan(sub, { ...sum, op: "prod" }, { variant: "lookback" });
+    assert.equal(forced.workgroupSize, 512);
   });
 
   Deno.test({
