@@ -185,8 +185,8 @@ let destroyOnExitRegistered = false;
 
 /**
  * Destroys the current GPU device when the process unloads, so that the driver's threads stop
- * before the process's exit handlers run (lavapipe test processes that exited with the device
- * alive aborted on a corrupted heap in 2 of 6 runs, after every test had passed).
+ * before the process's exit handlers run. (The abort at exit once blamed on a live device was
+ * libEGL's; see bench/README.md, "An abort at exit on lavapipe".)
  */
 function destroyDeviceOnExit(): void {
   if (destroyOnExitRegistered || typeof globalThis.addEventListener !== "function") return;

@@ -173,9 +173,9 @@ export async function stopWasmThreads(): Promise<void> {
 let stopOnExitRegistered = false;
 
 /**
- * Terminates the workers when the process unloads: on lavapipe, test processes that exited with
- * them (and the GPU device) alive aborted after every test had passed (a corrupted heap, 2 of 6
- * runs), the exit racing their threads.
+ * Terminates the workers when the process unloads, so that no worker is mid-task as the process
+ * exits. (The abort at exit once blamed on them was libEGL's; see bench/README.md, "An abort at
+ * exit on lavapipe".)
  */
 function stopOnExit(): void {
   if (stopOnExitRegistered || typeof globalThis.addEventListener !== "function") return;
