@@ -629,7 +629,7 @@ function elementwiseProperty(id: string, numRuns = 24): void {
     `GPU matches WASM on random shapes, layouts, dtypes`,
     caseArb(arity, spec),
     (c) => checkCase(op, spec, c),
-    { numRuns },
+    { numRuns, variants: ["elementwise/vec4", "elementwise/scalar"] },
   );
 }
 
@@ -707,5 +707,5 @@ property(
       kinds: c.kinds.slice(0, arity).map((k) => (k === "scalar" && arity === 1 ? "contiguous" : k)),
     });
   },
-  { numRuns: 4, variants: ["elementwise/vec4", "elementwise/scalar"] },
+  { numRuns: 4 },
 );
