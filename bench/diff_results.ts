@@ -14,6 +14,8 @@ import { median } from "./_util.ts";
 interface Row {
   name: string;
   value: number;
+  /** GPU dispatches per run (kernel tables only). */
+  dispatches?: number;
 }
 
 function rowsOf(path: string): { rows: Row[]; unit: string; device: string } {
@@ -27,9 +29,10 @@ function rowsOf(path: string): { rows: Row[]; unit: string; device: string } {
     };
   }
   return {
-    rows: data.kernels.map((k: { name: string; medianUs: number }) => ({
+    rows: data.kernels.map((k: { name: string; medianUs: number; dispatches: number }) => ({
       name: k.name,
       value: k.medianUs,
+      dispatches: k.dispatches,
     })),
     unit: "us",
     device: data.device,
@@ -78,6 +81,11 @@ for (const { name, value } of base.rows) {
     } | ${pct(spread)} |`,
   );
 }
+// Kernel tables: every run must dispatch as many kernels per row as the baseline.
+const dispatchChanges = base.rows.filter((r) =>
+  r.dispatches !== undefined &&
+  heads.some((h) => h.rows.find((x) => x.name === r.name)?.dispatches !== r.dispatches)
+);
 const abs = changes.map((c) => Math.abs(c.change)).sort((a, b) => a - b);
 const spreads = changes.map((c) => c.spread).sort((a, b) => a - b);
 const beyond = changes.filter((c) =>
@@ -95,4 +103,14 @@ lines.push(
       : beyond.map((c) => `${c.name} (${pct(c.change)}, spread ${pct(c.spread)})`).join("; ")
   }.`,
 );
+if (base.rows.some((r) => r.dispatches !== undefined)) {
+  lines.push(
+    "",
+    `Dispatches per row: ${
+      dispatchChanges.length === 0
+        ? "the same in every run as in the baseline"
+        : `changed in ${dispatchChanges.map((r) => r.name).join(", ")}`
+    }.`,
+  );
+}
 console.log(lines.join("\n"));
