@@ -22,6 +22,7 @@ import {
   type TransposeSpec,
   type TransposeUniforms,
 } from "../src/gpu/_codegen_transpose.ts";
+import { viewOf } from "../src/tensor.ts";
 
 const args = Deno.args;
 const flag = (name: string, fallback: string) => {
@@ -504,7 +505,7 @@ if (args.includes("--transpose")) {
           transposeCopy(
             gpu,
             "transpose",
-            (x._view().storage as GpuStorage).buffer,
+            (viewOf(x).storage as GpuStorage).buffer,
             out.buffer,
             { ...shape, dtype },
             spec,

@@ -10,7 +10,7 @@ import { describe, ShapeError, ValueError } from "./core/errors.ts";
 import { evaluate, type NestedArray } from "./ops/_dispatch.ts";
 import { E, type Expr } from "./ir/expr.ts";
 import { runtime } from "./runtime.ts";
-import { Tensor } from "./tensor.ts";
+import { type Tensor, tensorFromStorage } from "./tensor.ts";
 
 /** Where and as what a new tensor is made. */
 export interface CreationOptions {
@@ -119,7 +119,7 @@ export function tensor(
     host[i] = typeof v === "boolean" ? (v ? 1 : 0) : dtype === "bool" ? (v !== 0 ? 1 : 0) : v;
   }
   const backend = runtime().backend(deviceOf(op, options), op);
-  return Tensor._fromStorage(backend.upload(dtype, host), dtype, shape);
+  return tensorFromStorage(backend.upload(dtype, host), dtype, shape);
 }
 
 /** Evaluates a generator expression (of the index only) over a new tensor. */

@@ -5,7 +5,7 @@
 import { kernelObservers, type KernelRecord } from "./contract/backend.ts";
 import { fusedLabel } from "./_lazy.ts";
 import { sizeOf } from "./core/shape.ts";
-import { Tensor } from "./tensor.ts";
+import { metaOf, pendingOf, Tensor, viewOf } from "./tensor.ts";
 
 /** What `explain` found. */
 export interface Explanation {
@@ -55,8 +55,8 @@ export function explain(
   const kernels: KernelRecord[] = [];
   const outputs: Tensor[] = [];
   if (target instanceof Tensor) {
-    const pending = target._pending("explain", "target");
-    const meta = target._meta("explain", "target");
+    const pending = pendingOf(target, "explain", "target");
+    const meta = metaOf(target, "explain", "target");
     if (pending) {
       kernels.push({
         device: meta.device,
@@ -68,7 +68,7 @@ export function explain(
     kernelObservers.add(observer);
     try {
       collectTensors(target(), outputs);
-      for (const t of outputs) t._view("explain");
+      for (const t of outputs) viewOf(t, "explain");
     } finally {
       kernelObservers.delete(observer);
     }

@@ -9,7 +9,7 @@
 import type { Capture } from "./contract/capture.ts";
 import { DisposedError } from "./core/errors.ts";
 import { runtime } from "./runtime.ts";
-import { Tensor } from "./tensor.ts";
+import { Tensor, viewOf } from "./tensor.ts";
 import { tidy } from "./tidy.ts";
 
 /** A function compiled by {@link jit}: call it like the original; `dispose` frees its constants. */
@@ -28,7 +28,7 @@ export interface JittedFunction<A extends Tensor[]> {
 
 function signature(inputs: readonly Tensor[]): string {
   return inputs.map((t) => {
-    const v = t._view("jit", "input");
+    const v = viewOf(t, "jit", "input");
     return `${v.storage.backend.name}:${v.dtype}:${v.shape.join("x")}:${
       v.strides.join(",")
     }@${v.offset}`;
@@ -77,12 +77,12 @@ export function jit<A extends Tensor[]>(
     const key = signature(inputs);
     const plan = plans.get(key);
     if (plan) {
-      const views = plan.capture.replay(inputs.map((t) => t._view("jit", "inputs")));
+      const views = plan.capture.replay(inputs.map((t) => viewOf(t, "jit", "inputs")));
       const tensors = views.map((v) => new Tensor(v));
       return plan.single ? tensors[0] : tensors;
     }
     if (plan === null) return fn(...inputs);
-    const session = backend.capture(inputs.map((t) => t._view("jit", "inputs")));
+    const session = backend.capture(inputs.map((t) => viewOf(t, "jit", "inputs")));
     // A device that cannot replay runs the function each time.
     if (!session) return fn(...inputs);
     let result: Tensor | Tensor[];
@@ -96,7 +96,7 @@ export function jit<A extends Tensor[]>(
       session.finish(null);
       throw e;
     }
-    const outputs = (Array.isArray(result) ? result : [result]).map((t) => t._view("jit"));
+    const outputs = (Array.isArray(result) ? result : [result]).map((t) => viewOf(t, "jit"));
     const capture = session.finish(outputs);
     plans.set(key, capture ? { capture, single: !Array.isArray(result) } : null);
     return result;

@@ -23,6 +23,13 @@ import type { ArgReduceOptions, ReduceOptions, VarianceOptions } from "./ops/red
 import type { GeluOptions } from "./ops/activations.ts";
 import type { NestedArray, TensorLike } from "./ops/_dispatch.ts";
 
+// Set by the class's static block: see viewOf.
+let access: {
+  view: (t: Tensor, op: string, argument: string) => View;
+  pending: (t: Tensor, op: string, argument: string) => Pending | null;
+  meta: (t: Tensor, op: string, argument: string) => TensorMeta;
+};
+
 /**
  * An n-dimensional array on the `gpu` or `wasm` device.
  *
@@ -56,15 +63,14 @@ export class Tensor {
     track(this);
   }
 
-  /** Makes a tensor over fresh contiguous storage. Internal. */
-  static _fromStorage(storage: Storage, dtype: DType, shape: Shape): Tensor {
-    return new Tensor({
-      storage,
-      dtype,
-      shape: [...shape],
-      strides: contiguousStrides(shape),
-      offset: 0,
-    });
+  static {
+    // What other modules of the library may see of a tensor's internals: functions of this
+    // module (viewOf, pendingOf, metaOf), not methods of the public class.
+    access = {
+      view: (t, op, argument) => t.#viewFor(op, argument),
+      pending: (t, op, argument) => t.#pendingFor(op, argument),
+      meta: (t, op, argument) => t.#metaFor(op, argument),
+    };
   }
 
   #live(op: string, argument: string): void {
@@ -78,18 +84,13 @@ export class Tensor {
     }
   }
 
-  /**
-   * The view, computing a pending tensor first; throws {@link DisposedError} after `dispose()`.
-   * Internal.
-   */
-  _view(op = "use", argument = "tensor"): View {
+  #viewFor(op: string, argument: string): View {
     this.#live(op, argument);
     if (this.#pending) this.#materialize();
     return this.#view!;
   }
 
-  /** The pending computation, if this tensor has not been computed yet. Internal (fusion). */
-  _pending(op = "use", argument = "tensor"): Pending | null {
+  #pendingFor(op: string, argument: string): Pending | null {
     this.#live(op, argument);
     return this.#pending;
   }
@@ -149,8 +150,7 @@ export class Tensor {
     storage.refs++;
   }
 
-  /** Shape, dtype and device without computing a pending tensor. Internal. */
-  _meta(what: string, argument = "tensor"): { shape: Shape; dtype: DType; device: DeviceName } {
+  #metaFor(what: string, argument: string): TensorMeta {
     this.#live(what, argument);
     if (this.#pending) {
       return {
@@ -165,23 +165,23 @@ export class Tensor {
 
   /** Axis lengths. */
   get shape(): number[] {
-    return [...this._meta("shape").shape];
+    return [...this.#metaFor("shape", "tensor").shape];
   }
   /** Element type. */
   get dtype(): DType {
-    return this._meta("dtype").dtype;
+    return this.#metaFor("dtype", "tensor").dtype;
   }
   /** "gpu" or "wasm". */
   get device(): DeviceName {
-    return this._meta("device").device;
+    return this.#metaFor("device", "tensor").device;
   }
   /** Number of axes. */
   get rank(): number {
-    return this._meta("rank").shape.length;
+    return this.#metaFor("rank", "tensor").shape.length;
   }
   /** Number of elements. */
   get size(): number {
-    return sizeOf(this._meta("size").shape);
+    return sizeOf(this.#metaFor("size", "tensor").shape);
   }
   /** True once disposed. */
   get isDisposed(): boolean {
@@ -216,7 +216,7 @@ export class Tensor {
    * ```
    */
   realize(): this {
-    this._view("realize");
+    this.#viewFor("realize", "tensor");
     return this;
   }
 
@@ -227,7 +227,7 @@ export class Tensor {
 
   /** The elements as a flat typed array (Float32Array for float16, Uint8Array for bool). */
   async data(): Promise<TypedArray> {
-    this._view("data");
+    this.#viewFor("data", "tensor");
     return (await ops.read.readAll([this]))[0];
   }
 
@@ -570,6 +570,42 @@ export function installTensorOps(modules: TensorOps): void {
   Object.assign(ops, modules);
 }
 
+/** Shape, dtype and device of a tensor, as {@link metaOf} reports them. */
+export interface TensorMeta {
+  shape: Shape;
+  dtype: DType;
+  device: DeviceName;
+}
+
+/**
+ * A tensor's view, computing it first if it is pending; throws {@link DisposedError} (naming
+ * `op` and `argument`) after `dispose()`. For the library's modules, not the public API.
+ */
+export function viewOf(t: Tensor, op = "use", argument = "tensor"): View {
+  return access.view(t, op, argument);
+}
+
+/** A tensor's pending computation, or null once computed (fusion). For the library's modules. */
+export function pendingOf(t: Tensor, op = "use", argument = "tensor"): Pending | null {
+  return access.pending(t, op, argument);
+}
+
+/** Shape, dtype and device without computing a pending tensor. For the library's modules. */
+export function metaOf(t: Tensor, op: string, argument = "tensor"): TensorMeta {
+  return access.meta(t, op, argument);
+}
+
+/** A tensor over fresh contiguous storage. For the library's modules. */
+export function tensorFromStorage(storage: Storage, dtype: DType, shape: Shape): Tensor {
+  return new Tensor({
+    storage,
+    dtype,
+    shape: [...shape],
+    strides: contiguousStrides(shape),
+    offset: 0,
+  });
+}
+
 /** Tensors whose computation is pending; `flush()` computes them all. */
 const pendingTensors = new Set<Tensor>();
 
@@ -578,5 +614,5 @@ const pendingTensors = new Set<Tensor>();
  * batch. Internal: `gyre.flush()` calls it before submitting.
  */
 export function materializeAll(): void {
-  for (const t of [...pendingTensors]) t._view("flush");
+  for (const t of [...pendingTensors]) viewOf(t, "flush");
 }

@@ -20,6 +20,7 @@ import {
   type TransposeUniforms,
 } from "../src/gpu/_codegen_transpose.ts";
 import { devices, expectClose, expectTensor, liveCounts, values } from "./_devices.ts";
+import { tensorFromStorage, viewOf } from "../src/tensor.ts";
 
 const DEVICES = await devices();
 
@@ -476,12 +477,12 @@ test("the transposing copy: every form and tile shape gives the exact transpose"
           transposeCopy(
             gpu,
             "test",
-            (x._view().storage as GpuStorage).buffer,
+            (viewOf(x).storage as GpuStorage).buffer,
             out.buffer,
             { ...copy, dtype },
             spec,
           );
-          const got = gyre.Tensor._fromStorage(out, dtype, [want.length]);
+          const got = tensorFromStorage(out, dtype, [want.length]);
           const label = JSON.stringify({ batches, rows, columns, ...spec });
           assert.deepEqual(Array.from(await got.data()), want, label);
           got.dispose();

@@ -9,7 +9,7 @@ import { broadcastShapes, sameShape, type Shape, sizeOf } from "../core/shape.ts
 import { type DType, promoteTypes, weakScalarType } from "../core/dtype.ts";
 import { describe, DeviceError, ValueError } from "../core/errors.ts";
 import { runtime } from "../runtime.ts";
-import { Tensor } from "../tensor.ts";
+import { metaOf, pendingOf, Tensor, viewOf } from "../tensor.ts";
 import { E, type Expr, substitute } from "../ir/expr.ts";
 import { makePending, type Pending, remapViews } from "../_lazy.ts";
 
@@ -39,7 +39,7 @@ export function operands(
   let strong: DType | null = null;
   args.forEach((a, i) => {
     if (a instanceof Tensor) {
-      const dtype = a._meta(op, names[i]).dtype;
+      const dtype = metaOf(a, op, names[i]).dtype;
       strong = strong ? promoteTypes(strong, dtype) : dtype;
     } else if (typeof a !== "number" && typeof a !== "boolean") {
       throw new ValueError({
@@ -52,7 +52,7 @@ export function operands(
   });
   return args.map((a, i) => {
     if (a instanceof Tensor) {
-      const meta = a._meta(op, names[i]);
+      const meta = metaOf(a, op, names[i]);
       return { tensor: a, scalar: 0, dtype: meta.dtype, shape: meta.shape };
     }
     const value = typeof a === "boolean" ? (a ? 1 : 0) : (a as number);
@@ -119,7 +119,7 @@ export function runElementwise(
   let producer: Pending["producer"] = null;
   const leaves = ops.map((o, i) => {
     if (!o.tensor) return E.constant(o.scalar, o.dtype);
-    let pending = fusion ? o.tensor._pending(op, names[i]) : null;
+    let pending = fusion ? pendingOf(o.tensor, op, names[i]) : null;
     // One producer kernel (a matrix product) per fused expression, and only at its own shape:
     // another is computed first.
     if (pending?.producer) {
@@ -138,7 +138,7 @@ export function runElementwise(
       views.push(...remapped.views);
       return remapped.expr;
     }
-    const view = broadcastView(o.tensor._view(op, names[i]), shape);
+    const view = broadcastView(viewOf(o.tensor, op, names[i]), shape);
     views.push(view);
     return E.view(view, o.dtype);
   });

@@ -38,7 +38,7 @@ import { bind, fusedLabel, makePending, type Producer } from "../_lazy.ts";
 import { planMatmulPrologue } from "../plans/mod.ts";
 import { planOverrides } from "../plans/overrides.ts";
 import { runtime } from "../runtime.ts";
-import { Tensor } from "../tensor.ts";
+import { metaOf, pendingOf, Tensor, tensorFromStorage, viewOf } from "../tensor.ts";
 import { E, type Expr } from "../ir/expr.ts";
 import { evaluate } from "./_dispatch.ts";
 import { cast } from "./elementwise.ts";
@@ -141,8 +141,8 @@ function validate(
   options: { transposeA?: unknown; transposeB?: unknown; accumulate?: unknown },
   names: [string, string] = ["a", "b"],
 ): MatmulProblem & { transposeA: boolean; transposeB: boolean; aShape: Shape; bShape: Shape } {
-  const am = a._meta(op, names[0]);
-  const bm = b._meta(op, names[1]);
+  const am = metaOf(a, op, names[0]);
+  const bm = metaOf(b, op, names[1]);
   const transposeA = checkFlag(op, "options.transposeA", options.transposeA);
   const transposeB = checkFlag(op, "options.transposeB", options.transposeB);
   if (am.device !== bm.device) {
@@ -239,7 +239,7 @@ function swapLast(shape: number[]): void {
  * inputs, or an input has negative strides.
  */
 function prologueOf(x: Tensor, op: string, matrix: (v: View) => View): MatmulPrologue | null {
-  const pending = x._pending(op);
+  const pending = pendingOf(x, op);
   if (!pending || pending.readsIndex || pending.producer || pending.backend.name !== "gpu") {
     return null;
   }
@@ -274,11 +274,11 @@ function operandViews(
     matrix: (v: View) => View,
   ): { view: View; prologue: MatmulPrologue | null } => {
     let x = t;
-    if (x._meta(op).dtype !== p.dtype) temps.push(x = cast(x, p.dtype));
+    if (metaOf(x, op).dtype !== p.dtype) temps.push(x = cast(x, p.dtype));
     const prologue = fuse ? prologueOf(x, op, matrix) : null;
     if (prologue) return { view: mainInput(prologue.inputs), prologue };
-    if (x._view(op).strides.some((s) => s < 0)) temps.push(x = clone(x));
-    return { view: matrix(x._view(op)), prologue: null };
+    if (viewOf(x, op).strides.some((s) => s < 0)) temps.push(x = clone(x));
+    return { view: matrix(viewOf(x, op)), prologue: null };
   };
   const batchView = (v: View, rows: number, cols: number): View => {
     const lead = p.batch.length - (v.shape.length - 2);
@@ -340,7 +340,7 @@ function linearParts(op: string, options: LinearOptions, p: MatmulProblem, devic
   let bias: Tensor | null = null;
   if (options.bias !== undefined) {
     bias = checkTensor(op, "options.bias", options.bias);
-    const meta = bias._meta(op, "options.bias");
+    const meta = metaOf(bias, op, "options.bias");
     if (meta.device !== device) {
       throw new DeviceError({
         op,
@@ -378,7 +378,7 @@ function product(
   bias: Tensor | null,
   activation: LinearActivation | null,
 ): Tensor {
-  const device = a._meta(op).device;
+  const device = metaOf(a, op).device;
   const size = sizeOf(p.outShape);
   const epilogueExpr = (value: Expr, biasLeaf: Expr | null): Expr => {
     let e = E.cast(value, "float32");
@@ -393,7 +393,7 @@ function product(
     const inputs: View[] = [];
     let leaf: Expr | null = null;
     if (bias) {
-      const view = bias._view(op, "options.bias");
+      const view = viewOf(bias, op, "options.bias");
       inputs.push(broadcastLast(view, p.outShape));
       leaf = E.input(0, view.dtype);
     }
@@ -429,7 +429,7 @@ function product(
   try {
     if (onGpu) {
       if (biasTensor) {
-        const v = biasTensor._view(op);
+        const v = viewOf(biasTensor, op);
         if (v.strides[0] !== 1 && p.n > 1) x.temps.push(biasTensor = clone(biasTensor));
       }
       if (
@@ -467,10 +467,10 @@ function product(
       const { output } = backendOf(x.a).matmul({
         ...job,
         op: label,
-        bias: biasTensor ? biasTensor._view(op) : null,
+        bias: biasTensor ? viewOf(biasTensor, op) : null,
         activation,
       })!;
-      return Tensor._fromStorage(output, p.dtype, p.outShape);
+      return tensorFromStorage(output, p.dtype, p.outShape);
     }
     // WASM runs the product alone, in its compute dtype (float32 for float16); the epilogue and
     // the cast back run here.
@@ -480,13 +480,13 @@ function product(
       bias: null,
       activation: null,
     })!;
-    const result = Tensor._fromStorage(output, compute, p.outShape);
+    const result = tensorFromStorage(output, compute, p.outShape);
     if (!biasTensor && !activation && compute === p.dtype) return result;
     try {
-      const inputs: View[] = [result._view(op)];
+      const inputs: View[] = [viewOf(result, op)];
       let leaf: Expr | null = null;
       if (biasTensor) {
-        const view = biasTensor._view(op, "options.bias");
+        const view = viewOf(biasTensor, op, "options.bias");
         inputs.push(broadcastLast(view, p.outShape));
         leaf = E.input(1, view.dtype);
       }
@@ -552,7 +552,7 @@ export function linear(x: Tensor, weight: Tensor, options: LinearOptions = {}): 
   checkTensor(op, "x", x);
   checkTensor(op, "weight", weight);
   _checkOptions(op, options);
-  const wm = weight._meta(op, "weight");
+  const wm = metaOf(weight, op, "weight");
   if (wm.shape.length !== 2) {
     throw new ShapeError({
       op,
@@ -562,7 +562,7 @@ export function linear(x: Tensor, weight: Tensor, options: LinearOptions = {}): 
     });
   }
   for (const [t, name] of [[x, "x"], [weight, "weight"]] as const) {
-    const dtype = t._meta(op, name).dtype;
+    const dtype = metaOf(t, op, name).dtype;
     if (dtype !== "float32" && dtype !== "float16") {
       throw new DTypeError({ op, argument: name, expected: "float32 or float16", received: dtype });
     }
@@ -571,6 +571,6 @@ export function linear(x: Tensor, weight: Tensor, options: LinearOptions = {}): 
     "x",
     "weight",
   ]);
-  const parts = linearParts(op, options, p, x._meta(op).device);
+  const parts = linearParts(op, options, p, metaOf(x, op).device);
   return product(op, x, weight, p, parts.bias, parts.activation);
 }

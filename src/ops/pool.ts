@@ -14,7 +14,7 @@ import { _checkOptions, describe, DTypeError, ShapeError, ValueError } from "../
 import { backendOf } from "../contract/backend.ts";
 import { planOverrides } from "../plans/overrides.ts";
 import type { Pair, PoolDType, PoolProblem } from "../contract/pool.ts";
-import { Tensor } from "../tensor.ts";
+import { metaOf, Tensor, tensorFromStorage, viewOf } from "../tensor.ts";
 
 // Re-exported so that the single `export *` of this module in mod.ts also exports the plan
 // (documented in src/plans.ts).
@@ -126,7 +126,7 @@ function checkTensor(op: string, x: unknown): Meta {
   if (!(x instanceof Tensor)) {
     throw new ValueError({ op, argument: "x", expected: "a Tensor", received: describe(x) });
   }
-  return x._meta(op, "x");
+  return metaOf(x, op, "x");
 }
 
 function checkInput(op: string, view: Meta, dtypes: readonly DType[], adaptive: boolean): void {
@@ -327,7 +327,7 @@ function adaptiveProblem(
 
 /** Runs a validated problem on x's device; returns the values and, when asked, the indices. */
 function run(op: string, x: Tensor, p: PoolProblem, indices: boolean): Tensor[] {
-  const view = x._view(op);
+  const view = viewOf(x, op);
   const result = backendOf(view).pool({
     op,
     x: view,
@@ -335,8 +335,8 @@ function run(op: string, x: Tensor, p: PoolProblem, indices: boolean): Tensor[] 
     indices,
     overrides: planOverrides(),
   });
-  const out = [Tensor._fromStorage(result.values, p.dtype, p.outShape)];
-  if (result.indices) out.push(Tensor._fromStorage(result.indices, "int32", p.outShape));
+  const out = [tensorFromStorage(result.values, p.dtype, p.outShape)];
+  if (result.indices) out.push(tensorFromStorage(result.indices, "int32", p.outShape));
   return out;
 }
 

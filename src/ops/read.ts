@@ -5,7 +5,7 @@
 import { type Backend, backendOf, type View } from "../contract/backend.ts";
 import type { Shape } from "../core/shape.ts";
 import type { TypedArray } from "../core/dtype.ts";
-import type { Tensor } from "../tensor.ts";
+import { type Tensor, viewOf } from "../tensor.ts";
 import type { NestedArray } from "./_dispatch.ts";
 
 /**
@@ -21,7 +21,7 @@ import type { NestedArray } from "./_dispatch.ts";
 export async function readAll(tensors: readonly Tensor[]): Promise<TypedArray[]> {
   const groups = new Map<Backend, { views: View[]; slots: number[] }>();
   tensors.forEach((t, i) => {
-    const view = t._view("readAll", `tensors[${i}]`);
+    const view = viewOf(t, "readAll", `tensors[${i}]`);
     const backend = backendOf(view);
     const group = groups.get(backend) ?? { views: [], slots: [] };
     group.views.push(view);

@@ -11,7 +11,7 @@ import { normalizeAxes, sizeOf } from "../core/shape.ts";
 import { type DType, isFloat } from "../core/dtype.ts";
 import { _checkNumber, describe, ValueError } from "../core/errors.ts";
 import { runtime } from "../runtime.ts";
-import { Tensor } from "../tensor.ts";
+import { metaOf, pendingOf, Tensor, tensorFromStorage, viewOf } from "../tensor.ts";
 import { evaluate, MAX_FUSED_INPUTS, runElementwise, type TensorLike } from "./_dispatch.ts";
 import { E } from "../ir/expr.ts";
 import { cast, div, mul, sqrt } from "./elementwise.ts";
@@ -22,13 +22,13 @@ import { tidy } from "../tidy.ts";
  * intermediate buffer), otherwise the tensor's view.
  */
 function reduceSource(t: Tensor, op: string): View | FusedSource {
-  const pending = runtime().fusion ? t._pending(op, "x") : null;
+  const pending = runtime().fusion ? pendingOf(t, op, "x") : null;
   if (pending && !pending.readsIndex && !pending.producer && pending.inputs < MAX_FUSED_INPUTS) {
     const bound = bind(pending.expr);
     // A prologue needs a view to take its shape and layout from.
     if (bound.inputs.length > 0) return { ...bound, dtype: pending.dtype };
   }
-  return t._view(op, "x");
+  return viewOf(t, op, "x");
 }
 
 /** Options of every reduction. */
@@ -50,7 +50,7 @@ function reduction(op: string, kind: ReduceOp, x: TensorLike, options: ReduceOpt
   const scalarInput = !(x instanceof Tensor);
   const t = asTensor(op, x);
   try {
-    const view = t._meta(op, "x");
+    const view = metaOf(t, op, "x");
     const axes = normalizeAxes(op, options.axis, view.shape.length, "options.axis");
     const kept = view.shape.filter((_, i) => !axes.includes(i));
     const outShape = options.keepdims ? view.shape.map((d, i) => (axes.includes(i) ? 1 : d)) : kept;
@@ -107,7 +107,7 @@ function reduction(op: string, kind: ReduceOp, x: TensorLike, options: ReduceOpt
     try {
       const source = reduceSource(input, op);
       // Named after the fused prologue too, for profiles and explain.
-      const pending = "expr" in source ? input._pending(op) : null;
+      const pending = "expr" in source ? pendingOf(input, op) : null;
       const label = pending ? `${fusedLabel(pending)}+${op}` : op;
       if (backend.name === "gpu" && runtime().fusion && outDtype !== "bool") {
         // Lazy: elementwise consumers (mean's division, a scale, a bias) run in the
@@ -141,7 +141,7 @@ function reduction(op: string, kind: ReduceOp, x: TensorLike, options: ReduceOpt
         outDtype: outDtype === "bool" ? "int32" : outDtype,
         overrides: planOverrides(),
       })!;
-      const result = Tensor._fromStorage(
+      const result = tensorFromStorage(
         storage,
         outDtype === "bool" ? "int32" : outDtype,
         outShape,
@@ -223,11 +223,11 @@ export function min(x: TensorLike, options?: ReduceOptions): Tensor {
  * ```
  */
 export function mean(x: TensorLike, options: ReduceOptions = {}): Tensor {
-  const view = x instanceof Tensor ? x._meta("mean", "x") : null;
+  const view = x instanceof Tensor ? metaOf(x, "mean", "x") : null;
   // Checked before a scalar `x` becomes a tensor, which a throw here would leak.
   const axes = normalizeAxes("mean", options.axis, view?.shape.length ?? 0, "options.axis");
   const t = asTensor("mean", x);
-  const shape = t._meta("mean").shape;
+  const shape = metaOf(t, "mean").shape;
   const count = sizeOf(axes.map((a) => shape[a]));
   // float16 is summed and divided in float32 (as PyTorch): a float16 sum overflows at 65504,
   // and a count past that is Inf as a float16 divisor. The float16 result is rounded once.
@@ -331,7 +331,7 @@ export function any(x: TensorLike, options: ReduceOptions = {}): Tensor {
 function truthReduction(op: "all" | "any", x: TensorLike, options: ReduceOptions): Tensor {
   return tidy(() => {
     const t = asTensor(op, x);
-    const shape = t._meta(op, "x").shape;
+    const shape = metaOf(t, op, "x").shape;
     const axes = normalizeAxes(op, options.axis, shape.length, "options.axis");
     if (sizeOf(axes.map((a) => shape[a])) === 0) {
       // The empty conjunction is true, the empty disjunction false.
@@ -395,7 +395,7 @@ export function variance(x: TensorLike, options: VarianceOptions = {}): Tensor {
   );
   return tidy(() => {
     const t = asTensor(op, x);
-    const view = t._meta(op, "x");
+    const view = metaOf(t, op, "x");
     const axes = normalizeAxes(op, options.axis, view.shape.length, "options.axis");
     const n = sizeOf(axes.map((a) => view.shape[a]));
     // float16 in float32, rounded once at the end (as in `mean`: M2 and the count overflow).

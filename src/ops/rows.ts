@@ -26,7 +26,7 @@ import {
   ValueError,
 } from "../core/errors.ts";
 import type { RowsJob, RowsResult } from "../contract/rows.ts";
-import { Tensor } from "../tensor.ts";
+import { metaOf, pendingOf, Tensor, tensorFromStorage, viewOf } from "../tensor.ts";
 import { planOverrides } from "../plans/overrides.ts";
 import { broadcastView, evaluate, runElementwise } from "./_dispatch.ts";
 import { E, type Expr } from "../ir/expr.ts";
@@ -163,7 +163,7 @@ export interface BatchNormTrainingResult {
 
 function checkInput(op: string, x: unknown): View {
   checkInputLazily(op, x);
-  return (x as Tensor)._view(op, "x");
+  return viewOf(x as Tensor, op, "x");
 }
 
 /** checkInput without computing a pending x: its shape. */
@@ -171,7 +171,7 @@ function checkInputLazily(op: string, x: unknown): readonly number[] {
   if (!(x instanceof Tensor)) {
     throw new ValueError({ op, argument: "x", expected: "a Tensor", received: describe(x) });
   }
-  const meta = x._meta(op, "x");
+  const meta = metaOf(x, op, "x");
   if (meta.dtype !== "float32" && meta.dtype !== "float16") {
     throw new DTypeError({
       op,
@@ -197,7 +197,7 @@ function rowSource(
   x: Tensor,
   axes: readonly number[],
 ): { view: View; prologue?: { expr: Expr; inputs: View[] }; label: string } {
-  const pending = runtime().fusion ? x._pending(op, "x") : null;
+  const pending = runtime().fusion ? pendingOf(x, op, "x") : null;
   if (
     pending && pending.backend.name === "gpu" && !pending.readsIndex && !pending.producer &&
     pending.shape.length > 0
@@ -223,7 +223,7 @@ function rowSource(
       };
     }
   }
-  return { view: x._view(op, "x"), label: op };
+  return { view: viewOf(x, op, "x"), label: op };
 }
 
 function checkEps(op: string, eps: unknown): number {
@@ -252,7 +252,7 @@ function checkParameter(
   if (!(t instanceof Tensor)) {
     throw new ValueError({ op, argument, expected: "a Tensor", received: describe(t) });
   }
-  const view = t._view(op, argument);
+  const view = viewOf(t, op, argument);
   if (view.dtype !== "float32" && view.dtype !== "float16") {
     throw new DTypeError({
       op,
@@ -291,7 +291,7 @@ function checkParameter(
  * `t` itself when it already is one, else a copy the caller disposes.
  */
 function prepareParameter(op: string, t: Tensor, shape: readonly number[]): Tensor {
-  const view = t._view(op);
+  const view = viewOf(t, op);
   if (
     view.dtype === "float32" && view.offset === 0 && sameShape(view.shape, shape) &&
     isContiguous(view.shape, view.strides)
@@ -318,7 +318,7 @@ function rowOp(
     if (!t) return null;
     const p = prepareParameter(job.op, t, affine.shape);
     if (p !== t) temps.push(p);
-    return p._view(job.op);
+    return viewOf(p, job.op);
   };
   try {
     // No epilogue: the GPU path always runs.
@@ -346,7 +346,7 @@ function rowResult(
 ): Tensor {
   const x = job.x;
   if (x.storage.backend.name !== "gpu" || !runtime().fusion || job.stats) {
-    return Tensor._fromStorage(rowOp(job, affine).output, x.dtype, shape);
+    return tensorFromStorage(rowOp(job, affine).output, x.dtype, shape);
   }
   // Parameters are prepared now and held by the pending node as views (their tensors may be
   // disposed before it runs).
@@ -355,7 +355,7 @@ function rowResult(
     if (!t) return null;
     const p = prepareParameter(job.op, t, affine.shape);
     if (p !== t) temps.push(p);
-    return p._view(job.op);
+    return viewOf(p, job.op);
   };
   try {
     const weight = prepare(affine.weight);
@@ -455,7 +455,7 @@ function normOverAxes(
   const axes = normalizeAxes(op, options.axis ?? -1, xShape.length, "options.axis");
   const eps = checkEps(op, options.eps ?? defaultEps);
   const shape = axes.map((a) => xShape[a]);
-  const device = x._meta(op, "x").device;
+  const device = metaOf(x, op, "x").device;
   const weight = checkParameter(op, "options.weight", options.weight, device, shape);
   const bias = op === "layerNorm"
     ? checkParameter(op, "options.bias", options.bias, device, shape)
@@ -579,7 +579,7 @@ export function groupNorm(x: Tensor, options: GroupNormOptions): Tensor {
     },
     { weight, bias, shape: [channels] },
   );
-  return Tensor._fromStorage(output, view.dtype, view.shape);
+  return tensorFromStorage(output, view.dtype, view.shape);
 }
 
 /** A [C] parameter as a view broadcast along x's channel axis (axis 1). */
@@ -724,7 +724,7 @@ export function batchNorm(
     },
     { weight, bias, shape },
   );
-  const output = Tensor._fromStorage(result.output, view.dtype, view.shape);
+  const output = tensorFromStorage(result.output, view.dtype, view.shape);
   // Both statistics share one storage: means at [0, C), variances at [C, 2C).
   const statsStorage = result.stats!;
   const statView = (offset: number): Tensor =>
@@ -770,7 +770,7 @@ function batchNormInference(
   const op = "batchNorm";
   const inputs: View[] = [x];
   const leaf = (t: Tensor) => {
-    const view = t._view(op);
+    const view = viewOf(t, op);
     inputs.push(channelView(view, x.shape));
     return E.cast(E.input(inputs.length - 1, view.dtype), "float32");
   };

@@ -23,7 +23,7 @@ import { normalizeAxis } from "../core/shape.ts";
 import type { DType } from "../core/dtype.ts";
 import { describe, ValueError } from "../core/errors.ts";
 import { runtime } from "../runtime.ts";
-import { Tensor } from "../tensor.ts";
+import { metaOf, Tensor, tensorFromStorage, viewOf } from "../tensor.ts";
 import { runElementwise, type TensorLike } from "./_dispatch.ts";
 
 /** Options of every scan. */
@@ -98,14 +98,14 @@ function scan(op: string, scanOp: ScanOp, x: TensorLike, options?: ScanOptions):
     }
   }
   // Everything is checked before a pending input is computed or anything is allocated.
-  const meta = x._meta(op, "x");
+  const meta = metaOf(x, op, "x");
   const { axis, exclusive, reverse } = resolveOptions(op, options, meta.shape.length);
   const outDtype: DType = meta.dtype === "bool" && (scanOp === "sum" || scanOp === "prod")
     ? "int32"
     : meta.dtype;
   const type = scanType(scanOp, meta.dtype);
   const backend = runtime().backend(meta.device, op);
-  const view = x._view(op, "x");
+  const view = viewOf(x, op, "x");
   // A 0-d tensor scans as a one-element axis.
   const seen: View = view.shape.length === 0 ? { ...view, shape: [1], strides: [1] } : view;
   const job: ScanJob = {
@@ -120,7 +120,7 @@ function scan(op: string, scanOp: ScanOp, x: TensorLike, options?: ScanOptions):
     overrides: planOverrides(),
   };
   const { output: storage } = backend.scan(job);
-  return Tensor._fromStorage(storage, outDtype, view.shape);
+  return tensorFromStorage(storage, outDtype, view.shape);
 }
 
 // ---------------------------------------------------------------------------------------------

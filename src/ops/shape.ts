@@ -19,13 +19,13 @@ import { promoteTypes } from "../core/dtype.ts";
 import { describe, DeviceError, ShapeError, ValueError } from "../core/errors.ts";
 import { runtime } from "../runtime.ts";
 import { planOverrides } from "../plans/overrides.ts";
-import { Tensor } from "../tensor.ts";
+import { Tensor, tensorFromStorage, viewOf } from "../tensor.ts";
 import { evaluate } from "./_dispatch.ts";
 import { E } from "../ir/expr.ts";
 import { readAll } from "./read.ts";
 
-function viewOf(x: Tensor, op: string, change: Partial<View>): Tensor {
-  return new Tensor({ ...x._view(op), ...change });
+function withView(x: Tensor, op: string, change: Partial<View>): Tensor {
+  return new Tensor({ ...viewOf(x, op), ...change });
 }
 
 /**
@@ -38,7 +38,7 @@ function viewOf(x: Tensor, op: string, change: Partial<View>): Tensor {
  * ```
  */
 export function clone(x: Tensor): Tensor {
-  const view = x._view("clone");
+  const view = viewOf(x, "clone");
   return evaluate("clone", view.storage.backend.name, E.input(0, view.dtype), [view], view.shape);
 }
 
@@ -53,7 +53,7 @@ export function clone(x: Tensor): Tensor {
  */
 export function reshape(x: Tensor, shape: readonly number[]): Tensor {
   const op = "reshape";
-  const view = x._view(op);
+  const view = viewOf(x, op);
   const dims = Array.from(shape);
   const unknown = dims.indexOf(-1);
   if (unknown >= 0) dims[unknown] = 0;
@@ -80,7 +80,7 @@ export function reshape(x: Tensor, shape: readonly number[]): Tensor {
     });
   }
   if (isContiguous(view.shape, view.strides)) {
-    return viewOf(x, op, { shape: dims, strides: contiguousStrides(dims) });
+    return withView(x, op, { shape: dims, strides: contiguousStrides(dims) });
   }
   const copy = clone(x);
   try {
@@ -101,7 +101,7 @@ export function reshape(x: Tensor, shape: readonly number[]): Tensor {
  */
 export function transpose(x: Tensor, permutation?: readonly number[]): Tensor {
   const op = "transpose";
-  const view = x._view(op);
+  const view = viewOf(x, op);
   const rank = view.shape.length;
   const perm = permutation ? Array.from(permutation) : [...Array(rank).keys()].reverse();
   const normalized = perm.map((a) => normalizeAxis(op, a, rank, "permutation"));
@@ -113,7 +113,7 @@ export function transpose(x: Tensor, permutation?: readonly number[]): Tensor {
       received: describe(perm),
     });
   }
-  return viewOf(x, op, {
+  return withView(x, op, {
     shape: normalized.map((a) => view.shape[a]),
     strides: normalized.map((a) => view.strides[a]),
   });
@@ -129,13 +129,13 @@ export function transpose(x: Tensor, permutation?: readonly number[]): Tensor {
  * ```
  */
 export function expandDims(x: Tensor, axis: number): Tensor {
-  const view = x._view("expandDims");
+  const view = viewOf(x, "expandDims");
   const a = normalizeAxis("expandDims", axis, view.shape.length + 1);
   const shape = [...view.shape];
   const strides = [...view.strides];
   shape.splice(a, 0, 1);
   strides.splice(a, 0, 0);
-  return viewOf(x, "expandDims", { shape, strides });
+  return withView(x, "expandDims", { shape, strides });
 }
 
 /**
@@ -149,7 +149,7 @@ export function expandDims(x: Tensor, axis: number): Tensor {
  */
 export function squeeze(x: Tensor, axis?: number | readonly number[]): Tensor {
   const op = "squeeze";
-  const view = x._view(op);
+  const view = viewOf(x, op);
   const axes = axis === undefined
     ? view.shape.flatMap((d, i) => (d === 1 ? [i] : []))
     : normalizeAxes(op, axis, view.shape.length);
@@ -163,7 +163,7 @@ export function squeeze(x: Tensor, axis?: number | readonly number[]): Tensor {
       });
     }
   }
-  return viewOf(x, op, {
+  return withView(x, op, {
     shape: view.shape.filter((_, i) => !axes.includes(i)),
     strides: view.strides.filter((_, i) => !axes.includes(i)),
   });
@@ -189,7 +189,7 @@ export type SliceRange =
  */
 export function slice(x: Tensor, ...ranges: SliceRange[]): Tensor {
   const op = "slice";
-  const view = x._view(op);
+  const view = viewOf(x, op);
   const rank = view.shape.length;
   if (ranges.length > rank) {
     throw new ValueError({
@@ -255,7 +255,7 @@ export function slice(x: Tensor, ...ranges: SliceRange[]): Tensor {
     shape.push(length);
     strides.push(stride * step);
   }
-  return viewOf(x, op, { shape, strides, offset });
+  return withView(x, op, { shape, strides, offset });
 }
 
 /**
@@ -269,7 +269,7 @@ export function slice(x: Tensor, ...ranges: SliceRange[]): Tensor {
  */
 export function broadcastTo(x: Tensor, shape: readonly number[]): Tensor {
   const op = "broadcastTo";
-  const view = x._view(op);
+  const view = viewOf(x, op);
   const target = checkShape(op, "shape", shape);
   if (!sameShape(broadcastShapes(op, target, view.shape, "x"), target)) {
     throw new ShapeError({
@@ -284,7 +284,7 @@ export function broadcastTo(x: Tensor, shape: readonly number[]): Tensor {
     const j = i - lead;
     return j < 0 || (view.shape[j] === 1 && d !== 1) ? 0 : view.strides[j];
   });
-  return viewOf(x, op, { shape: target, strides });
+  return withView(x, op, { shape: target, strides });
 }
 
 /**
@@ -306,7 +306,7 @@ export function concat(tensors: readonly Tensor[], axis = 0): Tensor {
       received: describe(tensors),
     });
   }
-  const views = tensors.map((t) => t._view(op));
+  const views = tensors.map((t) => viewOf(t, op));
   const first = views[0];
   const a = normalizeAxis(op, axis, first.shape.length);
   const device: DeviceName = first.storage.backend.name;
@@ -353,7 +353,7 @@ export function concat(tensors: readonly Tensor[], axis = 0): Tensor {
     }
     start += v.shape[a];
   }
-  return Tensor._fromStorage(storage, dtype, shape);
+  return tensorFromStorage(storage, dtype, shape);
 }
 
 /**
@@ -375,10 +375,10 @@ export function stack(tensors: readonly Tensor[], axis = 0): Tensor {
       received: describe(tensors),
     });
   }
-  const rank = tensors[0]._view(op).shape.length;
+  const rank = viewOf(tensors[0], op).shape.length;
   const a = normalizeAxis(op, axis, rank + 1);
   tensors.forEach((t, i) => {
-    if (!sameShape(t._view(op).shape, tensors[0].shape)) {
+    if (!sameShape(viewOf(t, op).shape, tensors[0].shape)) {
       throw new ShapeError({
         op,
         argument: `tensors[${i}]`,
@@ -405,9 +405,9 @@ export function stack(tensors: readonly Tensor[], axis = 0): Tensor {
  * ```
  */
 export async function to(x: Tensor, device: DeviceName): Promise<Tensor> {
-  const view = x._view("to");
+  const view = viewOf(x, "to");
   const backend = runtime().backend(device, "to");
   if (view.storage.backend === backend) return new Tensor(view);
   const [data] = await readAll([x]);
-  return Tensor._fromStorage(backend.upload(view.dtype, data), view.dtype, view.shape);
+  return tensorFromStorage(backend.upload(view.dtype, data), view.dtype, view.shape);
 }
