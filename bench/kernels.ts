@@ -501,7 +501,7 @@ if (args.includes("--transpose")) {
           paired ? " paired" : ""
         } ${tileRows}x${tileColumns}`;
         await bench(name, side * side, bytes, () => {
-          const out = gpu._alloc("transpose", dtype, side * side);
+          const out = gpu.alloc("transpose", dtype, side * side);
           transposeCopy(
             gpu,
             "transpose",

@@ -256,7 +256,7 @@ Deno.test({
           const y = op === "sum" ? gyre.sum(x, { axis: 1 }) : gyre.max(x, { axis: 1 });
           assert.deepEqual([...await y.data() as Float32Array], wants[op], `${op} ${wideStates}`);
           y.dispose();
-          const words = await bufferWords(gpu._scratch("reduce partials", 1));
+          const words = await bufferWords(gpu.scratch("reduce partials", 1));
           const left = words.findIndex((w) => w !== 0);
           assert.equal(left, -1, `${op}, wide ${wideStates}: word ${left} left at ${words[left]}`);
         }

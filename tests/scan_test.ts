@@ -451,7 +451,7 @@ if (DEVICES.includes("gpu")) {
           const y = gyre.cumsum(x);
           const scanned = await y.data() as Int32Array;
           const words = await bufferWords(
-            gpu._scratch("scan look-back states", 2 * tiles),
+            gpu.scratch("scan look-back states", 2 * tiles),
             8 * tiles,
           );
           const tag = (_scanEpochs.get(gpu)! << 2) | 2;

@@ -156,7 +156,7 @@ function rowInvocations(s: PoolSpec, g: PoolGeometry): number {
  *
  * @example
  * ```ts
- * backend._dispatch("maxPool2d", pipeline, buffers, poolUniforms(spec, geometry), grid);
+ * backend.dispatch("maxPool2d", pipeline, buffers, poolUniforms(spec, geometry), grid);
  * ```
  */
 export function poolUniforms(s: PoolSpec, g: PoolGeometry): Uint32Array {

@@ -167,7 +167,7 @@ function replay(gpu: GpuHost, plan: Plan, inputViews: readonly View[]): View[] {
     return b;
   };
   plan.dispatches.forEach(({ d, slots }, i) => {
-    gpu._dispatch(d.label, d.kernel, slots.map(bufferFor), d.uniforms, d.grid);
+    gpu.dispatch(d.label, d.kernel, slots.map(bufferFor), d.uniforms, d.grid);
     for (const t of dying.get(i) ?? []) {
       const b = buffers[t];
       if (!b) continue;
@@ -194,7 +194,7 @@ function replay(gpu: GpuHost, plan: Plan, inputViews: readonly View[]): View[] {
     else {
       let s = storages.get(slot.index);
       if (!s) {
-        s = gpu._adopt(buffers[slot.index], o.length, o.view.dtype);
+        s = gpu.adopt(buffers[slot.index], o.length, o.view.dtype);
         storages.set(slot.index, s);
       }
       storage = s;

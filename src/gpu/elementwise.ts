@@ -34,9 +34,9 @@ import type { GpuHost, GpuStorage } from "./host.ts";
 /** Evaluates an elementwise job (see `Backend.evaluate`). */
 export function runElementwiseGpu(gpu: GpuHost, job: ElementwiseJob): GpuStorage {
   const { op, expr, inputs, shape, out: target, overrides } = job;
-  gpu._check(op, [expr.dtype, ...inputs.map((v) => v.dtype)]);
+  gpu.checkLive(op, [expr.dtype, ...inputs.map((v) => v.dtype)]);
   const n = sizeOf(shape);
-  const out = (target?.storage as GpuStorage | undefined) ?? gpu._alloc(op, expr.dtype, n);
+  const out = (target?.storage as GpuStorage | undefined) ?? gpu.alloc(op, expr.dtype, n);
   if (n === 0) return out;
   // Transposed matrices among the operands: the tiled kernel reads them through workgroup memory
   // where the plan takes it.
@@ -91,7 +91,7 @@ export function runElementwiseGpu(gpu: GpuHost, job: ElementwiseJob): GpuStorage
     tiled,
     workgroupSize: choice.workgroupSize,
   };
-  const pipeline = gpu._pipeline(
+  const pipeline = gpu.pipeline(
     elementwiseKey(spec),
     inputs.length + 1,
     () => generateElementwise(spec),
@@ -115,12 +115,12 @@ export function runElementwiseGpu(gpu: GpuHost, job: ElementwiseJob): GpuStorage
     : spec.vec4
     ? Math.ceil(n / 4)
     : n;
-  gpu._dispatch(
+  gpu.dispatch(
     op,
     pipeline,
     [...inputs.map((v) => (v.storage as GpuStorage).buffer), out.buffer],
     uniforms,
-    gpu._grid(invocations, spec.workgroupSize),
+    gpu.grid(invocations, spec.workgroupSize),
   );
   return out;
 }
@@ -138,13 +138,13 @@ export function transposeCopy(
   copy: TransposeUniforms & { dtype: DType },
   spec: TransposeSpec = planTranspose(copy.dtype, copy),
 ): void {
-  const pipeline = gpu._pipeline(transposeKey(spec), 2, () => generateTranspose(spec));
-  gpu._dispatch(
+  const pipeline = gpu.pipeline(transposeKey(spec), 2, () => generateTranspose(spec));
+  gpu.dispatch(
     label,
     pipeline,
     [source, target],
     transposeUniforms(spec, copy),
-    gpu._grid(transposeGroups(spec, copy) * TRANSPOSE_THREADS, TRANSPOSE_THREADS),
+    gpu.grid(transposeGroups(spec, copy) * TRANSPOSE_THREADS, TRANSPOSE_THREADS),
   );
 }
 

@@ -125,8 +125,8 @@ export abstract class GpuHost implements Backend {
   /** Kernels compiled since the backend started, recompiles after eviction included (for tests). */
   pipelinesCompiled = 0;
 
-  /** Throws when the device is lost or a dtype is unsupported. For op modules. */
-  _check(op: string, dtypes: DType[]): void {
+  /** Throws when the device is lost or a dtype is unsupported. For the family modules. */
+  checkLive(op: string, dtypes: DType[]): void {
     if (this.lostReason !== null) {
       throw new GpuError(
         "device-lost",
@@ -149,9 +149,9 @@ export abstract class GpuHost implements Backend {
   /**
    * The compiled kernel for `key`, generating its WGSL on first use. Its bindings are
    * `storageCount` storage buffers, of which the last `writable` are read-write (outputs, scratch
-   * state), then a uniform. For op modules.
+   * state), then a uniform. For the family modules.
    */
-  _pipeline(key: string, storageCount: number, source: () => string, writable = 1): Kernel {
+  pipeline(key: string, storageCount: number, source: () => string, writable = 1): Kernel {
     let kernel = this.#pipelines.get(key);
     if (kernel) {
       if (key !== this.#lastKey) {
@@ -183,14 +183,14 @@ export abstract class GpuHost implements Backend {
   }
 
   /** Storage over a pool buffer acquired elsewhere (a `jit` replay's output). */
-  _adopt(buffer: GPUBuffer, length: number, dtype: DType): GpuStorage {
+  adopt(buffer: GPUBuffer, length: number, dtype: DType): GpuStorage {
     const storage = new GpuStorage(this, buffer, length, dtype);
     this.#owners.set(buffer, storage);
     return storage;
   }
 
-  /** New pooled storage. For op modules. */
-  _alloc(op: string, dtype: DType, length: number, kernelOutput = true): GpuStorage {
+  /** New pooled storage. For the family modules. */
+  alloc(op: string, dtype: DType, length: number, kernelOutput = true): GpuStorage {
     this.batch.open();
     const buffer = this.bufferPool.acquire(length * storageBytes(dtype), op, kernelOutput);
     const storage = new GpuStorage(this, buffer, length, dtype);
@@ -203,9 +203,9 @@ export abstract class GpuHost implements Backend {
    * A persistent storage buffer of at least `words` 32-bit words for `purpose` (one per purpose,
    * replaced by a larger one when too small; WebGPU zeroes new buffers). Kernels that keep
    * cross-workgroup state there (tickets, published partials) leave it as they found it, or the
-   * caller clears it before each use. For op modules.
+   * caller clears it before each use. For the family modules.
    */
-  _scratch(purpose: string, words: number): GPUBuffer {
+  scratch(purpose: string, words: number): GPUBuffer {
     let buffer = this.#scratch.get(purpose);
     if (!buffer || buffer.size < words * 4) {
       // The old buffer is dropped, not destroyed: commands already recorded may still use it.
@@ -222,15 +222,15 @@ export abstract class GpuHost implements Backend {
   #scratch = new Map<string, GPUBuffer>();
 
   /** Workgroup grid for `invocations`, folded into two dimensions past the per-dimension limit. */
-  _grid(invocations: number, workgroupSize: number): [number, number] {
+  grid(invocations: number, workgroupSize: number): [number, number] {
     const groups = Math.max(1, Math.ceil(invocations / workgroupSize));
     const maxX = Math.min(this.caps.limits.maxComputeWorkgroupsPerDimension, 32768);
     const x = Math.min(groups, maxX);
     return [x, Math.ceil(groups / x)];
   }
 
-  /** Records a dispatch (timed when a profiler is recording). For op modules. */
-  _dispatch(
+  /** Records a dispatch (timed when a profiler is recording). For the family modules. */
+  dispatch(
     kernel: string,
     pipeline: Kernel,
     buffers: GPUBuffer[],
@@ -243,9 +243,9 @@ export abstract class GpuHost implements Backend {
   }
 
   upload(dtype: DType, data: TypedArray): Storage {
-    this._check("tensor", [dtype]);
+    this.checkLive("tensor", [dtype]);
     // Written by the queue before the pending batch runs: never a buffer that batch still reads.
-    const storage = this._alloc("tensor", dtype, data.length, false);
+    const storage = this.alloc("tensor", dtype, data.length, false);
     this.recorder?.uploaded(storage.buffer);
     if (data.length === 0) return storage;
     let bytes: ArrayBufferView;
@@ -261,17 +261,17 @@ export abstract class GpuHost implements Backend {
   }
 
   checkAllocation(op: string, dtype: DType, length: number): void {
-    this._check(op, [dtype]);
+    this.checkLive(op, [dtype]);
     this.bufferPool.check(length * storageBytes(dtype), op);
   }
 
   allocate(op: string, dtype: DType, length: number): Storage {
-    this._check(op, [dtype]);
-    return this._alloc(op, dtype, length);
+    this.checkLive(op, [dtype]);
+    return this.alloc(op, dtype, length);
   }
 
   async read(views: readonly View[]): Promise<TypedArray[]> {
-    this._check("read", []);
+    this.checkLive("read", []);
     const regions: { buffer: GPUBuffer; byteOffset: number; bytes: number; temp?: GpuStorage }[] =
       [];
     let total = 0;

@@ -184,7 +184,7 @@ function runGpu(
   parts: EpilogueParts,
   custom: CustomEpilogue | null = null,
 ): GpuStorage {
-  backend._check(op, [p.dtype]);
+  backend.checkLive(op, [p.dtype]);
   const r = p.batch.length;
   const [aOuter, aK] = [x.a.strides[r], x.a.strides[r + 1]];
   const [bK, bOuter] = [x.b.strides[r], x.b.strides[r + 1]];
@@ -235,7 +235,7 @@ function copyAColumns(
 ): { storage: GpuStorage; view: View } {
   const r = p.batch.length;
   const { m, k } = p;
-  const storage = backend._alloc(op, a.dtype, run.count * m * k);
+  const storage = backend.alloc(op, a.dtype, run.count * m * k);
   const copy: TransposeUniforms = {
     rows: m,
     columns: k,
@@ -288,7 +288,7 @@ function runPlanned(
     (parts.bias ? [(parts.bias.storage as GpuStorage).buffer] : []);
   const aligned = (offset: number, strides: readonly number[]) =>
     choice.vectorLoads && offset % 4 === 0 && strides.every((s) => s % 4 === 0);
-  const out = backend._alloc(op, p.dtype, batches * m * n);
+  const out = backend.alloc(op, p.dtype, batches * m * n);
   const base: Omit<MatmulUniforms, "tilesM" | "tilesN" | "splits" | "kChunk"> = {
     m,
     n,
@@ -321,18 +321,18 @@ function runPlanned(
     threads: number,
     writable = 1,
   ) => {
-    const pipeline = backend._pipeline(
+    const pipeline = backend.pipeline(
       matmulKey(spec),
       buffers.length,
       () => generateMatmul(spec),
       writable,
     );
-    backend._dispatch(
+    backend.dispatch(
       op,
       pipeline,
       buffers,
       matmulUniforms(u),
-      backend._grid(groups * threads, threads),
+      backend.grid(groups * threads, threads),
     );
   };
 
@@ -527,7 +527,7 @@ function runPlanned(
     }
     const shared = { ...uniforms, splits: persistent, kChunk: wholeWaves };
     const streamKSpec: TiledSpec = { ...spec, streamK: true };
-    const partials = backend._alloc(op, "float32", persistent * 2 * choice.tileM * choice.tileN);
+    const partials = backend.alloc(op, "float32", persistent * 2 * choice.tileM * choice.tileN);
     dispatch(
       streamKSpec,
       [...operandBuffers, ...extraBuffers, out.buffer, partials.buffer],
@@ -557,7 +557,7 @@ function runPlanned(
     dispatch(spec, [...operandBuffers, ...extraBuffers, out.buffer], uniforms, groups, threads);
     return out;
   }
-  const partials = backend._alloc(
+  const partials = backend.alloc(
     op,
     p.dtype === "int32" ? "int32" : "float32",
     splits * batches * m * n,

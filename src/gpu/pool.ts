@@ -25,13 +25,13 @@ import {
 /** The GPU path: the values and, when asked, the indices, one dispatch each. */
 export function runPoolGpu(backend: GpuHost, job: PoolJob): PoolResult {
   const { op, problem: p, indices } = job;
-  backend._check(op, [p.dtype]);
+  backend.checkLive(op, [p.dtype]);
   const outputs = p.planes * p.outHeight * p.outWidth;
   const kinds: ("values" | "indices")[] = indices ? ["values", "indices"] : ["values"];
   if (outputs === 0) {
     const [values, index] = kinds.map((k) => {
       const dtype = k === "indices" ? "int32" : p.dtype;
-      return backend._alloc(op, dtype, 0);
+      return backend.alloc(op, dtype, 0);
     });
     return { values, indices: index ?? null };
   }
@@ -121,14 +121,14 @@ export function runPoolGpu(backend: GpuHost, job: PoolJob): PoolResult {
         teamSize: choice.teamSize,
       };
       const dtype: DType = output === "indices" ? "int32" : p.dtype;
-      const pipeline = backend._pipeline(poolKey(spec), 2, () => generatePool(spec));
-      const out = backend._alloc(op, dtype, outputs);
-      backend._dispatch(
+      const pipeline = backend.pipeline(poolKey(spec), 2, () => generatePool(spec));
+      const out = backend.alloc(op, dtype, outputs);
+      backend.dispatch(
         op,
         pipeline,
         [(view.storage as GpuStorage).buffer, out.buffer],
         poolUniforms(spec, geometry),
-        backend._grid(poolInvocations(spec, geometry), spec.workgroupSize),
+        backend.grid(poolInvocations(spec, geometry), spec.workgroupSize),
       );
       return out;
     });

@@ -47,7 +47,7 @@ export function runReduceGpu(gpu: GpuHost, job: ReduceJob): GpuStorage | null {
     ? { expr: source.expr, inputs: views.map((v) => v.dtype) }
     : undefined;
   const valueDtype = prologue ? source.dtype : input.dtype;
-  gpu._check(op, [
+  gpu.checkLive(op, [
     ...views.map((v) => v.dtype),
     outDtype,
     storedDtype,
@@ -62,7 +62,7 @@ export function runReduceGpu(gpu: GpuHost, job: ReduceJob): GpuStorage | null {
   const inner = { shape: axes.map((i) => input.shape[i]), strides: split(input).innerStrides };
   const rows = sizeOf(outer.shape);
   const rowLength = sizeOf(inner.shape);
-  const out = gpu._alloc(op, storedDtype, rows);
+  const out = gpu.alloc(op, storedDtype, rows);
   if (rows === 0) return out;
   // Rows of contiguous inputs with the reduced axes last are plain ranges.
   const lastAxes = axes.every((a, i) => a === input.shape.length - axes.length + i);
@@ -99,7 +99,7 @@ export function runReduceGpu(gpu: GpuHost, job: ReduceJob): GpuStorage | null {
   ) => {
     // The last-workgroup variant also writes its scratch states (bound before the output).
     const writable = spec.lastWorkgroup ? 2 : 1;
-    const pipeline = gpu._pipeline(
+    const pipeline = gpu.pipeline(
       reduceKey(spec),
       buffers.length,
       () => generateReduce(spec),
@@ -108,7 +108,7 @@ export function runReduceGpu(gpu: GpuHost, job: ReduceJob): GpuStorage | null {
     const invocations = spec.variant === "thread"
       ? rows * chunks
       : rows * chunks * spec.workgroupSize;
-    gpu._dispatch(op, pipeline, buffers, uniforms, gpu._grid(invocations, spec.workgroupSize));
+    gpu.dispatch(op, pipeline, buffers, uniforms, gpu.grid(invocations, spec.workgroupSize));
   };
   const first: ReduceSpec = {
     op: reduction,
@@ -164,7 +164,7 @@ export function runReduceGpu(gpu: GpuHost, job: ReduceJob): GpuStorage | null {
     // row, then a tagged word per partial word: 64-bit atomics where the choice takes them,
     // else pairs of 32-bit ones; see the reduce generator). Sizes are in 32-bit words.
     const wideStates = choice.wideStates;
-    const states = gpu._scratch(
+    const states = gpu.scratch(
       "reduce partials",
       (wideStates ? 2 : 1) * rows + rows * choice.chunks * words * 2,
     );
@@ -176,7 +176,7 @@ export function runReduceGpu(gpu: GpuHost, job: ReduceJob): GpuStorage | null {
     );
     return out;
   }
-  const partials = gpu._alloc(op, accDtype, rows * choice.chunks * words);
+  const partials = gpu.alloc(op, accDtype, rows * choice.chunks * words);
   run(first, [...sources, partials.buffer], choice.chunks, firstUniforms(choice.chunks));
   const second: ReduceSpec = {
     ...first,

@@ -151,12 +151,12 @@ function rowElementwise(
 /** The GPU path: one dispatch ("single") or partial, combine and apply ("chunked"). */
 export function runRowsGpu(backend: GpuHost, job: RowsJob): RowsResult | null {
   const { op, x } = job;
-  backend._check(op, [x.dtype]);
+  backend.checkLive(op, [x.dtype]);
   const layout = rowLayout(job);
   const { rows, len } = layout;
   const n = rows * len;
-  const output = backend._alloc(op, x.dtype, n);
-  if (n === 0) return { output, stats: job.stats ? backend._alloc(op, "float32", 2 * rows) : null };
+  const output = backend.alloc(op, x.dtype, n);
+  if (n === 0) return { output, stats: job.stats ? backend.alloc(op, "float32", 2 * rows) : null };
   const choice = observePlan(
     "gpu",
     "rows",
@@ -242,15 +242,15 @@ export function runRowsGpu(backend: GpuHost, job: RowsJob): RowsResult | null {
   const source = [x, ...(job.prologue?.inputs ?? [])].map(buffer);
   const affine = [job.weight, job.bias].filter((w): w is View => w !== null).map(buffer);
   const run = (spec: RowSpec, buffers: GPUBuffer[], items: number) => {
-    const pipeline = backend._pipeline(rowKey(spec), buffers.length, () => generateRows(spec));
+    const pipeline = backend.pipeline(rowKey(spec), buffers.length, () => generateRows(spec));
     const perGroup = spec.workgroupSize / spec.threadsPerRow;
     const invocations = Math.ceil(items / perGroup) * spec.workgroupSize;
-    backend._dispatch(
+    backend.dispatch(
       op,
       pipeline,
       buffers,
       uniforms,
-      backend._grid(invocations, spec.workgroupSize),
+      backend.grid(invocations, spec.workgroupSize),
     );
   };
   if (choice.variant === "single") {
@@ -258,8 +258,8 @@ export function runRowsGpu(backend: GpuHost, job: RowsJob): RowsResult | null {
     return { output, stats: null };
   }
   const items = rows * choice.chunks;
-  const partials = backend._alloc(op, "float32", 2 * items);
-  const stats = backend._alloc(op, "float32", 2 * rows);
+  const partials = backend.alloc(op, "float32", 2 * items);
+  const stats = backend.alloc(op, "float32", 2 * rows);
   // Statistics do not depend on the affine parameters: one partial kernel serves all variants.
   const stage = (s: RowStage): RowSpec => ({
     ...base,

@@ -33,8 +33,8 @@ import {
 /** The GPU path: every scan job, empty ones included (nothing dispatched for those). */
 export function runScanGpu(gpu: GpuHost, job: ScanJob): ScanResult {
   const { op, x, outDtype } = job;
-  gpu._check(op, [x.dtype, outDtype]);
-  const output = sizeOf(x.shape) === 0 ? gpu._alloc(op, outDtype, 0) : gpuScan(
+  gpu.checkLive(op, [x.dtype, outDtype]);
+  const output = sizeOf(x.shape) === 0 ? gpu.alloc(op, outDtype, 0) : gpuScan(
     gpu,
     op,
     job.scan,
@@ -82,13 +82,13 @@ export const _scanEpochs: WeakMap<GpuHost, number> = new WeakMap();
  * state left by an earlier round of epochs can pass for one of this scan's.
  */
 function stateBuffer(gpu: GpuHost, words: number): { buffer: GPUBuffer; epoch: number } {
-  const buffer = gpu._scratch("scan look-back states", words);
+  const buffer = gpu.scratch("scan look-back states", words);
   gpu.batch.open();
   let epoch = (_scanEpochs.get(gpu) ?? 0) + 1;
   if (epoch >= SCAN_EPOCHS) {
     const all = buffer.size / 4;
-    const zero = gpu._pipeline("scan-zero", 1, generateZero);
-    gpu._dispatch("scan-zero", zero, [buffer], Uint32Array.of(all), gpu._grid(all, 256));
+    const zero = gpu.pipeline("scan-zero", 1, generateZero);
+    gpu.dispatch("scan-zero", zero, [buffer], Uint32Array.of(all), gpu.grid(all, 256));
     epoch = 1;
   }
   _scanEpochs.set(gpu, epoch);
@@ -163,8 +163,8 @@ function scanRows(
     groups: number,
     writable = 1,
   ) => {
-    const pipeline = gpu._pipeline(scanKey(s), buffers.length, () => generateScan(s), writable);
-    gpu._dispatch(op, pipeline, buffers, scanUniforms(uniforms), gpu._grid(groups * wg, wg));
+    const pipeline = gpu.pipeline(scanKey(s), buffers.length, () => generateScan(s), writable);
+    gpu.dispatch(op, pipeline, buffers, scanUniforms(uniforms), gpu.grid(groups * wg, wg));
   };
   if (output.inner > 1 && choice.layout === "columns") {
     // One invocation per column, walking the axis in chunks.
@@ -196,13 +196,13 @@ function scanRows(
     };
     const { buffer: states, epoch } = stateBuffer(gpu, 2 * rows * tiles);
     // The states and the output are both written.
-    const pipeline = gpu._pipeline(scanKey(s), 3, () => generateScan(s), 2);
-    gpu._dispatch(
+    const pipeline = gpu.pipeline(scanKey(s), 3, () => generateScan(s), 2);
+    gpu.dispatch(
       op,
       pipeline,
       [input.buffer, states, output.buffer],
       scanUniforms({ ...params, epoch }),
-      gpu._grid(rows * tiles * wg, wg),
+      gpu.grid(rows * tiles * wg, wg),
     );
     return;
   }
@@ -214,8 +214,8 @@ function scanRows(
   if (groupSize > 1) {
     // Two passes: totals of tiles and of groups of tiles, then each tile from them.
     const groups = Math.ceil(tiles / groupSize);
-    const totals = gpu._alloc(op, accDtype, rows * tiles);
-    const groupTotals = gpu._alloc(op, accDtype, rows * groups);
+    const totals = gpu.alloc(op, accDtype, rows * tiles);
+    const groupTotals = gpu.alloc(op, accDtype, rows * groups);
     const grouped = { ...spec, superTiles: groupSize };
     standard(
       { ...grouped, stage: "reduce", prefix: "totals", outDtype: accDtype, outMode: "vec4" },
@@ -235,8 +235,8 @@ function scanRows(
     return;
   }
   // Multipass: tile totals, their exclusive scan (recursively planned), then the tiles again.
-  const totals = gpu._alloc(op, accDtype, rows * tiles);
-  const offsets = gpu._alloc(op, accDtype, rows * tiles);
+  const totals = gpu.alloc(op, accDtype, rows * tiles);
+  const offsets = gpu.alloc(op, accDtype, rows * tiles);
   const reduceSpec: ScanSpec = {
     ...spec,
     stage: "reduce",
@@ -310,7 +310,7 @@ function gpuScan(
     override,
     { acrossAxis: inner > 1 },
   );
-  const out = gpu._alloc(op, outDtype, n);
+  const out = gpu.alloc(op, outDtype, n);
   let temp: GpuStorage | null = null;
   let input: ScanInput = {
     buffer: (view.storage as GpuStorage).buffer,

@@ -13,23 +13,23 @@ import { SUFFIX, type WasmHost } from "./host.ts";
 export function runElementwiseWasm(wasm: WasmHost, job: ElementwiseJob): Storage {
   // No plan on this device: every expression runs node by node, so overrides do not apply.
   const { op, expr, inputs, shape, out: target } = job;
-  let v = wasm._eval(op, expr, inputs, shape);
+  let v = wasm.evaluateNodes(op, expr, inputs, shape);
   if (target) {
-    if (v.view.dtype !== target.dtype) v = wasm._cast(op, v, target.dtype, shape);
+    if (v.view.dtype !== target.dtype) v = wasm.cast(op, v, target.dtype, shape);
     if (sizeOf(shape) > 0) {
-      const contiguous = wasm._describe(shape, [v.view, target]);
-      wasm._kernel(`scatter_${SUFFIX[target.dtype]}`)(
-        wasm._pointer(target),
-        wasm._pointer(v.view),
+      const contiguous = wasm.describeOperands(shape, [v.view, target]);
+      wasm.kernel(`scatter_${SUFFIX[target.dtype]}`)(
+        wasm.pointer(target),
+        wasm.pointer(v.view),
         0,
         contiguous,
       );
     }
-    wasm._release(v);
+    wasm.release(v);
     return target.storage;
   }
   if (!v.temp || !isContiguous(shape, v.view.strides) || v.view.dtype !== expr.dtype) {
-    v = wasm._cast(op, v, expr.dtype, shape);
+    v = wasm.cast(op, v, expr.dtype, shape);
   }
   return v.view.storage;
 }

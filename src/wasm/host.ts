@@ -93,24 +93,24 @@ export abstract class WasmHost implements Backend {
     this.shared = shared;
   }
 
-  _alloc(op: string, dtype: DType, length: number): WasmStorage {
+  alloc(op: string, dtype: DType, length: number): WasmStorage {
     const ptr = this.allocator.alloc(length * storageBytes(dtype), op);
     return new WasmStorage(this, ptr, length, dtype);
   }
 
-  _kernel(name: string): Kernel {
+  kernel(name: string): Kernel {
     if (kernelObservers.size) observeKernel("wasm", name);
     const k = this.kernels[name];
     if (!k) throw new Error(`internal: no WASM kernel ${name}`);
     return k;
   }
 
-  _pointer(view: View): number {
+  pointer(view: View): number {
     return (view.storage as WasmStorage).ptr + view.offset * storageBytes(view.dtype);
   }
 
   /** Writes a kernel descriptor (rank, shape, each operand's strides) at address 0. */
-  _describe(shape: Shape, operands: readonly View[]): number {
+  describeOperands(shape: Shape, operands: readonly View[]): number {
     const words = new Int32Array(
       this.allocator.memory.buffer,
       0,
@@ -123,48 +123,48 @@ export abstract class WasmHost implements Backend {
   }
 
   /** Runs an elementwise kernel over `shape` into new contiguous storage of `dtype`. */
-  _run(op: string, name: string, inputs: View[], shape: Shape, dtype: DType): WasmStorage {
+  runKernel(op: string, name: string, inputs: View[], shape: Shape, dtype: DType): WasmStorage {
     const n = sizeOf(shape);
-    const out = this._alloc(op, dtype, n);
+    const out = this.alloc(op, dtype, n);
     if (n === 0) return out;
-    const contiguous = this._describe(shape, inputs);
-    this._kernel(name)(out.ptr, ...inputs.map((v) => this._pointer(v)), 0, contiguous);
+    const contiguous = this.describeOperands(shape, inputs);
+    this.kernel(name)(out.ptr, ...inputs.map((v) => this.pointer(v)), 0, contiguous);
     return out;
   }
 
-  _value(storage: WasmStorage, shape: Shape): Value {
+  toValue(storage: WasmStorage, shape: Shape): Value {
     return {
       view: { storage, dtype: storage.dtype, shape, strides: contiguousStrides(shape), offset: 0 },
       temp: true,
     };
   }
 
-  _release(v: Value): void {
+  release(v: Value): void {
     if (v.temp) this.free(v.view.storage);
   }
 
   /** Casts a value to `dtype` (a copy when already of it), contiguous. */
-  _cast(op: string, v: Value, dtype: DType, shape: Shape): Value {
-    const out = this._run(
+  cast(op: string, v: Value, dtype: DType, shape: Shape): Value {
+    const out = this.runKernel(
       op,
       `cast_${SUFFIX[v.view.dtype]}_${SUFFIX[dtype]}`,
       [v.view],
       shape,
       dtype,
     );
-    this._release(v);
-    return this._value(out, shape);
+    this.release(v);
+    return this.toValue(out, shape);
   }
 
-  _widen(op: string, v: Value, shape: Shape): Value {
-    return v.view.dtype === "float16" ? this._cast(op, v, "float32", shape) : v;
+  widen(op: string, v: Value, shape: Shape): Value {
+    return v.view.dtype === "float16" ? this.cast(op, v, "float32", shape) : v;
   }
 
   /**
    * Evaluates an expression node by node in post-order. A node's value is kept until its last
    * user has run (fused expressions share subexpressions), then freed.
    */
-  _eval(op: string, root: Expr, inputs: readonly View[], shape: Shape): Value {
+  evaluateNodes(op: string, root: Expr, inputs: readonly View[], shape: Shape): Value {
     const order = postOrder(root);
     const uses = new Map<Expr, number>();
     for (const e of order) for (const c of children(e)) uses.set(c, (uses.get(c) ?? 0) + 1);
@@ -175,7 +175,7 @@ export abstract class WasmHost implements Backend {
       const left = uses.get(x)! - 1;
       uses.set(x, left);
       if (left === 0) {
-        this._release(values.get(x)!);
+        this.release(values.get(x)!);
         values.delete(x);
       }
     };
@@ -200,7 +200,7 @@ export abstract class WasmHost implements Backend {
       case "producer":
         throw new Error("internal: a pending expression reached the WASM backend unbound");
       case "const": {
-        const storage = this._alloc(op, e.dtype, 1);
+        const storage = this.alloc(op, e.dtype, 1);
         const host = hostArray(e.dtype, 1);
         host[0] = e.value;
         this.#write(storage, host);
@@ -211,16 +211,16 @@ export abstract class WasmHost implements Backend {
       }
       case "index": {
         const n = sizeOf(shape);
-        const out = this._alloc(op, "uint32", n);
-        this._kernel("iota_u32")(out.ptr, n);
-        return this._value(out, shape);
+        const out = this.alloc(op, "uint32", n);
+        this.kernel("iota_u32")(out.ptr, n);
+        return this.toValue(out, shape);
       }
       case "cast":
-        return this._cast(op, borrow(e.x), e.dtype, shape);
+        return this.cast(op, borrow(e.x), e.dtype, shape);
       case "unary":
       case "binary":
       case "where": {
-        const values = children(e).map((x) => this._widen(op, borrow(x), shape));
+        const values = children(e).map((x) => this.widen(op, borrow(x), shape));
         const typed = values[values.length - 1].view.dtype;
         let name: string;
         let result: DType;
@@ -231,10 +231,10 @@ export abstract class WasmHost implements Backend {
           name = `${e.kind}_${e.op}_${SUFFIX[values[0].view.dtype]}`;
           result = opDef(e.op).result === "bool" ? "bool" : COMPUTE[values[0].view.dtype];
         }
-        const out = this._run(op, name, values.map((v) => v.view), shape, result);
-        values.forEach((v) => this._release(v));
-        const value = this._value(out, shape);
-        return e.dtype === result ? value : this._cast(op, value, e.dtype, shape);
+        const out = this.runKernel(op, name, values.map((v) => v.view), shape, result);
+        values.forEach((v) => this.release(v));
+        const value = this.toValue(out, shape);
+        return e.dtype === result ? value : this.cast(op, value, e.dtype, shape);
       }
     }
   }
@@ -261,7 +261,7 @@ export abstract class WasmHost implements Backend {
   }
 
   upload(dtype: DType, data: TypedArray): Storage {
-    const storage = this._alloc("tensor", dtype, data.length);
+    const storage = this.alloc("tensor", dtype, data.length);
     this.#write(storage, data);
     return storage;
   }
@@ -271,27 +271,27 @@ export abstract class WasmHost implements Backend {
   }
 
   allocate(op: string, dtype: DType, length: number): Storage {
-    return this._alloc(op, dtype, length);
+    return this.alloc(op, dtype, length);
   }
 
   read(views: readonly View[]): Promise<TypedArray[]> {
     return Promise.resolve(views.map((view) => {
       const n = sizeOf(view.shape);
       let v: Value = { view, temp: false };
-      if (view.dtype === "float16") v = this._cast("read", v, "float32", view.shape);
+      if (view.dtype === "float16") v = this.cast("read", v, "float32", view.shape);
       else if (!isContiguous(view.shape, view.strides)) {
-        v = this._cast("read", v, view.dtype, view.shape);
+        v = this.cast("read", v, view.dtype, view.shape);
       }
       const out = hostArray(view.dtype, n);
       const memory = this.allocator.memory.buffer;
-      const ptr = this._pointer(v.view);
+      const ptr = this.pointer(v.view);
       if (view.dtype === "bool") {
         const words = new Uint32Array(memory, ptr, n);
         for (let i = 0; i < n; i++) out[i] = words[i] ? 1 : 0;
       } else {
         out.set(new (out.constructor as Float32ArrayConstructor)(memory, ptr, n));
       }
-      this._release(v);
+      this.release(v);
       return out;
     }));
   }

@@ -79,22 +79,22 @@ function runWasm(op: string, backend: WasmHost, p: MatmulProblem, x: Operands): 
   // float16 is widened to float32 first (a contiguous copy; the product is O(K) times larger).
   const widen = (v: View): Value =>
     v.dtype === "float16"
-      ? backend._cast(op, { view: v, temp: false }, "float32", v.shape)
+      ? backend.cast(op, { view: v, temp: false }, "float32", v.shape)
       : { view: v, temp: false };
   const a = widen(x.a);
   const b = widen(x.b);
-  const out = backend._alloc(op, compute, count * m * n);
+  const out = backend.alloc(op, compute, count * m * n);
   const workspaceBytes =
-    (backend._kernel("gemm_workspace") as unknown as (...args: number[]) => number)(m, n, k);
+    (backend.kernel("gemm_workspace") as unknown as (...args: number[]) => number)(m, n, k);
   const workspaces: WasmStorage[] = [];
   try {
     for (let t = 0; t < threads; t++) {
-      workspaces.push(backend._alloc(op, "float32", Math.ceil(workspaceBytes / 4)));
+      workspaces.push(backend.alloc(op, "float32", Math.ceil(workspaceBytes / 4)));
     }
     const name = compute === "int32" ? "gemm_i32" : "gemm_f32";
-    const kernel = backend._kernel(name);
-    const aPtr = backend._pointer(a.view);
-    const bPtr = backend._pointer(b.view);
+    const kernel = backend.kernel(name);
+    const aPtr = backend.pointer(a.view);
+    const bPtr = backend.pointer(b.view);
     const aStrides = broadcastStrides(a.view, x.a);
     const bStrides = broadcastStrides(b.view, x.b);
     const [sam, sak, sbk, sbn] = [aStrides[r], aStrides[r + 1], bStrides[r], bStrides[r + 1]];
@@ -149,8 +149,8 @@ function runWasm(op: string, backend: WasmHost, p: MatmulProblem, x: Operands): 
     throw e;
   } finally {
     for (const w of workspaces) backend.free(w);
-    backend._release(a);
-    backend._release(b);
+    backend.release(a);
+    backend.release(b);
   }
   return out;
 }

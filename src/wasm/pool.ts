@@ -17,18 +17,18 @@ export function runPoolWasm(backend: WasmHost, job: PoolJob): PoolResult {
   // The kernels read contiguous f32 or i32 planes: widen float16, copy strided views.
   let input: Value = { view, temp: false };
   if (outputs > 0 && (view.dtype !== compute || !isContiguous(view.shape, view.strides))) {
-    input = backend._cast(op, input, compute, view.shape);
+    input = backend.cast(op, input, compute, view.shape);
   }
-  const values = backend._alloc(op, compute, outputs);
-  const index: WasmStorage | null = indices ? backend._alloc(op, "int32", outputs) : null;
+  const values = backend.alloc(op, compute, outputs);
+  const index: WasmStorage | null = indices ? backend.alloc(op, "int32", outputs) : null;
   if (outputs > 0) {
-    const src = backend._pointer(input.view);
+    const src = backend.pointer(input.view);
     const sizes = [p.planes, p.inHeight, p.inWidth, p.outHeight, p.outWidth];
     const suffix = compute === "int32" ? "i32" : "f32";
     if (p.op === "max" && p.adaptive) {
-      backend._kernel(`pool_adaptive_max_${suffix}`)(values.ptr, index?.ptr ?? 0, src, ...sizes);
+      backend.kernel(`pool_adaptive_max_${suffix}`)(values.ptr, index?.ptr ?? 0, src, ...sizes);
     } else if (p.op === "max") {
-      backend._kernel(`pool_max_${suffix}`)(
+      backend.kernel(`pool_max_${suffix}`)(
         values.ptr,
         index?.ptr ?? 0,
         src,
@@ -39,9 +39,9 @@ export function runPoolWasm(backend: WasmHost, job: PoolJob): PoolResult {
         ...p.dilation,
       );
     } else if (p.adaptive) {
-      backend._kernel("pool_adaptive_avg_f32")(values.ptr, src, ...sizes);
+      backend.kernel("pool_adaptive_avg_f32")(values.ptr, src, ...sizes);
     } else {
-      backend._kernel("pool_avg_f32")(
+      backend.kernel("pool_avg_f32")(
         values.ptr,
         src,
         ...sizes,
@@ -53,10 +53,10 @@ export function runPoolWasm(backend: WasmHost, job: PoolJob): PoolResult {
       );
     }
   }
-  backend._release(input);
+  backend.release(input);
   let result: WasmStorage = values;
   if (p.dtype !== compute) {
-    result = backend._cast(op, backend._value(values, p.outShape), p.dtype, p.outShape).view
+    result = backend.cast(op, backend.toValue(values, p.outShape), p.dtype, p.outShape).view
       .storage as WasmStorage;
   }
   return { values: result, indices: index };

@@ -48,21 +48,21 @@ export function runReduceWasm(wasm: WasmHost, job: ReduceJob): Storage | null {
   const compute = COMPUTE[input.dtype];
   let value: Value = { view: permuted, temp: false };
   if (compute !== input.dtype || !isContiguous(shape, permuted.strides)) {
-    value = wasm._cast(op, value, compute, shape);
+    value = wasm.cast(op, value, compute, shape);
   }
   // Arg reductions write int32 indices; the others write the compute dtype.
   const written: DType = reduction === "argmax" || reduction === "argmin" ? "int32" : compute;
-  const out = wasm._alloc(op, written, rows);
+  const out = wasm.alloc(op, written, rows);
   if (rows > 0) {
-    wasm._kernel(`reduce_${reduction}_${SUFFIX[compute]}`)(
+    wasm.kernel(`reduce_${reduction}_${SUFFIX[compute]}`)(
       out.ptr,
-      wasm._pointer(value.view),
+      wasm.pointer(value.view),
       rows,
       rowLength,
     );
   }
-  wasm._release(value);
+  wasm.release(value);
   if (outDtype === written) return out;
   const outShape = [rows];
-  return wasm._cast(op, wasm._value(out, outShape), outDtype, outShape).view.storage;
+  return wasm.cast(op, wasm.toValue(out, outShape), outDtype, outShape).view.storage;
 }

@@ -22,15 +22,15 @@ export function runRowsWasm(backend: WasmHost, job: RowsJob): RowsResult {
     temp: false,
   };
   if (x.dtype !== "float32" || !isContiguous(shape, value.view.strides)) {
-    value = backend._cast(op, value, "float32", shape);
+    value = backend.cast(op, value, "float32", shape);
   }
-  const out = backend._alloc(op, "float32", n);
-  const stats = job.stats ? backend._alloc(op, "float32", 2 * rows) : null;
-  const pointer = (v: View | null) => (v ? backend._pointer(v) : 0);
+  const out = backend.alloc(op, "float32", n);
+  const stats = job.stats ? backend.alloc(op, "float32", 2 * rows) : null;
+  const pointer = (v: View | null) => (v ? backend.pointer(v) : 0);
   if (n > 0) {
-    const input = backend._pointer(value.view);
+    const input = backend.pointer(value.view);
     if (job.kind === "softmax" || job.kind === "logSoftmax") {
-      backend._kernel("softmax_rows_f32")(
+      backend.kernel("softmax_rows_f32")(
         out.ptr,
         input,
         rows,
@@ -38,7 +38,7 @@ export function runRowsWasm(backend: WasmHost, job: RowsJob): RowsResult {
         job.kind === "logSoftmax" ? 1 : 0,
       );
     } else {
-      backend._kernel("layer_norm_rows_f32")(
+      backend.kernel("layer_norm_rows_f32")(
         out.ptr,
         input,
         rows,
@@ -54,7 +54,7 @@ export function runRowsWasm(backend: WasmHost, job: RowsJob): RowsResult {
       );
     }
   }
-  backend._release(value);
+  backend.release(value);
   // Back to x's axis order and dtype.
   const permuted = contiguousStrides(shape);
   const strides = new Array<number>(x.shape.length);
@@ -65,7 +65,7 @@ export function runRowsWasm(backend: WasmHost, job: RowsJob): RowsResult {
     temp: true,
   };
   return {
-    output: backend._cast(op, logical, x.dtype, x.shape).view.storage as WasmStorage,
+    output: backend.cast(op, logical, x.dtype, x.shape).view.storage as WasmStorage,
     stats,
   };
 }

@@ -14,7 +14,7 @@ import type { Value, WasmHost } from "./host.ts";
 export function runScanWasm(wasm: WasmHost, job: ScanJob): ScanResult {
   const { op, x, outDtype } = job;
   const output = sizeOf(x.shape) === 0
-    ? wasm._alloc(op, outDtype, 0)
+    ? wasm.alloc(op, outDtype, 0)
     : wasmScan(wasm, op, job.scan, job.type, x, job.axis, job.exclusive, job.reverse, outDtype);
   return { output };
 }
@@ -51,17 +51,17 @@ function wasmScan(
     temp: false,
   };
   if (view.dtype !== compute || !isContiguous(shape, value.view.strides)) {
-    value = wasm._cast(op, value, compute, shape);
+    value = wasm.cast(op, value, compute, shape);
   }
-  const out = wasm._alloc(op, compute, sizeOf(shape));
-  wasm._kernel(`scan_${scanOp}_${SUFFIX[type]}`)(
+  const out = wasm.alloc(op, compute, sizeOf(shape));
+  wasm.kernel(`scan_${scanOp}_${SUFFIX[type]}`)(
     out.ptr,
-    wasm._pointer(value.view),
+    wasm.pointer(value.view),
     rows,
     rowLength,
     (exclusive ? 1 : 0) | (reverse ? 2 : 0),
   );
-  wasm._release(value);
+  wasm.release(value);
   if (axis === rank - 1 && compute === outDtype) return out;
   // Back to the input's axis order (and to float16), as one contiguous copy.
   const scanned = contiguousStrides(shape);
@@ -70,5 +70,5 @@ function wasmScan(
     view: { storage: out, dtype: compute, shape: view.shape, strides, offset: 0 },
     temp: true,
   };
-  return wasm._cast(op, back, outDtype, view.shape).view.storage;
+  return wasm.cast(op, back, outDtype, view.shape).view.storage;
 }
