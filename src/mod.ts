@@ -78,6 +78,7 @@ export * from "./ops/pool.ts";
 export * from "./ops/scan.ts";
 export * from "./ops/matmul.ts";
 export type { NestedArray, TensorLike } from "./ops/_dispatch.ts";
+export type { BinaryOp, UnaryOp } from "./ir/elementwise_table.ts";
 export { type DataFor, type DType, promoteTypes, type TypedArray } from "./core/dtype.ts";
 export {
   AxisError,

@@ -355,6 +355,20 @@ Deno.test({
   },
 });
 
+Deno.test("unaryOp and binaryOp name an op of the table, checked at run time", () => {
+  assert.throws(
+    () => gyre.unaryOp("exq" as gyre.UnaryOp),
+    (e: unknown) =>
+      e instanceof gyre.ValueError && /unaryOp/.test(String(e)) && /"exq"/.test(String(e)),
+  );
+  assert.throws(
+    () => gyre.binaryOp("ad" as gyre.BinaryOp),
+    (e: unknown) => e instanceof gyre.ValueError && /binaryOp/.test(String(e)),
+  );
+  // Inherited names are not ops either.
+  assert.throws(() => gyre.unaryOp("toString" as gyre.UnaryOp), gyre.ValueError);
+});
+
 Deno.test("WasmMemoryError: a tensor larger than WASM memory; the device stays usable", async () => {
   const e = await expectThrow(
     "wasm",

@@ -32,7 +32,7 @@ const all3 = (f: Template) => ({ f32: f, i32: f, u32: f });
 const f64 = (fn: string): Template => (a) => `<f32>${fn}(<f64>${a})`;
 
 /** Unary primitives. */
-export const UNARY: Record<string, ElementwiseDef> = {
+export const UNARY = {
   neg: {
     arity: 1,
     accepts: "numeric",
@@ -134,7 +134,7 @@ export const UNARY: Record<string, ElementwiseDef> = {
     wgsl: { u32: (a) => `g_pcg(${a})` },
     asm: { u32: (a) => `g_pcg(${a})` },
   },
-};
+} satisfies Record<string, ElementwiseDef>;
 
 function float1(wgsl: string, asmFn: string): ElementwiseDef {
   return {
@@ -160,7 +160,7 @@ function cmp(op: string): Template {
 }
 
 /** Binary primitives. */
-export const BINARY: Record<string, ElementwiseDef> = {
+export const BINARY = {
   add: {
     arity: 2,
     accepts: "numeric",
@@ -258,7 +258,7 @@ export const BINARY: Record<string, ElementwiseDef> = {
     wgsl: { u32: (a, b) => `(${a} >> (${b} & 31u))`, i32: (a, b) => `(${a} >> (u32(${b}) & 31u))` },
     asm: { u32: (a, b) => `(${a} >>> (${b} & 31))`, i32: (a, b) => `(${a} >> (${b} & 31))` },
   },
-};
+} satisfies Record<string, ElementwiseDef>;
 
 function float2(wgsl: string, asmFn: string): ElementwiseDef {
   return {
@@ -286,9 +286,15 @@ function bits(op: string): ElementwiseDef {
   };
 }
 
+/** The name of an op of one operand in the table. */
+export type UnaryOp = keyof typeof UNARY;
+/** The name of an op of two operands in the table. */
+export type BinaryOp = keyof typeof BINARY;
+
 /** Looks an op up in either table. */
 export function opDef(op: string): ElementwiseDef {
-  const def = UNARY[op] ?? BINARY[op];
+  const table: Record<string, ElementwiseDef> = { ...UNARY, ...BINARY };
+  const def = table[op];
   if (!def) throw new Error(`internal: unknown elementwise op ${op}`);
   return def;
 }

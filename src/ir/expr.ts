@@ -7,10 +7,9 @@
 import type { View } from "../core/view.ts";
 import { type DType, f16BitsToF32, f32ToF16Bits } from "../core/dtype.ts";
 
-/** Ops of one operand; names match the op table in `_elementwise_table.ts`. */
-export type UnaryOp = string;
-/** Ops of two operands; names match the op table in `_elementwise_table.ts`. */
-export type BinaryOp = string;
+import type { BinaryOp, UnaryOp } from "./elementwise_table.ts";
+
+export type { BinaryOp, UnaryOp };
 
 /** One node of an elementwise expression; `dtype` is the node's result type. */
 export type Expr =

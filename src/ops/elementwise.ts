@@ -11,7 +11,14 @@ import { checkDType, type DType, isFloat, isInteger, promoteTypes } from "../cor
 import { describe, DTypeError, ValueError } from "../core/errors.ts";
 import type { Tensor } from "../tensor.ts";
 import { runElementwise, type TensorLike } from "./_dispatch.ts";
-import { BINARY, type ElementwiseDef, opDef, UNARY } from "../ir/elementwise_table.ts";
+import {
+  BINARY,
+  type BinaryOp,
+  type ElementwiseDef,
+  opDef,
+  UNARY,
+  type UnaryOp,
+} from "../ir/elementwise_table.ts";
 import { E } from "../ir/expr.ts";
 
 /**
@@ -49,8 +56,16 @@ export function computeDtype(op: string, def: ElementwiseDef, dtype: DType, argu
  * const exp = unaryOp("exp");
  * ```
  */
-export function unaryOp(op: string): (x: TensorLike) => Tensor {
-  const def = UNARY[op];
+export function unaryOp(op: UnaryOp): (x: TensorLike) => Tensor {
+  if (typeof op !== "string" || !Object.hasOwn(UNARY, op)) {
+    throw new ValueError({
+      op: "unaryOp",
+      argument: "op",
+      expected: "the name of an op of one operand in the op table",
+      received: describe(op),
+    });
+  }
+  const def: ElementwiseDef = UNARY[op];
   return (x) =>
     runElementwise(op, [x], ["x"], ([leaf], [dtype]) => {
       const ct = computeDtype(op, def, dtype);
@@ -67,8 +82,16 @@ export function unaryOp(op: string): (x: TensorLike) => Tensor {
  * const add = binaryOp("add");
  * ```
  */
-export function binaryOp(op: string): (a: TensorLike, b: TensorLike) => Tensor {
-  const def = BINARY[op];
+export function binaryOp(op: BinaryOp): (a: TensorLike, b: TensorLike) => Tensor {
+  if (typeof op !== "string" || !Object.hasOwn(BINARY, op)) {
+    throw new ValueError({
+      op: "binaryOp",
+      argument: "op",
+      expected: "the name of an op of two operands in the op table",
+      received: describe(op),
+    });
+  }
+  const def: ElementwiseDef = BINARY[op];
   return (a, b) =>
     runElementwise(op, [a, b], ["a", "b"], ([x, y], [da, db]) => {
       const ct = computeDtype(op, def, promoteTypes(da, db), "a");
