@@ -31,8 +31,75 @@ const all3 = (f: Template) => ({ f32: f, i32: f, u32: f });
 /** AS float ops run in f64 and round once, so the reference is the correctly rounded value or close. */
 const f64 = (fn: string): Template => (a) => `<f32>${fn}(<f64>${a})`;
 
+/**
+ * The name of an op of one operand: exactly the keys of {@link UNARY} (the compiler checks
+ * the table against this list both ways, so they cannot drift).
+ */
+export type UnaryOp =
+  | "neg"
+  | "abs"
+  | "sign"
+  | "square"
+  | "reciprocal"
+  | "exp"
+  | "exp2"
+  | "log"
+  | "log2"
+  | "log1p"
+  | "expm1"
+  | "sqrt"
+  | "rsqrt"
+  | "sin"
+  | "cos"
+  | "tan"
+  | "tanh"
+  | "sigmoid"
+  | "erf"
+  | "floor"
+  | "ceil"
+  | "round"
+  | "logicalNot"
+  | "isnan"
+  | "relu"
+  | "gelu"
+  | "geluTanh"
+  | "silu"
+  | "mish"
+  | "softplus"
+  | "hardswish"
+  | "hardsigmoid"
+  | "selu"
+  | "softsign"
+  | "pcgHash";
+
+/** The name of an op of two operands: exactly the keys of {@link BINARY}. */
+export type BinaryOp =
+  | "add"
+  | "sub"
+  | "mul"
+  | "div"
+  | "maximum"
+  | "minimum"
+  | "mod"
+  | "pow"
+  | "floorDiv"
+  | "equal"
+  | "notEqual"
+  | "less"
+  | "lessEqual"
+  | "greater"
+  | "greaterEqual"
+  | "logicalAnd"
+  | "logicalOr"
+  | "leakyRelu"
+  | "elu"
+  | "bitwiseXor"
+  | "bitwiseAnd"
+  | "bitwiseOr"
+  | "shiftRight";
+
 /** Unary primitives. */
-export const UNARY = {
+export const UNARY: Readonly<Record<UnaryOp, ElementwiseDef>> = {
   neg: {
     arity: 1,
     accepts: "numeric",
@@ -134,7 +201,7 @@ export const UNARY = {
     wgsl: { u32: (a) => `g_pcg(${a})` },
     asm: { u32: (a) => `g_pcg(${a})` },
   },
-} satisfies Record<string, ElementwiseDef>;
+};
 
 function float1(wgsl: string, asmFn: string): ElementwiseDef {
   return {
@@ -160,7 +227,7 @@ function cmp(op: string): Template {
 }
 
 /** Binary primitives. */
-export const BINARY = {
+export const BINARY: Readonly<Record<BinaryOp, ElementwiseDef>> = {
   add: {
     arity: 2,
     accepts: "numeric",
@@ -258,7 +325,7 @@ export const BINARY = {
     wgsl: { u32: (a, b) => `(${a} >> (${b} & 31u))`, i32: (a, b) => `(${a} >> (u32(${b}) & 31u))` },
     asm: { u32: (a, b) => `(${a} >>> (${b} & 31))`, i32: (a, b) => `(${a} >> (${b} & 31))` },
   },
-} satisfies Record<string, ElementwiseDef>;
+};
 
 function float2(wgsl: string, asmFn: string): ElementwiseDef {
   return {
@@ -285,11 +352,6 @@ function bits(op: string): ElementwiseDef {
     asm: { u32: infix(op), i32: infix(op) },
   };
 }
-
-/** The name of an op of one operand in the table. */
-export type UnaryOp = keyof typeof UNARY;
-/** The name of an op of two operands in the table. */
-export type BinaryOp = keyof typeof BINARY;
 
 /** Looks an op up in either table. */
 export function opDef(op: string): ElementwiseDef {
