@@ -11,6 +11,7 @@ import type { View } from "../core/view.ts";
 import type { CaptureSession } from "../contract/capture.ts";
 import type { MatmulJob, MatmulResult } from "../contract/matmul.ts";
 import type { Storage } from "../core/view.ts";
+import type { Backend } from "../contract/backend.ts";
 import type { ElementwiseJob } from "../contract/elementwise.ts";
 import type { ReduceJob } from "../contract/reduce.ts";
 import { runElementwiseGpu } from "./elementwise.ts";
@@ -25,7 +26,7 @@ import { runRowsGpu } from "./rows.ts";
 import { runScanGpu } from "./scan.ts";
 
 /** The GPU backend over one WebGPU device. */
-export class GpuBackend extends GpuHost {
+export class GpuBackend extends GpuHost implements Backend {
   evaluate(job: ElementwiseJob): Storage {
     return runElementwiseGpu(this, job);
   }

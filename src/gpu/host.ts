@@ -6,15 +6,10 @@
  * contract in backend.ts.
  * @module
  */
-import type { PoolJob, PoolResult } from "../contract/pool.ts";
-import type { CaptureSession } from "../contract/capture.ts";
-import type { MatmulJob, MatmulResult } from "../contract/matmul.ts";
-import type { RowsJob, RowsResult } from "../contract/rows.ts";
-import type { ScanJob, ScanResult } from "../contract/scan.ts";
+
 import type { ElementwiseJob } from "../contract/elementwise.ts";
-import type { ReduceJob } from "../contract/reduce.ts";
+
 import {
-  type Backend,
   kernelObservers,
   type MemoryStats,
   observeKernel,
@@ -71,15 +66,9 @@ export interface DispatchRecorder {
 export type DispatchProfiler = (kernel: string) => TimestampSlot | undefined;
 
 /** The GPU device's machinery (buffers, pipelines, dispatch, read-back); families in backend.ts. */
-export abstract class GpuHost implements Backend {
-  /** Family entries, each implemented beside its kernels (see backend.ts). */
-  abstract rows(job: RowsJob): RowsResult | null;
-  abstract scan(job: ScanJob): ScanResult;
-  abstract pool(job: PoolJob): PoolResult;
-  abstract matmul(job: MatmulJob): MatmulResult | null;
-  abstract capture(inputs: readonly View[]): CaptureSession | null;
+export abstract class GpuHost {
+  /** Elementwise evaluation, which the machinery itself needs (read-backs, casts). */
   abstract evaluate(job: ElementwiseJob): Storage;
-  abstract reduce(job: ReduceJob): Storage | null;
   readonly name = "gpu" as const;
   readonly device: GPUDevice;
   readonly caps: DeviceCaps;

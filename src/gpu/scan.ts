@@ -10,7 +10,7 @@
  * @module
  */
 import type { DType } from "../core/dtype.ts";
-import type { View } from "../core/view.ts";
+
 import { isContiguous, type Shape, sizeOf } from "../core/shape.ts";
 import type { ScanJob, ScanResult } from "../contract/scan.ts";
 import type { ScanOp, ScanType } from "../ir/scan.ts";
@@ -34,18 +34,7 @@ import {
 export function runScanGpu(gpu: GpuHost, job: ScanJob): ScanResult {
   const { op, x, outDtype } = job;
   gpu.checkLive(op, [x.dtype, outDtype]);
-  const output = sizeOf(x.shape) === 0 ? gpu.alloc(op, outDtype, 0) : gpuScan(
-    gpu,
-    op,
-    job.scan,
-    job.type,
-    x,
-    job.axis,
-    job.exclusive,
-    job.reverse,
-    outDtype,
-    job.overrides.scan,
-  );
+  const output = sizeOf(x.shape) === 0 ? gpu.alloc(op, outDtype, 0) : gpuScan(gpu, job);
   return { output };
 }
 
@@ -284,18 +273,9 @@ function scanRows(
   gpu.free(offsets);
 }
 
-function gpuScan(
-  gpu: GpuHost,
-  op: string,
-  scanOp: ScanOp,
-  type: ScanType,
-  view: View,
-  axis: number,
-  exclusive: boolean,
-  reverse: boolean,
-  outDtype: DType,
-  override: Partial<ScanChoice> | undefined,
-): GpuStorage {
+function gpuScan(gpu: GpuHost, job: ScanJob): GpuStorage {
+  const { op, scan: scanOp, type, x: view, axis, exclusive, reverse, outDtype } = job;
+  const override = job.overrides.scan;
   const shape = view.shape;
   const len = shape[axis];
   const n = sizeOf(shape);

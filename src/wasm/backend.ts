@@ -8,6 +8,7 @@
 import type { PoolJob, PoolResult } from "../contract/pool.ts";
 import type { MatmulJob, MatmulResult } from "../contract/matmul.ts";
 import type { Storage } from "../core/view.ts";
+import type { Backend } from "../contract/backend.ts";
 import type { ElementwiseJob } from "../contract/elementwise.ts";
 import type { ReduceJob } from "../contract/reduce.ts";
 import { runElementwiseWasm } from "./elementwise.ts";
@@ -21,7 +22,7 @@ import { runRowsWasm } from "./rows.ts";
 import { runScanWasm } from "./scan.ts";
 
 /** The WASM backend over one instance of the kernel module. */
-export class WasmBackend extends WasmHost {
+export class WasmBackend extends WasmHost implements Backend {
   evaluate(job: ElementwiseJob): Storage {
     return runElementwiseWasm(this, job);
   }

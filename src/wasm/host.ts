@@ -7,15 +7,10 @@
  * rows.ts, ...) are wired to the contract in backend.ts.
  * @module
  */
-import type { PoolJob, PoolResult } from "../contract/pool.ts";
-import type { CaptureSession } from "../contract/capture.ts";
-import type { MatmulJob, MatmulResult } from "../contract/matmul.ts";
-import type { RowsJob, RowsResult } from "../contract/rows.ts";
-import type { ScanJob, ScanResult } from "../contract/scan.ts";
+
 import type { ElementwiseJob } from "../contract/elementwise.ts";
-import type { ReduceJob } from "../contract/reduce.ts";
+
 import {
-  type Backend,
   kernelObservers,
   type MemoryStats,
   observeKernel,
@@ -71,15 +66,9 @@ export interface Value {
 }
 
 /** The WASM device's machinery (memory, kernels, casts, read-back); families in backend.ts. */
-export abstract class WasmHost implements Backend {
-  /** Family entries, each implemented beside its kernels (see backend.ts). */
-  abstract rows(job: RowsJob): RowsResult | null;
-  abstract scan(job: ScanJob): ScanResult;
-  abstract pool(job: PoolJob): PoolResult;
-  abstract matmul(job: MatmulJob): MatmulResult | null;
-  abstract capture(inputs: readonly View[]): CaptureSession | null;
+export abstract class WasmHost {
+  /** Elementwise evaluation, which the machinery itself needs (read-backs, casts). */
   abstract evaluate(job: ElementwiseJob): Storage;
-  abstract reduce(job: ReduceJob): Storage | null;
   readonly name = "wasm" as const;
   readonly allocator: WasmAllocator;
   readonly kernels: Record<string, Kernel>;

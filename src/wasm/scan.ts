@@ -4,18 +4,16 @@
  * @module
  */
 import type { DType } from "../core/dtype.ts";
-import type { View } from "../core/view.ts";
+
 import { contiguousStrides, isContiguous, sizeOf } from "../core/shape.ts";
 import type { ScanJob, ScanResult } from "../contract/scan.ts";
-import type { ScanOp, ScanType } from "../ir/scan.ts";
+import type { ScanType } from "../ir/scan.ts";
 import type { Value, WasmHost } from "./host.ts";
 
 /** The WASM path: every scan job, empty ones included (no kernel runs for those). */
 export function runScanWasm(wasm: WasmHost, job: ScanJob): ScanResult {
   const { op, x, outDtype } = job;
-  const output = sizeOf(x.shape) === 0
-    ? wasm.alloc(op, outDtype, 0)
-    : wasmScan(wasm, op, job.scan, job.type, x, job.axis, job.exclusive, job.reverse, outDtype);
+  const output = sizeOf(x.shape) === 0 ? wasm.alloc(op, outDtype, 0) : wasmScan(wasm, job);
   return { output };
 }
 
@@ -27,17 +25,8 @@ const COMPUTE: Record<ScanType, DType> = {
   bool: "bool",
 };
 
-function wasmScan(
-  wasm: WasmHost,
-  op: string,
-  scanOp: ScanOp,
-  type: ScanType,
-  view: View,
-  axis: number,
-  exclusive: boolean,
-  reverse: boolean,
-  outDtype: DType,
-) {
+function wasmScan(wasm: WasmHost, job: ScanJob) {
+  const { op, scan: scanOp, type, x: view, axis, exclusive, reverse, outDtype } = job;
   const rank = view.shape.length;
   const order = [...view.shape.keys()].filter((i) => i !== axis);
   order.push(axis);
