@@ -21,6 +21,9 @@ import { planObservers, type PlanRecord } from "./contract/backend.ts";
 export * from "./plans/mod.ts";
 export type { PlanRecord } from "./contract/backend.ts";
 export type { DeviceCaps } from "./core/caps.ts";
+export type { DeviceName } from "./core/view.ts";
+export type { DType } from "./core/dtype.ts";
+export type { ScanOp } from "./ir/scan.ts";
 export { INTERNAL_KERNELS, type KernelEntry, KERNELS } from "./kernels.ts";
 
 /**

@@ -88,10 +88,13 @@ export interface KernelRecord {
 
 /** A plan's choice as a device took it: which variant of a family's kernels ran. */
 export interface PlanRecord {
+  /** The device that ran it. */
   device: DeviceName;
+  /** The kernel family whose plan it is. */
   family: GpuFamily;
   /** The op (label) the work was issued as. */
   op: string;
+  /** The plan's choice, the override applied. */
   choice: Choice;
   /** The named variants that run (see `variantsOf`): what coverage counts. */
   variants: string[];

@@ -14,13 +14,17 @@ export interface DeviceCaps {
   isFallbackAdapter: boolean;
   /** Subgroup size range reported by the adapter. */
   subgroupMinSize: number;
+  /** Largest subgroup size the adapter reports. */
   subgroupMaxSize: number;
   /** Features the device accepted. */
   features: string[];
   /** Convenience flags for the features plans branch on. */
   subgroups: boolean;
+  /** The `shader-f16` feature: float16 storage and arithmetic in WGSL. */
   shaderF16: boolean;
+  /** The `timestamp-query` feature: GPU timestamps for profiling. */
   timestampQuery: boolean;
+  /** Atomic float32 add in storage buffers (`wgpu-shader-float32-atomic`). */
   float32Atomics: boolean;
   /** 64-bit integer atomics (`atomic<u64>`: load, store and read-modify-write). */
   int64Atomics: boolean;

@@ -13,6 +13,7 @@ export type ElementwiseVariant = (typeof ELEMENTWISE_VARIANTS)[number];
 
 /** The choice for an elementwise kernel. */
 export interface ElementwiseChoice {
+  /** Which plan made this choice (a discriminant). */
   kernel: "elementwise";
   /**
    * "vec4": four elements per invocation with vector loads; "scalar": one, through strides;
@@ -23,6 +24,7 @@ export interface ElementwiseChoice {
    * every access is coalesced.
    */
   variant: ElementwiseVariant;
+  /** Invocations per workgroup. */
   workgroupSize: number;
 }
 
@@ -142,9 +144,13 @@ export const TILED_WORKGROUP_SIZES: readonly number[] = [128, 256, 512, 1024];
  * ```
  */
 export interface TransposeSpec {
+  /** The element type copied. */
   dtype: DType;
+  /** Two-byte elements moved in 32-bit words of two. */
   paired: boolean;
+  /** Rows of the tile a workgroup transposes. */
   tileRows: number;
+  /** Columns of the tile a workgroup transposes. */
   tileColumns: number;
 }
 
@@ -160,12 +166,19 @@ export interface TransposeSpec {
  * ```
  */
 export interface TransposeUniforms {
+  /** Rows of each source matrix. */
   rows: number;
+  /** Columns of each source matrix. */
   columns: number;
+  /** Matrices copied. */
   batches: number;
+  /** First element of the source, in elements. */
   offset: number;
+  /** Elements between rows of the source. */
   rowStride: number;
+  /** Elements between columns of the source (1: contiguous rows). */
   columnStride: number;
+  /** Elements between matrices of the source. */
   batchStride: number;
 }
 

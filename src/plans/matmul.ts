@@ -14,6 +14,7 @@ export type MatmulVariant = (typeof MATMUL_VARIANTS)[number];
 
 /** The choice for a matrix multiply (src/gpu/_codegen_matmul.ts). */
 export interface MatmulChoice {
+  /** Which plan made this choice (a discriminant). */
   kernel: "matmul";
   /**
    * "tiled": shared-memory tiles, one workgroup per output tile; "splitK": the same kernel over
@@ -31,10 +32,13 @@ export interface MatmulChoice {
   variant: MatmulVariant;
   /** Output tile of a workgroup, and K per shared-memory step. */
   tileM: number;
+  /** Output columns a workgroup computes. */
   tileN: number;
+  /** K per shared-memory step. */
   tileK: number;
   /** Outputs per invocation along M and N (4, 8 or 16 each). */
   threadM: number;
+  /** Output columns an invocation computes. */
   threadN: number;
   /** Invocation columns in each group of 32 invocations (a warp's footprint; 1 to 32). */
   laneColumns: number;
@@ -402,6 +406,7 @@ function checkMatmulChoice(caps: DeviceCaps | undefined, c: MatmulChoice, half: 
 
 /** The choice for the WASM GEMM (asm/matmul.ts): how many threads share it, and how. */
 export interface WasmGemmChoice {
+  /** Which plan made this choice (a discriminant). */
   kernel: "wasmGemm";
   /** Threads that compute blocks of C: the calling thread plus workers (src/wasm/threads.ts). */
   threads: number;
@@ -469,6 +474,7 @@ export function planWasmGemm(
 
 /** The register type of a tile's inner product (float16 accumulation: "f16"). */
 export interface TileMath {
+  /** The register type of the inner product. */
   math: "f32" | "f16" | "i32";
 }
 

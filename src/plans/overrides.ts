@@ -15,12 +15,19 @@ import type { ScanChoice } from "./scan.ts";
 
 /** The override of each plan, by kernel family. */
 export interface PlanOverrides {
+  /** Fields forced in the elementwise plan. */
   elementwise?: Partial<ElementwiseChoice>;
+  /** Fields forced in the reduction plan. */
   reduce?: Partial<ReduceChoice>;
+  /** Fields forced in the pooling plan. */
   pool?: Partial<PoolChoice>;
+  /** Fields forced in the scan plan. */
   scan?: Partial<ScanChoice>;
+  /** Rows of each source matrix. */
   rows?: Partial<RowsChoice>;
+  /** Fields forced in the matrix product plan. */
   matmul?: Partial<MatmulChoice>;
+  /** Fields forced in the WASM GEMM plan. */
   wasmGemm?: Partial<WasmGemmChoice>;
 }
 

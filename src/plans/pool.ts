@@ -11,6 +11,7 @@ export type PoolVariant = (typeof POOL_VARIANTS)[number];
 
 /** The choice for a 2-D pooling kernel (src/gpu/_codegen_pool.ts). */
 export interface PoolChoice {
+  /** Which plan made this choice (a discriminant). */
   kernel: "pool";
   /**
    * "unrolled": the window walk as straight-line code; "looped": loops over uniform sizes;
@@ -23,6 +24,7 @@ export interface PoolChoice {
   outputsPerInvocation: 1 | 2 | 4;
   /** Aligned vec4 input loads (unrolled regular windows without column padding or dilation). */
   vec4: boolean;
+  /** Invocations per workgroup. */
   workgroupSize: number;
 }
 

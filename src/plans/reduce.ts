@@ -16,11 +16,13 @@ export type ReduceCombine = (typeof REDUCE_COMBINES)[number];
 
 /** The choice for a reduction. */
 export interface ReduceChoice {
+  /** Which plan made this choice (a discriminant). */
   kernel: "reduce";
   /** "workgroup": a workgroup per row chunk; "thread": one invocation per row. */
   variant: ReduceVariant;
   /** Combine within a workgroup through subgroup operations rather than shared memory. */
   subgroups: boolean;
+  /** Invocations per workgroup. */
   workgroupSize: number;
   /** Chunks each row is split into (1: one pass; more: partials plus a second pass). */
   chunks: number;

@@ -18,6 +18,7 @@ export type RowsCombine = (typeof ROWS_COMBINES)[number];
 
 /** The choice for the row kernels of softmax and the normalisations (src/gpu/_codegen_rows.ts). */
 export interface RowsChoice {
+  /** Which plan made this choice (a discriminant). */
   kernel: "rows";
   /**
    * "single": each row is read once into registers, normalised there and written (one pass);

@@ -19,6 +19,7 @@ export type ScanLayout = (typeof SCAN_LAYOUTS)[number];
 
 /** The choice for a scan (cumsum, cumprod, cummax, cummin; src/gpu/_codegen_scan.ts). */
 export interface ScanChoice {
+  /** Which plan made this choice (a discriminant). */
   kernel: "scan";
   /**
    * "row": a workgroup (or a team of its threads) per row, for rows that fit in one tile;
@@ -30,6 +31,7 @@ export interface ScanChoice {
   variant: ScanVariant;
   /** Scan across a workgroup with subgroup operations rather than shared memory alone. */
   subgroups: boolean;
+  /** Invocations per workgroup. */
   workgroupSize: number;
   /** Elements each invocation holds in registers (a multiple of 4: whole vec4 chunks). */
   elementsPerThread: number;

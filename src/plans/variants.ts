@@ -30,11 +30,17 @@ export type GpuFamily = keyof typeof FAMILY_VARIANTS;
 
 /** The choice type of each family. */
 export interface FamilyChoice {
+  /** The elementwise plan's choice. */
   elementwise: ElementwiseChoice;
+  /** The reduction plan's choice. */
   reduce: ReduceChoice;
+  /** The pooling plan's choice. */
   pool: PoolChoice;
+  /** The scan plan's choice. */
   scan: ScanChoice;
+  /** Rows of each source matrix. */
   rows: RowsChoice;
+  /** The matrix product plan's choice. */
   matmul: MatmulChoice;
 }
 
