@@ -3,6 +3,7 @@
  * @module
  */
 import { closeScope, type Disposable, openScope } from "./_scope.ts";
+import { describe, ValueError } from "./core/errors.ts";
 
 function collect(value: unknown, into: Set<Disposable>, seen = new Set<unknown>()): void {
   if (value === null || typeof value !== "object" || seen.has(value)) return;
@@ -31,6 +32,14 @@ function collect(value: unknown, into: Set<Disposable>, seen = new Set<unknown>(
  * ```
  */
 export function tidy<T>(fn: () => T): T {
+  if (typeof fn !== "function") {
+    throw new ValueError({
+      op: "tidy",
+      argument: "fn",
+      expected: "a synchronous function",
+      received: describe(fn),
+    });
+  }
   const scope = openScope();
   let result: T;
   try {
@@ -40,8 +49,16 @@ export function tidy<T>(fn: () => T): T {
     throw e;
   }
   if (result instanceof Promise) {
+    // Tensors made after the first await would escape the scope, and those made before it would
+    // be disposed while the function still uses them: no scope can follow an async function.
     closeScope(scope, new Set());
-    throw new TypeError("tidy: the function must be synchronous (it returned a Promise)");
+    result.catch(() => {}); // its rejection, if any, is not this error
+    throw new ValueError({
+      op: "tidy",
+      argument: "fn",
+      expected: "a synchronous function (tensors made after an await would escape the scope)",
+      received: "a function that returned a Promise",
+    });
   }
   const kept = new Set<Disposable>();
   collect(result, kept);

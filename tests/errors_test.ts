@@ -355,6 +355,22 @@ Deno.test({
   },
 });
 
+Deno.test("tidy refuses an async function with a typed error and leaks nothing", async () => {
+  const before = liveCounts();
+  assert.throws(
+    () => gyre.tidy((async () => gyre.ones([2])) as unknown as () => gyre.Tensor),
+    (e: unknown) =>
+      e instanceof gyre.ValueError && /tidy/.test(String(e)) && /Promise/.test(String(e)),
+  );
+  assert.throws(() => gyre.tidy(3 as unknown as () => number), gyre.ValueError);
+  await gyre.sync();
+  assert.deepEqual(liveCounts(), before);
+  // Usable afterwards.
+  const t = gyre.tidy(() => gyre.ones([2]).add(1));
+  assert.deepEqual([...(await t.data())], [2, 2]);
+  t.dispose();
+});
+
 Deno.test("unaryOp and binaryOp name an op of the table, checked at run time", () => {
   assert.throws(
     () => gyre.unaryOp("exq" as gyre.UnaryOp),

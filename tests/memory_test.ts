@@ -165,7 +165,7 @@ test("tidy that throws disposes everything it made", async (device) => {
         gyre.ones([8], { device });
         return Promise.resolve(1);
       }),
-    TypeError,
+    gyre.ValueError,
   );
   assert.deepEqual(liveCounts(), before);
   // The scope stack is intact afterwards: a later tidy still works.
