@@ -11,6 +11,10 @@ import { evaluate, type NestedArray } from "./ops/_dispatch.ts";
 import { E, type Expr } from "./ir/expr.ts";
 import { runtime } from "./runtime.ts";
 import { type Tensor, tensorFromStorage } from "./tensor.ts";
+import { checkOptions } from "./core/options.ts";
+
+/** The keys of {@link CreationOptions}, checked at run time. */
+const CREATION_KEYS = ["dtype", "device"] as const;
 
 /** Where and as what a new tensor is made. */
 export interface CreationOptions {
@@ -36,6 +40,25 @@ function flatten(
   data: NestedArray | ArrayLike<number | boolean>,
 ): { values: ArrayLike<number | boolean>; shape: number[] } {
   if (typeof data === "number" || typeof data === "boolean") return { values: [data], shape: [] };
+  const accepted =
+    "a number, a boolean, nested arrays of them, a typed array or an ArrayLike of numbers";
+  if (
+    data === null || data === undefined || typeof data === "string" || typeof data === "function"
+  ) {
+    throw new ValueError({ op, argument: "data", expected: accepted, received: describe(data) });
+  }
+  if (data instanceof BigInt64Array || data instanceof BigUint64Array || data instanceof DataView) {
+    throw new ValueError({
+      op,
+      argument: "data",
+      expected:
+        `${accepted} (64-bit integers have no dtype here: convert to Int32Array or Float64Array)`,
+      received: data.constructor.name,
+    });
+  }
+  if (typeof data !== "object") {
+    throw new ValueError({ op, argument: "data", expected: accepted, received: describe(data) });
+  }
   if (ArrayBuffer.isView(data)) {
     return {
       values: data as unknown as ArrayLike<number>,
@@ -72,8 +95,23 @@ function flatten(
     }
     node.forEach((child, i) => walk(child, axis + 1, `${path}[${i}]`));
   };
-  if (!Array.isArray(data) && typeof (data as ArrayLike<number>).length === "number") {
-    return { values: data as ArrayLike<number>, shape: [(data as ArrayLike<number>).length] };
+  if (!Array.isArray(data)) {
+    const length = (data as ArrayLike<unknown>).length;
+    if (typeof length !== "number" || !Number.isInteger(length) || length < 0) {
+      throw new ValueError({ op, argument: "data", expected: accepted, received: describe(data) });
+    }
+    const items = data as ArrayLike<unknown>;
+    for (let i = 0; i < length; i++) {
+      if (typeof items[i] !== "number" && typeof items[i] !== "boolean") {
+        throw new ValueError({
+          op,
+          argument: `data[${i}]`,
+          expected: "a number or boolean",
+          received: describe(items[i]),
+        });
+      }
+    }
+    return { values: data as ArrayLike<number>, shape: [length] };
   }
   walk(data, 0, "");
   return { values, shape };
@@ -95,6 +133,7 @@ export function tensor(
   data: NestedArray | ArrayLike<number | boolean>,
   options: TensorOptions = {},
 ): Tensor {
+  checkOptions("tensor", options, ["dtype", "device", "shape"]);
   const op = "tensor";
   const { values, shape: inferred } = flatten(op, data);
   const dtype = options.dtype
@@ -115,6 +154,7 @@ export function tensor(
   const host = hostArray(dtype, values.length);
   for (let i = 0; i < values.length; i++) {
     const v = values[i];
+    if (typeof v === "number") checkIntegral(op, `data[${i}]`, dtype, v);
     // To bool, any non-zero number is true, NaN included (NumPy; NaN is falsy in JS).
     host[i] = typeof v === "boolean" ? (v ? 1 : 0) : dtype === "bool" ? (v !== 0 ? 1 : 0) : v;
   }
@@ -148,7 +188,33 @@ export function full(
   value: number | boolean,
   options: CreationOptions = {},
 ): Tensor {
+  checkOptions("full", options, CREATION_KEYS);
   return filled("full", shape, value, options);
+}
+
+/** Int32 and uint32 ranges: what an integer dtype can hold once a fraction is truncated. */
+const INTEGER_RANGE: Partial<Record<DType, [number, number]>> = {
+  int32: [-(2 ** 31), 2 ** 31 - 1],
+  uint32: [0, 2 ** 32 - 1],
+};
+
+/**
+ * Throws unless `value` fits the integer `dtype`: NaN, infinities and out-of-range values are
+ * errors (as in NumPy 2); fractions truncate toward zero (as NumPy's conversion does).
+ */
+function checkIntegral(op: string, argument: string, dtype: DType, value: number): void {
+  const range = INTEGER_RANGE[dtype];
+  if (!range) return;
+  const t = Math.trunc(value);
+  if (!(t >= range[0] && t <= range[1])) {
+    throw new ValueError({
+      op,
+      argument,
+      expected: `a finite number in [${range[0]}, ${range[1]}] for ${dtype} ` +
+        "(fractions truncate toward zero)",
+      received: describe(value),
+    });
+  }
 }
 
 /** `full` under the name of the API function called (errors from `zeros` name "zeros"). */
@@ -163,6 +229,7 @@ function filled(
     : typeof value === "boolean"
     ? "bool"
     : "float32";
+  if (typeof value === "number") checkIntegral(op, "value", dtype, value);
   return generate(
     op,
     shape,
@@ -181,6 +248,7 @@ function filled(
  * ```
  */
 export function zeros(shape: readonly number[], options: CreationOptions = {}): Tensor {
+  checkOptions("zeros", options, CREATION_KEYS);
   return filled("zeros", shape, 0, { dtype: "float32", ...options });
 }
 
@@ -194,6 +262,7 @@ export function zeros(shape: readonly number[], options: CreationOptions = {}): 
  * ```
  */
 export function ones(shape: readonly number[], options: CreationOptions = {}): Tensor {
+  checkOptions("ones", options, CREATION_KEYS);
   return filled("ones", shape, 1, { dtype: "float32", ...options });
 }
 
@@ -214,6 +283,7 @@ export function arange(
   step = 1,
   options: CreationOptions = {},
 ): Tensor {
+  checkOptions("arange", options, CREATION_KEYS);
   const op = "arange";
   if (stop === undefined) [start, stop] = [0, start];
   for (const [name, v] of [["start", start], ["stop", stop], ["step", step]] as const) {
@@ -261,6 +331,7 @@ export function linspace(
   num: number,
   options: CreationOptions & { endpoint?: boolean } = {},
 ): Tensor {
+  checkOptions("linspace", options, [...CREATION_KEYS, "endpoint"]);
   const op = "linspace";
   if (!Number.isInteger(num) || num < 0) {
     throw new ValueError({
@@ -301,6 +372,7 @@ export function linspace(
  * ```
  */
 export function eye(n: number, m: number = n, options: CreationOptions = {}): Tensor {
+  checkOptions("eye", options, CREATION_KEYS);
   const op = "eye";
   const dims = checkShape(op, "shape", [n, m]);
   const dtype = options.dtype ? checkDType(op, "options.dtype", options.dtype) : "float32";

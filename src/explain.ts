@@ -6,6 +6,7 @@ import { kernelObservers, type KernelRecord } from "./contract/backend.ts";
 import { fusedLabel } from "./_lazy.ts";
 import { sizeOf } from "./core/shape.ts";
 import { metaOf, pendingOf, Tensor, viewOf } from "./tensor.ts";
+import { checkOptions } from "./core/options.ts";
 
 /** What `explain` found. */
 export interface Explanation {
@@ -52,6 +53,7 @@ export function explain(
   target: Tensor | (() => unknown),
   options: { print?: boolean } = {},
 ): Explanation {
+  checkOptions("explain", options, ["print"]);
   const kernels: KernelRecord[] = [];
   const outputs: Tensor[] = [];
   if (target instanceof Tensor) {

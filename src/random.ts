@@ -9,6 +9,7 @@ import { type CreationOptions, generate } from "./creation.ts";
 import { checkDType } from "./core/dtype.ts";
 import { _checkNumber } from "./core/errors.ts";
 import { E, type Expr } from "./ir/expr.ts";
+import { checkOptions } from "./core/options.ts";
 
 /** PCG's RXS-M-XS permutation in JS, as `g_pcg` in WGSL and AssemblyScript. */
 export function pcgHash(v: number): number {
@@ -57,6 +58,7 @@ export function uniform(
   shape: readonly number[],
   options: RandomOptions & { low?: number; high?: number } = {},
 ): Tensor {
+  checkOptions("uniform", options, ["dtype", "device", "seed", "low", "high"]);
   const op = "random.uniform";
   const low = options.low ?? 0;
   const high = options.high ?? 1;
@@ -83,6 +85,7 @@ export function normal(
   shape: readonly number[],
   options: RandomOptions & { mean?: number; std?: number } = {},
 ): Tensor {
+  checkOptions("normal", options, ["dtype", "device", "seed", "mean", "std"]);
   const op = "random.normal";
   const mean = options.mean ?? 0;
   const std = options.std ?? 1;

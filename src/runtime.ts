@@ -20,6 +20,7 @@ export {
   wasmThreadCount,
 } from "./wasm/threads.ts";
 import { materializeAll } from "./tensor.ts";
+import { checkOptions } from "./core/options.ts";
 
 /** Which device new tensors go to: "auto" takes the GPU when there is one. */
 export type DevicePreference = "auto" | DeviceName;
@@ -142,6 +143,7 @@ let current: Runtime | null = null;
  * ```
  */
 export async function init(options: InitOptions = {}): Promise<Runtime> {
+  checkOptions("init", options, ["device", "powerPreference"]);
   const preference = options.device ?? "auto";
   if (!["auto", "gpu", "wasm"].includes(preference)) {
     throw new DeviceError({

@@ -179,19 +179,3 @@ export function _checkNumber(
   }
   return value;
 }
-
-/**
- * `options` itself when it is an object, else a typed error naming `op` (internal: what every op
- * with an options argument checks first).
- */
-export function _checkOptions<T extends object>(op: string, options: T | undefined): T {
-  if (typeof options !== "object" || options === null) {
-    throw new ValueError({
-      op,
-      argument: "options",
-      expected: "an options object",
-      received: describe(options),
-    });
-  }
-  return options;
-}

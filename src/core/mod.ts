@@ -10,3 +10,4 @@ export * from "./errors.ts";
 export * from "./shape.ts";
 export * from "./size_class.ts";
 export * from "./view.ts";
+export * from "./options.ts";

@@ -9,6 +9,7 @@ import { runElementwise, type TensorLike } from "./_dispatch.ts";
 import { E, type Expr } from "../ir/expr.ts";
 import { unaryOp } from "./elementwise.ts";
 import { isFloat } from "../core/dtype.ts";
+import { checkOptions } from "../core/options.ts";
 
 /**
  * `max(x, 0)`; NaN stays NaN.
@@ -103,6 +104,7 @@ export interface GeluOptions {
  * ```
  */
 export function gelu(x: TensorLike, options: GeluOptions = {}): Tensor {
+  checkOptions("gelu", options, ["approximate"]);
   const approximate = options.approximate ?? "none";
   if (approximate !== "none" && approximate !== "tanh") {
     throw new ValueError({
@@ -139,6 +141,7 @@ function floatUnary(op: string, x: TensorLike, build: (v: Expr) => Expr): Tensor
  * ```
  */
 export function leakyRelu(x: TensorLike, options: { alpha?: number } = {}): Tensor {
+  checkOptions("leakyRelu", options, ["alpha"]);
   const alpha = checkNumber("leakyRelu", "options.alpha", options.alpha ?? 0.01);
   return floatUnary("leakyRelu", x, (v) => E.binary("leakyRelu", v, E.constant(alpha, v.dtype)));
 }
@@ -153,6 +156,7 @@ export function leakyRelu(x: TensorLike, options: { alpha?: number } = {}): Tens
  * ```
  */
 export function elu(x: TensorLike, options: { alpha?: number } = {}): Tensor {
+  checkOptions("elu", options, ["alpha"]);
   const alpha = checkNumber("elu", "options.alpha", options.alpha ?? 1);
   return floatUnary("elu", x, (v) => E.binary("elu", v, E.constant(alpha, v.dtype)));
 }
@@ -170,6 +174,7 @@ export function softplus(
   x: TensorLike,
   options: { beta?: number; threshold?: number } = {},
 ): Tensor {
+  checkOptions("softplus", options, ["beta", "threshold"]);
   const beta = _checkNumber(
     "softplus",
     "options.beta",

@@ -26,14 +26,7 @@ import {
 } from "../contract/matmul.ts";
 import { type Shape, sizeOf } from "../core/shape.ts";
 import { type DType, promoteTypes } from "../core/dtype.ts";
-import {
-  _checkOptions,
-  describe,
-  DeviceError,
-  DTypeError,
-  ShapeError,
-  ValueError,
-} from "../core/errors.ts";
+import { describe, DeviceError, DTypeError, ShapeError, ValueError } from "../core/errors.ts";
 import { bind, fusedLabel, makePending, type Producer } from "../_lazy.ts";
 import { planMatmulPrologue } from "../plans/mod.ts";
 import { planOverrides } from "../plans/overrides.ts";
@@ -43,6 +36,7 @@ import { E, type Expr } from "../ir/expr.ts";
 import { evaluate } from "./_dispatch.ts";
 import { cast } from "./elementwise.ts";
 import { clone } from "./shape.ts";
+import { checkOptions } from "../core/options.ts";
 
 /** Options of {@link matmul}. */
 export interface MatmulOptions {
@@ -529,7 +523,7 @@ export function matmul(a: Tensor, b: Tensor, options: MatmulOptions = {}): Tenso
   const op = "matmul";
   checkTensor(op, "a", a);
   checkTensor(op, "b", b);
-  _checkOptions(op, options);
+  checkOptions(op, options, ["transposeA", "transposeB", "accumulate"]);
   const p = validate(op, a, b, options);
   return product(op, a, b, p, null, null);
 }
@@ -551,7 +545,7 @@ export function linear(x: Tensor, weight: Tensor, options: LinearOptions = {}): 
   const op = "linear";
   checkTensor(op, "x", x);
   checkTensor(op, "weight", weight);
-  _checkOptions(op, options);
+  checkOptions(op, options, ["bias", "activation", "accumulate"]);
   const wm = metaOf(weight, op, "weight");
   if (wm.shape.length !== 2) {
     throw new ShapeError({

@@ -10,11 +10,12 @@
  */
 import { sizeOf } from "../core/shape.ts";
 import type { DType } from "../core/dtype.ts";
-import { _checkOptions, describe, DTypeError, ShapeError, ValueError } from "../core/errors.ts";
+import { describe, DTypeError, ShapeError, ValueError } from "../core/errors.ts";
 import { backendOf } from "../contract/backend.ts";
 import { planOverrides } from "../plans/overrides.ts";
 import type { Pair, PoolDType, PoolProblem } from "../contract/pool.ts";
 import { metaOf, Tensor, tensorFromStorage, viewOf } from "../tensor.ts";
+import { checkOptions } from "../core/options.ts";
 
 // Re-exported so that the single `export *` of this module in mod.ts also exports the plan
 // (documented in src/plans.ts).
@@ -161,6 +162,19 @@ function checkInput(op: string, view: Meta, dtypes: readonly DType[], adaptive: 
       received: view.dtype,
     });
   }
+}
+
+/** The options of a pool whose kernel size has no default: an object, not undefined. */
+function required<T extends object>(op: string, options: T | undefined): T {
+  if (options === undefined) {
+    throw new ValueError({
+      op,
+      argument: "options",
+      expected: "an options object with kernelSize",
+      received: "undefined",
+    });
+  }
+  return options;
 }
 
 function checkBoolean(op: string, argument: string, value: unknown, fallback: boolean): boolean {
@@ -371,7 +385,14 @@ export function maxPool2d(x: Tensor, options: MaxPool2dOptions): Tensor | PoolWi
   const op = "maxPool2d";
   const view = checkTensor(op, x);
   checkInput(op, view, MAX_DTYPES, false);
-  const o = _checkOptions(op, options);
+  const o = checkOptions(op, required(op, options), [
+    "kernelSize",
+    "stride",
+    "padding",
+    "dilation",
+    "ceilMode",
+    "returnIndices",
+  ]);
   const returnIndices = checkBoolean(op, "options.returnIndices", o.returnIndices, false);
   const problem = regularProblem(op, view, o, null);
   const [values, indices] = run(op, x, problem, returnIndices);
@@ -395,7 +416,14 @@ export function avgPool2d(x: Tensor, options: AvgPool2dOptions): Tensor {
   const op = "avgPool2d";
   const view = checkTensor(op, x);
   checkInput(op, view, AVG_DTYPES, false);
-  const o = _checkOptions(op, options);
+  const o = checkOptions(op, required(op, options), [
+    "kernelSize",
+    "stride",
+    "padding",
+    "ceilMode",
+    "countIncludePad",
+    "divisorOverride",
+  ]);
   const countIncludePad = checkBoolean(op, "options.countIncludePad", o.countIncludePad, true);
   let divisor = 0;
   if (o.divisorOverride !== undefined) {
@@ -458,7 +486,7 @@ export function adaptiveMaxPool2d(
   const op = "adaptiveMaxPool2d";
   const view = checkTensor(op, x);
   checkInput(op, view, MAX_DTYPES, true);
-  const o = _checkOptions(op, options);
+  const o = checkOptions(op, options, ["returnIndices"]);
   const returnIndices = checkBoolean(op, "options.returnIndices", o.returnIndices, false);
   const problem = adaptiveProblem(op, view, outputSize);
   const [values, indices] = run(op, x, problem, returnIndices);

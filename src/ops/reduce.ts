@@ -3,6 +3,7 @@
  * and the reduced axes each row's elements, read through strides without a copy on the GPU.
  * @module
  */
+import { checkOptions } from "../core/options.ts";
 import type { View } from "../contract/backend.ts";
 import type { FusedSource, ReduceOp } from "../contract/reduce.ts";
 import { bind, fusedLabel, makePending, type Producer } from "../_lazy.ts";
@@ -16,6 +17,9 @@ import { evaluate, MAX_FUSED_INPUTS, runElementwise, type TensorLike } from "./_
 import { E } from "../ir/expr.ts";
 import { cast, div, mul, sqrt } from "./elementwise.ts";
 import { tidy } from "../tidy.ts";
+
+/** The keys of {@link ReduceOptions}, checked at run time. */
+const REDUCE_KEYS = ["axis", "keepdims"] as const;
 
 /**
  * What a reduction reads: a pending elementwise tensor is fused in as the kernel's prologue (no
@@ -47,6 +51,7 @@ function asTensor(op: string, x: TensorLike): Tensor {
 }
 
 function reduction(op: string, kind: ReduceOp, x: TensorLike, options: ReduceOptions = {}): Tensor {
+  checkOptions(op, options, REDUCE_KEYS);
   const scalarInput = !(x instanceof Tensor);
   const t = asTensor(op, x);
   try {
@@ -223,6 +228,7 @@ export function min(x: TensorLike, options?: ReduceOptions): Tensor {
  * ```
  */
 export function mean(x: TensorLike, options: ReduceOptions = {}): Tensor {
+  checkOptions("mean", options, REDUCE_KEYS);
   const view = x instanceof Tensor ? metaOf(x, "mean", "x") : null;
   // Checked before a scalar `x` becomes a tensor, which a throw here would leak.
   const axes = normalizeAxes("mean", options.axis, view?.shape.length ?? 0, "options.axis");
@@ -329,6 +335,7 @@ export function any(x: TensorLike, options: ReduceOptions = {}): Tensor {
 }
 
 function truthReduction(op: "all" | "any", x: TensorLike, options: ReduceOptions): Tensor {
+  checkOptions(op, options, REDUCE_KEYS);
   return tidy(() => {
     const t = asTensor(op, x);
     const shape = metaOf(t, op, "x").shape;
@@ -386,6 +393,7 @@ export interface VarianceOptions extends ReduceOptions {
  */
 export function variance(x: TensorLike, options: VarianceOptions = {}): Tensor {
   const op = "variance";
+  checkOptions(op, options, [...REDUCE_KEYS, "ddof"]);
   const ddof = _checkNumber(
     op,
     "options.ddof",
@@ -428,5 +436,6 @@ export function variance(x: TensorLike, options: VarianceOptions = {}): Tensor {
  * ```
  */
 export function std(x: TensorLike, options: VarianceOptions = {}): Tensor {
+  checkOptions("std", options, [...REDUCE_KEYS, "ddof"]);
   return tidy(() => sqrt(variance(x, options)));
 }

@@ -32,6 +32,7 @@ import { broadcastView, evaluate, runElementwise } from "./_dispatch.ts";
 import { E, type Expr } from "../ir/expr.ts";
 import { bind, fusedLabel, makePending, type Producer } from "../_lazy.ts";
 import { runtime } from "../runtime.ts";
+import { checkOptions } from "../core/options.ts";
 
 // ---------------------------------------------------------------------------------------------
 // Options and results.
@@ -391,6 +392,7 @@ function rowResult(
 // The ops.
 
 function softmaxLike(op: "softmax" | "logSoftmax", x: Tensor, options: SoftmaxOptions): Tensor {
+  checkOptions(op, options, ["axis"]);
   const shape = checkInputLazily(op, x);
   const axis = options.axis ?? -1;
   // A 0-d tensor is a row of one element (PyTorch accepts dim -1 or 0 for it).
@@ -451,6 +453,11 @@ function normOverAxes(
   options: LayerNormOptions,
   defaultEps: number,
 ): Tensor {
+  checkOptions(
+    op,
+    options,
+    op === "layerNorm" ? ["axis", "weight", "bias", "eps"] : ["axis", "weight", "eps"],
+  );
   const xShape = checkInputLazily(op, x);
   const axes = normalizeAxes(op, options.axis ?? -1, xShape.length, "options.axis");
   const eps = checkEps(op, options.eps ?? defaultEps);
@@ -532,6 +539,7 @@ function checkChannels(op: string, view: View): number {
  * ```
  */
 export function groupNorm(x: Tensor, options: GroupNormOptions): Tensor {
+  checkOptions("groupNorm", options, ["groups", "weight", "bias", "eps"]);
   const op = "groupNorm";
   const view = checkInput(op, x);
   const channels = checkChannels(op, view);
@@ -637,6 +645,15 @@ export function batchNorm(
   x: Tensor,
   options: BatchNormOptions = {},
 ): Tensor | BatchNormTrainingResult {
+  checkOptions("batchNorm", options, [
+    "mean",
+    "variance",
+    "weight",
+    "bias",
+    "eps",
+    "training",
+    "momentum",
+  ]);
   const op = "batchNorm";
   const view = checkInput(op, x);
   const channels = checkChannels(op, view);

@@ -25,6 +25,7 @@ import { describe, ValueError } from "../core/errors.ts";
 import { runtime } from "../runtime.ts";
 import { metaOf, Tensor, tensorFromStorage, viewOf } from "../tensor.ts";
 import { runElementwise, type TensorLike } from "./_dispatch.ts";
+import { checkOptions } from "../core/options.ts";
 
 /** Options of every scan. */
 export interface ScanOptions {
@@ -55,7 +56,7 @@ function resolveOptions(op: string, options: unknown, rank: number): Resolved {
       received: describe(options),
     });
   }
-  const o = options as Record<string, unknown>;
+  const o = checkOptions(op, options as Record<string, unknown>, ["axis", "exclusive", "reverse"]);
   for (const name of ["exclusive", "reverse"]) {
     if (o[name] !== undefined && typeof o[name] !== "boolean") {
       throw new ValueError({
