@@ -5,6 +5,7 @@
  * read-back. Writes JSON and Markdown to bench/results/.
  *
  * Usage: deno task bench [--scale small|full] [--out bench/results] [--runs N]
+ * (default scale: full where the adapter binds 256 MiB buffers and is not a software one)
  * @module
  */
 import * as gyre from "../src/mod.ts";
@@ -29,16 +30,29 @@ const flag = (name: string, fallback: string) => {
   const i = args.indexOf(`--${name}`);
   return i >= 0 ? args[i + 1] : fallback;
 };
-const scale = flag("scale", "full");
-const outDir = flag("out", "bench/results");
-const runs = Number(flag("runs", scale === "full" ? "30" : "5"));
 const Mi = 1 << 20;
-const big = scale === "full" ? 64 * Mi : Mi;
-const mid = scale === "full" ? 16 * Mi : Mi / 4;
-
 const rt = await gyre.init({ device: "gpu" });
 const gpu = rt.gpu!;
 const caps = rt.caps!;
+// The full scale binds 256 MiB buffers: past a software adapter's limit (lavapipe: 128 MiB), and
+// minutes of work on a CPU. Such adapters default to the small scale.
+const FULL_BYTES = 64 * Mi * 4;
+const fits = caps.limits.maxStorageBufferBindingSize >= FULL_BYTES;
+const scale = flag("scale", fits && !caps.isFallbackAdapter ? "full" : "small");
+if (scale === "full" && !fits) {
+  console.error(
+    `bench: --scale full binds ${
+      FULL_BYTES / Mi
+    } MiB buffers; this adapter (${caps.description}) ` +
+      `binds at most ${caps.limits.maxStorageBufferBindingSize / Mi} MiB. Use --scale small.`,
+  );
+  Deno.exit(2);
+}
+const outDir = flag("out", "bench/results");
+const runs = Number(flag("runs", scale === "full" ? "30" : "5"));
+const big = scale === "full" ? 64 * Mi : Mi;
+const mid = scale === "full" ? 16 * Mi : Mi / 4;
+console.error(`bench: ${caps.description}, scale ${scale}, median of ${runs} runs per kernel`);
 const profiler = new GpuProfiler(gpu);
 
 interface Row {
@@ -174,12 +188,17 @@ async function copyBandwidth(bytes: number): Promise<{ kernel: number; queue: nu
   }
   for (const b of [src, dst, resolve]) b.destroy();
   query.destroy();
-  // Bytes moved: read plus write.
-  return { kernel: (2 * bytes) / median(kernel), queue: (2 * bytes) / median(queue) };
+  // Bytes moved: read plus write. A zero time (no timestamps) gives no rate, not Infinity.
+  const rate = (ns: number[]) => (median(ns) > 0 ? (2 * bytes) / median(ns) : NaN);
+  return { kernel: rate(kernel), queue: rate(queue) };
 }
 
 const copy = await copyBandwidth(big * 4);
 const copyGBps = Math.max(copy.kernel, copy.queue);
+if (!(copyGBps > 0)) {
+  console.error("bench: the adapter's timestamps read zero: no time can be measured here.");
+  Deno.exit(2);
+}
 console.error(
   `copy bandwidth: vec4 kernel ${copy.kernel.toFixed(0)} GB/s, queue copy ${
     copy.queue.toFixed(0)
