@@ -358,7 +358,14 @@ Deno.test({
 Deno.test("tidy refuses an async function with a typed error and leaks nothing", async () => {
   const before = liveCounts();
   assert.throws(
-    () => gyre.tidy((async () => gyre.ones([2])) as unknown as () => gyre.Tensor),
+    () =>
+      gyre.tidy(
+        (async () => {
+          const t = gyre.ones([2]);
+          await Promise.resolve();
+          return t;
+        }) as unknown as () => gyre.Tensor,
+      ),
     (e: unknown) =>
       e instanceof gyre.ValueError && /tidy/.test(String(e)) && /Promise/.test(String(e)),
   );
