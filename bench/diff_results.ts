@@ -88,16 +88,22 @@ const dispatchChanges = base.rows.filter((r) =>
 );
 const abs = changes.map((c) => Math.abs(c.change)).sort((a, b) => a - b);
 const spreads = changes.map((c) => c.spread).sort((a, b) => a - b);
+// With one run of the change there is no spread to compare against: list what moved over 2%.
+const oneRun = headPaths.length === 1;
 const beyond = changes.filter((c) =>
-  Math.abs(c.change) > Math.max(2 * c.spread, 0.02) && Math.abs(c.change) > 0.02
+  Math.abs(c.change) > 0.02 && (oneRun || Math.abs(c.change) > 2 * c.spread)
 );
 lines.push(
   "",
   `Summary: ${changes.length} rows; |change| median ${pct(median(abs))}, largest ${
     pct(abs[abs.length - 1] ?? 0)
-  }; spread between runs median ${pct(median(spreads))}, largest ${
-    pct(spreads[spreads.length - 1] ?? 0)
-  }. Rows that moved by more than 2% and more than twice their spread: ${
+  }; ${
+    oneRun
+      ? "one run of the change, so no run-to-run spread here"
+      : `spread between runs median ${pct(median(spreads))}, largest ${
+        pct(spreads[spreads.length - 1] ?? 0)
+      }`
+  }. Rows that moved by more than 2%${oneRun ? "" : " and more than twice their spread"}: ${
     beyond.length === 0
       ? "none"
       : beyond.map((c) => `${c.name} (${pct(c.change)}, spread ${pct(c.spread)})`).join("; ")
