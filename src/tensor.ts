@@ -250,271 +250,1054 @@ export class Tensor {
   }
 
   // Elementwise (see ops/elementwise.ts for semantics).
+  /**
+   * The method form of `gyre.add(this, ...)`: see `add` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.tensor([0.5, 1, 2]).add(2);
+   * ```
+   */
   add(b: TensorLike): Tensor {
     return ops.ew.add(this, b);
   }
+  /**
+   * The method form of `gyre.sub(this, ...)`: see `sub` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.tensor([0.5, 1, 2]).sub(2);
+   * ```
+   */
   sub(b: TensorLike): Tensor {
     return ops.ew.sub(this, b);
   }
+  /**
+   * The method form of `gyre.mul(this, ...)`: see `mul` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.tensor([0.5, 1, 2]).mul(2);
+   * ```
+   */
   mul(b: TensorLike): Tensor {
     return ops.ew.mul(this, b);
   }
+  /**
+   * The method form of `gyre.div(this, ...)`: see `div` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.tensor([0.5, 1, 2]).div(2);
+   * ```
+   */
   div(b: TensorLike): Tensor {
     return ops.ew.div(this, b);
   }
+  /**
+   * The method form of `gyre.pow(this, ...)`: see `pow` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.tensor([0.5, 1, 2]).pow(2);
+   * ```
+   */
   pow(b: TensorLike): Tensor {
     return ops.ew.pow(this, b);
   }
+  /**
+   * The method form of `gyre.maximum(this, ...)`: see `maximum` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.tensor([0.5, 1, 2]).maximum(2);
+   * ```
+   */
   maximum(b: TensorLike): Tensor {
     return ops.ew.maximum(this, b);
   }
+  /**
+   * The method form of `gyre.minimum(this, ...)`: see `minimum` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.tensor([0.5, 1, 2]).minimum(2);
+   * ```
+   */
   minimum(b: TensorLike): Tensor {
     return ops.ew.minimum(this, b);
   }
+  /**
+   * The method form of `gyre.mod(this, ...)`: see `mod` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.tensor([0.5, 1, 2]).mod(2);
+   * ```
+   */
   mod(b: TensorLike): Tensor {
     return ops.ew.mod(this, b);
   }
+  /**
+   * The method form of `gyre.equal(this, ...)`: see `equal` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.tensor([0.5, 1, 2]).equal(2);
+   * ```
+   */
   equal(b: TensorLike): Tensor {
     return ops.ew.equal(this, b);
   }
+  /**
+   * The method form of `gyre.notEqual(this, ...)`: see `notEqual` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.tensor([0.5, 1, 2]).notEqual(2);
+   * ```
+   */
   notEqual(b: TensorLike): Tensor {
     return ops.ew.notEqual(this, b);
   }
+  /**
+   * The method form of `gyre.less(this, ...)`: see `less` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.tensor([0.5, 1, 2]).less(2);
+   * ```
+   */
   less(b: TensorLike): Tensor {
     return ops.ew.less(this, b);
   }
+  /**
+   * The method form of `gyre.lessEqual(this, ...)`: see `lessEqual` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.tensor([0.5, 1, 2]).lessEqual(2);
+   * ```
+   */
   lessEqual(b: TensorLike): Tensor {
     return ops.ew.lessEqual(this, b);
   }
+  /**
+   * The method form of `gyre.greater(this, ...)`: see `greater` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.tensor([0.5, 1, 2]).greater(2);
+   * ```
+   */
   greater(b: TensorLike): Tensor {
     return ops.ew.greater(this, b);
   }
+  /**
+   * The method form of `gyre.greaterEqual(this, ...)`: see `greaterEqual` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.tensor([0.5, 1, 2]).greaterEqual(2);
+   * ```
+   */
   greaterEqual(b: TensorLike): Tensor {
     return ops.ew.greaterEqual(this, b);
   }
+  /**
+   * The method form of `gyre.logicalAnd(this, ...)`: see `logicalAnd` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.tensor([true, false]).logicalAnd(true);
+   * ```
+   */
   logicalAnd(b: TensorLike): Tensor {
     return ops.ew.logicalAnd(this, b);
   }
+  /**
+   * The method form of `gyre.logicalOr(this, ...)`: see `logicalOr` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.tensor([true, false]).logicalOr(false);
+   * ```
+   */
   logicalOr(b: TensorLike): Tensor {
     return ops.ew.logicalOr(this, b);
   }
+  /**
+   * The method form of `gyre.logicalNot(this, ...)`: see `logicalNot` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.tensor([true, false]).logicalNot();
+   * ```
+   */
   logicalNot(): Tensor {
     return ops.ew.logicalNot(this);
   }
+  /**
+   * The method form of `gyre.neg(this, ...)`: see `neg` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.tensor([0.5, 1, 2]).neg();
+   * ```
+   */
   neg(): Tensor {
     return ops.ew.neg(this);
   }
+  /**
+   * The method form of `gyre.abs(this, ...)`: see `abs` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.tensor([0.5, 1, 2]).abs();
+   * ```
+   */
   abs(): Tensor {
     return ops.ew.abs(this);
   }
+  /**
+   * The method form of `gyre.sign(this, ...)`: see `sign` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.tensor([0.5, 1, 2]).sign();
+   * ```
+   */
   sign(): Tensor {
     return ops.ew.sign(this);
   }
+  /**
+   * The method form of `gyre.exp(this, ...)`: see `exp` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.tensor([0.5, 1, 2]).exp();
+   * ```
+   */
   exp(): Tensor {
     return ops.ew.exp(this);
   }
+  /**
+   * The method form of `gyre.exp2(this, ...)`: see `exp2` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.tensor([0.5, 1, 2]).exp2();
+   * ```
+   */
   exp2(): Tensor {
     return ops.ew.exp2(this);
   }
+  /**
+   * The method form of `gyre.log(this, ...)`: see `log` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.tensor([0.5, 1, 2]).log();
+   * ```
+   */
   log(): Tensor {
     return ops.ew.log(this);
   }
+  /**
+   * The method form of `gyre.log2(this, ...)`: see `log2` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.tensor([0.5, 1, 2]).log2();
+   * ```
+   */
   log2(): Tensor {
     return ops.ew.log2(this);
   }
+  /**
+   * The method form of `gyre.log1p(this, ...)`: see `log1p` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.tensor([0.5, 1, 2]).log1p();
+   * ```
+   */
   log1p(): Tensor {
     return ops.ew.log1p(this);
   }
+  /**
+   * The method form of `gyre.expm1(this, ...)`: see `expm1` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.tensor([0.5, 1, 2]).expm1();
+   * ```
+   */
   expm1(): Tensor {
     return ops.ew.expm1(this);
   }
+  /**
+   * The method form of `gyre.sqrt(this, ...)`: see `sqrt` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.tensor([0.5, 1, 2]).sqrt();
+   * ```
+   */
   sqrt(): Tensor {
     return ops.ew.sqrt(this);
   }
+  /**
+   * The method form of `gyre.rsqrt(this, ...)`: see `rsqrt` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.tensor([0.5, 1, 2]).rsqrt();
+   * ```
+   */
   rsqrt(): Tensor {
     return ops.ew.rsqrt(this);
   }
+  /**
+   * The method form of `gyre.square(this, ...)`: see `square` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.tensor([0.5, 1, 2]).square();
+   * ```
+   */
   square(): Tensor {
     return ops.ew.square(this);
   }
+  /**
+   * The method form of `gyre.reciprocal(this, ...)`: see `reciprocal` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.tensor([0.5, 1, 2]).reciprocal();
+   * ```
+   */
   reciprocal(): Tensor {
     return ops.ew.reciprocal(this);
   }
+  /**
+   * The method form of `gyre.sin(this, ...)`: see `sin` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.tensor([0.5, 1, 2]).sin();
+   * ```
+   */
   sin(): Tensor {
     return ops.ew.sin(this);
   }
+  /**
+   * The method form of `gyre.cos(this, ...)`: see `cos` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.tensor([0.5, 1, 2]).cos();
+   * ```
+   */
   cos(): Tensor {
     return ops.ew.cos(this);
   }
+  /**
+   * The method form of `gyre.tan(this, ...)`: see `tan` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.tensor([0.5, 1, 2]).tan();
+   * ```
+   */
   tan(): Tensor {
     return ops.ew.tan(this);
   }
+  /**
+   * The method form of `gyre.tanh(this, ...)`: see `tanh` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.tensor([0.5, 1, 2]).tanh();
+   * ```
+   */
   tanh(): Tensor {
     return ops.ew.tanh(this);
   }
+  /**
+   * The method form of `gyre.sigmoid(this, ...)`: see `sigmoid` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.tensor([0.5, 1, 2]).sigmoid();
+   * ```
+   */
   sigmoid(): Tensor {
     return ops.ew.sigmoid(this);
   }
+  /**
+   * The method form of `gyre.erf(this, ...)`: see `erf` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.tensor([0.5, 1, 2]).erf();
+   * ```
+   */
   erf(): Tensor {
     return ops.ew.erf(this);
   }
+  /**
+   * The method form of `gyre.floor(this, ...)`: see `floor` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.tensor([0.5, 1, 2]).floor();
+   * ```
+   */
   floor(): Tensor {
     return ops.ew.floor(this);
   }
+  /**
+   * The method form of `gyre.ceil(this, ...)`: see `ceil` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.tensor([0.5, 1, 2]).ceil();
+   * ```
+   */
   ceil(): Tensor {
     return ops.ew.ceil(this);
   }
+  /**
+   * The method form of `gyre.round(this, ...)`: see `round` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.tensor([0.5, 1, 2]).round();
+   * ```
+   */
   round(): Tensor {
     return ops.ew.round(this);
   }
+  /**
+   * The method form of `gyre.clip(this, ...)`: see `clip` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.tensor([0.5, 1, 2]).clip(0, 1);
+   * ```
+   */
   clip(min?: number | null, max?: number | null): Tensor {
     return ops.ew.clip(this, min, max);
   }
+  /**
+   * The method form of `gyre.cast(this, ...)`: see `cast` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.tensor([0.5, 1, 2]).where(gyre.tensor([true, false, true]), 0);
+   * ```
+   */
   where(condition: TensorLike, other: TensorLike): Tensor {
     return ops.ew.where(condition, this, other);
   }
+  /**
+   * The method form of `gyre.cast(this, ...)`: see `cast` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.tensor([0.5, 1, 2]).cast("int32");
+   * ```
+   */
   cast(dtype: DType): Tensor {
     return ops.ew.cast(this, dtype);
   }
 
   // Reductions.
+  /**
+   * The method form of `gyre.sum(this, ...)`: see `sum` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.tensor([[1, 2], [3, 4]]).sum({ axis: 0 });
+   * ```
+   */
   sum(options?: ReduceOptions): Tensor {
     return ops.red.sum(this, options);
   }
+  /**
+   * The method form of `gyre.max(this, ...)`: see `max` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.tensor([[1, 2], [3, 4]]).max({ axis: 1, keepdims: true });
+   * ```
+   */
   max(options?: ReduceOptions): Tensor {
     return ops.red.max(this, options);
   }
+  /**
+   * The method form of `gyre.min(this, ...)`: see `min` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.tensor([[1, 2], [3, 4]]).min();
+   * ```
+   */
   min(options?: ReduceOptions): Tensor {
     return ops.red.min(this, options);
   }
+  /**
+   * The method form of `gyre.prod(this, ...)`: see `prod` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.tensor([[1, 2], [3, 4]]).prod();
+   * ```
+   */
   prod(options?: ReduceOptions): Tensor {
     return ops.red.prod(this, options);
   }
+  /**
+   * The method form of `gyre.mean(this, ...)`: see `mean` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.tensor([[1, 2], [3, 4]]).mean({ axis: 0 });
+   * ```
+   */
   mean(options?: ReduceOptions): Tensor {
     return ops.red.mean(this, options);
   }
 
+  /**
+   * The method form of `gyre.argmax(this, ...)`: see `argmax` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.tensor([[1, 2], [3, 4]]).argmax({ axis: 1 });
+   * ```
+   */
   argmax(options?: ArgReduceOptions): Tensor {
     return ops.red.argmax(this, options);
   }
+  /**
+   * The method form of `gyre.argmin(this, ...)`: see `argmin` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.tensor([[1, 2], [3, 4]]).argmin();
+   * ```
+   */
   argmin(options?: ArgReduceOptions): Tensor {
     return ops.red.argmin(this, options);
   }
+  /**
+   * The method form of `gyre.all(this, ...)`: see `all` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.tensor([true, false]).all();
+   * ```
+   */
   all(options?: ReduceOptions): Tensor {
     return ops.red.all(this, options);
   }
+  /**
+   * The method form of `gyre.any(this, ...)`: see `any` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.tensor([true, false]).any();
+   * ```
+   */
   any(options?: ReduceOptions): Tensor {
     return ops.red.any(this, options);
   }
+  /**
+   * The method form of `gyre.logsumexp(this, ...)`: see `logsumexp` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.tensor([[1, 2], [3, 4]]).logsumexp({ axis: 1 });
+   * ```
+   */
   logsumexp(options?: ReduceOptions): Tensor {
     return ops.red.logsumexp(this, options);
   }
+  /**
+   * The method form of `gyre.variance(this, ...)`: see `variance` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.tensor([[1, 2], [3, 4]]).variance({ ddof: 1 });
+   * ```
+   */
   variance(options?: VarianceOptions): Tensor {
     return ops.red.variance(this, options);
   }
+  /**
+   * The method form of `gyre.std(this, ...)`: see `std` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.tensor([[1, 2], [3, 4]]).std();
+   * ```
+   */
   std(options?: VarianceOptions): Tensor {
     return ops.red.std(this, options);
   }
 
   // Activations.
+  /**
+   * The method form of `gyre.relu(this, ...)`: see `relu` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.tensor([0.5, 1, 2]).relu();
+   * ```
+   */
   relu(): Tensor {
     return ops.act.relu(this);
   }
+  /**
+   * The method form of `gyre.gelu(this, ...)`: see `gelu` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.tensor([0.5, 1, 2]).gelu({ approximate: "tanh" });
+   * ```
+   */
   gelu(options?: GeluOptions): Tensor {
     return ops.act.gelu(this, options);
   }
+  /**
+   * The method form of `gyre.silu(this, ...)`: see `silu` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.tensor([0.5, 1, 2]).silu();
+   * ```
+   */
   silu(): Tensor {
     return ops.act.silu(this);
   }
+  /**
+   * The method form of `gyre.mish(this, ...)`: see `mish` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.tensor([0.5, 1, 2]).mish();
+   * ```
+   */
   mish(): Tensor {
     return ops.act.mish(this);
   }
+  /**
+   * The method form of `gyre.hardswish(this, ...)`: see `hardswish` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.tensor([0.5, 1, 2]).hardswish();
+   * ```
+   */
   hardswish(): Tensor {
     return ops.act.hardswish(this);
   }
+  /**
+   * The method form of `gyre.hardsigmoid(this, ...)`: see `hardsigmoid` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.tensor([0.5, 1, 2]).hardsigmoid();
+   * ```
+   */
   hardsigmoid(): Tensor {
     return ops.act.hardsigmoid(this);
   }
+  /**
+   * The method form of `gyre.leakyRelu(this, ...)`: see `leakyRelu` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.tensor([0.5, 1, 2]).leakyRelu({ alpha: 0.1 });
+   * ```
+   */
   leakyRelu(options?: { alpha?: number }): Tensor {
     return ops.act.leakyRelu(this, options);
   }
+  /**
+   * The method form of `gyre.elu(this, ...)`: see `elu` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.tensor([0.5, 1, 2]).elu({ alpha: 1 });
+   * ```
+   */
   elu(options?: { alpha?: number }): Tensor {
     return ops.act.elu(this, options);
   }
+  /**
+   * The method form of `gyre.selu(this, ...)`: see `selu` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.tensor([0.5, 1, 2]).selu();
+   * ```
+   */
   selu(): Tensor {
     return ops.act.selu(this);
   }
+  /**
+   * The method form of `gyre.softplus(this, ...)`: see `softplus` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.tensor([0.5, 1, 2]).softplus({ beta: 1 });
+   * ```
+   */
   softplus(options?: { beta?: number; threshold?: number }): Tensor {
     return ops.act.softplus(this, options);
   }
+  /**
+   * The method form of `gyre.softsign(this, ...)`: see `softsign` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.tensor([0.5, 1, 2]).softsign();
+   * ```
+   */
   softsign(): Tensor {
     return ops.act.softsign(this);
   }
 
   // Softmax and normalisation.
+  /**
+   * The method form of `gyre.softmax(this, ...)`: see `softmax` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.tensor([[1, 2], [3, 4]]).softmax({ axis: -1 });
+   * ```
+   */
   softmax(options?: norm.SoftmaxOptions): Tensor {
     return ops.norm.softmax(this, options);
   }
+  /**
+   * The method form of `gyre.logSoftmax(this, ...)`: see `logSoftmax` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.tensor([[1, 2], [3, 4]]).logSoftmax();
+   * ```
+   */
   logSoftmax(options?: norm.SoftmaxOptions): Tensor {
     return ops.norm.logSoftmax(this, options);
   }
+  /**
+   * The method form of `gyre.layerNorm(this, ...)`: see `layerNorm` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.tensor([[1, 2], [3, 4]]).layerNorm();
+   * ```
+   */
   layerNorm(options?: norm.LayerNormOptions): Tensor {
     return ops.norm.layerNorm(this, options);
   }
+  /**
+   * The method form of `gyre.rmsNorm(this, ...)`: see `rmsNorm` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.tensor([[1, 2], [3, 4]]).rmsNorm();
+   * ```
+   */
   rmsNorm(options?: norm.RmsNormOptions): Tensor {
     return ops.norm.rmsNorm(this, options);
   }
+  /**
+   * The method form of `gyre.groupNorm(this, ...)`: see `groupNorm` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.ones([1, 2, 4, 4]).groupNorm({ groups: 2 });
+   * ```
+   */
   groupNorm(options: norm.GroupNormOptions): Tensor {
     return ops.norm.groupNorm(this, options);
   }
+  /**
+   * The method form of `gyre.batchNorm(this, ...)`: see `batchNorm` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.ones([1, 2, 4, 4]).batchNorm({ training: true }).output;
+   * ```
+   */
   batchNorm(options: norm.BatchNormOptions & { training: true }): norm.BatchNormTrainingResult;
+  /**
+   * The method form of `gyre.batchNorm(this, ...)`: see `batchNorm` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.ones([1, 2, 4, 4]).batchNorm({ training: true }).output;
+   * ```
+   */
   batchNorm(options?: norm.BatchNormOptions & { training?: false }): Tensor;
+  /**
+   * The method form of `gyre.batchNorm(this, ...)`: see `batchNorm` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.ones([1, 2, 4, 4]).batchNorm({ training: true }).output;
+   * ```
+   */
   batchNorm(options: norm.BatchNormOptions = {}): Tensor | norm.BatchNormTrainingResult {
     return ops.norm.batchNorm(this, options);
   }
 
   // Scans.
+  /**
+   * The method form of `gyre.cumsum(this, ...)`: see `cumsum` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.tensor([[1, 2], [3, 4]]).cumsum({ axis: 1 });
+   * ```
+   */
   cumsum(options?: scan.ScanOptions): Tensor {
     return ops.scan.cumsum(this, options);
   }
+  /**
+   * The method form of `gyre.cumprod(this, ...)`: see `cumprod` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.tensor([[1, 2], [3, 4]]).cumprod();
+   * ```
+   */
   cumprod(options?: scan.ScanOptions): Tensor {
     return ops.scan.cumprod(this, options);
   }
+  /**
+   * The method form of `gyre.cummax(this, ...)`: see `cummax` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.tensor([[1, 2], [3, 4]]).cummax();
+   * ```
+   */
   cummax(options?: scan.ScanOptions): Tensor {
     return ops.scan.cummax(this, options);
   }
+  /**
+   * The method form of `gyre.cummin(this, ...)`: see `cummin` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.tensor([[1, 2], [3, 4]]).cummin({ reverse: true });
+   * ```
+   */
   cummin(options?: scan.ScanOptions): Tensor {
     return ops.scan.cummin(this, options);
   }
 
   // Matrix products.
+  /**
+   * The method form of `gyre.matmul(this, ...)`: see `matmul` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.tensor([[1, 2], [3, 4]]).matmul(gyre.tensor([[1], [0]]));
+   * ```
+   */
   matmul(b: Tensor, options?: mm.MatmulOptions): Tensor {
     return ops.mm.matmul(this, b, options);
   }
+  /**
+   * The method form of `gyre.linear(this, ...)`: see `linear` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.tensor([[1, 2], [3, 4]]).linear(gyre.ones([3, 2]), { activation: "relu" });
+   * ```
+   */
   linear(weight: Tensor, options?: mm.LinearOptions): Tensor {
     return ops.mm.linear(this, weight, options);
   }
 
   // Pooling (NCHW or CHW).
+  /**
+   * The method form of `gyre.maxPool2d(this, ...)`: see `maxPool2d` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.ones([1, 2, 4, 4]).maxPool2d({ kernelSize: 2 });
+   * ```
+   */
   maxPool2d(options: pool.MaxPool2dOptions & { returnIndices: true }): pool.PoolWithIndices;
+  /**
+   * The method form of `gyre.maxPool2d(this, ...)`: see `maxPool2d` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.ones([1, 2, 4, 4]).maxPool2d({ kernelSize: 2 });
+   * ```
+   */
   maxPool2d(options: pool.MaxPool2dOptions & { returnIndices?: false }): Tensor;
+  /**
+   * The method form of `gyre.maxPool2d(this, ...)`: see `maxPool2d` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.ones([1, 2, 4, 4]).maxPool2d({ kernelSize: 2 });
+   * ```
+   */
   maxPool2d(options: pool.MaxPool2dOptions): Tensor | pool.PoolWithIndices {
     return ops.pool.maxPool2d(this, options);
   }
+  /**
+   * The method form of `gyre.avgPool2d(this, ...)`: see `avgPool2d` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.ones([1, 2, 4, 4]).avgPool2d({ kernelSize: 2 });
+   * ```
+   */
   avgPool2d(options: pool.AvgPool2dOptions): Tensor {
     return ops.pool.avgPool2d(this, options);
   }
+  /**
+   * The method form of `gyre.adaptiveAvgPool2d(this, ...)`: see `adaptiveAvgPool2d` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.ones([1, 2, 4, 4]).adaptiveAvgPool2d(1);
+   * ```
+   */
   adaptiveAvgPool2d(outputSize: pool.AdaptiveSize): Tensor {
     return ops.pool.adaptiveAvgPool2d(this, outputSize);
   }
+  /**
+   * The method form of `gyre.adaptiveMaxPool2d(this, ...)`: see `adaptiveMaxPool2d` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.ones([1, 2, 4, 4]).adaptiveMaxPool2d([2, 2]);
+   * ```
+   */
   adaptiveMaxPool2d(
     outputSize: pool.AdaptiveSize,
     options: pool.AdaptiveMaxPool2dOptions & { returnIndices: true },
   ): pool.PoolWithIndices;
+  /**
+   * The method form of `gyre.adaptiveMaxPool2d(this, ...)`: see `adaptiveMaxPool2d` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.ones([1, 2, 4, 4]).adaptiveMaxPool2d([2, 2]);
+   * ```
+   */
   adaptiveMaxPool2d(
     outputSize: pool.AdaptiveSize,
     options?: pool.AdaptiveMaxPool2dOptions & { returnIndices?: false },
   ): Tensor;
+  /**
+   * The method form of `gyre.adaptiveMaxPool2d(this, ...)`: see `adaptiveMaxPool2d` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.ones([1, 2, 4, 4]).adaptiveMaxPool2d([2, 2]);
+   * ```
+   */
   adaptiveMaxPool2d(
     outputSize: pool.AdaptiveSize,
     options: pool.AdaptiveMaxPool2dOptions = {},
@@ -523,21 +1306,75 @@ export class Tensor {
   }
 
   // Shapes and views.
+  /**
+   * The method form of `gyre.reshape(this, ...)`: see `reshape` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.tensor([[1, 2], [3, 4]]).reshape([4]);
+   * ```
+   */
   reshape(shape: readonly number[]): Tensor {
     return ops.sh.reshape(this, shape);
   }
+  /**
+   * The method form of `gyre.transpose(this, ...)`: see `transpose` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.tensor([[1, 2], [3, 4]]).transpose();
+   * ```
+   */
   transpose(permutation?: readonly number[]): Tensor {
     return ops.sh.transpose(this, permutation);
   }
+  /**
+   * The method form of `gyre.expandDims(this, ...)`: see `expandDims` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.tensor([[1, 2], [3, 4]]).expandDims(0);
+   * ```
+   */
   expandDims(axis: number): Tensor {
     return ops.sh.expandDims(this, axis);
   }
+  /**
+   * The method form of `gyre.squeeze(this, ...)`: see `squeeze` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.ones([1, 3]).squeeze();
+   * ```
+   */
   squeeze(axis?: number | readonly number[]): Tensor {
     return ops.sh.squeeze(this, axis);
   }
+  /**
+   * The method form of `gyre.slice(this, ...)`: see `slice` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.tensor([[1, 2], [3, 4]]).slice([0, 1]);
+   * ```
+   */
   slice(...ranges: sh.SliceRange[]): Tensor {
     return ops.sh.slice(this, ...ranges);
   }
+  /**
+   * The method form of `gyre.broadcastTo(this, ...)`: see `broadcastTo` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.tensor([1, 2]).broadcastTo([3, 2]);
+   * ```
+   */
   broadcastTo(shape: readonly number[]): Tensor {
     return ops.sh.broadcastTo(this, shape);
   }
