@@ -18,6 +18,7 @@ const CREATION_KEYS = ["dtype", "device"] as const;
 
 /** Where and as what a new tensor is made. */
 export interface CreationOptions {
+  /** The element type (float32 by default). */
   dtype?: DType;
   /** "gpu" or "wasm"; the runtime's device by default. */
   device?: DeviceName;

@@ -14,6 +14,7 @@
 import "./ops/mod.ts";
 export { Tensor } from "./tensor.ts";
 export {
+  type DevicePreference,
   flush,
   init,
   type InitOptions,
@@ -28,7 +29,7 @@ export {
 } from "./runtime.ts";
 export { tidy } from "./tidy.ts";
 export { explain, type Explanation } from "./explain.ts";
-export { jit } from "./jit.ts";
+export { jit, type JittedFunction } from "./jit.ts";
 export {
   arange,
   type CreationOptions,
@@ -92,6 +93,8 @@ export {
   ValueError,
   WasmMemoryError,
 } from "./core/errors.ts";
-export type { DeviceName } from "./contract/backend.ts";
+export type { DeviceName, KernelRecord } from "./contract/backend.ts";
+export type { PoolStats } from "./gpu/buffer_pool.ts";
+export type { AllocatorStats } from "./wasm/allocator.ts";
 export type { DeviceCaps } from "./core/caps.ts";
 export * from "./ops/rows.ts";

@@ -35,7 +35,9 @@ export interface InitOptions {
 
 /** Allocation counters of both devices. */
 export interface RuntimeStats {
+  /** The GPU buffer pool's counters, or null without a GPU. */
   gpu: PoolStats | null;
+  /** The WASM allocator's counters. */
   wasm: AllocatorStats;
 }
 
@@ -59,9 +61,12 @@ export class Runtime {
   fusion = true;
   /** What was asked for. */
   readonly preference: DevicePreference;
+  /** The WASM device (always present). */
   readonly wasm: WasmBackend;
+  /** The GPU device, or null where WebGPU offered no adapter. */
   readonly gpu: GpuBackend | null;
 
+  /** A runtime over `gpu` (or none) and a new WASM device; use {@link init} rather than this. */
   constructor(preference: DevicePreference, gpu: GpuBackend | null) {
     this.preference = preference;
     this.gpu = gpu;

@@ -81,6 +81,7 @@ export interface Backend extends StorageOwner {
 
 /** One kernel launch, as `explain` and tests see it. */
 export interface KernelRecord {
+  /** The device that launched it. */
   device: DeviceName;
   /** The op that launched it; fused elementwise kernels name every op folded in, joined by "+". */
   kernel: string;

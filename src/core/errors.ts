@@ -32,6 +32,7 @@ export class GyreError extends Error implements GyreErrorDetails {
   argument: string;
   expected: string;
   received: string;
+  /** An error from its details (the message is built from them). */
   constructor(details: GyreErrorDetails) {
     super(
       `${details.op}: argument '${details.argument}' expected ${details.expected}, received ${details.received}`,
@@ -114,6 +115,7 @@ export class DisposedError extends GyreError {}
 export class GpuError extends GyreError {
   /** `"validation"`, `"out-of-memory"`, `"internal"` or `"device-lost"`. */
   kind: "validation" | "out-of-memory" | "internal" | "device-lost";
+  /** An error of `kind` from the op, argument, expectation and what came. */
   constructor(
     kind: GpuError["kind"],
     op: string,

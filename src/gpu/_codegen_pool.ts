@@ -136,7 +136,7 @@ export interface PoolGeometry {
  * Invocations of a dispatch: one per `outputsPerInvocation` outputs of each output row.
  *
  * @example
- * ```ts
+ * ```ts ignore
  * poolInvocations(spec, geometry); // planes * outHeight * ceil(outWidth / 4) for 4 outputs
  * ```
  */
@@ -155,7 +155,7 @@ function rowInvocations(s: PoolSpec, g: PoolGeometry): number {
  * Packs the uniform block (16 words; see `Params` in the generated code).
  *
  * @example
- * ```ts
+ * ```ts ignore
  * backend.dispatch("maxPool2d", pipeline, buffers, poolUniforms(spec, geometry), grid);
  * ```
  */

@@ -15,6 +15,7 @@ export interface PoolStats {
   liveBytes: number;
   /** Released buffers kept for reuse. */
   pooledBuffers: number;
+  /** Bytes of the released buffers kept for reuse. */
   pooledBytes: number;
   /** Buffers ever created. */
   created: number;

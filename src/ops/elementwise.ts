@@ -22,16 +22,10 @@ import {
 import { E } from "../ir/expr.ts";
 
 /**
- * The dtype an op computes in for operands of `dtype` (see the module's dtype rules).
- *
- * @example
- * ```ts
- * import { computeDtype } from "@gyre/gyre";
- * import { UNARY } from "../ir/elementwise_table.ts";
- * computeDtype("exp", UNARY.exp, "int32"); // "float32"
- * ```
+ * The dtype an op computes in for operands of `dtype` (see the module's dtype rules): for `exp`
+ * of int32, float32. Internal to this module.
  */
-export function computeDtype(op: string, def: ElementwiseDef, dtype: DType, argument = "x"): DType {
+function computeDtype(op: string, def: ElementwiseDef, dtype: DType, argument = "x"): DType {
   switch (def.accepts) {
     case "float":
       return isFloat(dtype) ? dtype : "float32";

@@ -113,7 +113,9 @@ export type AdaptiveSize = number | readonly [number | null, number | null];
  * ```
  */
 export interface PoolWithIndices {
+  /** The pooled values. */
   values: Tensor;
+  /** The int32 flat index (`h * W + w` within its plane) of each maximum. */
   indices: Tensor;
 }
 
@@ -376,10 +378,12 @@ export function maxPool2d(
   x: Tensor,
   options: MaxPool2dOptions & { returnIndices: true },
 ): PoolWithIndices;
+/** Max pooling without the indices (see the overload above). */
 export function maxPool2d(
   x: Tensor,
   options: MaxPool2dOptions & { returnIndices?: false },
 ): Tensor;
+/** Max pooling, with or without the indices as `options.returnIndices` says. */
 export function maxPool2d(x: Tensor, options: MaxPool2dOptions): Tensor | PoolWithIndices;
 export function maxPool2d(x: Tensor, options: MaxPool2dOptions): Tensor | PoolWithIndices {
   const op = "maxPool2d";
@@ -468,11 +472,13 @@ export function adaptiveMaxPool2d(
   outputSize: AdaptiveSize,
   options: AdaptiveMaxPool2dOptions & { returnIndices: true },
 ): PoolWithIndices;
+/** Adaptive max pooling without the indices (see the overload above). */
 export function adaptiveMaxPool2d(
   x: Tensor,
   outputSize: AdaptiveSize,
   options?: AdaptiveMaxPool2dOptions & { returnIndices?: false },
 ): Tensor;
+/** Adaptive max pooling, with or without the indices as `options.returnIndices` says. */
 export function adaptiveMaxPool2d(
   x: Tensor,
   outputSize: AdaptiveSize,

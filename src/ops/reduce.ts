@@ -262,6 +262,7 @@ export function mean(x: TensorLike, options: ReduceOptions = {}): Tensor {
 export interface ArgReduceOptions {
   /** The axis to search along; the flattened tensor when omitted. */
   axis?: number;
+  /** Keep the reduced axis with length 1. Default false. */
   keepdims?: boolean;
 }
 

@@ -636,7 +636,9 @@ export function batchNorm(
   x: Tensor,
   options: BatchNormOptions & { training: true },
 ): BatchNormTrainingResult;
+/** Batch normalisation in inference mode, with the running statistics (see above). */
 export function batchNorm(x: Tensor, options: BatchNormOptions & { training?: false }): Tensor;
+/** Batch normalisation, in training or inference mode as `options.training` says. */
 export function batchNorm(
   x: Tensor,
   options: BatchNormOptions,

@@ -60,7 +60,7 @@ const TRANSPOSED_CLONE_TILED_ELEMENTS = 1 << 22;
  *
  * @example
  * ```ts
- * import { planElementwise } from "@gyre/gyre";
+ * import { planElementwise } from "@gyre/gyre/tuning";
  * planElementwise(undefined, { elements: 1 << 20, vec4Eligible: true }).variant; // "vec4"
  * ```
  */

@@ -216,7 +216,7 @@ const MATMUL_MIN_SPLIT = 1024;
  *
  * @example
  * ```ts
- * import { planMatmul } from "@gyre/gyre";
+ * import { planMatmul } from "@gyre/gyre/tuning";
  * planMatmul(undefined, { m: 4096, n: 4096, k: 4096, batch: 1, dtype: "float32" }).tileM; // 128
  * planMatmul(undefined, { m: 1, n: 4096, k: 4096, batch: 1, dtype: "float32" }).variant; // "gemv"
  * ```
@@ -327,7 +327,7 @@ const MATMUL_PROLOGUE_MAX_FLOPS = 2 ** 30;
  *
  * @example
  * ```ts
- * import { planMatmulPrologue } from "@gyre/gyre";
+ * import { planMatmulPrologue } from "@gyre/gyre/tuning";
  * planMatmulPrologue({ m: 256, n: 256, k: 256, batch: 1 }); // true
  * planMatmulPrologue({ m: 4096, n: 4096, k: 4096, batch: 1 }); // false
  * ```
@@ -434,7 +434,7 @@ export const WASM_GEMM_MIN_FLOPS = 1e7;
  *
  * @example
  * ```ts
- * import { planWasmGemm } from "@gyre/gyre";
+ * import { planWasmGemm } from "@gyre/gyre/tuning";
  * planWasmGemm({ m: 1024, n: 1024, k: 1024, batch: 1, cores: 2 }); // 2 threads, rows
  * planWasmGemm({ m: 64, n: 64, k: 64, batch: 1, cores: 2 }).threads; // 1
  * ```

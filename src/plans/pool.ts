@@ -56,7 +56,7 @@ const POOL_UNROLL_LIMIT = 256;
  *
  * @example
  * ```ts
- * import { planPool } from "@gyre/gyre";
+ * import { planPool } from "@gyre/gyre/tuning";
  * planPool(undefined, {
  *   window: "regular", kernel: [2, 2], stride: [2, 2], padding: [0, 0], dilation: [1, 1],
  *   inWidth: 224, outWidth: 112, alignedOffset: true,

@@ -65,7 +65,7 @@ const ELEMENTS_PER_INVOCATION = 128;
  *
  * @example
  * ```ts
- * import { planReduce } from "@gyre/gyre";
+ * import { planReduce } from "@gyre/gyre/tuning";
  * planReduce(undefined, { rows: 1, rowLength: 1 << 24 }).chunks; // 512
  * ```
  */

@@ -68,7 +68,7 @@ function clampPow2(n: number, lo: number, hi: number): number {
  *
  * @example
  * ```ts
- * import { rowsCombine } from "@gyre/gyre";
+ * import { rowsCombine } from "@gyre/gyre/tuning";
  * rowsCombine(undefined, 256, true); // "shared" (no device, no subgroups)
  * ```
  */
@@ -105,7 +105,7 @@ export function rowsCombine(
  *
  * @example
  * ```ts
- * import { planRows } from "@gyre/gyre";
+ * import { planRows } from "@gyre/gyre/tuning";
  * planRows(undefined, { rows: 4096, rowLength: 4096, vec4: true });
  * // { variant: "single", threadsPerRow: 256, registers: 4, vec4: true, ... }
  * ```

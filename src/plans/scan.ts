@@ -172,7 +172,7 @@ const SCAN_LOOKBACK_ELEMENTS = 1 << 18;
  *
  * @example
  * ```ts
- * import { planScan } from "@gyre/gyre";
+ * import { planScan } from "@gyre/gyre/tuning";
  * planScan(undefined, { rows: 1, rowLength: 1 << 26 }).variant; // "multipass" (no GPU known)
  * planScan(undefined, { rows: 65536, rowLength: 1000, inner: 256 }).layout; // "columns"
  * ```

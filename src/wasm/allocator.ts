@@ -19,9 +19,13 @@ const MAX_BYTES = 4 * 1024 * 1024 * 1024 - PAGE;
 
 /** Allocation counters. */
 export interface AllocatorStats {
+  /** Blocks in use. */
   liveBlocks: number;
+  /** Bytes of the blocks in use. */
   liveBytes: number;
+  /** Freed blocks kept for reuse. */
   pooledBlocks: number;
+  /** Bytes of the freed blocks kept for reuse. */
   pooledBytes: number;
   /** Current size of the linear memory. */
   memoryBytes: number;
