@@ -14,10 +14,12 @@
 import "./ops/mod.ts";
 export { Tensor } from "./tensor.ts";
 export {
+  type AllocatorStats,
   type DevicePreference,
   flush,
   init,
   type InitOptions,
+  type PoolStats,
   Runtime,
   runtime,
   type RuntimeStats,
@@ -94,7 +96,5 @@ export {
   WasmMemoryError,
 } from "./core/errors.ts";
 export type { DeviceName, KernelRecord } from "./contract/backend.ts";
-export type { PoolStats } from "./gpu/buffer_pool.ts";
-export type { AllocatorStats } from "./wasm/allocator.ts";
 export type { DeviceCaps } from "./core/caps.ts";
 export * from "./ops/rows.ts";

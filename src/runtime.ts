@@ -13,6 +13,8 @@ import { WasmBackend } from "./wasm/backend.ts";
 
 // The WASM device's thread pool is part of the public surface; the runtime, which makes the
 // devices, is the one front-end module that names them.
+export type { PoolStats } from "./gpu/buffer_pool.ts";
+export type { AllocatorStats } from "./wasm/allocator.ts";
 export {
   startWasmThreads,
   stopWasmThreads,
