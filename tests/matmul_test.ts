@@ -13,12 +13,12 @@ import * as tuning from "../src/tuning.ts";
 import type { DeviceCaps } from "../src/gpu/device.ts";
 import type { GpuStorage } from "../src/gpu/host.ts";
 import { transposeCopy } from "../src/gpu/elementwise.ts";
+import { transposeSharedBytes } from "../src/gpu/_codegen_transpose.ts";
 import {
   transposePairs,
-  transposeSharedBytes,
   type TransposeSpec,
   type TransposeUniforms,
-} from "../src/gpu/_codegen_transpose.ts";
+} from "../src/plans/elementwise.ts";
 import { devices, expectClose, expectTensor, liveCounts, values } from "./_devices.ts";
 import { tensorFromStorage, viewOf } from "../src/tensor.ts";
 

@@ -9,9 +9,7 @@ import { type DType, f16BitsToF32, f32ToF16Bits } from "../core/dtype.ts";
 import type { Expr } from "../ir/expr.ts";
 import { constantNodes, exprKey, postOrder } from "../ir/expr.ts";
 import { opDef } from "../ir/elementwise_table.ts";
-import { TILED_WORKGROUP_SIZES } from "../plans/elementwise.ts";
 
-export { TILED_WORKGROUP_SIZES };
 import { computeType, convert, loadAs, preludeFor, storageType, storeAs } from "./_wgsl_types.ts";
 
 /**
@@ -69,7 +67,7 @@ export interface ElementwiseSpec {
   vec4: boolean;
   /**
    * Tiles of {@link TILE_SIDE} x {@link TILE_SIDE} outputs per workgroup (of one of
-   * {@link TILED_WORKGROUP_SIZES}): "transposed" inputs are loaded along their stored rows into
+   * `TILED_WORKGROUP_SIZES` (src/plans/elementwise.ts)): "transposed" inputs are loaded along their stored rows into
    * workgroup memory and read from there across, so every load and store is coalesced.
    */
   tiled?: boolean;

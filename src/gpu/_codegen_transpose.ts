@@ -17,13 +17,7 @@
  */
 
 import { storageType } from "./_wgsl_types.ts";
-import {
-  transposePairs,
-  type TransposeSpec,
-  type TransposeUniforms,
-} from "../plans/elementwise.ts";
-
-export { transposePairs, type TransposeSpec, type TransposeUniforms };
+import { type TransposeSpec, type TransposeUniforms } from "../plans/elementwise.ts";
 
 /** Invocations per workgroup (32 columns by 8 rows). */
 export const TRANSPOSE_THREADS = 256;

@@ -9,16 +9,19 @@ import { batchRun, type Shape, sizeOf } from "../core/shape.ts";
 import type { View } from "../core/view.ts";
 import { observePlan } from "../contract/backend.ts";
 import type { ElementwiseJob } from "../contract/elementwise.ts";
-import { planElementwise, planTranspose } from "../plans/mod.ts";
 import {
   generateTranspose,
   TRANSPOSE_THREADS,
   transposeGroups,
   transposeKey,
-  type TransposeSpec,
-  type TransposeUniforms,
   transposeUniforms,
 } from "./_codegen_transpose.ts";
+import {
+  planElementwise,
+  planTranspose,
+  type TransposeSpec,
+  type TransposeUniforms,
+} from "../plans/elementwise.ts";
 import {
   elementwiseKey,
   type ElementwiseSpec,

@@ -36,7 +36,7 @@ import {
   type TiledSpec,
   tiledThreads,
 } from "./_codegen_matmul.ts";
-import type { TransposeUniforms } from "./_codegen_transpose.ts";
+import type { TransposeUniforms } from "../plans/elementwise.ts";
 import { loadAs, storageType } from "./_wgsl_types.ts";
 import { constantWords, epilogueFunction } from "./_codegen_elementwise.ts";
 

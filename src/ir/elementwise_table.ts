@@ -353,10 +353,12 @@ function bits(op: string): ElementwiseDef {
   };
 }
 
+/** Both tables in one, for lookups by name (built once: code generators call {@link opDef} per node). */
+const OPS: Readonly<Record<UnaryOp | BinaryOp, ElementwiseDef>> = { ...UNARY, ...BINARY };
+
 /** Looks an op up in either table. */
 export function opDef(op: string): ElementwiseDef {
-  const table: Record<string, ElementwiseDef> = { ...UNARY, ...BINARY };
-  const def = table[op];
+  const def = (OPS as Record<string, ElementwiseDef | undefined>)[op];
   if (!def) throw new Error(`internal: unknown elementwise op ${op}`);
   return def;
 }

@@ -309,18 +309,29 @@ function prepareParameter(op: string, t: Tensor, shape: readonly number[]): Tens
 // ---------------------------------------------------------------------------------------------
 // Row jobs: what both devices run.
 
+/**
+ * The view a row kernel reads of an affine tensor (see {@link prepareParameter}), or null; a
+ * copy it had to make is pushed onto `temps` for the caller to dispose.
+ */
+function affineView(
+  op: string,
+  t: Tensor | null,
+  shape: readonly number[],
+  temps: Tensor[],
+): View | null {
+  if (!t) return null;
+  const p = prepareParameter(op, t, shape);
+  if (p !== t) temps.push(p);
+  return viewOf(p, op);
+}
+
 /** Runs a row job with prepared affine tensors, disposing the copies it made. */
 function rowOp(
   job: Omit<RowsJob, "weight" | "bias" | "overrides">,
   affine: { weight: Tensor | null; bias: Tensor | null; shape: readonly number[] },
 ): RowsResult {
   const temps: Tensor[] = [];
-  const prepare = (t: Tensor | null) => {
-    if (!t) return null;
-    const p = prepareParameter(job.op, t, affine.shape);
-    if (p !== t) temps.push(p);
-    return viewOf(p, job.op);
-  };
+  const prepare = (t: Tensor | null) => affineView(job.op, t, affine.shape, temps);
   try {
     // No epilogue: the GPU path always runs.
     const full = {
@@ -352,12 +363,7 @@ function rowResult(
   // Parameters are prepared now and held by the pending node as views (their tensors may be
   // disposed before it runs).
   const temps: Tensor[] = [];
-  const prepare = (t: Tensor | null) => {
-    if (!t) return null;
-    const p = prepareParameter(job.op, t, affine.shape);
-    if (p !== t) temps.push(p);
-    return viewOf(p, job.op);
-  };
+  const prepare = (t: Tensor | null) => affineView(job.op, t, affine.shape, temps);
   try {
     const weight = prepare(affine.weight);
     const bias = prepare(affine.bias);
