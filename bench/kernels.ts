@@ -19,7 +19,7 @@ import { dispatchBreakdown, median, slugOf } from "./_util.ts";
 import type { GpuStorage } from "../src/gpu/host.ts";
 import { transposeCopy } from "../src/gpu/elementwise.ts";
 import { transposeSharedBytes } from "../src/gpu/_codegen_transpose.ts";
-import { type TransposeSpec, type TransposeUniforms } from "../src/plans/elementwise.ts";
+import type { TransposeSpec, TransposeUniforms } from "../src/plans/elementwise.ts";
 import { viewOf } from "../src/tensor.ts";
 
 const args = Deno.args;

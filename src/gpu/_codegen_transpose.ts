@@ -17,7 +17,7 @@
  */
 
 import { storageType } from "./_wgsl_types.ts";
-import { type TransposeSpec, type TransposeUniforms } from "../plans/elementwise.ts";
+import type { TransposeSpec, TransposeUniforms } from "../plans/elementwise.ts";
 
 /** Invocations per workgroup (32 columns by 8 rows). */
 export const TRANSPOSE_THREADS = 256;
