@@ -49,6 +49,7 @@ function tilesOf(s: TransposeSpec, u: TransposeUniforms): { rows: number; column
  *
  * @example
  * ```ts
+ * import type { TransposeSpec } from "../plans/elementwise.ts";
  * const spec: TransposeSpec = { dtype: "float32", paired: false, tileRows: 64, tileColumns: 64 };
  * transposeUniforms(spec, {
  *   rows: 2, columns: 3, batches: 1, offset: 0, rowStride: 3, columnStride: 1, batchStride: 0,
