@@ -21,6 +21,7 @@ import { transposeCopy } from "../src/gpu/elementwise.ts";
 import { transposeSharedBytes } from "../src/gpu/_codegen_transpose.ts";
 import type { TransposeSpec, TransposeUniforms } from "../src/plans/elementwise.ts";
 import { viewOf } from "../src/tensor.ts";
+import { gpuBackendOf } from "../src/runtime.ts";
 
 const args = Deno.args;
 const flag = (name: string, fallback: string) => {
@@ -29,7 +30,7 @@ const flag = (name: string, fallback: string) => {
 };
 const Mi = 1 << 20;
 const rt = await gyre.init({ device: "gpu" });
-const gpu = rt.gpu!;
+const gpu = gpuBackendOf(rt)!;
 const caps = rt.caps!;
 // The full scale binds 256 MiB buffers: past a software adapter's limit (lavapipe: 128 MiB), and
 // minutes of work on a CPU. Such adapters default to the small scale.

@@ -9,7 +9,7 @@ import { checkDType, type DType, hostArray, inferDType } from "./core/dtype.ts";
 import { describe, ShapeError, ValueError } from "./core/errors.ts";
 import { evaluate, type NestedArray } from "./ops/_dispatch.ts";
 import { E, type Expr } from "./ir/expr.ts";
-import { runtime } from "./runtime.ts";
+import { backendFor, runtime } from "./runtime.ts";
 import { type Tensor, tensorFromStorage } from "./tensor.ts";
 import { checkOptions } from "./core/options.ts";
 
@@ -32,7 +32,7 @@ export interface TensorOptions extends CreationOptions {
 
 function deviceOf(op: string, options: CreationOptions): DeviceName {
   const device = options.device ?? runtime().device;
-  runtime().backend(device, op, "options.device");
+  backendFor(device, op, "options.device");
   return device;
 }
 
@@ -159,7 +159,7 @@ export function tensor(
     // To bool, any non-zero number is true, NaN included (NumPy; NaN is falsy in JS).
     host[i] = typeof v === "boolean" ? (v ? 1 : 0) : dtype === "bool" ? (v !== 0 ? 1 : 0) : v;
   }
-  const backend = runtime().backend(deviceOf(op, options), op);
+  const backend = backendFor(deviceOf(op, options), op);
   return tensorFromStorage(backend.upload(dtype, host), dtype, shape);
 }
 

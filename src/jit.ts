@@ -8,7 +8,7 @@
  */
 import type { Capture } from "./contract/capture.ts";
 import { DisposedError } from "./core/errors.ts";
-import { runtime } from "./runtime.ts";
+import { backendFor } from "./runtime.ts";
 import { Tensor, viewOf } from "./tensor.ts";
 import { tidy } from "./tidy.ts";
 
@@ -72,7 +72,7 @@ export function jit<A extends Tensor[]>(
     }
     const device = inputs[0]?.device;
     if (!device || inputs.some((t) => t.device !== device)) return fn(...inputs);
-    const backend = runtime().backend(device, "jit", "inputs");
+    const backend = backendFor(device, "jit", "inputs");
     for (const t of inputs) t.realize();
     const key = signature(inputs);
     const plan = plans.get(key);

@@ -96,5 +96,5 @@ export {
   WasmMemoryError,
 } from "./core/errors.ts";
 export type { DeviceName, KernelRecord } from "./contract/backend.ts";
-export type { DeviceCaps } from "./core/caps.ts";
+export type { DeviceCaps, GpuDeviceHandle, WasmDeviceHandle } from "./core/caps.ts";
 export * from "./ops/rows.ts";

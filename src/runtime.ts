@@ -4,7 +4,8 @@
  * @module
  */
 import type { Backend, DeviceName } from "./contract/backend.ts";
-import { DeviceError, GpuError } from "./core/errors.ts";
+import type { GpuDeviceHandle, WasmDeviceHandle } from "./core/caps.ts";
+import { DeviceError, GpuError, ValueError } from "./core/errors.ts";
 import { GpuBackend } from "./gpu/backend.ts";
 import { acquireDevice, type DeviceCaps } from "./gpu/device.ts";
 import type { PoolStats } from "./gpu/buffer_pool.ts";
@@ -64,12 +65,23 @@ export class Runtime {
   /** What was asked for. */
   readonly preference: DevicePreference;
   /** The WASM device (always present). */
-  readonly wasm: WasmBackend;
+  readonly wasm: WasmDeviceHandle;
   /** The GPU device, or null where WebGPU offered no adapter. */
-  readonly gpu: GpuBackend | null;
+  readonly gpu: GpuDeviceHandle | null;
 
-  /** A runtime over `gpu` (or none) and a new WASM device; use {@link init} rather than this. */
-  constructor(preference: DevicePreference, gpu: GpuBackend | null) {
+  /**
+   * A runtime over `gpu` (a device another runtime made, or none) and a new WASM device; use
+   * {@link init} rather than this.
+   */
+  constructor(preference: DevicePreference, gpu: GpuDeviceHandle | null) {
+    if (gpu !== null && !(gpu instanceof GpuBackend)) {
+      throw new ValueError({
+        op: "Runtime",
+        argument: "gpu",
+        expected: "null or the gpu of a runtime that gyre.init made",
+        received: "another object",
+      });
+    }
     this.preference = preference;
     this.gpu = gpu;
     this.wasm = new WasmBackend();
@@ -85,58 +97,80 @@ export class Runtime {
     return this.gpu?.caps ?? null;
   }
 
-  /** The backend of a device. */
-  backend(name: DeviceName, op = "to", argument = "device"): Backend {
-    if (name === "wasm") return this.wasm;
-    if (name === "gpu") {
-      if (!this.gpu) {
-        throw new DeviceError({
-          op,
-          argument,
-          expected: "a WebGPU adapter (call gyre.init first)",
-          received: "no GPU in this runtime",
-        });
-      }
-      if (this.gpu.lostReason !== null) {
-        throw new GpuError(
-          "device-lost",
-          op,
-          argument,
-          "a live GPU device",
-          `lost (${this.gpu.lostReason})`,
-        );
-      }
-      return this.gpu;
-    }
-    throw new DeviceError({
-      op,
-      argument,
-      expected: '"gpu" or "wasm"',
-      received: String(name),
-    });
-  }
-
   /** Computes every pending tensor and sends recorded GPU work, without waiting for it. */
   flush(): void {
     materializeAll();
-    this.gpu?.flush();
+    gpuBackendOf(this)?.flush();
   }
 
   /** Sends recorded GPU work and waits until the GPU has finished it; throws its errors. */
   async sync(): Promise<void> {
-    if (!this.gpu || this.gpu.lostReason !== null) return;
+    const gpu = gpuBackendOf(this);
+    if (!gpu || gpu.lostReason !== null) return;
     this.flush();
-    await this.gpu.device.queue.onSubmittedWorkDone();
-    await this.gpu.batch.checkErrors("sync");
+    await gpu.device.queue.onSubmittedWorkDone();
+    await gpu.batch.checkErrors("sync");
   }
 
   /** Allocation counters of both devices. */
   stats(): RuntimeStats {
-    return { gpu: this.gpu?.bufferPool.stats() ?? null, wasm: this.wasm.allocator.stats() };
+    return {
+      gpu: gpuBackendOf(this)?.bufferPool.stats() ?? null,
+      wasm: wasmBackendOf(this).allocator.stats(),
+    };
   }
 }
 
 let current: Runtime | null = null;
+
+// The backends behind a runtime's public handles, for the front end, tests and benchmarks (not
+// re-exported by mod.ts). The constructor admits only a GpuBackend, and makes the WasmBackend.
+
+/** The GPU backend of `rt` (the current runtime by default), or null without a GPU. */
+export function gpuBackendOf(rt: Runtime = runtime()): GpuBackend | null {
+  return rt.gpu as GpuBackend | null;
+}
+
+/** The WASM backend of `rt` (the current runtime by default). */
+export function wasmBackendOf(rt: Runtime = runtime()): WasmBackend {
+  return rt.wasm as WasmBackend;
+}
+
+/**
+ * The backend of device `name` in the current runtime; `op` and `argument` name the call in the
+ * error when that device is missing or lost.
+ */
+export function backendFor(name: DeviceName, op = "to", argument = "device"): Backend {
+  const rt = runtime();
+  if (name === "wasm") return wasmBackendOf(rt);
+  if (name === "gpu") {
+    const gpu = gpuBackendOf(rt);
+    if (!gpu) {
+      throw new DeviceError({
+        op,
+        argument,
+        expected: "a WebGPU adapter (call gyre.init first)",
+        received: "no GPU in this runtime",
+      });
+    }
+    if (gpu.lostReason !== null) {
+      throw new GpuError(
+        "device-lost",
+        op,
+        argument,
+        "a live GPU device",
+        `lost (${gpu.lostReason})`,
+      );
+    }
+    return gpu;
+  }
+  throw new DeviceError({
+    op,
+    argument,
+    expected: '"gpu" or "wasm"',
+    received: String(name),
+  });
+}
 
 /**
  * Starts (or restarts) the runtime. With `device: "gpu"` it throws a {@link DeviceError} when

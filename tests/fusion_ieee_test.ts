@@ -8,6 +8,7 @@
 import assert from "node:assert/strict";
 import * as gyre from "../src/mod.ts";
 import { devices } from "./_devices.ts";
+import { gpuBackendOf } from "../src/runtime.ts";
 
 const DEVICES = await devices();
 const hasGpu = DEVICES.includes("gpu");
@@ -277,7 +278,7 @@ Deno.test({
   name: "scalars: a loop over new JS scalars compiles no new kernels",
   ignore: !hasGpu,
   fn: async () => {
-    const gpu = gyre.runtime().gpu!;
+    const gpu = gpuBackendOf()!;
     const x = gyre.tensor([1, 2, 3, 4, 5, 6, 7, 8], { device: "gpu" }).realize();
     const xv = await x.data();
     // realize: a pending tensor disposed unread is never computed.
@@ -304,7 +305,7 @@ Deno.test({
   name: "scalars: constants of every dtype travel in the uniforms",
   ignore: !hasGpu,
   fn: async () => {
-    const gpu = gyre.runtime().gpu!;
+    const gpu = gpuBackendOf()!;
     for (const [k, i] of [[0.1, 3], [-2.5, -7], [1e5, 2 ** 31 - 1]]) {
       const compiled = gpu.pipelinesCompiled;
       const f = gyre.tensor([1, 2], { device: "gpu" });
@@ -341,7 +342,7 @@ Deno.test({
   name: "pipelines: the kernel cache is bounded, least recently used out, and recompiles",
   ignore: !hasGpu,
   fn: async () => {
-    const gpu = gyre.runtime().gpu!;
+    const gpu = gpuBackendOf()!;
     const limit = gpu.pipelineLimit;
     const x = gyre.tensor([1, 2, 3], { device: "gpu" }).realize();
     // A chain of k additions: a distinct kernel for each k.
@@ -382,7 +383,7 @@ Deno.test({
   name: "pipelines: a jit plan replays its kernels after the cache evicted them",
   ignore: !hasGpu,
   fn: async () => {
-    const gpu = gyre.runtime().gpu!;
+    const gpu = gpuBackendOf()!;
     const limit = gpu.pipelineLimit;
     let scale = 2;
     const f = gyre.jit((t: gyre.Tensor) => gyre.relu(t.mul(scale).sub(1)).sum());

@@ -9,12 +9,13 @@ import * as gyre from "../src/mod.ts";
 import * as tuning from "../src/tuning.ts";
 import { SEED } from "./_harness.ts";
 import { devices, liveCounts } from "./_devices.ts";
+import { gpuBackendOf } from "../src/runtime.ts";
 
 const DEVICES = await devices();
 const hasGpu = DEVICES.includes("gpu");
 
 function gpuDispatches(fn: () => void): number {
-  const gpu = gyre.runtime().gpu!;
+  const gpu = gpuBackendOf()!;
   gyre.flush();
   const before = gpu.batch.totalDispatches;
   fn();

@@ -5,6 +5,7 @@
 import assert from "node:assert/strict";
 import * as gyre from "../src/mod.ts";
 import { devices, liveCounts } from "./_devices.ts";
+import { gpuBackendOf } from "../src/runtime.ts";
 
 const DEVICES = await devices();
 const hasGpu = DEVICES.includes("gpu");
@@ -208,7 +209,7 @@ Deno.test({
   name: "jit: 10,000 replays of a function with constants grow no pool",
   ignore: !hasGpu,
   fn: async () => {
-    const gpu = gyre.runtime().gpu!;
+    const gpu = gpuBackendOf()!;
     const f = gyre.jit((x: gyre.Tensor) => {
       const h = gyre.relu(gyre.matmul(x, gyre.tensor([[1, -1], [2, 0.5]]))).realize();
       return [gyre.softmax(h.add(gyre.tensor([0.5, -0.5]))), gyre.sum(h, { axis: 0 })];

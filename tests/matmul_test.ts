@@ -21,6 +21,7 @@ import {
 } from "../src/plans/elementwise.ts";
 import { devices, expectClose, expectTensor, liveCounts, values } from "./_devices.ts";
 import { tensorFromStorage, viewOf } from "../src/tensor.ts";
+import { gpuBackendOf } from "../src/runtime.ts";
 
 const DEVICES = await devices();
 
@@ -383,7 +384,7 @@ test("float16 accumulation in pairs of k or with A repeated gives the same produ
 
 test("A copied into [K, M] order first: the same product, one more dispatch, nothing kept", async (device) => {
   if (device !== "gpu") return;
-  const gpu = gyre.runtime().gpu!;
+  const gpu = gpuBackendOf()!;
   // Sizes around the transposing kernel's 64 x 64 tiles; batches broadcast, sliced and whole.
   // Even sizes in float16 take the kernel's paired form (two elements per word).
   const cases: [number[], number[], boolean][] = [
@@ -442,7 +443,7 @@ test("A copied into [K, M] order first: the same product, one more dispatch, not
 
 test("the transposing copy: every form and tile shape gives the exact transpose", async (device) => {
   if (device !== "gpu") return;
-  const gpu = gyre.runtime().gpu!;
+  const gpu = gpuBackendOf()!;
   const dtypes = gyre.runtime().caps?.shaderF16
     ? ["float32", "float16"] as const
     : ["float32"] as const;
@@ -540,7 +541,7 @@ test("linear runs bias and activation in the matmul's dispatch", async (device) 
   const bias4 = gyre.full([80], 4, { device });
   // Compute the (lazy) inputs first: only the product's dispatches are counted.
   await gyre.readAll([x, w, bias, bias4]);
-  const batch = gyre.runtime().gpu!.batch;
+  const batch = gpuBackendOf()!.batch;
   const before = batch.totalDispatches;
   const y = gyre.linear(x, w, { bias, activation: "relu" });
   assert.equal(batch.totalDispatches - before, 1, "one dispatch for matmul + bias + relu");
@@ -556,7 +557,7 @@ test("linear runs bias and activation in the matmul's dispatch", async (device) 
 
 test("stream-K: tiles cut anywhere in K, the epilogue after the sum, two dispatches", async (device) => {
   if (device !== "gpu") return;
-  const gpu = gyre.runtime().gpu!;
+  const gpu = gpuBackendOf()!;
   // 70 x 45 x 300 in small integers (exact in any order): 3 x 2 tiles of 32 x 32, 38 K steps.
   const x = gyre.tensor(Array.from({ length: 70 * 300 }, (_, i) => (i * 7) % 11 - 5), {
     device,

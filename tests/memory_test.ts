@@ -6,6 +6,7 @@ import assert from "node:assert/strict";
 import * as gyre from "../src/mod.ts";
 import * as tuning from "../src/tuning.ts";
 import { devices, liveCounts, values } from "./_devices.ts";
+import { gpuBackendOf } from "../src/runtime.ts";
 
 const DEVICES = await devices();
 
@@ -179,7 +180,7 @@ Deno.test({
   name: "pool reuse: same-size work after a flush creates no new GPU buffers",
   ignore: !DEVICES.includes("gpu"),
   fn: async () => {
-    const gpu = gyre.runtime().gpu!;
+    const gpu = gpuBackendOf()!;
     const x = gyre.random.uniform([1000], { device: "gpu", seed: 1 });
     gyre.flush(); // x is lazy until then
     const before = gpu.bufferPool.stats();
@@ -217,7 +218,7 @@ Deno.test({
   name: "computations with transposed operands (tiled) leave the pool as it was",
   ignore: !DEVICES.includes("gpu"),
   fn: async () => {
-    const gpu = gyre.runtime().gpu!;
+    const gpu = gpuBackendOf()!;
     const x = gyre.random.uniform([64, 96], { device: "gpu", seed: 2 });
     const y = gyre.random.uniform([96, 64], { device: "gpu", seed: 3 });
     gyre.flush();

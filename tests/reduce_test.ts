@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import * as gyre from "../src/mod.ts";
 import * as tuning from "../src/tuning.ts";
 import { bufferWords, devices, expectClose, expectTensor } from "./_devices.ts";
+import { gpuBackendOf } from "../src/runtime.ts";
 
 const DEVICES = await devices();
 
@@ -234,7 +235,7 @@ Deno.test({
   sanitizeOps: false,
   sanitizeResources: false,
   fn: async () => {
-    const gpu = gyre.runtime().gpu!;
+    const gpu = gpuBackendOf()!;
     // A stale tagged word would read as a partial published before the next dispatch wrote it.
     const values = Float32Array.from({ length: 3 * 5000 }, (_, i) => (i % 7) - 3);
     const base = gyre.tensor(values, { device: "gpu" });

@@ -5,6 +5,7 @@
 import assert from "node:assert/strict";
 import * as gyre from "../src/mod.ts";
 import { devices, values } from "./_devices.ts";
+import { gpuBackendOf } from "../src/runtime.ts";
 
 const DEVICES = await devices();
 const HAS_GPU = DEVICES.includes("gpu");
@@ -47,7 +48,7 @@ Deno.test({
     ];
     assert.equal(tensors.length, 10);
     assert.ok(tensors.every((t) => t.device === "gpu"));
-    const gpu = gyre.runtime().gpu!;
+    const gpu = gpuBackendOf()!;
     let arrays: gyre.TypedArray[] = [];
     const submits = gpu.batch.totalSubmits;
     const calls = await countMapAsync(async () => {
@@ -317,7 +318,7 @@ Deno.test({
   name: "a batch is submitted every `submitEvery` dispatches, before any read-back",
   ignore: !HAS_GPU,
   fn: async () => {
-    const gpu = gyre.runtime().gpu!;
+    const gpu = gpuBackendOf()!;
     await gyre.sync();
     const saved = gpu.batch.submitEvery;
     gpu.batch.submitEvery = 8;
@@ -354,4 +355,21 @@ Deno.test({
     assert.ok(timings.some((t) => t.kernel === "realized" && t.nanoseconds >= 0));
     x.dispose();
   },
+});
+
+Deno.test("public handles: a Runtime or GpuProfiler over an object gyre did not make is a ValueError", async () => {
+  const { GpuProfiler } = await import("../src/gpu/profiler.ts");
+  const fake = { device: {}, caps: {}, lostReason: null } as unknown as gyre.GpuDeviceHandle;
+  assert.throws(
+    () => new gyre.Runtime("auto", fake),
+    (e) => e instanceof gyre.ValueError && /Runtime/.test(e.message) && /gpu/.test(e.message),
+  );
+  assert.throws(
+    () => new GpuProfiler(fake),
+    (e) => e instanceof gyre.ValueError && /GpuProfiler/.test(e.message),
+  );
+  // The handles are narrow: the backend's machinery is not part of the public type.
+  const gpu = gyre.runtime().gpu;
+  if (gpu) assert.equal(gpuBackendOf(), gpu);
+  assert.equal(await gyre.tensor([1, 2]).add(1).data().then((d) => d[1]), 3);
 });

@@ -10,6 +10,7 @@ import * as tuning from "../src/tuning.ts";
 import { SCAN_EPOCHS } from "../src/gpu/_codegen_scan.ts";
 import { _scanEpochs } from "../src/gpu/scan.ts";
 import { bufferWords, devices, expectTensor, liveCounts } from "./_devices.ts";
+import { gpuBackendOf } from "../src/runtime.ts";
 
 const DEVICES = await devices();
 const INT_MIN = -2147483648;
@@ -358,7 +359,7 @@ if (DEVICES.includes("gpu")) {
       const n = 1 << 17;
       const x = gyre.ones([n], { device: "gpu", dtype: "int32" });
       await x.data();
-      const batch = gyre.runtime().gpu!.batch;
+      const batch = gpuBackendOf()!.batch;
       const count = (f: () => gyre.Tensor) => {
         const before = batch.totalDispatches;
         const y = f();
@@ -386,7 +387,7 @@ if (DEVICES.includes("gpu")) {
     sanitizeOps: false,
     sanitizeResources: false,
     fn: async () => {
-      const gpu = gyre.runtime().gpu!;
+      const gpu = gpuBackendOf()!;
       const n = 100003;
       // Tiles of 128 and aggregates only: every tile walks back over states an earlier scan left
       // in the same words, which must read as nothing yet.
@@ -433,7 +434,7 @@ if (DEVICES.includes("gpu")) {
     sanitizeOps: false,
     sanitizeResources: false,
     fn: async () => {
-      const gpu = gyre.runtime().gpu!;
+      const gpu = gpuBackendOf()!;
       // A reader falls back to reducing a silent predecessor itself, so results alone cannot show
       // that states are published and read: this reads the state words back.
       const tiles = 40;

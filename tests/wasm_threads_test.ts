@@ -18,6 +18,7 @@ import * as gyre from "../src/mod.ts";
 import * as tuning from "../src/tuning.ts";
 import { WasmBackend } from "../src/wasm/backend.ts";
 import { postedTasks, runShares } from "../src/wasm/threads.ts";
+import { wasmBackendOf } from "../src/runtime.ts";
 
 const rt = await gyre.init({ device: "wasm" });
 /** Threads this machine offers (2 on the 2-core CI box); the split tests need at least 2. */
@@ -154,7 +155,7 @@ Deno.test({
   name: "the WASM device uses the threaded build over a shared memory, with workers",
   ignore: !threaded,
   fn: () => {
-    assert.ok(rt.wasm.allocator.memory.buffer instanceof SharedArrayBuffer);
+    assert.ok(wasmBackendOf(rt).allocator.memory.buffer instanceof SharedArrayBuffer);
     assert.equal(THREADS, gyre.wasmThreadCapacity());
     assert.equal(gyre.wasmThreadCount(), THREADS);
     assert.equal(THREADS, Math.min(16, navigator.hardwareConcurrency));
@@ -287,7 +288,7 @@ Deno.test({
   name: "a worker's failure is rethrown on the calling thread, which carries on",
   ignore: !threaded,
   fn: async () => {
-    const memory = rt.wasm.allocator.memory;
+    const memory = wasmBackendOf(rt).allocator.memory;
     const noop = () => {};
     assert.throws(
       () => runShares(memory, "no_such_kernel", noop, 1, [[0], [0]]),

@@ -22,6 +22,7 @@ import {
   runCases,
   sizesFor,
 } from "./common.ts";
+import { gpuBackendOf } from "../../src/runtime.ts";
 
 // gyre's own option: `--submit-every N` sets how many dispatches a batch records before it is
 // submitted (src/gpu/batch.ts), to compare submit policies on a pipelined stream.
@@ -34,7 +35,7 @@ const sizes = sizesFor(opts.scale);
 
 async function main() {
   const rt = await gyre.init({ device: "gpu" });
-  if (submitEvery !== undefined) rt.gpu!.batch.submitEvery = submitEvery;
+  if (submitEvery !== undefined) gpuBackendOf(rt)!.batch.submitEvery = submitEvery;
   const adapter = rt.caps!.description;
   log(`[gyre] adapter ${adapter}`);
 

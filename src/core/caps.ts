@@ -40,3 +40,37 @@ export interface DeviceCaps {
     minUniformBufferOffsetAlignment: number;
   };
 }
+
+/**
+ * What a {@link Runtime} shows of its GPU: the WebGPU device gyre's kernels run on, for interop
+ * (your own buffers and pipelines on the same device), its capabilities, and whether it was lost.
+ *
+ * @example
+ * ```ts
+ * import * as gyre from "@gyre/gyre";
+ * const rt = await gyre.init({ device: "auto" });
+ * if (rt.gpu) console.log(rt.gpu.caps.description, rt.gpu.device.limits.maxBufferSize);
+ * ```
+ */
+export interface GpuDeviceHandle {
+  /** The WebGPU device. */
+  readonly device: GPUDevice;
+  /** Its capabilities, as gyre read them at `init`. */
+  readonly caps: DeviceCaps;
+  /** Why the device was lost, or null while it is alive. */
+  readonly lostReason: string | null;
+}
+
+/**
+ * What a {@link Runtime} shows of its WASM device.
+ *
+ * @example
+ * ```ts
+ * import * as gyre from "@gyre/gyre";
+ * console.log(gyre.runtime().wasm.shared ? "threaded build" : "one thread");
+ * ```
+ */
+export interface WasmDeviceHandle {
+  /** The memory is shared (the threaded build): matmul may split its work across workers. */
+  readonly shared: boolean;
+}

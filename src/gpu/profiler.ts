@@ -4,7 +4,11 @@
  * `stop()` resolves the queries with one read-back.
  * @module
  */
-import type { GpuHost } from "./host.ts";
+import type { GpuDeviceHandle } from "../core/caps.ts";
+import { ValueError } from "../core/errors.ts";
+import { GpuHost } from "./host.ts";
+
+export type { GpuDeviceHandle } from "../core/caps.ts";
 
 /** One timed dispatch. */
 export interface DispatchTiming {
@@ -34,8 +38,20 @@ export class GpuProfiler {
   #querySet: GPUQuerySet;
   #kernels: string[] = [];
 
-  /** `capacity`: the most dispatches one recording can time (WebGPU allows 4096 queries a set). */
-  constructor(backend: GpuHost, capacity = 2048) {
+  /**
+   * `gpu`: a runtime's `gpu`; `capacity`: the most dispatches one recording can time (WebGPU
+   * allows 4096 queries a set).
+   */
+  constructor(gpu: GpuDeviceHandle, capacity = 2048) {
+    if (!(gpu instanceof GpuHost)) {
+      throw new ValueError({
+        op: "GpuProfiler",
+        argument: "gpu",
+        expected: "the gpu of a runtime (gyre.runtime().gpu)",
+        received: gpu === null ? "null" : typeof gpu,
+      });
+    }
+    const backend = gpu;
     capacity = Math.min(capacity, 2048);
     if (!backend.caps.timestampQuery) {
       throw new Error("GpuProfiler needs the timestamp-query feature, which this device lacks");

@@ -8,7 +8,7 @@ import type { DeviceName, View } from "../contract/backend.ts";
 import { broadcastShapes, sameShape, type Shape, sizeOf } from "../core/shape.ts";
 import { type DType, promoteTypes, weakScalarType } from "../core/dtype.ts";
 import { describe, DeviceError, ValueError } from "../core/errors.ts";
-import { runtime } from "../runtime.ts";
+import { backendFor, runtime } from "../runtime.ts";
 import { metaOf, pendingOf, Tensor, viewOf } from "../tensor.ts";
 import { E, type Expr, substitute } from "../ir/expr.ts";
 import { makePending, type Pending, remapViews } from "../_lazy.ts";
@@ -181,7 +181,7 @@ export function evaluateLazy(
   shape: Shape,
   children: Pending[] = [],
 ): Tensor {
-  const backend = runtime().backend(device, op);
+  const backend = backendFor(device, op);
   backend.checkAllocation(op, expr.dtype, sizeOf(shape));
   const pending = makePending(op, backend, expr, shape, views, children);
   const tensor = new Tensor(pending);

@@ -30,7 +30,7 @@ import { describe, DeviceError, DTypeError, ShapeError, ValueError } from "../co
 import { bind, fusedLabel, makePending, type Producer } from "../_lazy.ts";
 import { planMatmulPrologue } from "../plans/mod.ts";
 import { planOverrides } from "../plans/overrides.ts";
-import { runtime } from "../runtime.ts";
+import { backendFor, runtime } from "../runtime.ts";
 import { metaOf, pendingOf, Tensor, tensorFromStorage, viewOf } from "../tensor.ts";
 import { E, type Expr } from "../ir/expr.ts";
 import { evaluate } from "./_dispatch.ts";
@@ -394,7 +394,7 @@ function product(
     return evaluate(op, device, epilogueExpr(zero, leaf), inputs, p.outShape);
   }
   // Refuse an output the device cannot hold before anything is allocated.
-  const deviceBackend = runtime().backend(device, op);
+  const deviceBackend = backendFor(device, op);
   deviceBackend.checkAllocation(op, p.dtype, size);
   const onGpu = deviceBackend.name === "gpu";
   // Pending elementwise operands are computed as the kernel loads them (a prologue), except in

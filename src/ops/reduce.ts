@@ -11,7 +11,7 @@ import { planOverrides } from "../plans/overrides.ts";
 import { normalizeAxes, sizeOf } from "../core/shape.ts";
 import { type DType, isFloat } from "../core/dtype.ts";
 import { _checkNumber, describe, ValueError } from "../core/errors.ts";
-import { runtime } from "../runtime.ts";
+import { backendFor, runtime } from "../runtime.ts";
 import { metaOf, pendingOf, Tensor, tensorFromStorage, viewOf } from "../tensor.ts";
 import { evaluate, MAX_FUSED_INPUTS, runElementwise, type TensorLike } from "./_dispatch.ts";
 import { E } from "../ir/expr.ts";
@@ -106,7 +106,7 @@ function reduction(op: string, kind: ReduceOp, x: TensorLike, options: ReduceOpt
         flat.dispose();
       }
     }
-    const backend = runtime().backend(device, op);
+    const backend = backendFor(device, op);
     let input = t;
     if (view.dtype === "bool") input = cast(t, "int32");
     try {

@@ -22,7 +22,7 @@ import { planOverrides } from "../plans/overrides.ts";
 import { normalizeAxis } from "../core/shape.ts";
 import type { DType } from "../core/dtype.ts";
 import { describe, ValueError } from "../core/errors.ts";
-import { runtime } from "../runtime.ts";
+import { backendFor } from "../runtime.ts";
 import { metaOf, Tensor, tensorFromStorage, viewOf } from "../tensor.ts";
 import { runElementwise, type TensorLike } from "./_dispatch.ts";
 import { checkOptions } from "../core/options.ts";
@@ -105,7 +105,7 @@ function scan(op: string, scanOp: ScanOp, x: TensorLike, options?: ScanOptions):
     ? "int32"
     : meta.dtype;
   const type = scanType(scanOp, meta.dtype);
-  const backend = runtime().backend(meta.device, op);
+  const backend = backendFor(meta.device, op);
   const view = viewOf(x, op, "x");
   // A 0-d tensor scans as a one-element axis.
   const seen: View = view.shape.length === 0 ? { ...view, shape: [1], strides: [1] } : view;

@@ -17,7 +17,7 @@ import {
 } from "../core/shape.ts";
 import { promoteTypes } from "../core/dtype.ts";
 import { describe, DeviceError, ShapeError, ValueError } from "../core/errors.ts";
-import { runtime } from "../runtime.ts";
+import { backendFor } from "../runtime.ts";
 import { planOverrides } from "../plans/overrides.ts";
 import { Tensor, tensorFromStorage, viewOf } from "../tensor.ts";
 import { evaluate } from "./_dispatch.ts";
@@ -335,7 +335,7 @@ export function concat(tensors: readonly Tensor[], axis = 0): Tensor {
   });
   const shape = [...first.shape];
   shape[a] = views.reduce((s, v) => s + v.shape[a], 0);
-  const backend = runtime().backend(device, op);
+  const backend = backendFor(device, op);
   const storage = backend.allocate(op, dtype, sizeOf(shape));
   const strides = contiguousStrides(shape);
   let start = 0;
@@ -406,7 +406,7 @@ export function stack(tensors: readonly Tensor[], axis = 0): Tensor {
  */
 export async function to(x: Tensor, device: DeviceName): Promise<Tensor> {
   const view = viewOf(x, "to");
-  const backend = runtime().backend(device, "to");
+  const backend = backendFor(device, "to");
   if (view.storage.backend === backend) return new Tensor(view);
   const [data] = await readAll([x]);
   return tensorFromStorage(backend.upload(view.dtype, data), view.dtype, view.shape);
