@@ -1,6 +1,8 @@
 /**
  * Counter-based random numbers: element i is a hash of (i, seed), so the same seed gives the same
- * numbers on both devices, in any order of evaluation, with no generator state to carry.
+ * numbers, bit for bit, on both devices, in any order of evaluation, with no generator state to
+ * carry. The hash and the maps from bits to numbers use only operations that every device rounds
+ * alike (integer arithmetic, float32 add, sub and mul; src/ir/portable_math.ts).
  * The hash is PCG's output permutation applied twice with the seed's own hash between.
  * @module
  */
@@ -10,6 +12,7 @@ import { checkDType } from "./core/dtype.ts";
 import { _checkNumber } from "./core/errors.ts";
 import { E, type Expr } from "./ir/expr.ts";
 import { checkOptions } from "./core/options.ts";
+import { cosOfTurnCount, logOfUnitCount, sqrtOfSmall } from "./ir/portable_math.ts";
 
 /** PCG's RXS-M-XS permutation in JS, as `g_pcg` in WGSL and AssemblyScript. */
 export function pcgHash(v: number): number {
@@ -35,14 +38,10 @@ function bits(counter: Expr, key: number): Expr {
   return E.unary("pcgHash", E.binary("bitwiseXor", first, E.constant(key, "uint32")));
 }
 
-/** The top 24 bits as a float32 in [0, 1), plus `offset` units of 2^-24. */
-function unit(b: Expr, offset: number): Expr {
+/** The top 24 bits as a float32 in [0, 1) (exact). */
+function unit(b: Expr): Expr {
   const top = E.cast(E.binary("shiftRight", b, E.constant(8, "uint32")), "float32");
-  return E.binary(
-    "mul",
-    E.binary("add", top, E.constant(offset, "float32")),
-    E.constant(2 ** -24, "float32"),
-  );
+  return E.binary("mul", top, E.constant(2 ** -24, "float32"));
 }
 
 /**
@@ -63,7 +62,7 @@ export function uniform(
   const low = options.low ?? 0;
   const high = options.high ?? 1;
   const dtype = options.dtype ? checkDType(op, "options.dtype", options.dtype) : "float32";
-  const u = unit(bits(E.index(), keyOf(op, options.seed)), 0);
+  const u = unit(bits(E.index(), keyOf(op, options.seed)));
   const value = E.binary(
     "add",
     E.binary("mul", u, E.constant(high - low, "float32")),
@@ -73,7 +72,8 @@ export function uniform(
 }
 
 /**
- * Normal numbers (Box-Muller over two uniforms per element).
+ * Normal numbers (Box-Muller over two uniforms per element, its logarithm, square root and
+ * cosine evaluated by polynomials within 3 ULP, so that both devices give the same bits).
  *
  * @example
  * ```ts
@@ -92,11 +92,14 @@ export function normal(
   const dtype = options.dtype ? checkDType(op, "options.dtype", options.dtype) : "float32";
   const key = keyOf(op, options.seed);
   const twice = E.binary("mul", E.index(), E.constant(2, "uint32"));
-  // u1 in (0, 1] keeps the logarithm finite.
-  const u1 = unit(bits(twice, key), 1);
-  const u2 = unit(bits(E.binary("add", twice, E.constant(1, "uint32")), key), 0);
-  const radius = E.unary("sqrt", E.binary("mul", E.constant(-2, "float32"), E.unary("log", u1)));
-  const angle = E.unary("cos", E.binary("mul", u2, E.constant(2 * Math.PI, "float32")));
+  const top = (counter: Expr) =>
+    E.binary("shiftRight", bits(counter, key), E.constant(8, "uint32"));
+  // u1 = (top + 1) / 2^24 in (0, 1] keeps the logarithm finite; u2 = top / 2^24 is a turn. Only
+  // operations that round the same on every device (src/ir/portable_math.ts): the same bits on
+  // the GPU and on WASM.
+  const count = E.binary("add", top(twice), E.constant(1, "uint32"));
+  const radius = sqrtOfSmall(E.binary("mul", logOfUnitCount(count), E.constant(-2, "float32")));
+  const angle = cosOfTurnCount(top(E.binary("add", twice, E.constant(1, "uint32"))));
   const z = E.binary("mul", radius, angle);
   const value = E.binary(
     "add",
