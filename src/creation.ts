@@ -6,7 +6,7 @@
 import type { DeviceName } from "./contract/backend.ts";
 import { checkShape, sizeOf } from "./core/shape.ts";
 import { checkDType, type DType, hostArray, inferDType } from "./core/dtype.ts";
-import { describe, ShapeError, ValueError } from "./core/errors.ts";
+import { checkNumber, describe, ShapeError, ValueError } from "./core/errors.ts";
 import { evaluate, type NestedArray } from "./ops/_dispatch.ts";
 import { E, type Expr } from "./ir/expr.ts";
 import { backendFor, runtime } from "./runtime.ts";
@@ -225,6 +225,14 @@ function filled(
   value: number | boolean,
   options: CreationOptions,
 ): Tensor {
+  if (typeof value !== "number" && typeof value !== "boolean") {
+    throw new ValueError({
+      op,
+      argument: "value",
+      expected: "a number or a boolean",
+      received: describe(value),
+    });
+  }
   const dtype = options.dtype
     ? checkDType(op, "options.dtype", options.dtype)
     : typeof value === "boolean"
@@ -334,6 +342,8 @@ export function linspace(
 ): Tensor {
   checkOptions("linspace", options, [...CREATION_KEYS, "endpoint"]);
   const op = "linspace";
+  checkNumber(op, "start", start, "a number", () => true);
+  checkNumber(op, "stop", stop, "a number", () => true);
   if (!Number.isInteger(num) || num < 0) {
     throw new ValueError({
       op,

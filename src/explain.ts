@@ -7,6 +7,7 @@ import { fusedLabel } from "./_lazy.ts";
 import { sizeOf } from "./core/shape.ts";
 import { metaOf, pendingOf, Tensor, viewOf } from "./tensor.ts";
 import { checkOptions } from "./core/options.ts";
+import { describe, ValueError } from "./core/errors.ts";
 
 /** What `explain` found. */
 export interface Explanation {
@@ -54,6 +55,14 @@ export function explain(
   options: { print?: boolean } = {},
 ): Explanation {
   checkOptions("explain", options, ["print"]);
+  if (!(target instanceof Tensor) && typeof target !== "function") {
+    throw new ValueError({
+      op: "explain",
+      argument: "target",
+      expected: "a Tensor or a function",
+      received: describe(target),
+    });
+  }
   const kernels: KernelRecord[] = [];
   const outputs: Tensor[] = [];
   if (target instanceof Tensor) {

@@ -9,13 +9,14 @@
 import type { Tensor } from "./tensor.ts";
 import { type CreationOptions, generate } from "./creation.ts";
 import { checkDType } from "./core/dtype.ts";
-import { _checkNumber } from "./core/errors.ts";
+import { checkNumber } from "./core/errors.ts";
 import { E, type Expr } from "./ir/expr.ts";
 import { checkOptions } from "./core/options.ts";
 import { cosOfTurnCount, logOfUnitCount, sqrtOfSmall } from "./ir/portable_math.ts";
 
 /** PCG's RXS-M-XS permutation in JS, as `g_pcg` in WGSL and AssemblyScript. */
 export function pcgHash(v: number): number {
+  checkNumber("random.pcgHash", "v", v, "an integer", Number.isInteger);
   const state = (Math.imul(v >>> 0, 747796405) + 2891336453) >>> 0;
   const word = Math.imul(((state >>> ((state >>> 28) + 4)) ^ state) >>> 0, 277803737) >>> 0;
   return ((word >>> 22) ^ word) >>> 0;
@@ -29,7 +30,7 @@ export interface RandomOptions extends CreationOptions {
 
 function keyOf(op: string, seed: number | undefined): number {
   if (seed === undefined) return pcgHash(Math.floor(Math.random() * 2 ** 32));
-  return pcgHash(_checkNumber(op, "options.seed", seed, "an integer", Number.isInteger) >>> 0);
+  return pcgHash(checkNumber(op, "options.seed", seed, "an integer", Number.isInteger) >>> 0);
 }
 
 /** 32 random bits for counter `counter` (a uint32 expression). */

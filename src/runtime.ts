@@ -219,6 +219,13 @@ export async function init(options: InitOptions = {}): Promise<Runtime> {
     }
     if (acquired) gpu = new GpuBackend(acquired);
   }
+  // Tensors of the runtime being replaced live in its devices' memory, which the new runtime's
+  // kernels cannot read: using one is a DeviceError (src/tensor.ts), not garbage.
+  if (current) {
+    wasmBackendOf(current).retired = true;
+    const old = gpuBackendOf(current);
+    if (old) old.retired = true;
+  }
   current = new Runtime(preference, gpu);
   if (gpu) destroyDeviceOnExit();
   return current;

@@ -9,7 +9,7 @@ import { bind, fusedLabel, type Pending, releasePending } from "./_lazy.ts";
 import { track } from "./_scope.ts";
 import { contiguousStrides, type Shape, sizeOf } from "./core/shape.ts";
 import type { DType, TypedArray } from "./core/dtype.ts";
-import { DisposedError } from "./core/errors.ts";
+import { describe, DeviceError, DisposedError, ValueError } from "./core/errors.ts";
 import type * as ew from "./ops/elementwise.ts";
 import type * as act from "./ops/activations.ts";
 import type * as red from "./ops/reduce.ts";
@@ -26,6 +26,7 @@ import type { NestedArray, TensorLike } from "./ops/_dispatch.ts";
 // Set by the class's static block: see viewOf.
 let access: {
   view: (t: Tensor, op: string, argument: string) => View;
+  retired: (t: Tensor) => boolean;
   pending: (t: Tensor, op: string, argument: string) => Pending | null;
   meta: (t: Tensor, op: string, argument: string) => TensorMeta;
 };
@@ -67,10 +68,17 @@ export class Tensor {
     // What other modules of the library may see of a tensor's internals: functions of this
     // module (viewOf, pendingOf, metaOf), not methods of the public class.
     access = {
-      view: (t, op, argument) => t.#viewFor(op, argument),
-      pending: (t, op, argument) => t.#pendingFor(op, argument),
-      meta: (t, op, argument) => t.#metaFor(op, argument),
+      view: (t, op, argument) => Tensor.#checked(t, op, argument).#viewFor(op, argument),
+      pending: (t, op, argument) => Tensor.#checked(t, op, argument).#pendingFor(op, argument),
+      meta: (t, op, argument) => Tensor.#checked(t, op, argument).#metaFor(op, argument),
+      retired: (t) => (t.#view?.storage.backend ?? t.#pending?.backend)?.retired ?? false,
     };
+  }
+
+  /** `t` when it is a Tensor: a JS value where one is expected is a ValueError, not a TypeError. */
+  static #checked(t: unknown, op: string, argument: string): Tensor {
+    if (typeof t === "object" && t !== null && #view in t) return t as Tensor;
+    throw new ValueError({ op, argument, expected: "a Tensor", received: describe(t) });
   }
 
   #live(op: string, argument: string): void {
@@ -80,6 +88,15 @@ export class Tensor {
         argument,
         expected: "a live tensor",
         received: "a disposed tensor",
+      });
+    }
+    const owner = this.#view?.storage.backend ?? this.#pending?.backend;
+    if (owner?.retired) {
+      throw new DeviceError({
+        op,
+        argument,
+        expected: "a tensor of the current runtime",
+        received: `a ${owner.name} tensor made before gyre.init replaced its runtime`,
       });
     }
   }
@@ -1451,5 +1468,8 @@ const pendingTensors = new Set<Tensor>();
  * batch. Internal: `gyre.flush()` calls it before submitting.
  */
 export function materializeAll(): void {
-  for (const t of [...pendingTensors]) viewOf(t, "flush");
+  // Those of a replaced runtime cannot run any more; they stay pending until disposed.
+  for (const t of [...pendingTensors]) {
+    if (!access.retired(t)) viewOf(t, "flush");
+  }
 }

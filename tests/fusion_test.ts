@@ -395,7 +395,7 @@ Deno.test({
     assert.deepEqual(kernels.map((k) => k.kernel), [
       "sum+div",
       "sum+mul+add",
-      "variance+div+sqrt",
+      "std+div+sqrt",
       "sum+div",
       "argmax+add",
       "sum+greater",

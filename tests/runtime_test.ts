@@ -373,3 +373,28 @@ Deno.test("public handles: a Runtime or GpuProfiler over an object gyre did not 
   if (gpu) assert.equal(gpuBackendOf(), gpu);
   assert.equal(await gyre.tensor([1, 2]).add(1).data().then((d) => d[1]), 3);
 });
+
+Deno.test("init: a tensor of the runtime init replaced is a DeviceError when used, and disposable", async () => {
+  const device = gyre.runtime().device;
+  const old = gyre.tensor([1, 2, 3]);
+  const pending = old.add(1);
+  await gyre.init({ device });
+  for (
+    const [label, use] of [
+      ["add", () => old.add(1)],
+      ["a pending result", () => pending.mul(2)],
+      ["sum", () => gyre.sum(old)],
+    ] as const
+  ) {
+    assert.throws(
+      use,
+      (e) => e instanceof gyre.DeviceError && /before gyre.init replaced/.test(e.message),
+      label,
+    );
+  }
+  await assert.rejects(old.data(), gyre.DeviceError);
+  old.dispose();
+  pending.dispose();
+  // The new runtime works.
+  assert.deepEqual([...(await gyre.tensor([1, 2]).add(1).data())], [2, 3]);
+});

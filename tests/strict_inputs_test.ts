@@ -241,3 +241,179 @@ for (const device of DEVICES) {
     x.dispose();
   });
 }
+
+// ---------------------------------------------------------------------------------------------
+// The generated sweep: every public function and every Tensor method, each argument in turn
+// replaced by values no argument of any op accepts.
+
+/** A valid call of each public function, as its arguments (`x`: a [2, 2] float32 tensor). */
+type Call = (t: Operands) => unknown[];
+interface Operands {
+  x: gyre.Tensor;
+  x4: gyre.Tensor;
+  row: gyre.Tensor;
+  mask: gyre.Tensor;
+}
+
+// Ops whose last argument is an options object take `{}` there, so that a wrong value in that
+// place is tried too.
+const ONE_TENSOR = [
+  "abs ceil cos erf exp exp2 expm1 floor log log1p log2 logicalNot neg reciprocal round rsqrt",
+  "sign sin sqrt square tan tanh sigmoid relu silu mish hardswish hardsigmoid selu softsign clone",
+].join(" ").split(" ");
+const ONE_TENSOR_AND_OPTIONS = [
+  "gelu elu leakyRelu softplus all any sum max min mean prod logsumexp variance std argmax",
+  "argmin softmax logSoftmax layerNorm rmsNorm cumsum cumprod cummax cummin",
+].join(" ").split(" ");
+const TWO_TENSORS = [
+  "add sub mul div pow maximum minimum mod equal notEqual less lessEqual greater greaterEqual",
+  "logicalAnd logicalOr",
+].join(" ").split(" ");
+const CALLS: Record<string, Call> = {
+  ...Object.fromEntries(ONE_TENSOR.map((op) => [op, ({ x }: Operands) => [x]])),
+  ...Object.fromEntries(ONE_TENSOR_AND_OPTIONS.map((op) => [op, ({ x }: Operands) => [x, {}]])),
+  ...Object.fromEntries(TWO_TENSORS.map((op) => [op, ({ x }: Operands) => [x, x]])),
+  matmul: ({ x }) => [x, x, {}],
+  linear: ({ x }) => [x, x, {}],
+  adaptiveAvgPool2d: ({ x4 }) => [x4, 1],
+  adaptiveMaxPool2d: ({ x4 }) => [x4, 1, {}],
+  maxPool2d: ({ x4 }) => [x4, { kernelSize: 2 }],
+  avgPool2d: ({ x4 }) => [x4, { kernelSize: 2 }],
+  batchNorm: ({ x4 }) => [x4, { training: true }],
+  groupNorm: ({ x4 }) => [x4, { groups: 1 }],
+  arange: () => [0, 3, 1, {}],
+  broadcastTo: ({ row }) => [row, [2, 2]],
+  cast: ({ x }) => [x, "int32"],
+  clip: ({ x }) => [x, 0, 1],
+  concat: ({ x }) => [[x, x], 1],
+  stack: ({ x }) => [[x, x]],
+  expandDims: ({ x }) => [x, 0],
+  squeeze: ({ x4 }) => [x4, 0],
+  eye: () => [2, 2, {}],
+  full: () => [[2], 1, {}],
+  linspace: () => [0, 1, 3, {}],
+  ones: () => [[2], {}],
+  zeros: () => [[2], {}],
+  tensor: () => [[1, 2], {}],
+  reshape: ({ x }) => [x, [4]],
+  slice: ({ x }) => [x, [0, 1]],
+  transpose: ({ x }) => [x, [1, 0]],
+  where: ({ mask, x }) => [mask, x, x],
+  to: ({ x }) => [x, "wasm"],
+  readAll: ({ x }) => [[x]],
+  promoteTypes: () => ["float32", "int32"],
+  unaryOp: () => ["exp"],
+  binaryOp: () => ["add"],
+  tidy: () => [() => 1],
+  jit: () => [(a: gyre.Tensor) => a.add(1)],
+  explain: ({ x }) => [() => x.add(1), { print: false }],
+  "random.uniform": () => [[2], {}],
+  "random.normal": () => [[2], {}],
+  "random.pcgHash": () => [7],
+};
+/** Public functions of no arguments (nothing to get wrong) and the classes. */
+const NO_ARGUMENTS = new Set(
+  [
+    "init runtime flush sync startWasmThreads stopWasmThreads wasmThreadCapacity wasmThreadCount",
+    "Runtime Tensor GyreError AxisError DTypeError DeviceError DisposedError GpuError ShapeError",
+    "ValueError WasmMemoryError",
+  ].join(" ").split(" "),
+);
+/** Values that no argument of any op accepts (an options object of an unknown key included). */
+const WRONG: [string, unknown][] = [
+  ["a string", "2"],
+  ["a symbol", Symbol("s")],
+  ["a bigint", 10n],
+  ["an object of an unknown key", { bogus: 1 }],
+];
+/** Every public function by name, `random`'s under "random.". */
+const publicFunctions = (): [string, (...a: unknown[]) => unknown][] => [
+  ...Object.entries(gyre).filter(([, v]) => typeof v === "function") as [
+    string,
+    (...a: unknown[]) => unknown,
+  ][],
+  ...Object.entries(gyre.random).map(([k, v]) =>
+    [`random.${k}`, v] as [string, (...a: unknown[]) => unknown]
+  ),
+];
+
+Deno.test("strict inputs: the generated sweep knows a valid call of every public function", () => {
+  const missing = publicFunctions().map(([name]) => name).filter((name) =>
+    !(name in CALLS) && !NO_ARGUMENTS.has(name)
+  );
+  assert.deepEqual(missing, [], "add a valid call to CALLS for each");
+});
+
+/** Runs `fn`, returning the error it threw or its promise rejected with, or null. */
+async function outcome(fn: () => unknown): Promise<unknown> {
+  try {
+    const r = fn();
+    const value = r instanceof Promise ? await r : r;
+    if (value instanceof gyre.Tensor) value.dispose();
+    return null;
+  } catch (e) {
+    return e;
+  }
+}
+
+for (const device of DEVICES) {
+  Deno.test(`strict inputs: every argument of every public function and method, wrong [${device}]`, async () => {
+    const operands: Operands = {
+      x: gyre.tensor([[1, 2], [3, 4]], { device }),
+      x4: gyre.ones([1, 2, 2, 2], { device }),
+      row: gyre.tensor([1, 2], { device }),
+      mask: gyre.tensor([[true, false], [false, true]], { device }),
+    };
+    const checked: string[] = [];
+    const failures: string[] = [];
+    const expectRefused = async (label: string, op: string, fn: () => unknown) => {
+      gyre.flush();
+      const before = liveCounts();
+      const e = await outcome(fn);
+      gyre.flush();
+      checked.push(label);
+      if (!(e instanceof gyre.GyreError)) failures.push(`${label}: ${e === null ? "ran" : e}`);
+      else if (!e.op.toLowerCase().includes(op.replace(/^random\./, "").toLowerCase())) {
+        failures.push(`${label}: the error names op "${e.op}"`);
+      }
+      if (JSON.stringify(liveCounts()) !== JSON.stringify(before)) {
+        failures.push(`${label}: leaked`);
+      }
+    };
+    for (const [name, fn] of publicFunctions()) {
+      const call = CALLS[name];
+      if (!call) continue;
+      const args = call(operands);
+      for (let position = 0; position < args.length; position++) {
+        for (const [what, wrong] of WRONG) {
+          const bad = args.slice();
+          bad[position] = wrong;
+          await expectRefused(`${name} argument ${position} ${what}`, name, () => fn(...bad));
+        }
+      }
+      // The Tensor method of the same name takes the rest of the arguments.
+      const method = (gyre.Tensor.prototype as unknown as Record<string, unknown>)[name];
+      if (typeof method === "function" && args[0] instanceof gyre.Tensor) {
+        for (let position = 1; position < args.length; position++) {
+          for (const [what, wrong] of WRONG) {
+            const bad = args.slice();
+            bad[position] = wrong;
+            await expectRefused(
+              `x.${name}() argument ${position - 1} ${what}`,
+              name,
+              () => (method as (...a: unknown[]) => unknown).apply(bad[0], bad.slice(1)),
+            );
+          }
+        }
+      }
+    }
+    // The runtime is still usable, and the sweep did what it says.
+    await Deno.writeTextFile(`/tmp/sweep-${device}.txt`, failures.join("\n"));
+    assert.deepEqual(failures, [], `${failures.length} of ${checked.length} calls`);
+    assert.ok(checked.length > 600, `${checked.length} calls`);
+    const y = operands.x.add(1);
+    assert.deepEqual([...(await y.data())], [2, 3, 4, 5]);
+    y.dispose();
+    Object.values(operands).forEach((t) => t.dispose());
+  });
+}

@@ -48,7 +48,11 @@ export function isInteger(dtype: DType): boolean {
  * ```
  */
 export function promoteTypes(a: DType, b: DType): DType {
-  return DTYPES.indexOf(a) >= DTYPES.indexOf(b) ? a : b;
+  const i = DTYPES.indexOf(a);
+  const j = DTYPES.indexOf(b);
+  if (i < 0) checkDType("promoteTypes", "a", a);
+  if (j < 0) checkDType("promoteTypes", "b", b);
+  return i >= j ? a : b;
 }
 
 /**

@@ -169,7 +169,7 @@ export function describe(value: unknown): string {
  * `value` when it is a number that `accepts` takes, else a typed error naming `op`, `argument`
  * and `expected` (internal: the one check of every numeric option).
  */
-export function _checkNumber(
+export function checkNumber(
   op: string,
   argument: string,
   value: unknown,

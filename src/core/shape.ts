@@ -140,6 +140,15 @@ export function normalizeAxes(
   argument = "axis",
 ): number[] {
   if (axis === undefined || axis === null) return [...Array(rank).keys()];
+  if (typeof axis !== "number" && !Array.isArray(axis)) {
+    // Array.from would take a symbol, a bigint or an object for no axes at all.
+    throw new AxisError({
+      op,
+      argument,
+      expected: "an integer or an array of integers",
+      received: describe(axis),
+    });
+  }
   const list = typeof axis === "number" ? [axis] : Array.from(axis);
   const out = list.map((a) => normalizeAxis(op, a, rank, argument));
   const seen = new Set<number>();

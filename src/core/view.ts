@@ -12,6 +12,11 @@ export type DeviceName = "gpu" | "wasm";
 /** What storage needs of the backend that owns it (src/contract/backend.ts extends it). */
 export interface StorageOwner {
   readonly name: DeviceName;
+  /**
+   * Set when `init` replaced the runtime this device belongs to: its tensors can no longer be
+   * used (their storage is in another device's memory than the current runtime's).
+   */
+  retired: boolean;
   /** Frees storage whose last view let go. */
   free(storage: Storage): void;
 }

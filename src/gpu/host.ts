@@ -76,6 +76,8 @@ export abstract class GpuHost {
   readonly batch: CommandBatch;
   /** Set by `device.lost`; every later call throws. */
   lostReason: string | null = null;
+  /** Set when `init` replaced this device's runtime (src/core/view.ts). */
+  retired = false;
   /** Benchmarks set this to wrap dispatches in timestamp writes. */
   profiler: DispatchProfiler | null = null;
   /** `jit` sets this while tracing to record allocations, uploads and dispatches. */

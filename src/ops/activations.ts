@@ -4,7 +4,7 @@
  * @module
  */
 import type { Tensor } from "../tensor.ts";
-import { _checkNumber, ValueError } from "../core/errors.ts";
+import { checkNumber, ValueError } from "../core/errors.ts";
 import { runElementwise, type TensorLike } from "./_dispatch.ts";
 import { E, type Expr } from "../ir/expr.ts";
 import { unaryOp } from "./elementwise.ts";
@@ -117,8 +117,8 @@ export function gelu(x: TensorLike, options: GeluOptions = {}): Tensor {
   return floatUnary("gelu", x, (v) => E.unary(approximate === "tanh" ? "geluTanh" : "gelu", v));
 }
 
-function checkNumber(op: string, argument: string, value: number): number {
-  return _checkNumber(op, argument, value, "a number");
+function checkScalar(op: string, argument: string, value: number): number {
+  return checkNumber(op, argument, value, "a number");
 }
 
 /** Runs a float activation built from `x` already cast to a float dtype. */
@@ -142,7 +142,7 @@ function floatUnary(op: string, x: TensorLike, build: (v: Expr) => Expr): Tensor
  */
 export function leakyRelu(x: TensorLike, options: { alpha?: number } = {}): Tensor {
   checkOptions("leakyRelu", options, ["alpha"]);
-  const alpha = checkNumber("leakyRelu", "options.alpha", options.alpha ?? 0.01);
+  const alpha = checkScalar("leakyRelu", "options.alpha", options.alpha ?? 0.01);
   return floatUnary("leakyRelu", x, (v) => E.binary("leakyRelu", v, E.constant(alpha, v.dtype)));
 }
 
@@ -157,7 +157,7 @@ export function leakyRelu(x: TensorLike, options: { alpha?: number } = {}): Tens
  */
 export function elu(x: TensorLike, options: { alpha?: number } = {}): Tensor {
   checkOptions("elu", options, ["alpha"]);
-  const alpha = checkNumber("elu", "options.alpha", options.alpha ?? 1);
+  const alpha = checkScalar("elu", "options.alpha", options.alpha ?? 1);
   return floatUnary("elu", x, (v) => E.binary("elu", v, E.constant(alpha, v.dtype)));
 }
 
@@ -175,14 +175,14 @@ export function softplus(
   options: { beta?: number; threshold?: number } = {},
 ): Tensor {
   checkOptions("softplus", options, ["beta", "threshold"]);
-  const beta = _checkNumber(
+  const beta = checkNumber(
     "softplus",
     "options.beta",
     options.beta ?? 1,
     "a non-zero number",
     (v) => v !== 0 && !Number.isNaN(v),
   );
-  const threshold = checkNumber("softplus", "options.threshold", options.threshold ?? 20);
+  const threshold = checkScalar("softplus", "options.threshold", options.threshold ?? 20);
   return floatUnary("softplus", x, (v) => {
     const scaled = beta === 1 ? v : E.binary("mul", v, E.constant(beta, v.dtype));
     const smooth = beta === 1

@@ -7,6 +7,7 @@ import type { Shape } from "../core/shape.ts";
 import type { TypedArray } from "../core/dtype.ts";
 import { type Tensor, viewOf } from "../tensor.ts";
 import type { NestedArray } from "./_dispatch.ts";
+import { describe, ValueError } from "../core/errors.ts";
 
 /**
  * Reads many tensors at once: on the GPU, one staging buffer and one `mapAsync` for all of them.
@@ -19,6 +20,14 @@ import type { NestedArray } from "./_dispatch.ts";
  * ```
  */
 export async function readAll(tensors: readonly Tensor[]): Promise<TypedArray[]> {
+  if (!Array.isArray(tensors)) {
+    throw new ValueError({
+      op: "readAll",
+      argument: "tensors",
+      expected: "an array of tensors",
+      received: describe(tensors),
+    });
+  }
   const groups = new Map<Backend, { views: View[]; slots: number[] }>();
   tensors.forEach((t, i) => {
     const view = viewOf(t, "readAll", `tensors[${i}]`);

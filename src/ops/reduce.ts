@@ -10,7 +10,7 @@ import { bind, fusedLabel, makePending, type Producer } from "../_lazy.ts";
 import { planOverrides } from "../plans/overrides.ts";
 import { normalizeAxes, sizeOf } from "../core/shape.ts";
 import { type DType, isFloat } from "../core/dtype.ts";
-import { _checkNumber, describe, ValueError } from "../core/errors.ts";
+import { checkNumber, describe, ValueError } from "../core/errors.ts";
 import { backendFor, runtime } from "../runtime.ts";
 import { metaOf, pendingOf, Tensor, tensorFromStorage, viewOf } from "../tensor.ts";
 import { evaluate, MAX_FUSED_INPUTS, runElementwise, type TensorLike } from "./_dispatch.ts";
@@ -393,9 +393,13 @@ export interface VarianceOptions extends ReduceOptions {
  * ```
  */
 export function variance(x: TensorLike, options: VarianceOptions = {}): Tensor {
-  const op = "variance";
+  return varianceAs("variance", x, options);
+}
+
+/** The variance, its errors naming `op` (std's name them std). */
+function varianceAs(op: string, x: TensorLike, options: VarianceOptions): Tensor {
   checkOptions(op, options, [...REDUCE_KEYS, "ddof"]);
-  const ddof = _checkNumber(
+  const ddof = checkNumber(
     op,
     "options.ddof",
     options.ddof ?? 0,
@@ -437,6 +441,5 @@ export function variance(x: TensorLike, options: VarianceOptions = {}): Tensor {
  * ```
  */
 export function std(x: TensorLike, options: VarianceOptions = {}): Tensor {
-  checkOptions("std", options, [...REDUCE_KEYS, "ddof"]);
-  return tidy(() => sqrt(variance(x, options)));
+  return tidy(() => sqrt(varianceAs("std", x, options)));
 }

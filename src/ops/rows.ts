@@ -18,7 +18,7 @@ import {
   sizeOf,
 } from "../core/shape.ts";
 import {
-  _checkNumber,
+  checkNumber,
   describe,
   DeviceError,
   DTypeError,
@@ -228,7 +228,7 @@ function rowSource(
 }
 
 function checkEps(op: string, eps: unknown): number {
-  return _checkNumber(
+  return checkNumber(
     op,
     "options.eps",
     eps,
@@ -549,7 +549,7 @@ export function groupNorm(x: Tensor, options: GroupNormOptions): Tensor {
   const op = "groupNorm";
   const view = checkInput(op, x);
   const channels = checkChannels(op, view);
-  const groups = _checkNumber(
+  const groups = checkNumber(
     op,
     "options.groups",
     options?.groups,
@@ -607,7 +607,7 @@ function channelView(p: View, shape: readonly number[]): View {
 }
 
 function checkMomentum(op: string, momentum: unknown): number {
-  return _checkNumber(
+  return checkNumber(
     op,
     "options.momentum",
     momentum,

@@ -218,6 +218,14 @@ export function slice(x: Tensor, ...ranges: SliceRange[]): Tensor {
       offset += (r < 0 ? r + dim : r) * stride;
       continue;
     }
+    if (r !== null && r !== undefined && !Array.isArray(r)) {
+      throw new ValueError({
+        op,
+        argument: `ranges[${axis}]`,
+        expected: "an index, a [start, end, step] array, or null",
+        received: describe(r),
+      });
+    }
     const [startArg, endArg, stepArg] = (r ?? []) as readonly (number | null | undefined)[];
     const step = stepArg ?? 1;
     if (!Number.isInteger(step) || step === 0) {

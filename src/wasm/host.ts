@@ -74,6 +74,8 @@ export abstract class WasmHost {
   readonly kernels: Record<string, Kernel>;
   /** The memory is shared (threaded build): the GEMM may split work with workers. */
   readonly shared: boolean;
+  /** Set when `init` replaced this device's runtime (src/core/view.ts). */
+  retired = false;
 
   constructor(options: InstantiateOptions = {}) {
     const { memory, kernels, shared } = instantiateKernels(options);
