@@ -5,6 +5,7 @@
  * `deno run -A scripts/bundle_peers.ts DIR`, so the GPU host needs no package registry.
  *
  * Usage: deno run -A bench/compare.ts [--peers DIR] [--scale small|full] [--out bench/results]
+ *   [--only case,case] (passed to every library's harness)
  * @module
  */
 import { slugOf } from "./_util.ts";
@@ -17,6 +18,7 @@ const flag = (name: string, fallback: string) => {
 const peers = flag("peers", "bench/peers/dist");
 const scale = flag("scale", "full");
 const outDir = flag("out", "bench/results");
+const only = flag("only", "");
 
 interface Report {
   peer: string;
@@ -29,7 +31,7 @@ interface Report {
 async function run(label: string, script: string, extra: string[] = []): Promise<Report | null> {
   console.error(`running ${label}...`);
   const out = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", script, "--scale", scale, ...extra],
+    args: ["run", "-A", script, "--scale", scale, ...(only ? ["--only", only] : []), ...extra],
     stdout: "piped",
     stderr: "inherit",
   }).output();

@@ -293,6 +293,10 @@ await bench("where f32", big, 4 * 4 * big, () => gyre.where(bool, a, b));
   );
 }
 await bench("cast f32->int32", big, 2 * 4 * big, () => a.cast("int32"));
+// Random numbers: written only. normal's portable logarithm, square root and cosine (about 100
+// float operations an element, src/ir/portable_math.ts) against a write of the same bytes.
+await bench("random.uniform f32", big, 4 * big, () => gyre.random.uniform([big], { seed: 3 }));
+await bench("random.normal f32", big, 4 * big, () => gyre.random.normal([big], { seed: 4 }));
 if (caps.shaderF16) {
   const h = a.cast("float16").realize();
   const h2 = b.cast("float16").realize();

@@ -559,6 +559,22 @@ export function refChain(
   return out;
 }
 
+/**
+ * An n x n matrix in the other order: the MLP's weights as [in, out] (`x @ W`, the layout where
+ * each library reads B row-major) from the [out, in] data of `nn.Linear` (`x @ W^T`).
+ */
+export function transposedSquare(data: Float32Array, n: number): Float32Array<ArrayBuffer> {
+  const out = new Float32Array(n * n);
+  for (let i = 0; i < n; i++) for (let j = 0; j < n; j++) out[j * n + i] = data[i * n + j];
+  return out;
+}
+
+/** The MLP cases' layouts: weights [out, in] as `nn.Linear` stores them, or [in, out]. */
+export const MLP_LAYOUTS = [
+  { layout: "out-in", name: "mlp3_4096", note: "weights [out, in] (nn.Linear): x @ W^T" },
+  { layout: "in-out", name: "mlp3_4096_in_out", note: "weights [in, out]: x @ W" },
+] as const;
+
 /** The MLP case's reference: relu(relu(x W1^T + b1) W2^T + b2) W3^T + b3, the first `rows` rows. */
 export function refMlpRows(
   x: Float32Array,

@@ -10,6 +10,7 @@ import {
   emit,
   errText,
   log,
+  MLP_LAYOUTS,
   parseOptions,
   randomData,
   refAdd,
@@ -21,6 +22,7 @@ import {
   refSum,
   runCases,
   sizesFor,
+  transposedSquare,
 } from "./common.ts";
 import { gpuBackendOf } from "../../src/runtime.ts";
 
@@ -209,14 +211,21 @@ async function main() {
       teardown: free,
     });
   }
-  // A three-layer MLP forward, batch and width sizes.mlp: linear + relu twice, then linear. gyre
-  // runs it through jit (recorded once, replayed); bias and relu fuse into each product's kernel.
-  {
+  // A three-layer MLP forward, batch and width sizes.mlp: linear + relu twice, then linear, with
+  // the weights in either layout. gyre runs it through jit (recorded once, replayed); bias and relu
+  // fuse into each product's kernel.
+  for (const { layout, name, note } of MLP_LAYOUTS) {
     const n = sizes.mlp;
+    const t = layout === "out-in";
     let x: gyre.Tensor, hx: Float32Array;
     const hw: Float32Array[] = [], hb: Float32Array[] = [];
     let w: gyre.Tensor[] = [], b: gyre.Tensor[] = [];
     const forward = gyre.jit((input: gyre.Tensor) => {
+      if (!t) {
+        const h1 = gyre.relu(gyre.matmul(input, w[0]).add(b[0]));
+        const h2 = gyre.relu(gyre.matmul(h1, w[1]).add(b[1]));
+        return gyre.matmul(h2, w[2]).add(b[2]);
+      }
       const h1 = gyre.linear(input, w[0], { bias: b[0], activation: "relu" });
       const h2 = gyre.linear(h1, w[1], { bias: b[1], activation: "relu" });
       return gyre.linear(h2, w[2], { bias: b[2] });
@@ -238,10 +247,11 @@ async function main() {
     };
     cases.push({
       kind: "op",
-      name: "mlp3_4096",
+      name,
       shape: [n, n, n],
       reps: opts.reps ?? sizes.reps.matmul,
-      note: "three linear layers (relu, relu, none), batch = width; gyre: jit + fused epilogues",
+      note:
+        `three linear layers (relu, relu, none), batch = width, ${note}; gyre: jit + fused epilogues`,
       setup: () => {
         hx = randomData(n * n, 31);
         x = gyre.tensor(hx, { shape: [n, n] });
@@ -249,7 +259,7 @@ async function main() {
           hw[l] = randomData(n * n, 32 + l, -1 / Math.sqrt(n), 1 / Math.sqrt(n));
           hb[l] = randomData(n, 40 + l, -0.1, 0.1);
         }
-        w = hw.map((d) => gyre.tensor(d, { shape: [n, n] }));
+        w = hw.map((d) => gyre.tensor(t ? d : transposedSquare(d, n), { shape: [n, n] }));
         b = hb.map((d) => gyre.tensor(d));
         held.push(x, ...w, ...b);
       },
@@ -258,7 +268,9 @@ async function main() {
         return compare(got, refMlpRows(hx, hw, hb, n, 2), 1e-5 * n, 1e-3);
       },
       run: opRunner(fn),
+      ...(t ? {} : { teardown: free }),
     });
+    if (!t) continue;
     cases.push({
       kind: "op",
       name: "mlp3_4096 (gyre op by op)",

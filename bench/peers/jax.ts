@@ -29,6 +29,7 @@ import {
   emit,
   errText,
   log,
+  MLP_LAYOUTS,
   parseOptions,
   randomData,
   refAdd,
@@ -40,6 +41,7 @@ import {
   refSum,
   runCases,
   sizesFor,
+  transposedSquare,
 } from "./common.ts";
 
 // Injected by scripts/bundle_peers.ts (esbuild `define`) from
@@ -270,9 +272,11 @@ async function main() {
     });
   }
 
-  // mlp3_4096: three linear layers (relu, relu, none), batch = width, under jit when --jit.
-  {
+  // mlp3_4096: three linear layers (relu, relu, none), batch = width, under jit when --jit, with
+  // the weights in either layout.
+  for (const { layout, name, note } of MLP_LAYOUTS) {
     const n = sizes.mlp;
+    const t = layout === "out-in";
     let x: Arr, hx: Float32Array<ArrayBuffer>;
     const hw: Float32Array<ArrayBuffer>[] = [], hb: Float32Array<ArrayBuffer>[] = [];
     let w: Arr[] = [], b: Arr[] = [];
@@ -285,15 +289,17 @@ async function main() {
       w2: Arr,
       b2: Arr,
     ): Arr => {
-      const h1 = jax.nn.relu(np.add(np.matmul(input, np.transpose(w0)), b0));
-      const h2 = jax.nn.relu(np.add(np.matmul(h1, np.transpose(w1)), b1));
-      return np.add(np.matmul(h2, np.transpose(w2)), b2);
+      const weight = (w: Arr) => (t ? np.transpose(w) : w);
+      const h1 = jax.nn.relu(np.add(np.matmul(input, weight(w0)), b0));
+      const h2 = jax.nn.relu(np.add(np.matmul(h1, weight(w1)), b1));
+      return np.add(np.matmul(h2, weight(w2)), b2);
     };
     const f = opts.jit ? jit(layers) : layers;
     const op = () => f(x.ref, w[0].ref, b[0].ref, w[1].ref, b[1].ref, w[2].ref, b[2].ref);
     cases.push({
       kind: "op",
-      name: "mlp3_4096",
+      name,
+      note,
       shape: [n, n, n],
       reps: opts.reps ?? sizes.reps.matmul,
       setup: async () => {
@@ -303,7 +309,7 @@ async function main() {
           hw[l] = randomData(n * n, 32 + l, -1 / Math.sqrt(n), 1 / Math.sqrt(n));
           hb[l] = randomData(n, 40 + l, -0.1, 0.1);
         }
-        w = hw.map((d) => upload(d, [n, n]));
+        w = hw.map((d) => upload(t ? d : transposedSquare(d, n), [n, n]));
         b = hb.map((d) => upload(d, [n]));
         held.push(x, ...w, ...b);
         await settle();

@@ -33,6 +33,7 @@ import {
   emit,
   errText,
   log,
+  MLP_LAYOUTS,
   parseOptions,
   randomData,
   refAdd,
@@ -44,6 +45,7 @@ import {
   refSum,
   runCases,
   sizesFor,
+  transposedSquare,
 } from "./common.ts";
 
 const opts = parseOptions(Deno.args);
@@ -260,21 +262,24 @@ async function main() {
     });
   }
 
-  // mlp3_4096: three linear layers (relu, relu, none), batch = width (tfjs has no jit).
-  {
+  // mlp3_4096: three linear layers (relu, relu, none), batch = width (tfjs has no jit), with the
+  // weights in either layout.
+  for (const { layout, name, note } of MLP_LAYOUTS) {
     const n = sizes.mlp;
     let x: tf.Tensor, hx: Float32Array;
     const hw: Float32Array[] = [], hb: Float32Array[] = [];
     let w: tf.Tensor[] = [], b: tf.Tensor[] = [];
+    const t = layout === "out-in";
     const op = () =>
       tf.tidy(() => {
-        const h1 = tf.relu(tf.add(tf.matMul(x, w[0], false, true), b[0]));
-        const h2 = tf.relu(tf.add(tf.matMul(h1, w[1], false, true), b[1]));
-        return tf.add(tf.matMul(h2, w[2], false, true), b[2]);
+        const h1 = tf.relu(tf.add(tf.matMul(x, w[0], false, t), b[0]));
+        const h2 = tf.relu(tf.add(tf.matMul(h1, w[1], false, t), b[1]));
+        return tf.add(tf.matMul(h2, w[2], false, t), b[2]);
       });
     cases.push({
       kind: "op",
-      name: "mlp3_4096",
+      name,
+      note,
       shape: [n, n, n],
       reps: opts.reps ?? sizes.reps.matmul,
       setup: () => {
@@ -284,7 +289,7 @@ async function main() {
           hw[l] = randomData(n * n, 32 + l, -1 / Math.sqrt(n), 1 / Math.sqrt(n));
           hb[l] = randomData(n, 40 + l, -0.1, 0.1);
         }
-        w = hw.map((d) => tf.tensor2d(d, [n, n], "float32"));
+        w = hw.map((d) => tf.tensor2d(t ? d : transposedSquare(d, n), [n, n], "float32"));
         b = hb.map((d) => tf.tensor1d(d, "float32"));
         held.push(x, ...w, ...b);
       },
