@@ -88,7 +88,8 @@ for (let start = 0; start < JIT_PROGRAMS; start += CHUNK) {
 /**
  * Shrunk disagreements the random programs found, kept as cases: [what went wrong, program].
  * Each runs every device comparison and jit on both devices. Those found on an H200 (the long
- * runs in bench/results/differential-nvidia-h200-first.jsonl and -second.jsonl) were a kernel's
+ * runs in bench/results/history/differential-nvidia-h200-2026-11-26-before-fixes.jsonl and
+ * -after-fixes.jsonl) were a kernel's
  * defect (int32 abs, sin, a fused integer cast) or the comparison's (overflow in another order,
  * flushed subnormals): see tests/_programs.ts.
  */

@@ -55,7 +55,7 @@ const TRANSPOSED_CLONE_TILED_ELEMENTS = 1 << 22;
  * ({@link TRANSPOSED_OPERAND_ELEMENTS}); a plain copy of one (`transposedCopy`) by the tiled
  * kernel for large 4-byte elements ({@link TRANSPOSED_CLONE_TILED_ELEMENTS}), else by the tiled
  * transposing copy (at 4096 x 4096, 44.0 us for float32 and 27.9 for float16 against 123.5 and
- * 112.1 for the strided gather; bench/results/kernels-nvidia-h200-transpose.md). Software adapters
+ * 112.1 for the strided gather; bench/results/history/kernels-nvidia-h200-transpose.md). Software adapters
  * keep the gather (llvmpipe at 512 x 512: 0.8 ms against 1.1-2.5 for the tiled copy).
  *
  * @example
@@ -116,7 +116,7 @@ export function planElementwise(
 /**
  * The transposing copy's form and tile (src/gpu/_codegen_transpose.ts): two-byte elements in words
  * of two (`paired`) wherever the layout allows. Measured on an H200 copying 4096 x 4096 (bench/results/
- * kernels-nvidia-h200-transpose.md): paired float16 64x64 27.9 us, 57% of copy (128x64 35.0,
+ * history/kernels-nvidia-h200-transpose.md): paired float16 64x64 27.9 us, 57% of copy (128x64 35.0,
  * 64x128 39.2, 128x128 72.3); element by element 32x32 is best, float32 44.0 us, 73% (64x64 52.6,
  * 128-wide 70), float16 36.8 (64x64 48.6); a strided gather (the elementwise kernel) 112-124 us.
  * Smaller tiles won every comparison; several tiles per workgroup, each tile's stores overlapping

@@ -25,7 +25,7 @@ export interface MatmulChoice {
    * shared out equally by (tile, K step) units among `streamKGroups` workgroups, less than a
    * tile each, and a third pass sums the tiles cut between workgroups and runs the epilogue
    * (float32 accumulation; int32 and float16 accumulation fall back to "tiled"). On an H200
-   * (bench/results/matmul-nvidia-h200-stream-k.md, -waves.md; float32 with `interiorLoads`):
+   * (bench/results/history/matmul-nvidia-h200-stream-k.md, -waves.md; float32 with `interiorLoads`):
    * 4096^3 43.7 TFLOP/s against 42.9, 8192^3 44.7 against 43.6, float16 storage 4096^3 40.4
    * against 39.3, 4096 x 4352 x 4096 43.8 against 40.0.
    */
@@ -75,7 +75,7 @@ export interface MatmulChoice {
    * Copy A into [K, M] order (M contiguous) by a transposing kernel of its own before the product
    * ("tiled" and "splitK"; A row-major, without a fused prologue, its batch axes one run). The
    * float16 tiles read A faster that way: with float16 accumulation on an H200 (bench/results/
-   * matmul-nvidia-h200-f16-acc16.md, -a-copied-paired.md, -a-copied-2048.md), copy and product
+   * history/matmul-nvidia-h200-f16-acc16.md, -a-copied-paired.md, -a-copied-2048.md), copy and product
    * together 60.0-60.6 TFLOP/s at 4096^3 in four runs (the copy 26-28 us of 2.27 ms) against 54.6
    * with A read as stored; 57.3 against 54.6 at 2048^3; 61.6 against 55.0 at 8192^3. float32
    * gains nothing (39.0 copied, 39.1 as stored), so the rule copies for float16 accumulation only.
@@ -84,7 +84,7 @@ export interface MatmulChoice {
   /**
    * Global loads without bounds tests where every tile is whole and K is a multiple of tileK
    * (the kernel checks nothing then; elsewhere this is ignored). On an H200 at 4096^3 float32
-   * (bench/results/matmul-nvidia-h200-interior.md): 43.0 TFLOP/s tiled against 39.1 with the
+   * (bench/results/history/matmul-nvidia-h200-interior.md): 43.0 TFLOP/s tiled against 39.1 with the
    * tests, 43.6-43.8 with stream-K; but float16 storage with float32 accumulation fell from
    * 39.4 to 34.5, so the rule takes it for float32 only.
    */
@@ -139,7 +139,7 @@ const MATMUL_TILES: readonly MatmulTile[] = [
 
 /**
  * With float16 accumulation the large tiles store A's values twice (`productForm: "repeatedA"`) in one shared
- * buffer. Measured on an H200 at 4096^3 (bench/results/matmul-nvidia-h200-one-buffer.md and
+ * buffer. Measured on an H200 at 4096^3 (bench/results/history/matmul-nvidia-h200-one-buffer.md and
  * earlier runs): with A stored [K, M] (M contiguous), 128x128x16 with 8x8 per invocation 61.0-61.2
  * TFLOP/s in three runs (two buffers: 41-42; A not repeated: 52.7-53.0; 128x128x8 with 8x16:
  * 56.1-56.7); with A row-major, 128x128x8 with 8x16 54.7-54.8 in two runs (two buffers:
@@ -181,7 +181,7 @@ const KNOWN_MULTIPROCESSORS: readonly (readonly [RegExp, number])[] = [
 
 /**
  * Workgroups of the float32 128x128x8 tile (8x16 per invocation) that one multiprocessor holds.
- * Measured on an H200 (bench/results/matmul-nvidia-h200-waves.md): at 4096 x N x 4096 the
+ * Measured on an H200 (bench/results/history/matmul-nvidia-h200-waves.md): at 4096 x N x 4096 the
  * time is flat from 992 to 1056 tiles (3.51-3.53 ms) and steps to 4.39 ms at 1088, so the GPU
  * runs 264 = 132 x 2 at once; 4096^3's 1024 tiles leave its fourth wave 88% full (39.1 TFLOP/s
  * against 40.2 with 1056 tiles). An H100 80GB HBM3 measured the same (bench/README.md, session

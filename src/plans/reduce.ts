@@ -47,7 +47,7 @@ export interface ReduceChoice {
  * Elements one invocation should accumulate before the workgroup combine. On the H200 a sum of
  * 16 Mi took 24.4 us with 256 invocations x 512 chunks (128 per invocation), 24.5-29.6 us with
  * 128 to 1024 chunks, and no less with 512 or 1024 invocations
- * (bench/results/kernels-nvidia-h200-reduce-sweep.md).
+ * (bench/results/history/kernels-nvidia-h200-reduce-sweep.md).
  */
 const ELEMENTS_PER_INVOCATION = 128;
 

@@ -99,7 +99,7 @@ function scanSuperTiles(rows: number, tiles: number, workgroupSize: number): num
 
 /**
  * The look-back's tile on hardware GPUs, by the format of its states (H200, session 11,
- * bench/results/kernels-nvidia-h200-scan-wide.md). With one 64-bit word per state, 256 x 32: 64 Mi
+ * bench/results/history/kernels-nvidia-h200-scan-wide.md). With one 64-bit word per state, 256 x 32: 64 Mi
  * cumsum 153.7 us (84% of copy) against 160.8 in 512 x 32, 162.7 in 128 x 32, 156.4 in 256 x 28;
  * 16 Mi 51.2-52.0 against 55.4. With two 32-bit words, 512 x 32: 162.6 against 163.5 in 256 x 32
  * (16 Mi 55.8 against 54.5, 4 Mi 17.7 against 18.5).
