@@ -34,7 +34,7 @@ export interface ElementwiseChoice {
  * (H200, `x.transpose().add(x)`: 8192^2 239 us, 81% of copy, against 350 with the operand copied
  * in order first (an option since removed) and 736 gathered through strides; 4096^2 60.0 against
  * 94.5; 2048^2 14.9 against 26.2; 1024^2 7.7 against 12.3 and 13.9. Tiles of 8 rows per invocation: 266 us at 8192^2, of 1
- * row 248. bench/results/kernels-nvidia-h200-transposed-operand.md).
+ * row 248. bench/results/history/kernels-nvidia-h200-transposed-operand.md).
  */
 const TRANSPOSED_OPERAND_ELEMENTS = 1 << 20;
 
