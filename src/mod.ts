@@ -91,9 +91,9 @@ export {
   GpuError,
   GyreError,
   type GyreErrorDetails,
+  OutOfMemoryError,
   ShapeError,
   ValueError,
-  WasmMemoryError,
 } from "./core/errors.ts";
 export type { DeviceName, KernelRecord } from "./contract/backend.ts";
 export type { DeviceCaps, GpuDeviceHandle, WasmDeviceHandle } from "./core/caps.ts";

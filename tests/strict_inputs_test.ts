@@ -316,7 +316,7 @@ const NO_ARGUMENTS = new Set(
   [
     "init runtime flush sync startWasmThreads stopWasmThreads wasmThreadCapacity wasmThreadCount",
     "Runtime Tensor GyreError AxisError DTypeError DeviceError DisposedError GpuError ShapeError",
-    "ValueError WasmMemoryError",
+    "ValueError OutOfMemoryError",
   ].join(" ").split(" "),
 );
 /** Values that no argument of any op accepts (an options object of an unknown key included). */

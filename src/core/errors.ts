@@ -102,19 +102,19 @@ export class ValueError extends GyreError {}
 export class DisposedError extends GyreError {}
 
 /**
- * An error reported by WebGPU: a validation error, running out of GPU memory, or a lost device.
- * `kind` says which.
+ * An error reported by WebGPU: a validation error, an internal error, or a lost device. `kind`
+ * says which.
  *
  * @example
  * ```ts
  * import { GpuError } from "@gyre/gyre";
- * const e = new GpuError("out-of-memory", "createBuffer", "size", "an allocatable size", "8 GiB");
+ * const e = new GpuError("validation", "matmul", "gpu work", "valid GPU commands", "an error");
  * console.log(e.kind);
  * ```
  */
 export class GpuError extends GyreError {
-  /** `"validation"`, `"out-of-memory"`, `"internal"` or `"device-lost"`. */
-  kind: "validation" | "out-of-memory" | "internal" | "device-lost";
+  /** `"validation"`, `"internal"` or `"device-lost"` (running out of memory is an OutOfMemoryError). */
+  kind: "validation" | "internal" | "device-lost";
   /** An error of `kind` from the op, argument, expectation and what came. */
   constructor(
     kind: GpuError["kind"],
@@ -129,9 +129,11 @@ export class GpuError extends GyreError {
 }
 
 /**
- * The WASM device's memory is exhausted: a tensor larger than the 4 GiB a 32-bit WebAssembly
- * memory can address, or no room left in it. (The GPU reports its limits as `GpuError` with
- * kind "out-of-memory".) The runtime stays usable: dispose tensors and try again.
+ * A device's memory is exhausted, on either device; `device` says which. On WASM: a tensor larger
+ * than the 4 GiB a 32-bit WebAssembly memory addresses, or no room left in it. On the GPU: a buffer
+ * larger than the device binds (`maxStorageBufferBindingSize`), or WebGPU's out-of-memory error
+ * for submitted work (reported at the next sync or read-back). The runtime stays usable: dispose
+ * tensors and try again.
  *
  * @example
  * ```ts
@@ -139,11 +141,19 @@ export class GpuError extends GyreError {
  * try {
  *   gyre.zeros([1e6, 1e6], { device: "wasm" });
  * } catch (e) {
- *   console.log(e instanceof gyre.WasmMemoryError); // true
+ *   if (e instanceof gyre.OutOfMemoryError) console.log(e.device); // "wasm"
  * }
  * ```
  */
-export class WasmMemoryError extends GyreError {}
+export class OutOfMemoryError extends GyreError {
+  /** The device whose memory ran out. */
+  readonly device: "gpu" | "wasm";
+  /** An error of `device` from the op, argument, expectation and what came. */
+  constructor(device: "gpu" | "wasm", details: GyreErrorDetails) {
+    super({ ...details, expected: `${details.expected} (${device} device)` });
+    this.device = device;
+  }
+}
 
 /**
  * A device that is not available (no WebGPU adapter when `device: "gpu"` was asked for).

@@ -6,7 +6,7 @@
  * next read-back, where a failure becomes a typed {@link GpuError}.
  * @module
  */
-import { GpuError } from "../core/errors.ts";
+import { GpuError, OutOfMemoryError } from "../core/errors.ts";
 import type { BufferPool } from "./buffer_pool.ts";
 
 /** Uniform slots are aligned to this many bytes (WebGPU's minimum uniform offset alignment). */
@@ -273,8 +273,15 @@ export class CommandBatch {
     if (errors.length) {
       // An out-of-memory error is the cause of the validation errors that follow it.
       const e = errors.find((x) => x instanceof GPUOutOfMemoryError) ?? errors[0];
-      const kind = e instanceof GPUOutOfMemoryError ? "out-of-memory" : "validation";
-      throw new GpuError(kind, op, "gpu work", "valid GPU commands", e.message);
+      if (e instanceof GPUOutOfMemoryError) {
+        throw new OutOfMemoryError("gpu", {
+          op,
+          argument: "gpu work",
+          expected: "GPU memory for the submitted work",
+          received: e.message,
+        });
+      }
+      throw new GpuError("validation", op, "gpu work", "valid GPU commands", e.message);
     }
   }
 

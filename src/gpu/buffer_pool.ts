@@ -4,7 +4,7 @@
  * are recorded but not yet submitted), then become reusable.
  * @module
  */
-import { GpuError } from "../core/errors.ts";
+import { OutOfMemoryError } from "../core/errors.ts";
 import { sizeClass } from "../core/size_class.ts";
 
 /** Counts that tests use to prove nothing leaks. */
@@ -47,13 +47,12 @@ export class BufferPool {
   check(bytes: number, op = "allocate"): void {
     const size = sizeClass(bytes);
     if (size > this.#maxBytes) {
-      throw new GpuError(
-        "out-of-memory",
+      throw new OutOfMemoryError("gpu", {
         op,
-        "size",
-        `at most ${this.#maxBytes} bytes in one GPU buffer (the device's binding limit)`,
-        `${bytes} bytes`,
-      );
+        argument: "size",
+        expected: `at most ${this.#maxBytes} bytes in one GPU buffer (the device's binding limit)`,
+        received: `${bytes} bytes`,
+      });
     }
   }
 

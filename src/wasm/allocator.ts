@@ -4,7 +4,7 @@
  * device live in blocks it hands out.
  * @module
  */
-import { WasmMemoryError } from "../core/errors.ts";
+import { OutOfMemoryError } from "../core/errors.ts";
 import { sizeClass } from "../core/size_class.ts";
 
 /**
@@ -46,7 +46,7 @@ export class WasmAllocator {
   /** Throws the error `alloc` would for a block this large even with every free block reused. */
   check(bytes: number, op = "allocate"): void {
     if (sizeClass(bytes) > MAX_BYTES - HEAP_BASE) {
-      throw new WasmMemoryError({
+      throw new OutOfMemoryError("wasm", {
         op,
         argument: "size",
         expected: `at most ${MAX_BYTES - HEAP_BASE} bytes of WASM memory`,
@@ -66,7 +66,7 @@ export class WasmAllocator {
       ptr = this.#top;
       const end = ptr + size;
       if (end > MAX_BYTES) {
-        throw new WasmMemoryError({
+        throw new OutOfMemoryError("wasm", {
           op,
           argument: "size",
           expected: `at most ${MAX_BYTES - this.#top} more bytes of WASM memory`,
