@@ -70,6 +70,27 @@ interface Row {
   clockMHz: number | null;
 }
 const rows: Row[] = [];
+
+// Progress: each row as it is timed, with an estimate of the time left from the row count of the
+// last committed table of this device and scale (when there is one).
+const started = performance.now();
+const expectedRows = await (async () => {
+  try {
+    const last = JSON.parse(
+      await Deno.readTextFile(`bench/results/kernels-${slugOf(caps.description)}-${scale}.json`),
+    );
+    return Array.isArray(last.kernels) ? last.kernels.length : null;
+  } catch {
+    return null;
+  }
+})();
+function progress(): string {
+  const done = rows.length;
+  const seconds = (performance.now() - started) / 1000;
+  if (!expectedRows || done >= expectedRows) return `[${done}, ${seconds.toFixed(0)} s]`;
+  const left = (seconds / done) * (expectedRows - done);
+  return `[${done}/~${expectedRows}, ${seconds.toFixed(0)} s, ~${left.toFixed(0)} s left]`;
+}
 const failures: string[] = [];
 
 /**
@@ -248,9 +269,9 @@ async function bench(name: string, elements: number, bytes: number, fn: () => gy
     clockMHz,
   });
   console.error(
-    `${name.padEnd(28)} ${us.toFixed(1).padStart(9)} us ${gbps.toFixed(0).padStart(6)} GB/s ${
-      (100 * gbps / copyGBps).toFixed(0)
-    }%`,
+    `${progress()} ${name.padEnd(28)} ${us.toFixed(1).padStart(9)} us ${
+      gbps.toFixed(0).padStart(6)
+    } GB/s ${(100 * gbps / copyGBps).toFixed(0)}%`,
   );
 }
 
