@@ -251,18 +251,79 @@ fn g_pow_u32(x: u32, y: u32) -> u32 {
   return result;
 }
 
+fn g_exp(x: f32) -> f32 {
+  // Not the builtin: WGSL bounds exp only to 3 + 2|x| ULP (an H200's was 61 ULP off near 86).
+  // e^x = 2^k e^r with k = round(x / ln 2) and r = x - k ln 2 by Cody and Waite: ln 2's high part
+  // has 16 significant bits, so k times it (|k| <= 150) is exact and so is x minus that
+  // (Sterbenz); the low part's product rounds far below r's ULP. e^r on |r| <= 0.35 by Taylor to
+  // r^7 (truncation below 2^-27 relative), then 2^k in two steps of ldexp, each in range, so that
+  // results that overflow give +Inf and subnormal ones come out (or flush, as WGSL allows).
+  if (g_isnan(x)) { return x; }
+  if (x > 88.72283935546875) { return bitcast<f32>(0x7f800000u); }
+  if (x < -103.97207641601562) { return 0.0; }
+  let k = round(x * 1.4426950408889634);
+  let r1 = x - k * 0.693145751953125;
+  let r = r1 - k * 1.4286067653302226e-6;
+  let p = ((((((1.984126984126984e-4 * r + 1.388888888888889e-3) * r + 8.333333333333333e-3) * r
+    + 0.041666666666666664) * r + 0.16666666666666666) * r + 0.5) * r + 1.0) * r + 1.0;
+  let n = i32(k);
+  let h = n / 2;
+  return ldexp(ldexp(p, h), n - h);
+}
+
+// ln(1 + f) = f P(f) on f in [sqrt(1/2) - 1, sqrt(2) - 1]: a least-squares fit in relative error,
+// iteratively reweighted towards minimax (2.6e-8), the same as src/ir/portable_math.ts's.
+fn g_log1p_reduced(f: f32) -> f32 {
+  let p = (((((((0.08722349256277084 * f - 0.14366839826107025) * f + 0.14952267706394196) * f
+    - 0.16562393307685852) * f + 0.19956833124160767) * f - 0.25002074241638184) * f
+    + 0.3333418667316437) * f - 0.49999988079071045) * f + 1.0;
+  return f * p;
+}
+
+// x = 2^e (1 + f) with f in [sqrt(1/2) - 1, sqrt(2) - 1], from x's bits for finite x > 0: also for
+// subnormal x, which a GPU that flushes subnormals would read as 0 in any float operation.
+fn g_log_split(x: f32) -> vec2<f32> {
+  var b = bitcast<u32>(x);
+  var bias = 127;
+  if (b < 0x00800000u) {
+    // A subnormal is its mantissa times 2^-149: the mantissa as a float is exact and normal.
+    b = bitcast<u32>(f32(b));
+    bias = 127 + 149;
+  }
+  var e = i32(b >> 23u) - bias;
+  var m = bitcast<f32>((b & 0x007fffffu) | 0x3f800000u);
+  if (m > 1.4142135381698608) {
+    m = m * 0.5;
+    e = e + 1;
+  }
+  return vec2<f32>(f32(e), m - 1.0);
+}
+
+// The special arguments of log and log2, from the bits: NaN, negative, +-0 and +Inf (0 if none).
+fn g_log_special(x: f32) -> u32 {
+  let b = bitcast<u32>(x);
+  if ((b & 0x7fffffffu) == 0u) { return 0xff800000u; }
+  if (b > 0x7f800000u) { return 0x7fc00000u; }
+  if (b == 0x7f800000u) { return b; }
+  return 0u;
+}
+
 fn g_log(x: f32) -> f32 {
-  // WGSL's log leaves subnormal arguments to the driver: lavapipe's took 1e-40 for 2^-127
-  // (log2(1e-40)^2 came out 16126, not 17656). Scaled by 2^64 they are normal; a GPU that
-  // flushes them sees 0 and gives -Inf, as for a zero.
-  if (x > 0.0 && x < 1.1754943508222875e-38) { return log(x * 18446744073709551616.0) - 44.3614195558365; }
-  return log(x);
+  // Not the builtin: WGSL bounds log only to an absolute 2^-21 on [0.5, 2] (an H200's was 1e5 ULP
+  // off near 1) and leaves subnormal arguments to the driver. e ln 2 + ln(1 + f) with ln 2's
+  // high part of 16 bits, so that e times it is exact: within 3 ULP everywhere.
+  let special = g_log_special(x);
+  if (special != 0u) { return bitcast<f32>(special); }
+  let s = g_log_split(x);
+  return s.x * 0.693145751953125 + (g_log1p_reduced(s.y) + s.x * 1.4286067653302226e-6);
 }
 
 fn g_log2(x: f32) -> f32 {
-  // As g_log.
-  if (x > 0.0 && x < 1.1754943508222875e-38) { return log2(x * 18446744073709551616.0) - 64.0; }
-  return log2(x);
+  // As g_log: e + ln(1 + f) / ln 2.
+  let special = g_log_special(x);
+  if (special != 0u) { return bitcast<f32>(special); }
+  let s = g_log_split(x);
+  return s.x + g_log1p_reduced(s.y) * 1.4426950408889634;
 }
 
 fn g_log1p(x: f32) -> f32 {
@@ -293,7 +354,7 @@ fn g_log1p(x: f32) -> f32 {
   if (x < -1.0) { return bitcast<f32>(0x7fc00000u); }
   if (x == -1.0) { return bitcast<f32>(0xff800000u); }
   if (x == bitcast<f32>(0x7f800000u)) { return x; }
-  return log(1.0 + x);
+  return g_log(1.0 + x);
 }
 
 fn g_expm1(x: f32) -> f32 {
@@ -315,7 +376,7 @@ fn g_expm1(x: f32) -> f32 {
   }
   // e^x is below half an ULP of 1 there: -1 (and no reliance on exp(-Inf)).
   if (x < -18.0) { return -1.0; }
-  return exp(x) - 1.0;
+  return g_exp(x) - 1.0;
 }
 
 // sin, cos and tan over every finite f32 (WGSL bounds its builtins only inside [-pi, pi], to an
@@ -497,13 +558,13 @@ fn g_tanh(x: f32) -> f32 {
     let x2 = x * x;
     return x * (1.0 + x2 * (-0.3333333333333333 + x2 * (0.13333333333333333 - x2 * 0.05396825396825397)));
   }
-  let e = exp(-2.0 * min(z, 15.0));
+  let e = g_exp(-2.0 * min(z, 15.0));
   let t = (1.0 - e) / (1.0 + e);
   return select(t, -t, x < 0.0);
 }
 
 fn g_sigmoid(x: f32) -> f32 {
-  return 1.0 / (1.0 + exp(-x));
+  return 1.0 / (1.0 + g_exp(-x));
 }
 
 fn g_erf(x: f32) -> f32 {
@@ -516,7 +577,7 @@ fn g_erf(x: f32) -> f32 {
   }
   let t = 1.0 / (1.0 + 0.5 * z);
   let poly = -z * z - 1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (-0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277))))))));
-  let r = 1.0 - t * exp(poly);
+  let r = 1.0 - t * g_exp(poly);
   return select(r, -r, x < 0.0);
 }
 
@@ -548,21 +609,21 @@ fn g_silu(x: f32) -> f32 {
   // x * sigmoid(x) written as a quotient: exp(-x) overflowing to +Inf gives -0, not NaN.
   // Below -80, silu(x) = x e^x (to 1e-35) and stays normal down to x ~ -91.5, but exp(-x)
   // overflows past 88.7 and exp(x) is subnormal (flushed by some GPUs): scale by 2^64 inside.
-  if (x < -80.0) { return (x * exp(x + 44.3614195558365)) * 5.421010862427522e-20; }
-  return x / (1.0 + exp(-x));
+  if (x < -80.0) { return (x * g_exp(x + 44.3614195558365)) * 5.421010862427522e-20; }
+  return x / (1.0 + g_exp(-x));
 }
 
 fn g_softplus(x: f32) -> f32 {
   // log(1 + e^x) = max(x, 0) + log1p(e^-|x|): no overflow for large x, and for negative x
   // log1p(e^x), as accurate as e^x itself (g_log1p keeps its relative accuracy near 0).
-  return select(max(x, 0.0) + g_log1p(exp(-abs(x))), x, g_isnan(x));
+  return select(max(x, 0.0) + g_log1p(g_exp(-abs(x))), x, g_isnan(x));
 }
 
 fn g_mish(x: f32) -> f32 {
   // Below -80, mish(x) = x e^x (softplus and tanh are the identity there, to 1e-35), which stays
   // normal down to x ~ -91.5 while e^x is subnormal (flushed by some GPUs): as g_silu, scaled by
   // 2^64 inside.
-  if (x < -80.0) { return (x * exp(x + 44.3614195558365)) * 5.421010862427522e-20; }
+  if (x < -80.0) { return (x * g_exp(x + 44.3614195558365)) * 5.421010862427522e-20; }
   return x * g_tanh(g_softplus(x));
 }
 

@@ -143,7 +143,7 @@ export const UNARY: Readonly<Record<UnaryOp, ElementwiseDef>> = {
     wgsl: { f32: (a) => `(1.0 / ${a})` },
     asm: { f32: (a) => `(<f32>1.0 / ${a})` },
   },
-  exp: float1("exp(a)", "Math.exp"),
+  exp: float1("g_exp(a)", "Math.exp"),
   exp2: float1("exp2(a)", "Math.exp2"),
   log: float1("g_log(a)", "Math.log"),
   log2: float1("g_log2(a)", "Math.log2"),
