@@ -326,6 +326,43 @@ fn g_log2(x: f32) -> f32 {
   return s.x + g_log1p_reduced(s.y) * 1.4426950408889634;
 }
 
+// sqrt, inverseSqrt and 1 / x of a subnormal argument, which a GPU that flushes subnormals reads
+// as 0 (an H200 gave sqrt 0 and rsqrt +Inf for all of them): the argument is m 2^-149 for its
+// mantissa bits m, so 2m (exact and normal as a float) carries it, scaled back by an exact power
+// of two. Other arguments take the builtins.
+fn g_is_subnormal(x: f32) -> bool {
+  let a = bitcast<u32>(x) & 0x7fffffffu;
+  return a != 0u && a < 0x00800000u;
+}
+
+fn g_sqrt(x: f32) -> f32 {
+  if (g_is_subnormal(x)) {
+    if (bitcast<u32>(x) >= 0x80000000u) { return bitcast<f32>(0x7fc00000u); }
+    return sqrt(f32(bitcast<u32>(x) * 2u)) * 2.6469779601696886e-23;
+  }
+  return sqrt(x);
+}
+
+fn g_rsqrt(x: f32) -> f32 {
+  if (g_is_subnormal(x)) {
+    if (bitcast<u32>(x) >= 0x80000000u) { return bitcast<f32>(0x7fc00000u); }
+    return inverseSqrt(f32(bitcast<u32>(x) * 2u)) * 3.777893186295716e22;
+  }
+  return inverseSqrt(x);
+}
+
+fn g_reciprocal(x: f32) -> f32 {
+  if (g_is_subnormal(x)) {
+    // 1 / (m 2^-149) = (1 / m) 2^149, the power of two added to the exponent bits (2^149 is not
+    // a float, and a driver may fold a product of two constants into one: Mesa's did, to +Inf).
+    let b = bitcast<u32>(x);
+    let r = bitcast<u32>(1.0 / f32(b & 0x7fffffffu));
+    let scaled = select(r + (149u << 23u), 0x7f800000u, (r >> 23u) + 149u >= 255u);
+    return bitcast<f32>(scaled | (b & 0x80000000u));
+  }
+  return 1.0 / x;
+}
+
 fn g_log1p(x: f32) -> f32 {
   // No cancellation tricks: WGSL float math is not exact, so drivers may reassociate it (Mesa's
   // NIR folds (1 + x) - 1 to x and 1 + x == 1 to x == 0), which turned Goldberg's
