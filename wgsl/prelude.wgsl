@@ -254,21 +254,37 @@ fn g_pow_u32(x: u32, y: u32) -> u32 {
 fn g_exp(x: f32) -> f32 {
   // Not the builtin: WGSL bounds exp only to 3 + 2|x| ULP (an H200's was 61 ULP off near 86).
   // e^x = 2^k e^r with k = round(x / ln 2) and r = x - k ln 2 by Cody and Waite: ln 2's high part
-  // has 16 significant bits, so k times it (|k| <= 150) is exact and so is x minus that
+  // has 16 significant bits, so k times it (|k| <= 152) is exact and so is x minus that
   // (Sterbenz); the low part's product rounds far below r's ULP. e^r on |r| <= 0.35 by Taylor to
-  // r^7 (truncation below 2^-27 relative), then 2^k in two steps of ldexp, each in range, so that
-  // results that overflow give +Inf and subnormal ones come out (or flush, as WGSL allows).
-  if (g_isnan(x)) { return x; }
-  if (x > 88.72283935546875) { return bitcast<f32>(0x7f800000u); }
-  if (x < -103.97207641601562) { return 0.0; }
-  let k = round(x * 1.4426950408889634);
-  let r1 = x - k * 0.693145751953125;
-  let r = r1 - k * 1.4286067653302226e-6;
+  // r^7 (truncation below 2^-27 relative), then 2^k by two exact multiplications with powers of
+  // two made from bits (one would overflow at k = 128 or give no subnormal below -126; ldexp and
+  // an integer division cost a third of exp's speed on an H200).
+  let t = clamp(round(x * 1.4426950408889634), -152.0, 129.0);
+  let r = (x - t * 0.693145751953125) - t * 1.4286067653302226e-6;
   let p = ((((((1.984126984126984e-4 * r + 1.388888888888889e-3) * r + 8.333333333333333e-3) * r
     + 0.041666666666666664) * r + 0.16666666666666666) * r + 0.5) * r + 1.0) * r + 1.0;
-  let n = i32(k);
-  let h = n / 2;
-  return ldexp(ldexp(p, h), n - h);
+  let k = i32(t);
+  let k1 = k >> 1u;
+  let s1 = bitcast<f32>(u32(k1 + 127) << 23u);
+  let s2 = bitcast<f32>(u32(k - k1 + 127) << 23u);
+  let y = (p * s1) * s2;
+  // Past the range, e^x is +Inf or rounds to 0 (t was clamped); NaN stays NaN through r.
+  return select(select(y, 0.0, x < -103.97207641601562), bitcast<f32>(0x7f800000u), x > 88.72283935546875);
+}
+
+fn g_exp_fast(x: f32) -> f32 {
+  // e^x for the activations (sigmoid, tanh, silu, softplus, mish, erf): as g_exp, but e^r =
+  // 2^(r / ln 2) by the builtin on |r / ln 2| <= 1/2, where WGSL bounds it to 4 ULP; 4.5 ULP in
+  // all instead of g_exp's 2, for speed: on an H200 the activations lose 4-9 points of copy
+  // bandwidth fewer than with g_exp's polynomial (bench/README.md, session 17).
+  let t = clamp(round(x * 1.4426950408889634), -152.0, 129.0);
+  let r = (x - t * 0.693145751953125) - t * 1.4286067653302226e-6;
+  let k = i32(t);
+  let k1 = k >> 1u;
+  let s1 = bitcast<f32>(u32(k1 + 127) << 23u);
+  let s2 = bitcast<f32>(u32(k - k1 + 127) << 23u);
+  let y = (exp2(r * 1.4426950408889634) * s1) * s2;
+  return select(select(y, 0.0, x < -103.97207641601562), bitcast<f32>(0x7f800000u), x > 88.72283935546875);
 }
 
 // ln(1 + f) = f P(f) on f in [sqrt(1/2) - 1, sqrt(2) - 1]: a least-squares fit in relative error,
@@ -595,13 +611,13 @@ fn g_tanh(x: f32) -> f32 {
     let x2 = x * x;
     return x * (1.0 + x2 * (-0.3333333333333333 + x2 * (0.13333333333333333 - x2 * 0.05396825396825397)));
   }
-  let e = g_exp(-2.0 * min(z, 15.0));
+  let e = g_exp_fast(-2.0 * min(z, 15.0));
   let t = (1.0 - e) / (1.0 + e);
   return select(t, -t, x < 0.0);
 }
 
 fn g_sigmoid(x: f32) -> f32 {
-  return 1.0 / (1.0 + g_exp(-x));
+  return 1.0 / (1.0 + g_exp_fast(-x));
 }
 
 fn g_erf(x: f32) -> f32 {
@@ -614,7 +630,7 @@ fn g_erf(x: f32) -> f32 {
   }
   let t = 1.0 / (1.0 + 0.5 * z);
   let poly = -z * z - 1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (-0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277))))))));
-  let r = 1.0 - t * g_exp(poly);
+  let r = 1.0 - t * g_exp_fast(poly);
   return select(r, -r, x < 0.0);
 }
 
@@ -646,22 +662,28 @@ fn g_silu(x: f32) -> f32 {
   // x * sigmoid(x) written as a quotient: exp(-x) overflowing to +Inf gives -0, not NaN.
   // Below -80, silu(x) = x e^x (to 1e-35) and stays normal down to x ~ -91.5, but exp(-x)
   // overflows past 88.7 and exp(x) is subnormal (flushed by some GPUs): scale by 2^64 inside.
-  if (x < -80.0) { return (x * g_exp(x + 44.3614195558365)) * 5.421010862427522e-20; }
-  return x / (1.0 + g_exp(-x));
+  if (x < -80.0) { return (x * g_exp_fast(x + 44.3614195558365)) * 5.421010862427522e-20; }
+  return x / (1.0 + g_exp_fast(-x));
 }
 
 fn g_softplus(x: f32) -> f32 {
   // log(1 + e^x) = max(x, 0) + log1p(e^-|x|): no overflow for large x, and for negative x
   // log1p(e^x), as accurate as e^x itself (g_log1p keeps its relative accuracy near 0).
-  return select(max(x, 0.0) + g_log1p(g_exp(-abs(x))), x, g_isnan(x));
+  return select(max(x, 0.0) + g_log1p(g_exp_fast(-abs(x))), x, g_isnan(x));
 }
 
 fn g_mish(x: f32) -> f32 {
-  // Below -80, mish(x) = x e^x (softplus and tanh are the identity there, to 1e-35), which stays
-  // normal down to x ~ -91.5 while e^x is subnormal (flushed by some GPUs): as g_silu, scaled by
-  // 2^64 inside.
-  if (x < -80.0) { return (x * g_exp(x + 44.3614195558365)) * 5.421010862427522e-20; }
-  return x * g_tanh(g_softplus(x));
+  // tanh(log(1 + e^x)) = n / (n + 2) with n = e^x (e^x + 2): one exponential and one division
+  // instead of softplus's logarithm and tanh's own exponential and division (mish ran at 49% of
+  // copy on an H200 that way). Past 20, n / (n + 2) rounds to 1 (and n would overflow past 44):
+  // x. Below -80, mish(x) = x e^x (to 1e-35), which stays normal down to x ~ -91.5 while e^x is
+  // subnormal (flushed by some GPUs): as g_silu, scaled by 2^64 inside.
+  if (g_isnan(x)) { return x; }
+  if (x < -80.0) { return (x * g_exp_fast(x + 44.3614195558365)) * 5.421010862427522e-20; }
+  if (x > 20.0) { return x; }
+  let e = g_exp_fast(x);
+  let n = e * (e + 2.0);
+  return x * (n / (n + 2.0));
 }
 
 fn g_hardswish(x: f32) -> f32 {
