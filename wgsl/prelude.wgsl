@@ -251,40 +251,46 @@ fn g_pow_u32(x: u32, y: u32) -> u32 {
   return result;
 }
 
-fn g_exp(x: f32) -> f32 {
-  // Not the builtin: WGSL bounds exp only to 3 + 2|x| ULP (an H200's was 61 ULP off near 86).
-  // e^x = 2^k e^r with k = round(x / ln 2) and r = x - k ln 2 by Cody and Waite: ln 2's high part
-  // has 16 significant bits, so k times it (|k| <= 152) is exact and so is x minus that
-  // (Sterbenz); the low part's product rounds far below r's ULP. e^r on |r| <= 0.35 by Taylor to
-  // r^7 (truncation below 2^-27 relative), then 2^k by two exact multiplications with powers of
-  // two made from bits (one would overflow at k = 128 or give no subnormal below -126; ldexp and
-  // an integer division cost a third of exp's speed on an H200).
+// x = t ln 2 + r, |r| <= 0.35, t an integer clamped to [-152, 129] (as a float): Cody and Waite
+// with ln 2's high part of 16 significant bits, so t times it is exact and so is x minus that
+// (Sterbenz); the low part's product rounds far below r's ULP.
+fn g_exp_split(x: f32) -> vec2<f32> {
   let t = clamp(round(x * 1.4426950408889634), -152.0, 129.0);
-  let r = (x - t * 0.693145751953125) - t * 1.4286067653302226e-6;
-  let p = ((((((1.984126984126984e-4 * r + 1.388888888888889e-3) * r + 8.333333333333333e-3) * r
-    + 0.041666666666666664) * r + 0.16666666666666666) * r + 0.5) * r + 1.0) * r + 1.0;
+  return vec2<f32>(t, (x - t * 0.693145751953125) - t * 1.4286067653302226e-6);
+}
+
+// y 2^t by two exact multiplications with powers of two made from bits: one would overflow at
+// t = 128 or give no subnormal below -126; ldexp and an integer division cost a third of exp's
+// speed on an H200.
+fn g_times_pow2(y: f32, t: f32) -> f32 {
   let k = i32(t);
   let k1 = k >> 1u;
-  let s1 = bitcast<f32>(u32(k1 + 127) << 23u);
-  let s2 = bitcast<f32>(u32(k - k1 + 127) << 23u);
-  let y = (p * s1) * s2;
-  // Past the range, e^x is +Inf or rounds to 0 (t was clamped); NaN stays NaN through r.
+  return (y * bitcast<f32>(u32(k1 + 127) << 23u)) * bitcast<f32>(u32(k - k1 + 127) << 23u);
+}
+
+// e^x from e^r for x = t ln 2 + r: past the range, +Inf or 0 (t was clamped); NaN stays NaN.
+fn g_exp_finish(x: f32, er: f32, t: f32) -> f32 {
+  let y = g_times_pow2(er, t);
   return select(select(y, 0.0, x < -103.97207641601562), bitcast<f32>(0x7f800000u), x > 88.72283935546875);
 }
 
+fn g_exp(x: f32) -> f32 {
+  // Not the builtin: WGSL bounds exp only to 3 + 2|x| ULP (an H200's was 61 ULP off near 86).
+  // e^x = 2^t e^r (g_exp_split), e^r by Taylor to r^7 (truncation below 2^-27 relative).
+  let s = g_exp_split(x);
+  let r = s.y;
+  let p = ((((((1.984126984126984e-4 * r + 1.388888888888889e-3) * r + 8.333333333333333e-3) * r
+    + 0.041666666666666664) * r + 0.16666666666666666) * r + 0.5) * r + 1.0) * r + 1.0;
+  return g_exp_finish(x, p, s.x);
+}
+
 fn g_exp_fast(x: f32) -> f32 {
-  // e^x for the activations (sigmoid, tanh, silu, softplus, mish, erf): as g_exp, but e^r =
+  // e^x for the activations (sigmoid, tanh, silu, softplus, mish): as g_exp, but e^r =
   // 2^(r / ln 2) by the builtin on |r / ln 2| <= 1/2, where WGSL bounds it to 4 ULP; 4.5 ULP in
-  // all instead of g_exp's 2, for speed: on an H200 the activations lose 4-9 points of copy
-  // bandwidth fewer than with g_exp's polynomial (bench/README.md, session 17).
-  let t = clamp(round(x * 1.4426950408889634), -152.0, 129.0);
-  let r = (x - t * 0.693145751953125) - t * 1.4286067653302226e-6;
-  let k = i32(t);
-  let k1 = k >> 1u;
-  let s1 = bitcast<f32>(u32(k1 + 127) << 23u);
-  let s2 = bitcast<f32>(u32(k - k1 + 127) << 23u);
-  let y = (exp2(r * 1.4426950408889634) * s1) * s2;
-  return select(select(y, 0.0, x < -103.97207641601562), bitcast<f32>(0x7f800000u), x > 88.72283935546875);
+  // all instead of g_exp's 2, for speed: on an H200 the activations keep 2-4 points of copy
+  // bandwidth more than with g_exp's polynomial (bench/README.md, session 17).
+  let s = g_exp_split(x);
+  return g_exp_finish(x, exp2(s.y * 1.4426950408889634), s.x);
 }
 
 // ln(1 + f) = f P(f) on f in [sqrt(1/2) - 1, sqrt(2) - 1]: a least-squares fit in relative error,
@@ -420,18 +426,15 @@ fn g_expm1(x: f32) -> f32 {
   if (x > 88.72283935546875) { return bitcast<f32>(0x7f800000u); }
   // e^x is below half an ULP of 1 there: -1.
   if (x < -18.0) { return -1.0; }
-  let t = round(x * 1.4426950408889634);
-  let r = (x - t * 0.693145751953125) - t * 1.4286067653302226e-6;
+  let split = g_exp_split(x);
+  let t = split.x;
+  let r = split.y;
   let q = (((((2.48015873015873e-5 * r + 1.984126984126984e-4) * r + 1.388888888888889e-3) * r
     + 8.333333333333333e-3) * r + 0.041666666666666664) * r + 0.16666666666666666) * r + 0.5;
   let em1 = r + (r * r) * q;
-  let k = i32(t);
-  let k1 = k >> 1u;
-  let s1 = bitcast<f32>(u32(k1 + 127) << 23u);
-  let s2 = bitcast<f32>(u32(k - k1 + 127) << 23u);
-  let p = s1 * s2;
-  // k = 128 (x near 88.7): 2^k is not a float; e^x - 1 = e^x = (e^r - 1 + 1) 2^64 2^64 there.
-  if (k == 128) { return ((em1 + 1.0) * s1) * s2; }
+  // t = 128 (x near 88.7): 2^t is not a float; e^x - 1 = e^x there.
+  if (t == 128.0) { return g_times_pow2(em1 + 1.0, t); }
+  let p = g_times_pow2(1.0, t);
   return em1 * p + (p - 1.0);
 }
 
