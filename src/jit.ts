@@ -7,7 +7,7 @@
  * @module
  */
 import type { Capture } from "./contract/capture.ts";
-import { describe, DisposedError, ValueError } from "./core/errors.ts";
+import { checkFunction, DisposedError } from "./core/errors.ts";
 import { backendFor } from "./runtime.ts";
 import { Tensor, viewOf } from "./tensor.ts";
 import { tidy } from "./tidy.ts";
@@ -58,14 +58,7 @@ function signature(inputs: readonly Tensor[]): string {
 export function jit<A extends Tensor[]>(
   fn: (...inputs: A) => Tensor | Tensor[],
 ): JittedFunction<A> {
-  if (typeof fn !== "function") {
-    throw new ValueError({
-      op: "jit",
-      argument: "fn",
-      expected: "a function",
-      received: describe(fn),
-    });
-  }
+  checkFunction("jit", "fn", fn, "a function");
   // One capture per input signature; null where the trace could not be replayed.
   const plans = new Map<string, { capture: Capture; single: boolean } | null>();
   let disposed = false;

@@ -3,7 +3,7 @@
  * @module
  */
 import { closeScope, type Disposable, openScope } from "./_scope.ts";
-import { describe, ValueError } from "./core/errors.ts";
+import { checkFunction, ValueError } from "./core/errors.ts";
 
 function collect(value: unknown, into: Set<Disposable>, seen = new Set<unknown>()): void {
   if (value === null || typeof value !== "object" || seen.has(value)) return;
@@ -32,14 +32,7 @@ function collect(value: unknown, into: Set<Disposable>, seen = new Set<unknown>(
  * ```
  */
 export function tidy<T>(fn: () => T): T {
-  if (typeof fn !== "function") {
-    throw new ValueError({
-      op: "tidy",
-      argument: "fn",
-      expected: "a synchronous function",
-      received: describe(fn),
-    });
-  }
+  checkFunction("tidy", "fn", fn, "a synchronous function");
   const scope = openScope();
   let result: T;
   try {

@@ -176,6 +176,17 @@ export function describe(value: unknown): string {
 }
 
 /**
+ * `value` when it is a function, else a ValueError naming `op`, `argument` and `expected`
+ * (internal: the one check of every function argument).
+ */
+export function checkFunction<F>(op: string, argument: string, value: F, expected: string): F {
+  if (typeof value !== "function") {
+    throw new ValueError({ op, argument, expected, received: describe(value) });
+  }
+  return value;
+}
+
+/**
  * `value` when it is a number that `accepts` takes, else a typed error naming `op`, `argument`
  * and `expected` (internal: the one check of every numeric option).
  */

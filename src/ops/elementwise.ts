@@ -51,20 +51,30 @@ function computeDtype(op: string, def: ElementwiseDef, dtype: DType, argument = 
  * ```
  */
 export function unaryOp(op: UnaryOp): (x: TensorLike) => Tensor {
-  if (typeof op !== "string" || !Object.hasOwn(UNARY, op)) {
-    throw new ValueError({
-      op: "unaryOp",
-      argument: "op",
-      expected: "the name of an op of one operand in the op table",
-      received: describe(op),
-    });
-  }
-  const def: ElementwiseDef = UNARY[op];
+  const def = tableEntry("unaryOp", UNARY, op, "one operand");
   return (x) =>
     runElementwise(op, [x], ["x"], ([leaf], [dtype]) => {
       const ct = computeDtype(op, def, dtype);
       return E.unary(op, E.cast(leaf, ct), def.result === "bool" ? "bool" : ct);
     });
+}
+
+/** `table`'s entry for `name`, or a ValueError from `builder` when the table has none. */
+function tableEntry(
+  builder: string,
+  table: Readonly<Record<string, ElementwiseDef>>,
+  name: unknown,
+  operands: string,
+): ElementwiseDef {
+  if (typeof name !== "string" || !Object.hasOwn(table, name)) {
+    throw new ValueError({
+      op: builder,
+      argument: "op",
+      expected: `the name of an op of ${operands} in the op table`,
+      received: describe(name),
+    });
+  }
+  return table[name];
 }
 
 /**
@@ -77,15 +87,7 @@ export function unaryOp(op: UnaryOp): (x: TensorLike) => Tensor {
  * ```
  */
 export function binaryOp(op: BinaryOp): (a: TensorLike, b: TensorLike) => Tensor {
-  if (typeof op !== "string" || !Object.hasOwn(BINARY, op)) {
-    throw new ValueError({
-      op: "binaryOp",
-      argument: "op",
-      expected: "the name of an op of two operands in the op table",
-      received: describe(op),
-    });
-  }
-  const def: ElementwiseDef = BINARY[op];
+  const def = tableEntry("binaryOp", BINARY, op, "two operands");
   return (a, b) =>
     runElementwise(op, [a, b], ["a", "b"], ([x, y], [da, db]) => {
       const ct = computeDtype(op, def, promoteTypes(da, db), "a");
