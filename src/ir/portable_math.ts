@@ -31,6 +31,7 @@ function horner(x: Expr, c: readonly number[]): Expr {
 // ranges, rounded to float32: ln(1 + y) = y P(y) on [sqrt(1/2) - 1, sqrt(2) - 1] to 2.6e-8;
 // sin x = x + x^3 S(x^2) and cos x = 1 - x^2/2 + x^4 C(x^2) on [0, pi/4] to 1.2e-7 of S and
 // 4.9e-8 of C, far below float32's resolution of the whole value.
+// LOG_P is also g_log1p_reduced's polynomial in wgsl/prelude.wgsl (the GPU's log).
 const LOG_P = [
   1.0,
   -0.49999988079071045,
