@@ -5189,3 +5189,1167 @@ export function reduce_argmin_u32(out: usize, x: usize, outer: i32, inner: i32):
 export function iota_u32(out: usize, n: i32): void {
   for (let i = 0; i < n; i++) store<u32>(out + (<usize>i << 2), <u32>i);
 }
+
+function t_unary_neg_f32(d: usize, a0: usize, n: i32): void {
+  let i = 0;
+  for (; i + 4 <= n; i += 4) {
+    v128.store(d + (<usize>i << 2), f32x4.neg(v128.load(a0 + (<usize>i << 2))));
+  }
+  for (; i < n; i++) store<f32>(d + (<usize>i << 2), (-load<f32>(a0 + (<usize>i << 2))));
+}
+
+function t_unary_neg_i32(d: usize, a0: usize, n: i32): void {
+  let i = 0;
+  for (; i + 4 <= n; i += 4) {
+    v128.store(d + (<usize>i << 2), i32x4.neg(v128.load(a0 + (<usize>i << 2))));
+  }
+  for (; i < n; i++) store<i32>(d + (<usize>i << 2), (0 - load<i32>(a0 + (<usize>i << 2))));
+}
+
+function t_unary_neg_u32(d: usize, a0: usize, n: i32): void {
+  let i = 0;
+  for (; i < n; i++) store<u32>(d + (<usize>i << 2), (<u32>0 - load<u32>(a0 + (<usize>i << 2))));
+}
+
+function t_unary_abs_f32(d: usize, a0: usize, n: i32): void {
+  let i = 0;
+  for (; i + 4 <= n; i += 4) {
+    v128.store(d + (<usize>i << 2), f32x4.abs(v128.load(a0 + (<usize>i << 2))));
+  }
+  for (; i < n; i++) store<f32>(d + (<usize>i << 2), abs<f32>(load<f32>(a0 + (<usize>i << 2))));
+}
+
+function t_unary_abs_i32(d: usize, a0: usize, n: i32): void {
+  let i = 0;
+  for (; i < n; i++) store<i32>(d + (<usize>i << 2), abs<i32>(load<i32>(a0 + (<usize>i << 2))));
+}
+
+function t_unary_abs_u32(d: usize, a0: usize, n: i32): void {
+  let i = 0;
+  for (; i < n; i++) store<u32>(d + (<usize>i << 2), load<u32>(a0 + (<usize>i << 2)));
+}
+
+function t_unary_sign_f32(d: usize, a0: usize, n: i32): void {
+  let i = 0;
+  for (; i < n; i++) store<f32>(d + (<usize>i << 2), g_sign_f32(load<f32>(a0 + (<usize>i << 2))));
+}
+
+function t_unary_sign_i32(d: usize, a0: usize, n: i32): void {
+  let i = 0;
+  for (; i < n; i++) store<i32>(d + (<usize>i << 2), g_sign_i32(load<i32>(a0 + (<usize>i << 2))));
+}
+
+function t_unary_sign_u32(d: usize, a0: usize, n: i32): void {
+  let i = 0;
+  for (; i < n; i++) store<u32>(d + (<usize>i << 2), <u32>(load<u32>(a0 + (<usize>i << 2)) > 0));
+}
+
+function t_unary_square_f32(d: usize, a0: usize, n: i32): void {
+  let i = 0;
+  for (; i + 4 <= n; i += 4) {
+    v128.store(d + (<usize>i << 2), f32x4.mul(v128.load(a0 + (<usize>i << 2)), v128.load(a0 + (<usize>i << 2))));
+  }
+  for (; i < n; i++) store<f32>(d + (<usize>i << 2), (load<f32>(a0 + (<usize>i << 2)) * load<f32>(a0 + (<usize>i << 2))));
+}
+
+function t_unary_square_i32(d: usize, a0: usize, n: i32): void {
+  let i = 0;
+  for (; i + 4 <= n; i += 4) {
+    v128.store(d + (<usize>i << 2), i32x4.mul(v128.load(a0 + (<usize>i << 2)), v128.load(a0 + (<usize>i << 2))));
+  }
+  for (; i < n; i++) store<i32>(d + (<usize>i << 2), (load<i32>(a0 + (<usize>i << 2)) * load<i32>(a0 + (<usize>i << 2))));
+}
+
+function t_unary_square_u32(d: usize, a0: usize, n: i32): void {
+  let i = 0;
+  for (; i + 4 <= n; i += 4) {
+    v128.store(d + (<usize>i << 2), i32x4.mul(v128.load(a0 + (<usize>i << 2)), v128.load(a0 + (<usize>i << 2))));
+  }
+  for (; i < n; i++) store<u32>(d + (<usize>i << 2), (load<u32>(a0 + (<usize>i << 2)) * load<u32>(a0 + (<usize>i << 2))));
+}
+
+function t_unary_reciprocal_f32(d: usize, a0: usize, n: i32): void {
+  let i = 0;
+  for (; i < n; i++) store<f32>(d + (<usize>i << 2), (<f32>1.0 / load<f32>(a0 + (<usize>i << 2))));
+}
+
+function t_unary_exp_f32(d: usize, a0: usize, n: i32): void {
+  let i = 0;
+  for (; i < n; i++) store<f32>(d + (<usize>i << 2), <f32>Math.exp(<f64>load<f32>(a0 + (<usize>i << 2))));
+}
+
+function t_unary_exp2_f32(d: usize, a0: usize, n: i32): void {
+  let i = 0;
+  for (; i < n; i++) store<f32>(d + (<usize>i << 2), <f32>Math.exp2(<f64>load<f32>(a0 + (<usize>i << 2))));
+}
+
+function t_unary_log_f32(d: usize, a0: usize, n: i32): void {
+  let i = 0;
+  for (; i < n; i++) store<f32>(d + (<usize>i << 2), <f32>Math.log(<f64>load<f32>(a0 + (<usize>i << 2))));
+}
+
+function t_unary_log2_f32(d: usize, a0: usize, n: i32): void {
+  let i = 0;
+  for (; i < n; i++) store<f32>(d + (<usize>i << 2), <f32>Math.log2(<f64>load<f32>(a0 + (<usize>i << 2))));
+}
+
+function t_unary_log1p_f32(d: usize, a0: usize, n: i32): void {
+  let i = 0;
+  for (; i < n; i++) store<f32>(d + (<usize>i << 2), <f32>Math.log1p(<f64>load<f32>(a0 + (<usize>i << 2))));
+}
+
+function t_unary_expm1_f32(d: usize, a0: usize, n: i32): void {
+  let i = 0;
+  for (; i < n; i++) store<f32>(d + (<usize>i << 2), <f32>Math.expm1(<f64>load<f32>(a0 + (<usize>i << 2))));
+}
+
+function t_unary_sqrt_f32(d: usize, a0: usize, n: i32): void {
+  let i = 0;
+  for (; i + 4 <= n; i += 4) {
+    v128.store(d + (<usize>i << 2), f32x4.sqrt(v128.load(a0 + (<usize>i << 2))));
+  }
+  for (; i < n; i++) store<f32>(d + (<usize>i << 2), <f32>Math.sqrt(<f64>load<f32>(a0 + (<usize>i << 2))));
+}
+
+function t_unary_rsqrt_f32(d: usize, a0: usize, n: i32): void {
+  let i = 0;
+  for (; i < n; i++) store<f32>(d + (<usize>i << 2), <f32>g_rsqrt64(<f64>load<f32>(a0 + (<usize>i << 2))));
+}
+
+function t_unary_sin_f32(d: usize, a0: usize, n: i32): void {
+  let i = 0;
+  for (; i < n; i++) store<f32>(d + (<usize>i << 2), <f32>Math.sin(<f64>load<f32>(a0 + (<usize>i << 2))));
+}
+
+function t_unary_cos_f32(d: usize, a0: usize, n: i32): void {
+  let i = 0;
+  for (; i < n; i++) store<f32>(d + (<usize>i << 2), <f32>Math.cos(<f64>load<f32>(a0 + (<usize>i << 2))));
+}
+
+function t_unary_tan_f32(d: usize, a0: usize, n: i32): void {
+  let i = 0;
+  for (; i < n; i++) store<f32>(d + (<usize>i << 2), <f32>Math.tan(<f64>load<f32>(a0 + (<usize>i << 2))));
+}
+
+function t_unary_tanh_f32(d: usize, a0: usize, n: i32): void {
+  let i = 0;
+  for (; i < n; i++) store<f32>(d + (<usize>i << 2), <f32>Math.tanh(<f64>load<f32>(a0 + (<usize>i << 2))));
+}
+
+function t_unary_sigmoid_f32(d: usize, a0: usize, n: i32): void {
+  let i = 0;
+  for (; i < n; i++) store<f32>(d + (<usize>i << 2), <f32>g_sigmoid64(<f64>load<f32>(a0 + (<usize>i << 2))));
+}
+
+function t_unary_erf_f32(d: usize, a0: usize, n: i32): void {
+  let i = 0;
+  for (; i < n; i++) store<f32>(d + (<usize>i << 2), <f32>g_erf64(<f64>load<f32>(a0 + (<usize>i << 2))));
+}
+
+function t_unary_floor_f32(d: usize, a0: usize, n: i32): void {
+  let i = 0;
+  for (; i + 4 <= n; i += 4) {
+    v128.store(d + (<usize>i << 2), f32x4.floor(v128.load(a0 + (<usize>i << 2))));
+  }
+  for (; i < n; i++) store<f32>(d + (<usize>i << 2), <f32>Math.floor(<f64>load<f32>(a0 + (<usize>i << 2))));
+}
+
+function t_unary_ceil_f32(d: usize, a0: usize, n: i32): void {
+  let i = 0;
+  for (; i + 4 <= n; i += 4) {
+    v128.store(d + (<usize>i << 2), f32x4.ceil(v128.load(a0 + (<usize>i << 2))));
+  }
+  for (; i < n; i++) store<f32>(d + (<usize>i << 2), <f32>Math.ceil(<f64>load<f32>(a0 + (<usize>i << 2))));
+}
+
+function t_unary_round_f32(d: usize, a0: usize, n: i32): void {
+  let i = 0;
+  for (; i + 4 <= n; i += 4) {
+    v128.store(d + (<usize>i << 2), f32x4.nearest(v128.load(a0 + (<usize>i << 2))));
+  }
+  for (; i < n; i++) store<f32>(d + (<usize>i << 2), nearest<f32>(load<f32>(a0 + (<usize>i << 2))));
+}
+
+function t_unary_logicalNot_bool(d: usize, a0: usize, n: i32): void {
+  let i = 0;
+  for (; i + 4 <= n; i += 4) {
+    v128.store(d + (<usize>i << 2), v128.xor(v128.load(a0 + (<usize>i << 2)), i32x4.splat(1)));
+  }
+  for (; i < n; i++) store<u32>(d + (<usize>i << 2), <u32>((!(load<u32>(a0 + (<usize>i << 2)) != 0))));
+}
+
+function t_unary_isnan_f32(d: usize, a0: usize, n: i32): void {
+  let i = 0;
+  for (; i < n; i++) store<u32>(d + (<usize>i << 2), <u32>((load<f32>(a0 + (<usize>i << 2)) != load<f32>(a0 + (<usize>i << 2)))));
+}
+
+function t_unary_relu_f32(d: usize, a0: usize, n: i32): void {
+  let i = 0;
+  for (; i + 4 <= n; i += 4) {
+    v128.store(d + (<usize>i << 2), f32x4.max(v128.load(a0 + (<usize>i << 2)), f32x4.splat(0)));
+  }
+  for (; i < n; i++) store<f32>(d + (<usize>i << 2), <f32>g_relu64(<f64>load<f32>(a0 + (<usize>i << 2))));
+}
+
+function t_unary_gelu_f32(d: usize, a0: usize, n: i32): void {
+  let i = 0;
+  for (; i < n; i++) store<f32>(d + (<usize>i << 2), <f32>g_gelu64(<f64>load<f32>(a0 + (<usize>i << 2))));
+}
+
+function t_unary_geluTanh_f32(d: usize, a0: usize, n: i32): void {
+  let i = 0;
+  for (; i < n; i++) store<f32>(d + (<usize>i << 2), <f32>g_gelu_tanh64(<f64>load<f32>(a0 + (<usize>i << 2))));
+}
+
+function t_unary_silu_f32(d: usize, a0: usize, n: i32): void {
+  let i = 0;
+  for (; i < n; i++) store<f32>(d + (<usize>i << 2), <f32>g_silu64(<f64>load<f32>(a0 + (<usize>i << 2))));
+}
+
+function t_unary_mish_f32(d: usize, a0: usize, n: i32): void {
+  let i = 0;
+  for (; i < n; i++) store<f32>(d + (<usize>i << 2), <f32>g_mish64(<f64>load<f32>(a0 + (<usize>i << 2))));
+}
+
+function t_unary_softplus_f32(d: usize, a0: usize, n: i32): void {
+  let i = 0;
+  for (; i < n; i++) store<f32>(d + (<usize>i << 2), <f32>g_softplus64(<f64>load<f32>(a0 + (<usize>i << 2))));
+}
+
+function t_unary_hardswish_f32(d: usize, a0: usize, n: i32): void {
+  let i = 0;
+  for (; i < n; i++) store<f32>(d + (<usize>i << 2), <f32>g_hardswish64(<f64>load<f32>(a0 + (<usize>i << 2))));
+}
+
+function t_unary_hardsigmoid_f32(d: usize, a0: usize, n: i32): void {
+  let i = 0;
+  for (; i < n; i++) store<f32>(d + (<usize>i << 2), <f32>g_hardsigmoid64(<f64>load<f32>(a0 + (<usize>i << 2))));
+}
+
+function t_unary_selu_f32(d: usize, a0: usize, n: i32): void {
+  let i = 0;
+  for (; i < n; i++) store<f32>(d + (<usize>i << 2), <f32>g_selu64(<f64>load<f32>(a0 + (<usize>i << 2))));
+}
+
+function t_unary_softsign_f32(d: usize, a0: usize, n: i32): void {
+  let i = 0;
+  for (; i < n; i++) store<f32>(d + (<usize>i << 2), <f32>g_softsign64(<f64>load<f32>(a0 + (<usize>i << 2))));
+}
+
+function t_unary_pcgHash_u32(d: usize, a0: usize, n: i32): void {
+  let i = 0;
+  for (; i < n; i++) store<u32>(d + (<usize>i << 2), g_pcg(load<u32>(a0 + (<usize>i << 2))));
+}
+
+function t_binary_add_f32(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  for (; i + 4 <= n; i += 4) {
+    v128.store(d + (<usize>i << 2), f32x4.add(v128.load(a0 + (<usize>i << 2)), v128.load(a1 + (<usize>i << 2))));
+  }
+  for (; i < n; i++) store<f32>(d + (<usize>i << 2), (load<f32>(a0 + (<usize>i << 2)) + load<f32>(a1 + (<usize>i << 2))));
+}
+
+function t_binary_add_i32(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  for (; i + 4 <= n; i += 4) {
+    v128.store(d + (<usize>i << 2), i32x4.add(v128.load(a0 + (<usize>i << 2)), v128.load(a1 + (<usize>i << 2))));
+  }
+  for (; i < n; i++) store<i32>(d + (<usize>i << 2), (load<i32>(a0 + (<usize>i << 2)) + load<i32>(a1 + (<usize>i << 2))));
+}
+
+function t_binary_add_u32(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  for (; i + 4 <= n; i += 4) {
+    v128.store(d + (<usize>i << 2), i32x4.add(v128.load(a0 + (<usize>i << 2)), v128.load(a1 + (<usize>i << 2))));
+  }
+  for (; i < n; i++) store<u32>(d + (<usize>i << 2), (load<u32>(a0 + (<usize>i << 2)) + load<u32>(a1 + (<usize>i << 2))));
+}
+
+function t_binary_sub_f32(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  for (; i + 4 <= n; i += 4) {
+    v128.store(d + (<usize>i << 2), f32x4.sub(v128.load(a0 + (<usize>i << 2)), v128.load(a1 + (<usize>i << 2))));
+  }
+  for (; i < n; i++) store<f32>(d + (<usize>i << 2), (load<f32>(a0 + (<usize>i << 2)) - load<f32>(a1 + (<usize>i << 2))));
+}
+
+function t_binary_sub_i32(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  for (; i + 4 <= n; i += 4) {
+    v128.store(d + (<usize>i << 2), i32x4.sub(v128.load(a0 + (<usize>i << 2)), v128.load(a1 + (<usize>i << 2))));
+  }
+  for (; i < n; i++) store<i32>(d + (<usize>i << 2), (load<i32>(a0 + (<usize>i << 2)) - load<i32>(a1 + (<usize>i << 2))));
+}
+
+function t_binary_sub_u32(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  for (; i + 4 <= n; i += 4) {
+    v128.store(d + (<usize>i << 2), i32x4.sub(v128.load(a0 + (<usize>i << 2)), v128.load(a1 + (<usize>i << 2))));
+  }
+  for (; i < n; i++) store<u32>(d + (<usize>i << 2), (load<u32>(a0 + (<usize>i << 2)) - load<u32>(a1 + (<usize>i << 2))));
+}
+
+function t_binary_mul_f32(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  for (; i + 4 <= n; i += 4) {
+    v128.store(d + (<usize>i << 2), f32x4.mul(v128.load(a0 + (<usize>i << 2)), v128.load(a1 + (<usize>i << 2))));
+  }
+  for (; i < n; i++) store<f32>(d + (<usize>i << 2), (load<f32>(a0 + (<usize>i << 2)) * load<f32>(a1 + (<usize>i << 2))));
+}
+
+function t_binary_mul_i32(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  for (; i + 4 <= n; i += 4) {
+    v128.store(d + (<usize>i << 2), i32x4.mul(v128.load(a0 + (<usize>i << 2)), v128.load(a1 + (<usize>i << 2))));
+  }
+  for (; i < n; i++) store<i32>(d + (<usize>i << 2), (load<i32>(a0 + (<usize>i << 2)) * load<i32>(a1 + (<usize>i << 2))));
+}
+
+function t_binary_mul_u32(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  for (; i + 4 <= n; i += 4) {
+    v128.store(d + (<usize>i << 2), i32x4.mul(v128.load(a0 + (<usize>i << 2)), v128.load(a1 + (<usize>i << 2))));
+  }
+  for (; i < n; i++) store<u32>(d + (<usize>i << 2), (load<u32>(a0 + (<usize>i << 2)) * load<u32>(a1 + (<usize>i << 2))));
+}
+
+function t_binary_div_f32(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  for (; i + 4 <= n; i += 4) {
+    v128.store(d + (<usize>i << 2), f32x4.div(v128.load(a0 + (<usize>i << 2)), v128.load(a1 + (<usize>i << 2))));
+  }
+  for (; i < n; i++) store<f32>(d + (<usize>i << 2), (load<f32>(a0 + (<usize>i << 2)) / load<f32>(a1 + (<usize>i << 2))));
+}
+
+function t_binary_maximum_f32(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  for (; i + 4 <= n; i += 4) {
+    v128.store(d + (<usize>i << 2), f32x4.max(v128.load(a0 + (<usize>i << 2)), v128.load(a1 + (<usize>i << 2))));
+  }
+  for (; i < n; i++) store<f32>(d + (<usize>i << 2), max<f32>(load<f32>(a0 + (<usize>i << 2)), load<f32>(a1 + (<usize>i << 2))));
+}
+
+function t_binary_maximum_i32(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  for (; i < n; i++) store<i32>(d + (<usize>i << 2), max<i32>(load<i32>(a0 + (<usize>i << 2)), load<i32>(a1 + (<usize>i << 2))));
+}
+
+function t_binary_maximum_u32(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  for (; i < n; i++) store<u32>(d + (<usize>i << 2), max<u32>(load<u32>(a0 + (<usize>i << 2)), load<u32>(a1 + (<usize>i << 2))));
+}
+
+function t_binary_minimum_f32(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  for (; i + 4 <= n; i += 4) {
+    v128.store(d + (<usize>i << 2), f32x4.min(v128.load(a0 + (<usize>i << 2)), v128.load(a1 + (<usize>i << 2))));
+  }
+  for (; i < n; i++) store<f32>(d + (<usize>i << 2), min<f32>(load<f32>(a0 + (<usize>i << 2)), load<f32>(a1 + (<usize>i << 2))));
+}
+
+function t_binary_minimum_i32(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  for (; i < n; i++) store<i32>(d + (<usize>i << 2), min<i32>(load<i32>(a0 + (<usize>i << 2)), load<i32>(a1 + (<usize>i << 2))));
+}
+
+function t_binary_minimum_u32(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  for (; i < n; i++) store<u32>(d + (<usize>i << 2), min<u32>(load<u32>(a0 + (<usize>i << 2)), load<u32>(a1 + (<usize>i << 2))));
+}
+
+function t_binary_mod_f32(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  for (; i < n; i++) store<f32>(d + (<usize>i << 2), g_mod_f32(load<f32>(a0 + (<usize>i << 2)), load<f32>(a1 + (<usize>i << 2))));
+}
+
+function t_binary_mod_i32(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  for (; i < n; i++) store<i32>(d + (<usize>i << 2), g_mod_i32(load<i32>(a0 + (<usize>i << 2)), load<i32>(a1 + (<usize>i << 2))));
+}
+
+function t_binary_mod_u32(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  for (; i < n; i++) store<u32>(d + (<usize>i << 2), g_mod_u32(load<u32>(a0 + (<usize>i << 2)), load<u32>(a1 + (<usize>i << 2))));
+}
+
+function t_binary_pow_f32(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  for (; i < n; i++) store<f32>(d + (<usize>i << 2), g_pow_f32(load<f32>(a0 + (<usize>i << 2)), load<f32>(a1 + (<usize>i << 2))));
+}
+
+function t_binary_pow_i32(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  for (; i < n; i++) store<i32>(d + (<usize>i << 2), g_pow_i32(load<i32>(a0 + (<usize>i << 2)), load<i32>(a1 + (<usize>i << 2))));
+}
+
+function t_binary_pow_u32(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  for (; i < n; i++) store<u32>(d + (<usize>i << 2), g_pow_u32(load<u32>(a0 + (<usize>i << 2)), load<u32>(a1 + (<usize>i << 2))));
+}
+
+function t_binary_floorDiv_f32(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  for (; i < n; i++) store<f32>(d + (<usize>i << 2), g_floordiv_f32(load<f32>(a0 + (<usize>i << 2)), load<f32>(a1 + (<usize>i << 2))));
+}
+
+function t_binary_floorDiv_i32(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  for (; i < n; i++) store<i32>(d + (<usize>i << 2), g_floordiv_i32(load<i32>(a0 + (<usize>i << 2)), load<i32>(a1 + (<usize>i << 2))));
+}
+
+function t_binary_floorDiv_u32(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  for (; i < n; i++) store<u32>(d + (<usize>i << 2), g_floordiv_u32(load<u32>(a0 + (<usize>i << 2)), load<u32>(a1 + (<usize>i << 2))));
+}
+
+function t_binary_equal_f32(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  for (; i + 4 <= n; i += 4) {
+    v128.store(d + (<usize>i << 2), v128.and(f32x4.eq(v128.load(a0 + (<usize>i << 2)), v128.load(a1 + (<usize>i << 2))), i32x4.splat(1)));
+  }
+  for (; i < n; i++) store<u32>(d + (<usize>i << 2), <u32>((load<f32>(a0 + (<usize>i << 2)) == load<f32>(a1 + (<usize>i << 2)))));
+}
+
+function t_binary_equal_i32(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  for (; i + 4 <= n; i += 4) {
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.eq(v128.load(a0 + (<usize>i << 2)), v128.load(a1 + (<usize>i << 2))), i32x4.splat(1)));
+  }
+  for (; i < n; i++) store<u32>(d + (<usize>i << 2), <u32>((load<i32>(a0 + (<usize>i << 2)) == load<i32>(a1 + (<usize>i << 2)))));
+}
+
+function t_binary_equal_u32(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  for (; i + 4 <= n; i += 4) {
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.eq(v128.load(a0 + (<usize>i << 2)), v128.load(a1 + (<usize>i << 2))), i32x4.splat(1)));
+  }
+  for (; i < n; i++) store<u32>(d + (<usize>i << 2), <u32>((load<u32>(a0 + (<usize>i << 2)) == load<u32>(a1 + (<usize>i << 2)))));
+}
+
+function t_binary_equal_bool(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  for (; i + 4 <= n; i += 4) {
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.eq(v128.load(a0 + (<usize>i << 2)), v128.load(a1 + (<usize>i << 2))), i32x4.splat(1)));
+  }
+  for (; i < n; i++) store<u32>(d + (<usize>i << 2), <u32>(((load<u32>(a0 + (<usize>i << 2)) != 0) == (load<u32>(a1 + (<usize>i << 2)) != 0))));
+}
+
+function t_binary_notEqual_f32(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  for (; i + 4 <= n; i += 4) {
+    v128.store(d + (<usize>i << 2), v128.and(f32x4.ne(v128.load(a0 + (<usize>i << 2)), v128.load(a1 + (<usize>i << 2))), i32x4.splat(1)));
+  }
+  for (; i < n; i++) store<u32>(d + (<usize>i << 2), <u32>((!(load<f32>(a0 + (<usize>i << 2)) == load<f32>(a1 + (<usize>i << 2))))));
+}
+
+function t_binary_notEqual_i32(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  for (; i + 4 <= n; i += 4) {
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.ne(v128.load(a0 + (<usize>i << 2)), v128.load(a1 + (<usize>i << 2))), i32x4.splat(1)));
+  }
+  for (; i < n; i++) store<u32>(d + (<usize>i << 2), <u32>((!(load<i32>(a0 + (<usize>i << 2)) == load<i32>(a1 + (<usize>i << 2))))));
+}
+
+function t_binary_notEqual_u32(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  for (; i + 4 <= n; i += 4) {
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.ne(v128.load(a0 + (<usize>i << 2)), v128.load(a1 + (<usize>i << 2))), i32x4.splat(1)));
+  }
+  for (; i < n; i++) store<u32>(d + (<usize>i << 2), <u32>((!(load<u32>(a0 + (<usize>i << 2)) == load<u32>(a1 + (<usize>i << 2))))));
+}
+
+function t_binary_notEqual_bool(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  for (; i < n; i++) store<u32>(d + (<usize>i << 2), <u32>((!((load<u32>(a0 + (<usize>i << 2)) != 0) == (load<u32>(a1 + (<usize>i << 2)) != 0)))));
+}
+
+function t_binary_less_f32(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  for (; i + 4 <= n; i += 4) {
+    v128.store(d + (<usize>i << 2), v128.and(f32x4.lt(v128.load(a0 + (<usize>i << 2)), v128.load(a1 + (<usize>i << 2))), i32x4.splat(1)));
+  }
+  for (; i < n; i++) store<u32>(d + (<usize>i << 2), <u32>((load<f32>(a0 + (<usize>i << 2)) < load<f32>(a1 + (<usize>i << 2)))));
+}
+
+function t_binary_less_i32(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  for (; i + 4 <= n; i += 4) {
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.lt_s(v128.load(a0 + (<usize>i << 2)), v128.load(a1 + (<usize>i << 2))), i32x4.splat(1)));
+  }
+  for (; i < n; i++) store<u32>(d + (<usize>i << 2), <u32>((load<i32>(a0 + (<usize>i << 2)) < load<i32>(a1 + (<usize>i << 2)))));
+}
+
+function t_binary_less_u32(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  for (; i + 4 <= n; i += 4) {
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.lt_u(v128.load(a0 + (<usize>i << 2)), v128.load(a1 + (<usize>i << 2))), i32x4.splat(1)));
+  }
+  for (; i < n; i++) store<u32>(d + (<usize>i << 2), <u32>((load<u32>(a0 + (<usize>i << 2)) < load<u32>(a1 + (<usize>i << 2)))));
+}
+
+function t_binary_less_bool(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  for (; i < n; i++) store<u32>(d + (<usize>i << 2), <u32>(((load<u32>(a0 + (<usize>i << 2)) != 0) < (load<u32>(a1 + (<usize>i << 2)) != 0))));
+}
+
+function t_binary_lessEqual_f32(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  for (; i + 4 <= n; i += 4) {
+    v128.store(d + (<usize>i << 2), v128.and(f32x4.le(v128.load(a0 + (<usize>i << 2)), v128.load(a1 + (<usize>i << 2))), i32x4.splat(1)));
+  }
+  for (; i < n; i++) store<u32>(d + (<usize>i << 2), <u32>((load<f32>(a0 + (<usize>i << 2)) <= load<f32>(a1 + (<usize>i << 2)))));
+}
+
+function t_binary_lessEqual_i32(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  for (; i + 4 <= n; i += 4) {
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.le_s(v128.load(a0 + (<usize>i << 2)), v128.load(a1 + (<usize>i << 2))), i32x4.splat(1)));
+  }
+  for (; i < n; i++) store<u32>(d + (<usize>i << 2), <u32>((load<i32>(a0 + (<usize>i << 2)) <= load<i32>(a1 + (<usize>i << 2)))));
+}
+
+function t_binary_lessEqual_u32(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  for (; i + 4 <= n; i += 4) {
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.le_u(v128.load(a0 + (<usize>i << 2)), v128.load(a1 + (<usize>i << 2))), i32x4.splat(1)));
+  }
+  for (; i < n; i++) store<u32>(d + (<usize>i << 2), <u32>((load<u32>(a0 + (<usize>i << 2)) <= load<u32>(a1 + (<usize>i << 2)))));
+}
+
+function t_binary_lessEqual_bool(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  for (; i < n; i++) store<u32>(d + (<usize>i << 2), <u32>(((load<u32>(a0 + (<usize>i << 2)) != 0) <= (load<u32>(a1 + (<usize>i << 2)) != 0))));
+}
+
+function t_binary_greater_f32(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  for (; i + 4 <= n; i += 4) {
+    v128.store(d + (<usize>i << 2), v128.and(f32x4.gt(v128.load(a0 + (<usize>i << 2)), v128.load(a1 + (<usize>i << 2))), i32x4.splat(1)));
+  }
+  for (; i < n; i++) store<u32>(d + (<usize>i << 2), <u32>((load<f32>(a0 + (<usize>i << 2)) > load<f32>(a1 + (<usize>i << 2)))));
+}
+
+function t_binary_greater_i32(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  for (; i + 4 <= n; i += 4) {
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.gt_s(v128.load(a0 + (<usize>i << 2)), v128.load(a1 + (<usize>i << 2))), i32x4.splat(1)));
+  }
+  for (; i < n; i++) store<u32>(d + (<usize>i << 2), <u32>((load<i32>(a0 + (<usize>i << 2)) > load<i32>(a1 + (<usize>i << 2)))));
+}
+
+function t_binary_greater_u32(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  for (; i + 4 <= n; i += 4) {
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.gt_u(v128.load(a0 + (<usize>i << 2)), v128.load(a1 + (<usize>i << 2))), i32x4.splat(1)));
+  }
+  for (; i < n; i++) store<u32>(d + (<usize>i << 2), <u32>((load<u32>(a0 + (<usize>i << 2)) > load<u32>(a1 + (<usize>i << 2)))));
+}
+
+function t_binary_greater_bool(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  for (; i < n; i++) store<u32>(d + (<usize>i << 2), <u32>(((load<u32>(a0 + (<usize>i << 2)) != 0) > (load<u32>(a1 + (<usize>i << 2)) != 0))));
+}
+
+function t_binary_greaterEqual_f32(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  for (; i + 4 <= n; i += 4) {
+    v128.store(d + (<usize>i << 2), v128.and(f32x4.ge(v128.load(a0 + (<usize>i << 2)), v128.load(a1 + (<usize>i << 2))), i32x4.splat(1)));
+  }
+  for (; i < n; i++) store<u32>(d + (<usize>i << 2), <u32>((load<f32>(a0 + (<usize>i << 2)) >= load<f32>(a1 + (<usize>i << 2)))));
+}
+
+function t_binary_greaterEqual_i32(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  for (; i + 4 <= n; i += 4) {
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.ge_s(v128.load(a0 + (<usize>i << 2)), v128.load(a1 + (<usize>i << 2))), i32x4.splat(1)));
+  }
+  for (; i < n; i++) store<u32>(d + (<usize>i << 2), <u32>((load<i32>(a0 + (<usize>i << 2)) >= load<i32>(a1 + (<usize>i << 2)))));
+}
+
+function t_binary_greaterEqual_u32(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  for (; i + 4 <= n; i += 4) {
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.ge_u(v128.load(a0 + (<usize>i << 2)), v128.load(a1 + (<usize>i << 2))), i32x4.splat(1)));
+  }
+  for (; i < n; i++) store<u32>(d + (<usize>i << 2), <u32>((load<u32>(a0 + (<usize>i << 2)) >= load<u32>(a1 + (<usize>i << 2)))));
+}
+
+function t_binary_greaterEqual_bool(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  for (; i < n; i++) store<u32>(d + (<usize>i << 2), <u32>(((load<u32>(a0 + (<usize>i << 2)) != 0) >= (load<u32>(a1 + (<usize>i << 2)) != 0))));
+}
+
+function t_binary_logicalAnd_bool(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  for (; i + 4 <= n; i += 4) {
+    v128.store(d + (<usize>i << 2), v128.and(v128.load(a0 + (<usize>i << 2)), v128.load(a1 + (<usize>i << 2))));
+  }
+  for (; i < n; i++) store<u32>(d + (<usize>i << 2), <u32>(((load<u32>(a0 + (<usize>i << 2)) != 0) && (load<u32>(a1 + (<usize>i << 2)) != 0))));
+}
+
+function t_binary_logicalOr_bool(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  for (; i + 4 <= n; i += 4) {
+    v128.store(d + (<usize>i << 2), v128.or(v128.load(a0 + (<usize>i << 2)), v128.load(a1 + (<usize>i << 2))));
+  }
+  for (; i < n; i++) store<u32>(d + (<usize>i << 2), <u32>(((load<u32>(a0 + (<usize>i << 2)) != 0) || (load<u32>(a1 + (<usize>i << 2)) != 0))));
+}
+
+function t_binary_leakyRelu_f32(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  for (; i < n; i++) store<f32>(d + (<usize>i << 2), <f32>g_leaky_relu64(<f64>load<f32>(a0 + (<usize>i << 2)), <f64>load<f32>(a1 + (<usize>i << 2))));
+}
+
+function t_binary_elu_f32(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  for (; i < n; i++) store<f32>(d + (<usize>i << 2), <f32>g_elu64(<f64>load<f32>(a0 + (<usize>i << 2)), <f64>load<f32>(a1 + (<usize>i << 2))));
+}
+
+function t_binary_bitwiseXor_u32(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  for (; i < n; i++) store<u32>(d + (<usize>i << 2), (load<u32>(a0 + (<usize>i << 2)) ^ load<u32>(a1 + (<usize>i << 2))));
+}
+
+function t_binary_bitwiseXor_i32(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  for (; i < n; i++) store<i32>(d + (<usize>i << 2), (load<i32>(a0 + (<usize>i << 2)) ^ load<i32>(a1 + (<usize>i << 2))));
+}
+
+function t_binary_bitwiseAnd_u32(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  for (; i < n; i++) store<u32>(d + (<usize>i << 2), (load<u32>(a0 + (<usize>i << 2)) & load<u32>(a1 + (<usize>i << 2))));
+}
+
+function t_binary_bitwiseAnd_i32(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  for (; i < n; i++) store<i32>(d + (<usize>i << 2), (load<i32>(a0 + (<usize>i << 2)) & load<i32>(a1 + (<usize>i << 2))));
+}
+
+function t_binary_bitwiseOr_u32(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  for (; i < n; i++) store<u32>(d + (<usize>i << 2), (load<u32>(a0 + (<usize>i << 2)) | load<u32>(a1 + (<usize>i << 2))));
+}
+
+function t_binary_bitwiseOr_i32(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  for (; i < n; i++) store<i32>(d + (<usize>i << 2), (load<i32>(a0 + (<usize>i << 2)) | load<i32>(a1 + (<usize>i << 2))));
+}
+
+function t_binary_shiftRight_u32(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  for (; i < n; i++) store<u32>(d + (<usize>i << 2), (load<u32>(a0 + (<usize>i << 2)) >>> (load<u32>(a1 + (<usize>i << 2)) & 31)));
+}
+
+function t_binary_shiftRight_i32(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  for (; i < n; i++) store<i32>(d + (<usize>i << 2), (load<i32>(a0 + (<usize>i << 2)) >> (load<i32>(a1 + (<usize>i << 2)) & 31)));
+}
+
+function t_where_f32(d: usize, a0: usize, a1: usize, a2: usize, n: i32): void {
+  let i = 0;
+  for (; i + 4 <= n; i += 4) {
+    v128.store(d + (<usize>i << 2), v128.bitselect(v128.load(a1 + (<usize>i << 2)), v128.load(a2 + (<usize>i << 2)), i32x4.ne(v128.load(a0 + (<usize>i << 2)), i32x4.splat(0))));
+  }
+  for (; i < n; i++) store<f32>(d + (<usize>i << 2), (load<u32>(a0 + (<usize>i << 2)) != 0 ? load<f32>(a1 + (<usize>i << 2)) : load<f32>(a2 + (<usize>i << 2))));
+}
+
+function t_where_i32(d: usize, a0: usize, a1: usize, a2: usize, n: i32): void {
+  let i = 0;
+  for (; i + 4 <= n; i += 4) {
+    v128.store(d + (<usize>i << 2), v128.bitselect(v128.load(a1 + (<usize>i << 2)), v128.load(a2 + (<usize>i << 2)), i32x4.ne(v128.load(a0 + (<usize>i << 2)), i32x4.splat(0))));
+  }
+  for (; i < n; i++) store<i32>(d + (<usize>i << 2), (load<u32>(a0 + (<usize>i << 2)) != 0 ? load<i32>(a1 + (<usize>i << 2)) : load<i32>(a2 + (<usize>i << 2))));
+}
+
+function t_where_u32(d: usize, a0: usize, a1: usize, a2: usize, n: i32): void {
+  let i = 0;
+  for (; i + 4 <= n; i += 4) {
+    v128.store(d + (<usize>i << 2), v128.bitselect(v128.load(a1 + (<usize>i << 2)), v128.load(a2 + (<usize>i << 2)), i32x4.ne(v128.load(a0 + (<usize>i << 2)), i32x4.splat(0))));
+  }
+  for (; i < n; i++) store<u32>(d + (<usize>i << 2), (load<u32>(a0 + (<usize>i << 2)) != 0 ? load<u32>(a1 + (<usize>i << 2)) : load<u32>(a2 + (<usize>i << 2))));
+}
+
+function t_where_bool(d: usize, a0: usize, a1: usize, a2: usize, n: i32): void {
+  let i = 0;
+  for (; i + 4 <= n; i += 4) {
+    v128.store(d + (<usize>i << 2), v128.bitselect(v128.load(a1 + (<usize>i << 2)), v128.load(a2 + (<usize>i << 2)), i32x4.ne(v128.load(a0 + (<usize>i << 2)), i32x4.splat(0))));
+  }
+  for (; i < n; i++) store<u32>(d + (<usize>i << 2), <u32>((load<u32>(a0 + (<usize>i << 2)) != 0 ? (load<u32>(a1 + (<usize>i << 2)) != 0) : (load<u32>(a2 + (<usize>i << 2)) != 0))));
+}
+
+function t_cast_f32_f32(d: usize, a0: usize, n: i32): void {
+  let i = 0;
+  for (; i + 4 <= n; i += 4) {
+    v128.store(d + (<usize>i << 2), v128.load(a0 + (<usize>i << 2)));
+  }
+  for (; i < n; i++) store<f32>(d + (<usize>i << 2), load<f32>(a0 + (<usize>i << 2)));
+}
+
+function t_cast_f32_i32(d: usize, a0: usize, n: i32): void {
+  let i = 0;
+  for (; i < n; i++) store<i32>(d + (<usize>i << 2), <i32>(load<f32>(a0 + (<usize>i << 2))));
+}
+
+function t_cast_f32_u32(d: usize, a0: usize, n: i32): void {
+  let i = 0;
+  for (; i < n; i++) store<u32>(d + (<usize>i << 2), <u32>(load<f32>(a0 + (<usize>i << 2))));
+}
+
+function t_cast_f32_bool(d: usize, a0: usize, n: i32): void {
+  let i = 0;
+  for (; i < n; i++) store<u32>(d + (<usize>i << 2), <u32>((load<f32>(a0 + (<usize>i << 2)) != <f32>0)));
+}
+
+function t_cast_i32_f32(d: usize, a0: usize, n: i32): void {
+  let i = 0;
+  for (; i < n; i++) store<f32>(d + (<usize>i << 2), <f32>(load<i32>(a0 + (<usize>i << 2))));
+}
+
+function t_cast_i32_i32(d: usize, a0: usize, n: i32): void {
+  let i = 0;
+  for (; i + 4 <= n; i += 4) {
+    v128.store(d + (<usize>i << 2), v128.load(a0 + (<usize>i << 2)));
+  }
+  for (; i < n; i++) store<i32>(d + (<usize>i << 2), load<i32>(a0 + (<usize>i << 2)));
+}
+
+function t_cast_i32_u32(d: usize, a0: usize, n: i32): void {
+  let i = 0;
+  for (; i < n; i++) store<u32>(d + (<usize>i << 2), <u32>(load<i32>(a0 + (<usize>i << 2))));
+}
+
+function t_cast_i32_bool(d: usize, a0: usize, n: i32): void {
+  let i = 0;
+  for (; i < n; i++) store<u32>(d + (<usize>i << 2), <u32>((load<i32>(a0 + (<usize>i << 2)) != 0)));
+}
+
+function t_cast_u32_f32(d: usize, a0: usize, n: i32): void {
+  let i = 0;
+  for (; i < n; i++) store<f32>(d + (<usize>i << 2), <f32>(load<u32>(a0 + (<usize>i << 2))));
+}
+
+function t_cast_u32_i32(d: usize, a0: usize, n: i32): void {
+  let i = 0;
+  for (; i < n; i++) store<i32>(d + (<usize>i << 2), <i32>(load<u32>(a0 + (<usize>i << 2))));
+}
+
+function t_cast_u32_u32(d: usize, a0: usize, n: i32): void {
+  let i = 0;
+  for (; i + 4 <= n; i += 4) {
+    v128.store(d + (<usize>i << 2), v128.load(a0 + (<usize>i << 2)));
+  }
+  for (; i < n; i++) store<u32>(d + (<usize>i << 2), load<u32>(a0 + (<usize>i << 2)));
+}
+
+function t_cast_u32_bool(d: usize, a0: usize, n: i32): void {
+  let i = 0;
+  for (; i < n; i++) store<u32>(d + (<usize>i << 2), <u32>((load<u32>(a0 + (<usize>i << 2)) != 0)));
+}
+
+function t_cast_bool_f32(d: usize, a0: usize, n: i32): void {
+  let i = 0;
+  for (; i < n; i++) store<f32>(d + (<usize>i << 2), <f32>((load<u32>(a0 + (<usize>i << 2)) != 0) ? 1 : 0));
+}
+
+function t_cast_bool_i32(d: usize, a0: usize, n: i32): void {
+  let i = 0;
+  for (; i < n; i++) store<i32>(d + (<usize>i << 2), <i32>((load<u32>(a0 + (<usize>i << 2)) != 0) ? 1 : 0));
+}
+
+function t_cast_bool_u32(d: usize, a0: usize, n: i32): void {
+  let i = 0;
+  for (; i < n; i++) store<u32>(d + (<usize>i << 2), <u32>((load<u32>(a0 + (<usize>i << 2)) != 0) ? 1 : 0));
+}
+
+function t_cast_bool_bool(d: usize, a0: usize, n: i32): void {
+  let i = 0;
+  for (; i + 4 <= n; i += 4) {
+    v128.store(d + (<usize>i << 2), v128.load(a0 + (<usize>i << 2)));
+  }
+  for (; i < n; i++) store<u32>(d + (<usize>i << 2), <u32>((load<u32>(a0 + (<usize>i << 2)) != 0)));
+}
+
+function t_round_f16(d: usize, a0: usize, n: i32): void {
+  let i = 0;
+  for (; i < n; i++) store<f32>(d + (<usize>i << 2), f16_to_f32(f32_to_f16(load<f32>(a0 + (<usize>i << 2)))));
+}
+
+function t_gather_f32(d: usize, base: usize, desc: usize, s: i32, n: i32): void {
+  const rank = load<i32>(desc);
+  if (rank == 0) {
+    const v = load<f32>(base);
+    for (let i = 0; i < n; i++) store<f32>(d + (<usize>i << 2), v);
+    return;
+  }
+  const shape = desc + 4;
+  const strides = shape + (<usize>rank << 2);
+  const inner = load<i32>(shape + (<usize>(rank - 1) << 2));
+  const step = load<i32>(strides + (<usize>(rank - 1) << 2));
+  let flat = s;
+  let i = 0;
+  while (i < n) {
+    let rest = flat / inner;
+    const j = flat - rest * inner;
+    let off = j * step;
+    for (let k = rank - 2; k >= 0; k--) {
+      const dim = load<i32>(shape + (<usize>k << 2));
+      const c = rest % dim;
+      rest /= dim;
+      off += c * load<i32>(strides + (<usize>k << 2));
+    }
+    const run = min(inner - j, n - i);
+    if (step == 0) {
+      const v = load<f32>(base + (<usize>(off) << 2));
+      for (let k = 0; k < run; k++) store<f32>(d + (<usize>(i + k) << 2), v);
+    } else {
+      for (let k = 0; k < run; k++) {
+        store<f32>(d + (<usize>(i + k) << 2), load<f32>(base + (<usize>(off + k * step) << 2)));
+      }
+    }
+    i += run;
+    flat += run;
+  }
+}
+
+function t_gather_i32(d: usize, base: usize, desc: usize, s: i32, n: i32): void {
+  const rank = load<i32>(desc);
+  if (rank == 0) {
+    const v = load<i32>(base);
+    for (let i = 0; i < n; i++) store<i32>(d + (<usize>i << 2), v);
+    return;
+  }
+  const shape = desc + 4;
+  const strides = shape + (<usize>rank << 2);
+  const inner = load<i32>(shape + (<usize>(rank - 1) << 2));
+  const step = load<i32>(strides + (<usize>(rank - 1) << 2));
+  let flat = s;
+  let i = 0;
+  while (i < n) {
+    let rest = flat / inner;
+    const j = flat - rest * inner;
+    let off = j * step;
+    for (let k = rank - 2; k >= 0; k--) {
+      const dim = load<i32>(shape + (<usize>k << 2));
+      const c = rest % dim;
+      rest /= dim;
+      off += c * load<i32>(strides + (<usize>k << 2));
+    }
+    const run = min(inner - j, n - i);
+    if (step == 0) {
+      const v = load<i32>(base + (<usize>(off) << 2));
+      for (let k = 0; k < run; k++) store<i32>(d + (<usize>(i + k) << 2), v);
+    } else {
+      for (let k = 0; k < run; k++) {
+        store<i32>(d + (<usize>(i + k) << 2), load<i32>(base + (<usize>(off + k * step) << 2)));
+      }
+    }
+    i += run;
+    flat += run;
+  }
+}
+
+function t_gather_u32(d: usize, base: usize, desc: usize, s: i32, n: i32): void {
+  const rank = load<i32>(desc);
+  if (rank == 0) {
+    const v = load<u32>(base);
+    for (let i = 0; i < n; i++) store<u32>(d + (<usize>i << 2), v);
+    return;
+  }
+  const shape = desc + 4;
+  const strides = shape + (<usize>rank << 2);
+  const inner = load<i32>(shape + (<usize>(rank - 1) << 2));
+  const step = load<i32>(strides + (<usize>(rank - 1) << 2));
+  let flat = s;
+  let i = 0;
+  while (i < n) {
+    let rest = flat / inner;
+    const j = flat - rest * inner;
+    let off = j * step;
+    for (let k = rank - 2; k >= 0; k--) {
+      const dim = load<i32>(shape + (<usize>k << 2));
+      const c = rest % dim;
+      rest /= dim;
+      off += c * load<i32>(strides + (<usize>k << 2));
+    }
+    const run = min(inner - j, n - i);
+    if (step == 0) {
+      const v = load<u32>(base + (<usize>(off) << 2));
+      for (let k = 0; k < run; k++) store<u32>(d + (<usize>(i + k) << 2), v);
+    } else {
+      for (let k = 0; k < run; k++) {
+        store<u32>(d + (<usize>(i + k) << 2), load<u32>(base + (<usize>(off + k * step) << 2)));
+      }
+    }
+    i += run;
+    flat += run;
+  }
+}
+
+function t_gather_bool(d: usize, base: usize, desc: usize, s: i32, n: i32): void {
+  const rank = load<i32>(desc);
+  if (rank == 0) {
+    const v = <u32>(load<u32>(base) != 0);
+    for (let i = 0; i < n; i++) store<u32>(d + (<usize>i << 2), v);
+    return;
+  }
+  const shape = desc + 4;
+  const strides = shape + (<usize>rank << 2);
+  const inner = load<i32>(shape + (<usize>(rank - 1) << 2));
+  const step = load<i32>(strides + (<usize>(rank - 1) << 2));
+  let flat = s;
+  let i = 0;
+  while (i < n) {
+    let rest = flat / inner;
+    const j = flat - rest * inner;
+    let off = j * step;
+    for (let k = rank - 2; k >= 0; k--) {
+      const dim = load<i32>(shape + (<usize>k << 2));
+      const c = rest % dim;
+      rest /= dim;
+      off += c * load<i32>(strides + (<usize>k << 2));
+    }
+    const run = min(inner - j, n - i);
+    if (step == 0) {
+      const v = <u32>(load<u32>(base + (<usize>(off) << 2)) != 0);
+      for (let k = 0; k < run; k++) store<u32>(d + (<usize>(i + k) << 2), v);
+    } else {
+      for (let k = 0; k < run; k++) {
+        store<u32>(d + (<usize>(i + k) << 2), <u32>(load<u32>(base + (<usize>(off + k * step) << 2)) != 0));
+      }
+    }
+    i += run;
+    flat += run;
+  }
+}
+
+function t_gather_f16(d: usize, base: usize, desc: usize, s: i32, n: i32): void {
+  const rank = load<i32>(desc);
+  if (rank == 0) {
+    const v = f16_to_f32(load<u16>(base));
+    for (let i = 0; i < n; i++) store<f32>(d + (<usize>i << 2), v);
+    return;
+  }
+  const shape = desc + 4;
+  const strides = shape + (<usize>rank << 2);
+  const inner = load<i32>(shape + (<usize>(rank - 1) << 2));
+  const step = load<i32>(strides + (<usize>(rank - 1) << 2));
+  let flat = s;
+  let i = 0;
+  while (i < n) {
+    let rest = flat / inner;
+    const j = flat - rest * inner;
+    let off = j * step;
+    for (let k = rank - 2; k >= 0; k--) {
+      const dim = load<i32>(shape + (<usize>k << 2));
+      const c = rest % dim;
+      rest /= dim;
+      off += c * load<i32>(strides + (<usize>k << 2));
+    }
+    const run = min(inner - j, n - i);
+    if (step == 0) {
+      const v = f16_to_f32(load<u16>(base + (<usize>(off) << 1)));
+      for (let k = 0; k < run; k++) store<f32>(d + (<usize>(i + k) << 2), v);
+    } else {
+      for (let k = 0; k < run; k++) {
+        store<f32>(d + (<usize>(i + k) << 2), f16_to_f32(load<u16>(base + (<usize>(off + k * step) << 1))));
+      }
+    }
+    i += run;
+    flat += run;
+  }
+}
+
+function t_store_f16(out: usize, a: usize, n: i32): void {
+  for (let i = 0; i < n; i++) store<u16>(out + (<usize>i << 1), f32_to_f16(load<f32>(a + (<usize>i << 2))));
+}
+
+function t_splat(d: usize, word: i32, n: i32): void {
+  const v = i32x4.splat(word);
+  let i = 0;
+  for (; i + 4 <= n; i += 4) v128.store(d + (<usize>i << 2), v);
+  for (; i < n; i++) store<i32>(d + (<usize>i << 2), word);
+}
+
+function t_iota(d: usize, s: i32, n: i32): void {
+  for (let i = 0; i < n; i++) store<u32>(d + (<usize>i << 2), <u32>(s + i));
+}
+
+/** The address register `r` holds for the current tile (a table of addresses in scratch). */
+@inline function R(t: usize, r: i32): usize {
+  return load<usize>(t + (<usize>r << 2));
+}
+
+function ew_step(w: usize, t: usize, s: i32, n: i32): void {
+  const a = load<i32>(w, 4);
+  const b = load<i32>(w, 8);
+  const c = load<i32>(w, 12);
+  const d = load<i32>(w, 16);
+  switch (load<i32>(w)) {
+    case 0: t_unary_neg_f32(R(t, a), R(t, b), n); break;
+    case 1: t_unary_neg_i32(R(t, a), R(t, b), n); break;
+    case 2: t_unary_neg_u32(R(t, a), R(t, b), n); break;
+    case 3: t_unary_abs_f32(R(t, a), R(t, b), n); break;
+    case 4: t_unary_abs_i32(R(t, a), R(t, b), n); break;
+    case 5: t_unary_abs_u32(R(t, a), R(t, b), n); break;
+    case 6: t_unary_sign_f32(R(t, a), R(t, b), n); break;
+    case 7: t_unary_sign_i32(R(t, a), R(t, b), n); break;
+    case 8: t_unary_sign_u32(R(t, a), R(t, b), n); break;
+    case 9: t_unary_square_f32(R(t, a), R(t, b), n); break;
+    case 10: t_unary_square_i32(R(t, a), R(t, b), n); break;
+    case 11: t_unary_square_u32(R(t, a), R(t, b), n); break;
+    case 12: t_unary_reciprocal_f32(R(t, a), R(t, b), n); break;
+    case 13: t_unary_exp_f32(R(t, a), R(t, b), n); break;
+    case 14: t_unary_exp2_f32(R(t, a), R(t, b), n); break;
+    case 15: t_unary_log_f32(R(t, a), R(t, b), n); break;
+    case 16: t_unary_log2_f32(R(t, a), R(t, b), n); break;
+    case 17: t_unary_log1p_f32(R(t, a), R(t, b), n); break;
+    case 18: t_unary_expm1_f32(R(t, a), R(t, b), n); break;
+    case 19: t_unary_sqrt_f32(R(t, a), R(t, b), n); break;
+    case 20: t_unary_rsqrt_f32(R(t, a), R(t, b), n); break;
+    case 21: t_unary_sin_f32(R(t, a), R(t, b), n); break;
+    case 22: t_unary_cos_f32(R(t, a), R(t, b), n); break;
+    case 23: t_unary_tan_f32(R(t, a), R(t, b), n); break;
+    case 24: t_unary_tanh_f32(R(t, a), R(t, b), n); break;
+    case 25: t_unary_sigmoid_f32(R(t, a), R(t, b), n); break;
+    case 26: t_unary_erf_f32(R(t, a), R(t, b), n); break;
+    case 27: t_unary_floor_f32(R(t, a), R(t, b), n); break;
+    case 28: t_unary_ceil_f32(R(t, a), R(t, b), n); break;
+    case 29: t_unary_round_f32(R(t, a), R(t, b), n); break;
+    case 30: t_unary_logicalNot_bool(R(t, a), R(t, b), n); break;
+    case 31: t_unary_isnan_f32(R(t, a), R(t, b), n); break;
+    case 32: t_unary_relu_f32(R(t, a), R(t, b), n); break;
+    case 33: t_unary_gelu_f32(R(t, a), R(t, b), n); break;
+    case 34: t_unary_geluTanh_f32(R(t, a), R(t, b), n); break;
+    case 35: t_unary_silu_f32(R(t, a), R(t, b), n); break;
+    case 36: t_unary_mish_f32(R(t, a), R(t, b), n); break;
+    case 37: t_unary_softplus_f32(R(t, a), R(t, b), n); break;
+    case 38: t_unary_hardswish_f32(R(t, a), R(t, b), n); break;
+    case 39: t_unary_hardsigmoid_f32(R(t, a), R(t, b), n); break;
+    case 40: t_unary_selu_f32(R(t, a), R(t, b), n); break;
+    case 41: t_unary_softsign_f32(R(t, a), R(t, b), n); break;
+    case 42: t_unary_pcgHash_u32(R(t, a), R(t, b), n); break;
+    case 43: t_binary_add_f32(R(t, a), R(t, b), R(t, c), n); break;
+    case 44: t_binary_add_i32(R(t, a), R(t, b), R(t, c), n); break;
+    case 45: t_binary_add_u32(R(t, a), R(t, b), R(t, c), n); break;
+    case 46: t_binary_sub_f32(R(t, a), R(t, b), R(t, c), n); break;
+    case 47: t_binary_sub_i32(R(t, a), R(t, b), R(t, c), n); break;
+    case 48: t_binary_sub_u32(R(t, a), R(t, b), R(t, c), n); break;
+    case 49: t_binary_mul_f32(R(t, a), R(t, b), R(t, c), n); break;
+    case 50: t_binary_mul_i32(R(t, a), R(t, b), R(t, c), n); break;
+    case 51: t_binary_mul_u32(R(t, a), R(t, b), R(t, c), n); break;
+    case 52: t_binary_div_f32(R(t, a), R(t, b), R(t, c), n); break;
+    case 53: t_binary_maximum_f32(R(t, a), R(t, b), R(t, c), n); break;
+    case 54: t_binary_maximum_i32(R(t, a), R(t, b), R(t, c), n); break;
+    case 55: t_binary_maximum_u32(R(t, a), R(t, b), R(t, c), n); break;
+    case 56: t_binary_minimum_f32(R(t, a), R(t, b), R(t, c), n); break;
+    case 57: t_binary_minimum_i32(R(t, a), R(t, b), R(t, c), n); break;
+    case 58: t_binary_minimum_u32(R(t, a), R(t, b), R(t, c), n); break;
+    case 59: t_binary_mod_f32(R(t, a), R(t, b), R(t, c), n); break;
+    case 60: t_binary_mod_i32(R(t, a), R(t, b), R(t, c), n); break;
+    case 61: t_binary_mod_u32(R(t, a), R(t, b), R(t, c), n); break;
+    case 62: t_binary_pow_f32(R(t, a), R(t, b), R(t, c), n); break;
+    case 63: t_binary_pow_i32(R(t, a), R(t, b), R(t, c), n); break;
+    case 64: t_binary_pow_u32(R(t, a), R(t, b), R(t, c), n); break;
+    case 65: t_binary_floorDiv_f32(R(t, a), R(t, b), R(t, c), n); break;
+    case 66: t_binary_floorDiv_i32(R(t, a), R(t, b), R(t, c), n); break;
+    case 67: t_binary_floorDiv_u32(R(t, a), R(t, b), R(t, c), n); break;
+    case 68: t_binary_equal_f32(R(t, a), R(t, b), R(t, c), n); break;
+    case 69: t_binary_equal_i32(R(t, a), R(t, b), R(t, c), n); break;
+    case 70: t_binary_equal_u32(R(t, a), R(t, b), R(t, c), n); break;
+    case 71: t_binary_equal_bool(R(t, a), R(t, b), R(t, c), n); break;
+    case 72: t_binary_notEqual_f32(R(t, a), R(t, b), R(t, c), n); break;
+    case 73: t_binary_notEqual_i32(R(t, a), R(t, b), R(t, c), n); break;
+    case 74: t_binary_notEqual_u32(R(t, a), R(t, b), R(t, c), n); break;
+    case 75: t_binary_notEqual_bool(R(t, a), R(t, b), R(t, c), n); break;
+    case 76: t_binary_less_f32(R(t, a), R(t, b), R(t, c), n); break;
+    case 77: t_binary_less_i32(R(t, a), R(t, b), R(t, c), n); break;
+    case 78: t_binary_less_u32(R(t, a), R(t, b), R(t, c), n); break;
+    case 79: t_binary_less_bool(R(t, a), R(t, b), R(t, c), n); break;
+    case 80: t_binary_lessEqual_f32(R(t, a), R(t, b), R(t, c), n); break;
+    case 81: t_binary_lessEqual_i32(R(t, a), R(t, b), R(t, c), n); break;
+    case 82: t_binary_lessEqual_u32(R(t, a), R(t, b), R(t, c), n); break;
+    case 83: t_binary_lessEqual_bool(R(t, a), R(t, b), R(t, c), n); break;
+    case 84: t_binary_greater_f32(R(t, a), R(t, b), R(t, c), n); break;
+    case 85: t_binary_greater_i32(R(t, a), R(t, b), R(t, c), n); break;
+    case 86: t_binary_greater_u32(R(t, a), R(t, b), R(t, c), n); break;
+    case 87: t_binary_greater_bool(R(t, a), R(t, b), R(t, c), n); break;
+    case 88: t_binary_greaterEqual_f32(R(t, a), R(t, b), R(t, c), n); break;
+    case 89: t_binary_greaterEqual_i32(R(t, a), R(t, b), R(t, c), n); break;
+    case 90: t_binary_greaterEqual_u32(R(t, a), R(t, b), R(t, c), n); break;
+    case 91: t_binary_greaterEqual_bool(R(t, a), R(t, b), R(t, c), n); break;
+    case 92: t_binary_logicalAnd_bool(R(t, a), R(t, b), R(t, c), n); break;
+    case 93: t_binary_logicalOr_bool(R(t, a), R(t, b), R(t, c), n); break;
+    case 94: t_binary_leakyRelu_f32(R(t, a), R(t, b), R(t, c), n); break;
+    case 95: t_binary_elu_f32(R(t, a), R(t, b), R(t, c), n); break;
+    case 96: t_binary_bitwiseXor_u32(R(t, a), R(t, b), R(t, c), n); break;
+    case 97: t_binary_bitwiseXor_i32(R(t, a), R(t, b), R(t, c), n); break;
+    case 98: t_binary_bitwiseAnd_u32(R(t, a), R(t, b), R(t, c), n); break;
+    case 99: t_binary_bitwiseAnd_i32(R(t, a), R(t, b), R(t, c), n); break;
+    case 100: t_binary_bitwiseOr_u32(R(t, a), R(t, b), R(t, c), n); break;
+    case 101: t_binary_bitwiseOr_i32(R(t, a), R(t, b), R(t, c), n); break;
+    case 102: t_binary_shiftRight_u32(R(t, a), R(t, b), R(t, c), n); break;
+    case 103: t_binary_shiftRight_i32(R(t, a), R(t, b), R(t, c), n); break;
+    case 104: t_where_f32(R(t, a), R(t, b), R(t, c), R(t, d), n); break;
+    case 105: t_where_i32(R(t, a), R(t, b), R(t, c), R(t, d), n); break;
+    case 106: t_where_u32(R(t, a), R(t, b), R(t, c), R(t, d), n); break;
+    case 107: t_where_bool(R(t, a), R(t, b), R(t, c), R(t, d), n); break;
+    case 108: t_cast_f32_f32(R(t, a), R(t, b), n); break;
+    case 109: t_cast_f32_i32(R(t, a), R(t, b), n); break;
+    case 110: t_cast_f32_u32(R(t, a), R(t, b), n); break;
+    case 111: t_cast_f32_bool(R(t, a), R(t, b), n); break;
+    case 112: t_cast_i32_f32(R(t, a), R(t, b), n); break;
+    case 113: t_cast_i32_i32(R(t, a), R(t, b), n); break;
+    case 114: t_cast_i32_u32(R(t, a), R(t, b), n); break;
+    case 115: t_cast_i32_bool(R(t, a), R(t, b), n); break;
+    case 116: t_cast_u32_f32(R(t, a), R(t, b), n); break;
+    case 117: t_cast_u32_i32(R(t, a), R(t, b), n); break;
+    case 118: t_cast_u32_u32(R(t, a), R(t, b), n); break;
+    case 119: t_cast_u32_bool(R(t, a), R(t, b), n); break;
+    case 120: t_cast_bool_f32(R(t, a), R(t, b), n); break;
+    case 121: t_cast_bool_i32(R(t, a), R(t, b), n); break;
+    case 122: t_cast_bool_u32(R(t, a), R(t, b), n); break;
+    case 123: t_cast_bool_bool(R(t, a), R(t, b), n); break;
+    case 124: t_round_f16(R(t, a), R(t, b), n); break;
+    case 125: t_gather_f32(R(t, a), <usize>b, <usize>c, s, n); break;
+    case 126: t_gather_i32(R(t, a), <usize>b, <usize>c, s, n); break;
+    case 127: t_gather_u32(R(t, a), <usize>b, <usize>c, s, n); break;
+    case 128: t_gather_bool(R(t, a), <usize>b, <usize>c, s, n); break;
+    case 129: t_gather_f16(R(t, a), <usize>b, <usize>c, s, n); break;
+    case 130: t_store_f16(<usize>a + (<usize>s << 1), R(t, b), n); break;
+    case 131: t_splat(R(t, a), b, n); break;
+    case 132: t_iota(R(t, a), s, n); break;
+    default: unreachable();
+  }
+}
+
+/**
+ * Runs the tile program at `prog` over elements [start, end) (src/wasm/tile_ops.ts has its
+ * layout). `scratch` holds this thread's register table and scratch tiles: threads running
+ * the same program over other ranges pass their own.
+ */
+export function ew_run(prog: usize, start: i32, end: i32, scratch: usize): void {
+  const tile = load<i32>(prog);
+  const registers = load<i32>(prog, 4);
+  const prologue = load<i32>(prog, 8);
+  const body = load<i32>(prog, 12);
+  const kinds = prog + 16;
+  const code = kinds + (<usize>registers << 3);
+  const t = scratch;
+  let free = (scratch + (<usize>registers << 2) + 15) & ~15;
+  for (let r = 0; r < registers; r++) {
+    if (load<i32>(kinds + (<usize>r << 3)) == 0) {
+      store<usize>(t + (<usize>r << 2), free);
+      free += <usize>tile << 2;
+    }
+  }
+  for (let i = 0; i < prologue; i++) ew_step(code + <usize>i * 20, t, 0, tile);
+  const first = code + <usize>prologue * 20;
+  for (let s = start; s < end; s += tile) {
+    const n = min(tile, end - s);
+    for (let r = 0; r < registers; r++) {
+      const kind = kinds + (<usize>r << 3);
+      if (load<i32>(kind) == 1) store<usize>(t + (<usize>r << 2), load<usize>(kind, 4) + (<usize>s << 2));
+    }
+    for (let i = 0; i < body; i++) ew_step(first + <usize>i * 20, t, s, n);
+  }
+}

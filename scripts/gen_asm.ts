@@ -13,6 +13,7 @@
  * @module
  */
 import { BINARY, type ComputeType, UNARY } from "../src/ir/elementwise_table.ts";
+import { TILE_OPS, TILE_STORAGES, TILE_TYPES } from "../src/wasm/tile_ops.ts";
 
 /** Storage types on the WASM device: bool is a u32 word, float16 a u16 of half bits. */
 type Storage = "f32" | "i32" | "u32" | "bool" | "f16";
@@ -154,6 +155,9 @@ const SIMD_F32: Record<string, string> = {
 };
 const SIMD_I32: Record<string, string> = { add: "i32x4.add", sub: "i32x4.sub", mul: "i32x4.mul" };
 
+/** An op table code template (operands already in the compute type). */
+type Template = (a: string, b: string) => string;
+
 function storageOf(ct: ComputeType): Storage {
   return ct;
 }
@@ -227,6 +231,7 @@ export function generateAsm(): string {
     parts.push(kernel(`scatter_${st}`, [st], st, ([x]) => convert(st, st, x), undefined, true));
   }
   parts.push(reductions());
+  parts.push(tiles());
   return parts.join("\n\n") + "\n";
 }
 
@@ -364,6 +369,269 @@ function reductions(): string {
     ].join("\n"),
   );
   return out.join("\n\n");
+}
+
+/**
+ * SIMD forms of tile kernels, each bit-identical to its scalar template (WASM's f32x4.min/max are
+ * the scalar f32.min/max lane by lane; comparisons give 0/1 words as the scalar bools stored).
+ */
+function tileSimd(
+  kind: string,
+  op: string,
+  ct: ComputeType,
+): ((v: string[]) => string) | undefined {
+  const one = "i32x4.splat(1)";
+  if (kind === "unary") {
+    if (ct === "f32" && SIMD_F32[op]) return (v) => `${SIMD_F32[op]}(${v[0]})`;
+    if (ct === "f32" && op === "relu") return (v) => `f32x4.max(${v[0]}, f32x4.splat(0))`;
+    if (op === "square") {
+      return (v) => `${ct === "f32" ? "f32x4" : "i32x4"}.mul(${v[0]}, ${v[0]})`;
+    }
+    if (ct === "i32" && op === "neg") return (v) => `i32x4.neg(${v[0]})`;
+    if (ct === "bool" && op === "logicalNot") return (v) => `v128.xor(${v[0]}, ${one})`;
+    return undefined;
+  }
+  if (ct === "f32" && SIMD_F32[op]) return (v) => `${SIMD_F32[op]}(${v[0]}, ${v[1]})`;
+  if ((ct === "i32" || ct === "u32") && SIMD_I32[op]) {
+    return (v) => `${SIMD_I32[op]}(${v[0]}, ${v[1]})`;
+  }
+  const lane = ct === "f32" ? "f32x4" : "i32x4";
+  const signed = ct === "f32" ? "" : ct === "i32" ? "_s" : "_u";
+  const compare: Record<string, string> = {
+    equal: "eq",
+    notEqual: "ne",
+    less: `lt${signed}`,
+    lessEqual: `le${signed}`,
+    greater: `gt${signed}`,
+    greaterEqual: `ge${signed}`,
+  };
+  if (compare[op] && ct !== "bool") {
+    return (v) => `v128.and(${lane}.${compare[op]}(${v[0]}, ${v[1]}), ${one})`;
+  }
+  if (ct === "bool" && (op === "logicalAnd" || op === "equal")) {
+    return op === "logicalAnd"
+      ? (v) => `v128.and(${v[0]}, ${v[1]})`
+      : (v) => `v128.and(i32x4.eq(${v[0]}, ${v[1]}), ${one})`;
+  }
+  if (ct === "bool" && op === "logicalOr") return (v) => `v128.or(${v[0]}, ${v[1]})`;
+  return undefined;
+}
+
+/** A tile kernel: `n` contiguous 32-bit words per operand, SIMD over whole vectors when it has one. */
+function tileKernel(
+  name: string,
+  inputs: Storage[],
+  out: Storage,
+  body: (values: string[]) => string,
+  simd?: (v: string[]) => string,
+): string {
+  const args = inputs.map((_, k) => `a${k}: usize`).join(", ");
+  const lines = [`function t_${name}(d: usize, ${args}, n: i32): void {`, `  let i = 0;`];
+  if (simd) {
+    lines.push(`  for (; i + 4 <= n; i += 4) {`);
+    const vs = inputs.map((_, k) => `v128.load(a${k} + (<usize>i << 2))`);
+    lines.push(`    v128.store(d + (<usize>i << 2), ${simd(vs)});`, `  }`);
+  }
+  const vals = inputs.map((s, k) => LOAD[s](`a${k} + (<usize>i << 2)`));
+  lines.push(`  for (; i < n; i++) ${store(out, "d + (<usize>i << 2)", body(vals))};`, `}`);
+  return lines.join("\n");
+}
+
+/** The word a storage type's element becomes in a tile. */
+function tileWord(s: (typeof TILE_STORAGES)[number], p: string): string {
+  switch (s) {
+    case "bool":
+      return `<u32>(load<u32>(${p}) != 0)`;
+    case "f16":
+      return `f16_to_f32(load<u16>(${p}))`;
+    default:
+      return `load<${s}>(${p})`;
+  }
+}
+
+/**
+ * The tile programs' kernels and their interpreter `ew_run` (see src/wasm/tile_ops.ts): each
+ * instruction runs one contiguous kernel over a tile, so a fused expression reads its inputs
+ * and writes its output once while its intermediates stay in the L1 cache.
+ */
+function tiles(): string {
+  const parts: string[] = [];
+  const compute: Record<ComputeType, Storage> = {
+    f32: "f32",
+    i32: "i32",
+    u32: "u32",
+    bool: "bool",
+  };
+  for (const [op, def] of Object.entries(UNARY)) {
+    for (const [ct, template] of Object.entries(def.asm) as [ComputeType, Template][]) {
+      const out: Storage = def.result === "bool" ? "bool" : compute[ct];
+      parts.push(
+        tileKernel(
+          `unary_${op}_${ct}`,
+          [compute[ct]],
+          out,
+          ([a]) => template(a, ""),
+          tileSimd("unary", op, ct),
+        ),
+      );
+    }
+  }
+  for (const [op, def] of Object.entries(BINARY)) {
+    for (const [ct, template] of Object.entries(def.asm) as [ComputeType, Template][]) {
+      const out: Storage = def.result === "bool" ? "bool" : compute[ct];
+      parts.push(tileKernel(
+        `binary_${op}_${ct}`,
+        [compute[ct], compute[ct]],
+        out,
+        ([a, b]) => template(a, b),
+        tileSimd("binary", op, ct),
+      ));
+    }
+  }
+  for (const ct of TILE_TYPES) {
+    parts.push(tileKernel(
+      `where_${ct}`,
+      ["u32", compute[ct], compute[ct]],
+      compute[ct],
+      ([c, a, b]) => `(${c} != 0 ? ${a} : ${b})`,
+      (v) => `v128.bitselect(${v[1]}, ${v[2]}, i32x4.ne(${v[0]}, i32x4.splat(0)))`,
+    ));
+  }
+  for (const from of TILE_TYPES) {
+    for (const to of TILE_TYPES) {
+      parts.push(tileKernel(
+        `cast_${from}_${to}`,
+        [compute[from]],
+        compute[to],
+        ([x]) => convert(compute[from], compute[to], x),
+        from === to ? (v) => v[0] : undefined,
+      ));
+    }
+  }
+  parts.push(tileKernel("round_f16", ["f32"], "f32", ([x]) => `f16_to_f32(f32_to_f16(${x}))`));
+  for (const s of TILE_STORAGES) {
+    const size = SIZE[s];
+    const at = (offset: string) => `base + (<usize>(${offset}) << ${Math.log2(size)})`;
+    const word = s === "f16" ? "f32" : s === "bool" ? "u32" : s;
+    parts.push([
+      `function t_gather_${s}(d: usize, base: usize, desc: usize, s: i32, n: i32): void {`,
+      `  const rank = load<i32>(desc);`,
+      `  if (rank == 0) {`,
+      `    const v = ${tileWord(s, "base")};`,
+      `    for (let i = 0; i < n; i++) store<${word}>(d + (<usize>i << 2), v);`,
+      `    return;`,
+      `  }`,
+      `  const shape = desc + 4;`,
+      `  const strides = shape + (<usize>rank << 2);`,
+      `  const inner = load<i32>(shape + (<usize>(rank - 1) << 2));`,
+      `  const step = load<i32>(strides + (<usize>(rank - 1) << 2));`,
+      `  let flat = s;`,
+      `  let i = 0;`,
+      `  while (i < n) {`,
+      `    let rest = flat / inner;`,
+      `    const j = flat - rest * inner;`,
+      `    let off = j * step;`,
+      `    for (let k = rank - 2; k >= 0; k--) {`,
+      `      const dim = load<i32>(shape + (<usize>k << 2));`,
+      `      const c = rest % dim;`,
+      `      rest /= dim;`,
+      `      off += c * load<i32>(strides + (<usize>k << 2));`,
+      `    }`,
+      `    const run = min(inner - j, n - i);`,
+      `    if (step == 0) {`,
+      `      const v = ${tileWord(s, at("off"))};`,
+      `      for (let k = 0; k < run; k++) store<${word}>(d + (<usize>(i + k) << 2), v);`,
+      `    } else {`,
+      `      for (let k = 0; k < run; k++) {`,
+      `        store<${word}>(d + (<usize>(i + k) << 2), ${tileWord(s, at("off + k * step"))});`,
+      `      }`,
+      `    }`,
+      `    i += run;`,
+      `    flat += run;`,
+      `  }`,
+      `}`,
+    ].join("\n"));
+  }
+  parts.push([
+    "function t_store_f16(out: usize, a: usize, n: i32): void {",
+    "  for (let i = 0; i < n; i++) store<u16>(out + (<usize>i << 1), f32_to_f16(load<f32>(a + (<usize>i << 2))));",
+    "}",
+    "",
+    "function t_splat(d: usize, word: i32, n: i32): void {",
+    "  const v = i32x4.splat(word);",
+    "  let i = 0;",
+    "  for (; i + 4 <= n; i += 4) v128.store(d + (<usize>i << 2), v);",
+    "  for (; i < n; i++) store<i32>(d + (<usize>i << 2), word);",
+    "}",
+    "",
+    "function t_iota(d: usize, s: i32, n: i32): void {",
+    "  for (let i = 0; i < n; i++) store<u32>(d + (<usize>i << 2), <u32>(s + i));",
+    "}",
+  ].join("\n"));
+  // The interpreter: one switch case per opcode, in TILE_OPS order.
+  const cases = TILE_OPS.map((op, code) => {
+    const reg = (k: number) => `R(t, ${"abcd"[k]})`;
+    const word = (k: number) => `<usize>${"abcd"[k]}`;
+    let call: string;
+    if (op.name.startsWith("gather_")) {
+      call = `t_${op.name}(${reg(0)}, ${word(1)}, ${word(2)}, s, n)`;
+    } else if (op.name === "store_f16") {
+      call = `t_store_f16(${word(0)} + (<usize>s << 1), ${reg(1)}, n)`;
+    } else if (op.name === "splat") call = `t_splat(${reg(0)}, b, n)`;
+    else if (op.name === "iota") call = `t_iota(${reg(0)}, s, n)`;
+    else call = `t_${op.name}(${op.operands.map((_, k) => reg(k)).join(", ")}, n)`;
+    return `    case ${code}: ${call}; break;`;
+  });
+  parts.push([
+    "/** The address register `r` holds for the current tile (a table of addresses in scratch). */",
+    "@inline function R(t: usize, r: i32): usize {",
+    "  return load<usize>(t + (<usize>r << 2));",
+    "}",
+    "",
+    "function ew_step(w: usize, t: usize, s: i32, n: i32): void {",
+    "  const a = load<i32>(w, 4);",
+    "  const b = load<i32>(w, 8);",
+    "  const c = load<i32>(w, 12);",
+    "  const d = load<i32>(w, 16);",
+    "  switch (load<i32>(w)) {",
+    ...cases,
+    "    default: unreachable();",
+    "  }",
+    "}",
+    "",
+    "/**",
+    " * Runs the tile program at `prog` over elements [start, end) (src/wasm/tile_ops.ts has its",
+    " * layout). `scratch` holds this thread's register table and scratch tiles: threads running",
+    " * the same program over other ranges pass their own.",
+    " */",
+    "export function ew_run(prog: usize, start: i32, end: i32, scratch: usize): void {",
+    "  const tile = load<i32>(prog);",
+    "  const registers = load<i32>(prog, 4);",
+    "  const prologue = load<i32>(prog, 8);",
+    "  const body = load<i32>(prog, 12);",
+    "  const kinds = prog + 16;",
+    "  const code = kinds + (<usize>registers << 3);",
+    "  const t = scratch;",
+    "  let free = (scratch + (<usize>registers << 2) + 15) & ~15;",
+    "  for (let r = 0; r < registers; r++) {",
+    "    if (load<i32>(kinds + (<usize>r << 3)) == 0) {",
+    "      store<usize>(t + (<usize>r << 2), free);",
+    "      free += <usize>tile << 2;",
+    "    }",
+    "  }",
+    "  for (let i = 0; i < prologue; i++) ew_step(code + <usize>i * 20, t, 0, tile);",
+    "  const first = code + <usize>prologue * 20;",
+    "  for (let s = start; s < end; s += tile) {",
+    "    const n = min(tile, end - s);",
+    "    for (let r = 0; r < registers; r++) {",
+    "      const kind = kinds + (<usize>r << 3);",
+    "      if (load<i32>(kind) == 1) store<usize>(t + (<usize>r << 2), load<usize>(kind, 4) + (<usize>s << 2));",
+    "    }",
+    "    for (let i = 0; i < body; i++) ew_step(first + <usize>i * 20, t, s, n);",
+    "  }",
+    "}",
+  ].join("\n"));
+  return parts.join("\n\n");
 }
 
 if (import.meta.main) {

@@ -45,6 +45,8 @@
  * @module
  */
 import * as gyre from "../src/mod.ts";
+import { setPlanOverride } from "../src/tuning.ts";
+import { kernelObservers } from "../src/contract/backend.ts";
 import { FULL, hostData, mulberry32, pick, randInt, SPECIALS_F32 } from "./_harness.ts";
 
 type DType = gyre.DType;
@@ -976,6 +978,9 @@ export async function referenceValues(program: Program, set = 0): Promise<gyre.T
   const rt = gyre.runtime();
   const saved = rt.fusion;
   rt.fusion = false;
+  // The reference evaluates elementwise work node by node with the op table's kernels; the runs
+  // it is compared with take the WASM plan's tile programs (`wasmKernelLaunches` shows which ran).
+  setPlanOverride("wasmElementwise", { form: "nodes" });
   try {
     const all = {
       ...program,
@@ -984,13 +989,21 @@ export async function referenceValues(program: Program, set = 0): Promise<gyre.T
     };
     const inputs = programInputs(program, "wasm", set);
     const outs = interpret(all, inputs, "wasm");
+    setPlanOverride("wasmElementwise", null);
     const values = await gyre.readAll(outs);
     for (const t of [...outs, ...inputs]) t.dispose();
     return values;
   } finally {
+    setPlanOverride("wasmElementwise", null);
     rt.fusion = saved;
   }
 }
+
+/** WASM kernel launches by name since the module loaded (tests check which forms ran). */
+export const wasmKernelLaunches: Map<string, number> = new Map();
+kernelObservers.add(({ device, kernel }) => {
+  if (device === "wasm") wasmKernelLaunches.set(kernel, (wasmKernelLaunches.get(kernel) ?? 0) + 1);
+});
 
 /** The outputs of `program` on `device`, fused or not, for data set `set`. */
 export async function runProgram(

@@ -20,6 +20,7 @@ import {
   programFromJson,
   programToJson,
   shrink,
+  wasmKernelLaunches,
 } from "./_programs.ts";
 
 const DEVICES = await devices();
@@ -67,6 +68,9 @@ for (let start = 0; start < PROGRAMS; start += CHUNK) {
       const bad = results.findIndex((r) => r !== null);
       if (bad >= 0) await failWithShrunk(seeds[bad], programs[bad], results[bad]!, check);
     }
+    // The reference ran node by node and the runs against it as tile programs: both forms ran.
+    assert.ok((wasmKernelLaunches.get("ew_run") ?? 0) > 0, "no tile program ran");
+    assert.ok((wasmKernelLaunches.get("binary_add_f32") ?? 0) > 0, "no node kernel ran");
   });
 }
 

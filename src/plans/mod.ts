@@ -6,7 +6,7 @@
  * op or a code generator (generators import the plans' choice types instead).
  * @module
  */
-import type { ElementwiseChoice } from "./elementwise.ts";
+import type { ElementwiseChoice, WasmElementwiseChoice } from "./elementwise.ts";
 import type { MatmulChoice, WasmGemmChoice } from "./matmul.ts";
 import type { PoolChoice } from "./pool.ts";
 import type { ReduceChoice } from "./reduce.ts";
@@ -29,5 +29,6 @@ export type Choice =
   | ScanChoice
   | RowsChoice
   | MatmulChoice
-  | WasmGemmChoice;
+  | WasmGemmChoice
+  | WasmElementwiseChoice;
 export * from "./variants.ts";

@@ -6,7 +6,7 @@
  * @module
  */
 import { ValueError } from "../core/errors.ts";
-import type { ElementwiseChoice } from "./elementwise.ts";
+import type { ElementwiseChoice, WasmElementwiseChoice } from "./elementwise.ts";
 import type { MatmulChoice, WasmGemmChoice } from "./matmul.ts";
 import type { PoolChoice } from "./pool.ts";
 import type { ReduceChoice } from "./reduce.ts";
@@ -29,6 +29,8 @@ export interface PlanOverrides {
   matmul?: Partial<MatmulChoice>;
   /** Fields forced in the WASM GEMM plan. */
   wasmGemm?: Partial<WasmGemmChoice>;
+  /** Fields forced in the WASM elementwise plan. */
+  wasmElementwise?: Partial<WasmElementwiseChoice>;
 }
 
 /** The families a plan override can name. */
@@ -42,6 +44,7 @@ const FAMILIES: readonly PlanFamily[] = [
   "rows",
   "matmul",
   "wasmGemm",
+  "wasmElementwise",
 ];
 
 /** No overrides: what work recorded outside any override captures. */
