@@ -4927,18 +4927,6 @@ export function scatter_f16(out: usize, in0: usize, desc: usize, contiguous: i32
   }
 }
 
-export function reduce_sum_f32(out: usize, x: usize, outer: i32, inner: i32): void {
-  for (let r = 0; r < outer; r++) {
-    let acc: f64 = 0;
-    const base = x + (<usize>r * <usize>inner << 2);
-    for (let j = 0; j < inner; j++) {
-      const v = load<f32>(base + (<usize>j << 2));
-      acc += <f64>v;
-    }
-    store<f32>(out + (<usize>r << 2), <f32>acc);
-  }
-}
-
 export function reduce_prod_f32(out: usize, x: usize, outer: i32, inner: i32): void {
   for (let r = 0; r < outer; r++) {
     let acc: f64 = 1;
@@ -4948,42 +4936,6 @@ export function reduce_prod_f32(out: usize, x: usize, outer: i32, inner: i32): v
       acc *= <f64>v;
     }
     store<f32>(out + (<usize>r << 2), <f32>acc);
-  }
-}
-
-export function reduce_max_f32(out: usize, x: usize, outer: i32, inner: i32): void {
-  for (let r = 0; r < outer; r++) {
-    let acc: f32 = -Infinity;
-    const base = x + (<usize>r * <usize>inner << 2);
-    for (let j = 0; j < inner; j++) {
-      const v = load<f32>(base + (<usize>j << 2));
-      acc = max<f32>(acc, v);
-    }
-    store<f32>(out + (<usize>r << 2), acc);
-  }
-}
-
-export function reduce_min_f32(out: usize, x: usize, outer: i32, inner: i32): void {
-  for (let r = 0; r < outer; r++) {
-    let acc: f32 = Infinity;
-    const base = x + (<usize>r * <usize>inner << 2);
-    for (let j = 0; j < inner; j++) {
-      const v = load<f32>(base + (<usize>j << 2));
-      acc = min<f32>(acc, v);
-    }
-    store<f32>(out + (<usize>r << 2), acc);
-  }
-}
-
-export function reduce_sum_i32(out: usize, x: usize, outer: i32, inner: i32): void {
-  for (let r = 0; r < outer; r++) {
-    let acc: i32 = 0;
-    const base = x + (<usize>r * <usize>inner << 2);
-    for (let j = 0; j < inner; j++) {
-      const v = load<i32>(base + (<usize>j << 2));
-      acc += v;
-    }
-    store<i32>(out + (<usize>r << 2), <i32>acc);
   }
 }
 
@@ -4999,42 +4951,6 @@ export function reduce_prod_i32(out: usize, x: usize, outer: i32, inner: i32): v
   }
 }
 
-export function reduce_max_i32(out: usize, x: usize, outer: i32, inner: i32): void {
-  for (let r = 0; r < outer; r++) {
-    let acc: i32 = i32.MIN_VALUE;
-    const base = x + (<usize>r * <usize>inner << 2);
-    for (let j = 0; j < inner; j++) {
-      const v = load<i32>(base + (<usize>j << 2));
-      acc = max<i32>(acc, v);
-    }
-    store<i32>(out + (<usize>r << 2), acc);
-  }
-}
-
-export function reduce_min_i32(out: usize, x: usize, outer: i32, inner: i32): void {
-  for (let r = 0; r < outer; r++) {
-    let acc: i32 = i32.MAX_VALUE;
-    const base = x + (<usize>r * <usize>inner << 2);
-    for (let j = 0; j < inner; j++) {
-      const v = load<i32>(base + (<usize>j << 2));
-      acc = min<i32>(acc, v);
-    }
-    store<i32>(out + (<usize>r << 2), acc);
-  }
-}
-
-export function reduce_sum_u32(out: usize, x: usize, outer: i32, inner: i32): void {
-  for (let r = 0; r < outer; r++) {
-    let acc: u32 = 0;
-    const base = x + (<usize>r * <usize>inner << 2);
-    for (let j = 0; j < inner; j++) {
-      const v = load<u32>(base + (<usize>j << 2));
-      acc += v;
-    }
-    store<u32>(out + (<usize>r << 2), <u32>acc);
-  }
-}
-
 export function reduce_prod_u32(out: usize, x: usize, outer: i32, inner: i32): void {
   for (let r = 0; r < outer; r++) {
     let acc: u32 = 1;
@@ -5047,28 +4963,320 @@ export function reduce_prod_u32(out: usize, x: usize, outer: i32, inner: i32): v
   }
 }
 
+function sum_row_f32(p: usize, n: i32): f64 {
+  let a0 = f64x2.splat(0);
+  let a1 = f64x2.splat(0);
+  let a2 = f64x2.splat(0);
+  let a3 = f64x2.splat(0);
+  let j = 0;
+  for (; j + 8 <= n; j += 8) {
+    const v = v128.load(p + (<usize>j << 2));
+    const w = v128.load(p + (<usize>j << 2), 16);
+    a0 = f64x2.add(a0, f64x2.promote_low_f32x4(v));
+    a1 = f64x2.add(a1, f64x2.promote_low_f32x4(i64x2.shuffle(v, v, 1, 0)));
+    a2 = f64x2.add(a2, f64x2.promote_low_f32x4(w));
+    a3 = f64x2.add(a3, f64x2.promote_low_f32x4(i64x2.shuffle(w, w, 1, 0)));
+  }
+  const a = f64x2.add(f64x2.add(a0, a1), f64x2.add(a2, a3));
+  let total = f64x2.extract_lane(a, 0) + f64x2.extract_lane(a, 1);
+  for (; j < n; j++) total += <f64>load<f32>(p + (<usize>j << 2));
+  return total;
+}
+
+export function reduce_sum_f32(out: usize, x: usize, outer: i32, inner: i32): void {
+  for (let r = 0; r < outer; r++) {
+    store<f32>(out + (<usize>r << 2), <f32>sum_row_f32(x + (<usize>r * <usize>inner << 2), inner));
+  }
+}
+
+export function reduce_sum_partial_f32(out: usize, x: usize, n: i32): void {
+  store<f64>(out, sum_row_f32(x, n));
+}
+
+function sum_row_i32(p: usize, n: i32): i32 {
+  let a0 = i32x4.splat(<i32>0);
+  let a1 = i32x4.splat(<i32>0);
+  let a2 = i32x4.splat(<i32>0);
+  let a3 = i32x4.splat(<i32>0);
+  let j = 0;
+  let nan = v128.splat<i32>(0);
+  for (; j + 16 <= n; j += 16) {
+    const q = p + (<usize>j << 2);
+    const v0 = v128.load(q);
+    const v1 = v128.load(q, 16);
+    const v2 = v128.load(q, 32);
+    const v3 = v128.load(q, 48);
+    a0 = i32x4.add(a0, v0);
+    a1 = i32x4.add(a1, v1);
+    a2 = i32x4.add(a2, v2);
+    a3 = i32x4.add(a3, v3);
+  }
+  const a = i32x4.add(i32x4.add(a0, a1), i32x4.add(a2, a3));
+  let acc = i32x4.extract_lane(a, 0) + i32x4.extract_lane(a, 1);
+  acc = acc + i32x4.extract_lane(a, 2) + i32x4.extract_lane(a, 3);
+  for (; j < n; j++) acc = acc + load<i32>(p + (<usize>j << 2));
+  return <i32>acc;
+}
+
+export function reduce_sum_i32(out: usize, x: usize, outer: i32, inner: i32): void {
+  for (let r = 0; r < outer; r++) {
+    store<i32>(out + (<usize>r << 2), sum_row_i32(x + (<usize>r * <usize>inner << 2), inner));
+  }
+}
+
+export function reduce_sum_partial_i32(out: usize, x: usize, n: i32): void {
+  store<i32>(out, sum_row_i32(x, n));
+}
+
+function sum_row_u32(p: usize, n: i32): u32 {
+  let a0 = i32x4.splat(<u32>0);
+  let a1 = i32x4.splat(<u32>0);
+  let a2 = i32x4.splat(<u32>0);
+  let a3 = i32x4.splat(<u32>0);
+  let j = 0;
+  let nan = v128.splat<i32>(0);
+  for (; j + 16 <= n; j += 16) {
+    const q = p + (<usize>j << 2);
+    const v0 = v128.load(q);
+    const v1 = v128.load(q, 16);
+    const v2 = v128.load(q, 32);
+    const v3 = v128.load(q, 48);
+    a0 = i32x4.add(a0, v0);
+    a1 = i32x4.add(a1, v1);
+    a2 = i32x4.add(a2, v2);
+    a3 = i32x4.add(a3, v3);
+  }
+  const a = i32x4.add(i32x4.add(a0, a1), i32x4.add(a2, a3));
+  let acc = i32x4.extract_lane(a, 0) + i32x4.extract_lane(a, 1);
+  acc = acc + i32x4.extract_lane(a, 2) + i32x4.extract_lane(a, 3);
+  for (; j < n; j++) acc = acc + load<u32>(p + (<usize>j << 2));
+  return <u32>acc;
+}
+
+export function reduce_sum_u32(out: usize, x: usize, outer: i32, inner: i32): void {
+  for (let r = 0; r < outer; r++) {
+    store<u32>(out + (<usize>r << 2), sum_row_u32(x + (<usize>r * <usize>inner << 2), inner));
+  }
+}
+
+export function reduce_sum_partial_u32(out: usize, x: usize, n: i32): void {
+  store<u32>(out, sum_row_u32(x, n));
+}
+
+function max_row_f32(p: usize, n: i32): f32 {
+  let a0 = f32x4.splat(<f32>-Infinity);
+  let a1 = f32x4.splat(<f32>-Infinity);
+  let a2 = f32x4.splat(<f32>-Infinity);
+  let a3 = f32x4.splat(<f32>-Infinity);
+  let j = 0;
+  let nan = v128.splat<i32>(0);
+  for (; j + 16 <= n; j += 16) {
+    const q = p + (<usize>j << 2);
+    const v0 = v128.load(q);
+    const v1 = v128.load(q, 16);
+    const v2 = v128.load(q, 32);
+    const v3 = v128.load(q, 48);
+    a0 = f32x4.pmax(a0, v0);
+    a1 = f32x4.pmax(a1, v1);
+    a2 = f32x4.pmax(a2, v2);
+    a3 = f32x4.pmax(a3, v3);
+    nan = v128.or(nan, v128.or(f32x4.ne(v0, v0), f32x4.ne(v1, v1)));
+    nan = v128.or(nan, v128.or(f32x4.ne(v2, v2), f32x4.ne(v3, v3)));
+  }
+  if (v128.any_true(nan)) return NaN;
+  const a = f32x4.max(f32x4.max(a0, a1), f32x4.max(a2, a3));
+  let acc = max<f32>(f32x4.extract_lane(a, 0), f32x4.extract_lane(a, 1));
+  acc = max<f32>(acc, max<f32>(f32x4.extract_lane(a, 2), f32x4.extract_lane(a, 3)));
+  for (; j < n; j++) acc = max<f32>(acc, load<f32>(p + (<usize>j << 2)));
+  return <f32>acc;
+}
+
+export function reduce_max_f32(out: usize, x: usize, outer: i32, inner: i32): void {
+  for (let r = 0; r < outer; r++) {
+    store<f32>(out + (<usize>r << 2), max_row_f32(x + (<usize>r * <usize>inner << 2), inner));
+  }
+}
+
+export function reduce_max_partial_f32(out: usize, x: usize, n: i32): void {
+  store<f32>(out, max_row_f32(x, n));
+}
+
+function max_row_i32(p: usize, n: i32): i32 {
+  let a0 = i32x4.splat(<i32>i32.MIN_VALUE);
+  let a1 = i32x4.splat(<i32>i32.MIN_VALUE);
+  let a2 = i32x4.splat(<i32>i32.MIN_VALUE);
+  let a3 = i32x4.splat(<i32>i32.MIN_VALUE);
+  let j = 0;
+  let nan = v128.splat<i32>(0);
+  for (; j + 16 <= n; j += 16) {
+    const q = p + (<usize>j << 2);
+    const v0 = v128.load(q);
+    const v1 = v128.load(q, 16);
+    const v2 = v128.load(q, 32);
+    const v3 = v128.load(q, 48);
+    a0 = i32x4.max_s(a0, v0);
+    a1 = i32x4.max_s(a1, v1);
+    a2 = i32x4.max_s(a2, v2);
+    a3 = i32x4.max_s(a3, v3);
+  }
+  const a = i32x4.max_s(i32x4.max_s(a0, a1), i32x4.max_s(a2, a3));
+  let acc = max<i32>(i32x4.extract_lane(a, 0), i32x4.extract_lane(a, 1));
+  acc = max<i32>(acc, max<i32>(i32x4.extract_lane(a, 2), i32x4.extract_lane(a, 3)));
+  for (; j < n; j++) acc = max<i32>(acc, load<i32>(p + (<usize>j << 2)));
+  return <i32>acc;
+}
+
+export function reduce_max_i32(out: usize, x: usize, outer: i32, inner: i32): void {
+  for (let r = 0; r < outer; r++) {
+    store<i32>(out + (<usize>r << 2), max_row_i32(x + (<usize>r * <usize>inner << 2), inner));
+  }
+}
+
+export function reduce_max_partial_i32(out: usize, x: usize, n: i32): void {
+  store<i32>(out, max_row_i32(x, n));
+}
+
+function max_row_u32(p: usize, n: i32): u32 {
+  let a0 = i32x4.splat(<u32>0);
+  let a1 = i32x4.splat(<u32>0);
+  let a2 = i32x4.splat(<u32>0);
+  let a3 = i32x4.splat(<u32>0);
+  let j = 0;
+  let nan = v128.splat<i32>(0);
+  for (; j + 16 <= n; j += 16) {
+    const q = p + (<usize>j << 2);
+    const v0 = v128.load(q);
+    const v1 = v128.load(q, 16);
+    const v2 = v128.load(q, 32);
+    const v3 = v128.load(q, 48);
+    a0 = i32x4.max_u(a0, v0);
+    a1 = i32x4.max_u(a1, v1);
+    a2 = i32x4.max_u(a2, v2);
+    a3 = i32x4.max_u(a3, v3);
+  }
+  const a = i32x4.max_u(i32x4.max_u(a0, a1), i32x4.max_u(a2, a3));
+  let acc = max<u32>(i32x4.extract_lane(a, 0), i32x4.extract_lane(a, 1));
+  acc = max<u32>(acc, max<u32>(i32x4.extract_lane(a, 2), i32x4.extract_lane(a, 3)));
+  for (; j < n; j++) acc = max<u32>(acc, load<u32>(p + (<usize>j << 2)));
+  return <u32>acc;
+}
+
 export function reduce_max_u32(out: usize, x: usize, outer: i32, inner: i32): void {
   for (let r = 0; r < outer; r++) {
-    let acc: u32 = 0;
-    const base = x + (<usize>r * <usize>inner << 2);
-    for (let j = 0; j < inner; j++) {
-      const v = load<u32>(base + (<usize>j << 2));
-      acc = max<u32>(acc, v);
-    }
-    store<u32>(out + (<usize>r << 2), acc);
+    store<u32>(out + (<usize>r << 2), max_row_u32(x + (<usize>r * <usize>inner << 2), inner));
   }
+}
+
+export function reduce_max_partial_u32(out: usize, x: usize, n: i32): void {
+  store<u32>(out, max_row_u32(x, n));
+}
+
+function min_row_f32(p: usize, n: i32): f32 {
+  let a0 = f32x4.splat(<f32>Infinity);
+  let a1 = f32x4.splat(<f32>Infinity);
+  let a2 = f32x4.splat(<f32>Infinity);
+  let a3 = f32x4.splat(<f32>Infinity);
+  let j = 0;
+  let nan = v128.splat<i32>(0);
+  for (; j + 16 <= n; j += 16) {
+    const q = p + (<usize>j << 2);
+    const v0 = v128.load(q);
+    const v1 = v128.load(q, 16);
+    const v2 = v128.load(q, 32);
+    const v3 = v128.load(q, 48);
+    a0 = f32x4.pmin(a0, v0);
+    a1 = f32x4.pmin(a1, v1);
+    a2 = f32x4.pmin(a2, v2);
+    a3 = f32x4.pmin(a3, v3);
+    nan = v128.or(nan, v128.or(f32x4.ne(v0, v0), f32x4.ne(v1, v1)));
+    nan = v128.or(nan, v128.or(f32x4.ne(v2, v2), f32x4.ne(v3, v3)));
+  }
+  if (v128.any_true(nan)) return NaN;
+  const a = f32x4.min(f32x4.min(a0, a1), f32x4.min(a2, a3));
+  let acc = min<f32>(f32x4.extract_lane(a, 0), f32x4.extract_lane(a, 1));
+  acc = min<f32>(acc, min<f32>(f32x4.extract_lane(a, 2), f32x4.extract_lane(a, 3)));
+  for (; j < n; j++) acc = min<f32>(acc, load<f32>(p + (<usize>j << 2)));
+  return <f32>acc;
+}
+
+export function reduce_min_f32(out: usize, x: usize, outer: i32, inner: i32): void {
+  for (let r = 0; r < outer; r++) {
+    store<f32>(out + (<usize>r << 2), min_row_f32(x + (<usize>r * <usize>inner << 2), inner));
+  }
+}
+
+export function reduce_min_partial_f32(out: usize, x: usize, n: i32): void {
+  store<f32>(out, min_row_f32(x, n));
+}
+
+function min_row_i32(p: usize, n: i32): i32 {
+  let a0 = i32x4.splat(<i32>i32.MAX_VALUE);
+  let a1 = i32x4.splat(<i32>i32.MAX_VALUE);
+  let a2 = i32x4.splat(<i32>i32.MAX_VALUE);
+  let a3 = i32x4.splat(<i32>i32.MAX_VALUE);
+  let j = 0;
+  let nan = v128.splat<i32>(0);
+  for (; j + 16 <= n; j += 16) {
+    const q = p + (<usize>j << 2);
+    const v0 = v128.load(q);
+    const v1 = v128.load(q, 16);
+    const v2 = v128.load(q, 32);
+    const v3 = v128.load(q, 48);
+    a0 = i32x4.min_s(a0, v0);
+    a1 = i32x4.min_s(a1, v1);
+    a2 = i32x4.min_s(a2, v2);
+    a3 = i32x4.min_s(a3, v3);
+  }
+  const a = i32x4.min_s(i32x4.min_s(a0, a1), i32x4.min_s(a2, a3));
+  let acc = min<i32>(i32x4.extract_lane(a, 0), i32x4.extract_lane(a, 1));
+  acc = min<i32>(acc, min<i32>(i32x4.extract_lane(a, 2), i32x4.extract_lane(a, 3)));
+  for (; j < n; j++) acc = min<i32>(acc, load<i32>(p + (<usize>j << 2)));
+  return <i32>acc;
+}
+
+export function reduce_min_i32(out: usize, x: usize, outer: i32, inner: i32): void {
+  for (let r = 0; r < outer; r++) {
+    store<i32>(out + (<usize>r << 2), min_row_i32(x + (<usize>r * <usize>inner << 2), inner));
+  }
+}
+
+export function reduce_min_partial_i32(out: usize, x: usize, n: i32): void {
+  store<i32>(out, min_row_i32(x, n));
+}
+
+function min_row_u32(p: usize, n: i32): u32 {
+  let a0 = i32x4.splat(<u32>u32.MAX_VALUE);
+  let a1 = i32x4.splat(<u32>u32.MAX_VALUE);
+  let a2 = i32x4.splat(<u32>u32.MAX_VALUE);
+  let a3 = i32x4.splat(<u32>u32.MAX_VALUE);
+  let j = 0;
+  let nan = v128.splat<i32>(0);
+  for (; j + 16 <= n; j += 16) {
+    const q = p + (<usize>j << 2);
+    const v0 = v128.load(q);
+    const v1 = v128.load(q, 16);
+    const v2 = v128.load(q, 32);
+    const v3 = v128.load(q, 48);
+    a0 = i32x4.min_u(a0, v0);
+    a1 = i32x4.min_u(a1, v1);
+    a2 = i32x4.min_u(a2, v2);
+    a3 = i32x4.min_u(a3, v3);
+  }
+  const a = i32x4.min_u(i32x4.min_u(a0, a1), i32x4.min_u(a2, a3));
+  let acc = min<u32>(i32x4.extract_lane(a, 0), i32x4.extract_lane(a, 1));
+  acc = min<u32>(acc, min<u32>(i32x4.extract_lane(a, 2), i32x4.extract_lane(a, 3)));
+  for (; j < n; j++) acc = min<u32>(acc, load<u32>(p + (<usize>j << 2)));
+  return <u32>acc;
 }
 
 export function reduce_min_u32(out: usize, x: usize, outer: i32, inner: i32): void {
   for (let r = 0; r < outer; r++) {
-    let acc: u32 = u32.MAX_VALUE;
-    const base = x + (<usize>r * <usize>inner << 2);
-    for (let j = 0; j < inner; j++) {
-      const v = load<u32>(base + (<usize>j << 2));
-      acc = min<u32>(acc, v);
-    }
-    store<u32>(out + (<usize>r << 2), acc);
+    store<u32>(out + (<usize>r << 2), min_row_u32(x + (<usize>r * <usize>inner << 2), inner));
   }
+}
+
+export function reduce_min_partial_u32(out: usize, x: usize, n: i32): void {
+  store<u32>(out, min_row_u32(x, n));
 }
 
 export function reduce_logsumexp_f32(out: usize, x: usize, outer: i32, inner: i32): void {

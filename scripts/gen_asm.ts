@@ -235,6 +235,162 @@ export function generateAsm(): string {
   return parts.join("\n\n") + "\n";
 }
 
+/** Reductions with SIMD forms (the others keep the scalar loop of `reductions`). */
+const SIMD_REDUCTIONS = new Set([
+  "sum_f32",
+  "sum_i32",
+  "sum_u32",
+  "max_f32",
+  "max_i32",
+  "max_u32",
+  "min_f32",
+  "min_i32",
+  "min_u32",
+]);
+
+/**
+ * SIMD row reductions: four independent vector accumulators (so that each add or max waits on
+ * its own chain, not the last one), 16 elements per step. float32 sums accumulate in f64 lanes
+ * (each f32 exact in f64; only the order differs from a sequential f64 sum). Integer sums wrap
+ * and maxima and minima (WASM's f32x4.max is f32.max lane by lane: NaN wins, +0 above -0) give
+ * the same result in any order. `*_partial_*` entries reduce a range of one row into an f64 (sum)
+ * or a word of the row's type, for rows shared among threads.
+ */
+function simdReductions(): string {
+  const lines: string[] = [
+    "function sum_row_f32(p: usize, n: i32): f64 {",
+    "  let a0 = f64x2.splat(0);",
+    "  let a1 = f64x2.splat(0);",
+    "  let a2 = f64x2.splat(0);",
+    "  let a3 = f64x2.splat(0);",
+    "  let j = 0;",
+    "  for (; j + 8 <= n; j += 8) {",
+    "    const v = v128.load(p + (<usize>j << 2));",
+    "    const w = v128.load(p + (<usize>j << 2), 16);",
+    "    a0 = f64x2.add(a0, f64x2.promote_low_f32x4(v));",
+    "    a1 = f64x2.add(a1, f64x2.promote_low_f32x4(i64x2.shuffle(v, v, 1, 0)));",
+    "    a2 = f64x2.add(a2, f64x2.promote_low_f32x4(w));",
+    "    a3 = f64x2.add(a3, f64x2.promote_low_f32x4(i64x2.shuffle(w, w, 1, 0)));",
+    "  }",
+    "  const a = f64x2.add(f64x2.add(a0, a1), f64x2.add(a2, a3));",
+    "  let total = f64x2.extract_lane(a, 0) + f64x2.extract_lane(a, 1);",
+    "  for (; j < n; j++) total += <f64>load<f32>(p + (<usize>j << 2));",
+    "  return total;",
+    "}",
+    "",
+    "export function reduce_sum_f32(out: usize, x: usize, outer: i32, inner: i32): void {",
+    "  for (let r = 0; r < outer; r++) {",
+    "    store<f32>(out + (<usize>r << 2), <f32>sum_row_f32(x + (<usize>r * <usize>inner << 2), inner));",
+    "  }",
+    "}",
+    "",
+    "export function reduce_sum_partial_f32(out: usize, x: usize, n: i32): void {",
+    "  store<f64>(out, sum_row_f32(x, n));",
+    "}",
+  ];
+  const kinds = [
+    { op: "sum", ct: "i32", v: "i32x4.add", s: (a: string, b: string) => `${a} + ${b}`, init: "0" },
+    { op: "sum", ct: "u32", v: "i32x4.add", s: (a: string, b: string) => `${a} + ${b}`, init: "0" },
+    {
+      op: "max",
+      ct: "f32",
+      v: "f32x4.max",
+      s: (a: string, b: string) => `max<f32>(${a}, ${b})`,
+      init: "-Infinity",
+    },
+    {
+      op: "max",
+      ct: "i32",
+      v: "i32x4.max_s",
+      s: (a: string, b: string) => `max<i32>(${a}, ${b})`,
+      init: "i32.MIN_VALUE",
+    },
+    {
+      op: "max",
+      ct: "u32",
+      v: "i32x4.max_u",
+      s: (a: string, b: string) => `max<u32>(${a}, ${b})`,
+      init: "0",
+    },
+    {
+      op: "min",
+      ct: "f32",
+      v: "f32x4.min",
+      s: (a: string, b: string) => `min<f32>(${a}, ${b})`,
+      init: "Infinity",
+    },
+    {
+      op: "min",
+      ct: "i32",
+      v: "i32x4.min_s",
+      s: (a: string, b: string) => `min<i32>(${a}, ${b})`,
+      init: "i32.MAX_VALUE",
+    },
+    {
+      op: "min",
+      ct: "u32",
+      v: "i32x4.min_u",
+      s: (a: string, b: string) => `min<u32>(${a}, ${b})`,
+      init: "u32.MAX_VALUE",
+    },
+  ];
+  for (const k of kinds) {
+    const lane = k.ct === "f32" ? "f32x4" : "i32x4";
+    // f32x4.max costs several instructions on x86 (its NaN and zero rules); pmax is one (maxps).
+    // NaN is tracked apart (a lane compares unequal to itself), so the result is f32.max's except
+    // where zeros of both signs tie for the extreme: which one comes out is unspecified.
+    const pseudo = k.ct === "f32";
+    const step = (a: string, v: string) =>
+      pseudo ? `${k.op === "max" ? "f32x4.pmax" : "f32x4.pmin"}(${a}, ${v})` : `${k.v}(${a}, ${v})`;
+    const splat = `${lane}.splat(<${k.ct}>${k.init})`;
+    lines.push(
+      "",
+      `function ${k.op}_row_${k.ct}(p: usize, n: i32): ${k.ct} {`,
+      `  let a0 = ${splat};`,
+      `  let a1 = ${splat};`,
+      `  let a2 = ${splat};`,
+      `  let a3 = ${splat};`,
+      "  let j = 0;",
+      "  let nan = v128.splat<i32>(0);",
+      "  for (; j + 16 <= n; j += 16) {",
+      "    const q = p + (<usize>j << 2);",
+      "    const v0 = v128.load(q);",
+      "    const v1 = v128.load(q, 16);",
+      "    const v2 = v128.load(q, 32);",
+      "    const v3 = v128.load(q, 48);",
+      `    a0 = ${step("a0", "v0")};`,
+      `    a1 = ${step("a1", "v1")};`,
+      `    a2 = ${step("a2", "v2")};`,
+      `    a3 = ${step("a3", "v3")};`,
+      ...(pseudo
+        ? [
+          "    nan = v128.or(nan, v128.or(f32x4.ne(v0, v0), f32x4.ne(v1, v1)));",
+          "    nan = v128.or(nan, v128.or(f32x4.ne(v2, v2), f32x4.ne(v3, v3)));",
+        ]
+        : []),
+      "  }",
+      ...(pseudo ? ["  if (v128.any_true(nan)) return NaN;"] : []),
+      `  const a = ${k.v}(${k.v}(a0, a1), ${k.v}(a2, a3));`,
+      `  let acc = ${k.s(`${lane}.extract_lane(a, 0)`, `${lane}.extract_lane(a, 1)`)};`,
+      `  acc = ${k.s("acc", k.s(`${lane}.extract_lane(a, 2)`, `${lane}.extract_lane(a, 3)`))};`,
+      `  for (; j < n; j++) acc = ${k.s("acc", `load<${k.ct}>(p + (<usize>j << 2))`)};`,
+      `  return <${k.ct}>acc;`,
+      "}",
+      "",
+      `export function reduce_${k.op}_${k.ct}(out: usize, x: usize, outer: i32, inner: i32): void {`,
+      "  for (let r = 0; r < outer; r++) {",
+      `    store<${k.ct}>(out + (<usize>r << 2), ${k.op}_row_${k.ct}(x + (<usize>r * <usize>inner << 2), inner));`,
+      "  }",
+      "}",
+      "",
+      `export function reduce_${k.op}_partial_${k.ct}(out: usize, x: usize, n: i32): void {`,
+      `  store<${k.ct}>(out, ${k.op}_row_${k.ct}(x, n));`,
+      "}",
+    );
+  }
+  return lines.join("\n");
+}
+
 /** Row reductions over contiguous [outer, inner] data. Float sums accumulate in f64. */
 function reductions(): string {
   const out: string[] = [];
@@ -284,6 +440,7 @@ function reductions(): string {
     });
   }
   for (const d of defs) {
+    if (SIMD_REDUCTIONS.has(`${d.op}_${d.ct}`)) continue;
     out.push(
       [
         `export function reduce_${d.op}_${d.ct}(out: usize, x: usize, outer: i32, inner: i32): void {`,
@@ -300,6 +457,7 @@ function reductions(): string {
       ].join("\n"),
     );
   }
+  out.push(simdReductions());
   // logsumexp and moments (M2, the sum of squared deviations), in f64 with two passes each.
   out.push(
     [

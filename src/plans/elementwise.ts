@@ -127,21 +127,10 @@ export interface WasmElementwiseChoice {
   form: "tiles" | "nodes";
   /** Elements per tile (a multiple of 4). */
   tile: number;
-  /** Threads sharing the tiles (the calling thread plus workers; "tiles" only). */
-  threads: number;
 }
 
 /** The WASM tile plans' variants (the differential test covers both). */
 export const WASM_ELEMENTWISE_FORMS = ["tiles", "nodes"] as const;
-
-/**
- * Elements from which a tile program is shared among threads. Handing a share to a worker costs
- * about 0.1-0.2 ms (a postMessage, waking the worker, the completion wake-up). On the 2-core test
- * machine (medians of 9, another process busy at times), relu(x * 2 + 1) took 0.13 ms on one
- * thread and 0.17 on two at 64 Ki elements, 0.62 and 0.32 at 256 Ki, 1.56 and 0.85 at 1 Mi; a
- * memory-bound add broke even at 256 Ki (0.146 and 0.150 ms) and gained at 16 Mi (8.2 and 5.4).
- */
-export const WASM_ELEMENTWISE_MIN_THREADED = 1 << 18;
 
 /**
  * Elements per tile: 1024 words are 4 KiB, so the registers of an expression of a dozen nodes stay
@@ -151,27 +140,23 @@ export const WASM_ELEMENTWISE_MIN_THREADED = 1 << 18;
 export const WASM_TILE = 1024;
 
 /**
- * WASM elementwise: a tile program on every thread `cores` allows from
- * {@link WASM_ELEMENTWISE_MIN_THREADED} elements, one below. An override may ask for the node
- * by node form, another tile length (rounded to a multiple of 4) or any number of threads (those
- * beyond the ready workers run on fewer).
+ * WASM elementwise: a tile program of {@link WASM_TILE} elements per tile (threads are
+ * `planWasmThreads`'s). An override may ask for the node by node form or another tile length (a
+ * multiple of 4).
  *
  * @example
  * ```ts
  * import { planWasmElementwise } from "@gyre/gyre/tuning";
- * planWasmElementwise({ elements: 1 << 24, cores: 2 }).threads; // 2
- * planWasmElementwise({ elements: 1000, cores: 2 }).threads; // 1
+ * planWasmElementwise({ form: "nodes" }).form; // "nodes"
  * ```
  */
 export function planWasmElementwise(
-  problem: { elements: number; cores: number },
   override: Partial<WasmElementwiseChoice> | null = null,
 ): WasmElementwiseChoice {
   const choice: WasmElementwiseChoice = {
     kernel: "wasmElementwise",
     form: "tiles",
     tile: WASM_TILE,
-    threads: problem.elements >= WASM_ELEMENTWISE_MIN_THREADED ? Math.max(1, problem.cores) : 1,
     ...override,
   };
   const fail = (field: string, expected: string, received: unknown) => {
@@ -187,9 +172,6 @@ export function planWasmElementwise(
   }
   if (!Number.isInteger(choice.tile) || choice.tile < 4 || choice.tile % 4 !== 0) {
     fail("tile", "a positive multiple of 4", choice.tile);
-  }
-  if (!Number.isInteger(choice.threads) || choice.threads < 1) {
-    fail("threads", "a positive integer", choice.threads);
   }
   return choice;
 }

@@ -12,6 +12,7 @@ import type { PoolChoice } from "./pool.ts";
 import type { ReduceChoice } from "./reduce.ts";
 import type { RowsChoice } from "./rows.ts";
 import type { ScanChoice } from "./scan.ts";
+import type { WasmThreadsChoice } from "./wasm_threads.ts";
 
 export * from "./elementwise.ts";
 export * from "./reduce.ts";
@@ -20,6 +21,7 @@ export * from "./scan.ts";
 export * from "./rows.ts";
 export * from "./matmul.ts";
 export * from "./overrides.ts";
+export * from "./wasm_threads.ts";
 
 /** Any plan's result. */
 export type Choice =
@@ -30,5 +32,6 @@ export type Choice =
   | RowsChoice
   | MatmulChoice
   | WasmGemmChoice
-  | WasmElementwiseChoice;
+  | WasmElementwiseChoice
+  | WasmThreadsChoice;
 export * from "./variants.ts";

@@ -12,6 +12,7 @@ import type { PoolChoice } from "./pool.ts";
 import type { ReduceChoice } from "./reduce.ts";
 import type { RowsChoice } from "./rows.ts";
 import type { ScanChoice } from "./scan.ts";
+import type { WasmThreadsChoice } from "./wasm_threads.ts";
 
 /** The override of each plan, by kernel family. */
 export interface PlanOverrides {
@@ -31,6 +32,8 @@ export interface PlanOverrides {
   wasmGemm?: Partial<WasmGemmChoice>;
   /** Fields forced in the WASM elementwise plan. */
   wasmElementwise?: Partial<WasmElementwiseChoice>;
+  /** Threads of the WASM device's jobs other than GEMMs. */
+  wasmThreads?: Partial<WasmThreadsChoice>;
 }
 
 /** The families a plan override can name. */
@@ -45,6 +48,7 @@ const FAMILIES: readonly PlanFamily[] = [
   "matmul",
   "wasmGemm",
   "wasmElementwise",
+  "wasmThreads",
 ];
 
 /** No overrides: what work recorded outside any override captures. */

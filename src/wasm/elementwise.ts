@@ -16,7 +16,7 @@ import { children, type Expr, postOrder } from "../ir/expr.ts";
 import { opDef } from "../ir/elementwise_table.ts";
 import { planWasmElementwise } from "../plans/elementwise.ts";
 import { COMPUTE, SUFFIX, type WasmHost, type WasmStorage } from "./host.ts";
-import { runShares, startWasmThreads, wasmThreadCapacity, wasmThreadCount } from "./threads.ts";
+import { runShares, wasmThreads } from "./threads.ts";
 import {
   TILE_HEADER_WORDS,
   TILE_INSTRUCTION_WORDS,
@@ -30,13 +30,10 @@ import {
 export function runElementwiseWasm(wasm: WasmHost, job: ElementwiseJob): Storage {
   const { op, expr, inputs, shape, out: target } = job;
   const n = sizeOf(shape);
-  const choice = planWasmElementwise(
-    { elements: n, cores: wasm.shared ? wasmThreadCapacity() : 1 },
-    job.overrides.wasmElementwise,
-  );
+  const choice = planWasmElementwise(job.overrides.wasmElementwise);
   if (!target && choice.form === "tiles") {
     const out = wasm.alloc(op, expr.dtype, n);
-    if (n > 0) runTiles(wasm, job, out, choice.tile, choice.threads);
+    if (n > 0) runTiles(wasm, job, out, choice.tile, wasmThreads(wasm, n, job.overrides));
     return out;
   }
   let v = wasm.evaluateNodes(op, expr, inputs, shape);
@@ -276,12 +273,7 @@ function runProgram(
   threads: number,
 ): void {
   const tiles = Math.ceil(n / tile);
-  let count = 1;
-  if (threads > 1 && wasm.shared) {
-    // Started by the first large job; this one runs on the threads that are ready now.
-    void startWasmThreads();
-    count = Math.max(1, Math.min(threads, wasmThreadCount(), tiles));
-  }
+  const count = Math.min(threads, tiles);
   const scratchTiles = program.kinds.filter((k) => k === TILE_SCRATCH).length;
   const scratchBytes = 16 * Math.ceil((4 * program.kinds.length + 15) / 16) +
     4 * tile * scratchTiles + 16;

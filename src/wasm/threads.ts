@@ -19,6 +19,8 @@
 import type { Worker as NodeWorker } from "node:worker_threads";
 import { gemmWorker } from "./_matmul_worker.ts";
 import { compiledKernels, type Kernel, threadsSupported } from "./module.ts";
+import type { PlanOverrides } from "../plans/overrides.ts";
+import { planWasmThreads } from "../plans/wasm_threads.ts";
 
 // Layout of the control words; keep in step with src/wasm/_matmul_worker.ts.
 const FINISHED = 0;
@@ -236,4 +238,24 @@ export function runShares(
     const text = new TextDecoder().decode(new Uint8Array(control, MESSAGE_BYTE, n).slice());
     throw new Error(`internal: a WASM worker failed: ${text}`);
   }
+}
+
+/**
+ * The threads a job of `elements` elements runs on now (`planWasmThreads` with the job's
+ * override, limited to the threads ready): 1 unless the memory is shared. A job that asks for
+ * more starts the pool, so later ones get them.
+ */
+export function wasmThreads(
+  backend: { shared: boolean },
+  elements: number,
+  overrides: Readonly<PlanOverrides>,
+): number {
+  if (!backend.shared) return 1;
+  const { threads } = planWasmThreads(
+    { elements, cores: wasmThreadCapacity() },
+    overrides.wasmThreads,
+  );
+  if (threads <= 1) return 1;
+  void startWasmThreads();
+  return Math.max(1, Math.min(threads, wasmThreadCount()));
 }
