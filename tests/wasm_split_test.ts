@@ -159,3 +159,74 @@ Deno.test({
     assert.ok(postedTasks() > before, "no share went to a worker");
   },
 });
+
+/** The sequential f64 prefix sums of `xs` (the one-chain kernel's), in scan order, as float32. */
+function sequentialSums(xs: Float32Array, exclusive: boolean, reverse: boolean): Float64Array {
+  const n = xs.length;
+  const out = new Float64Array(n);
+  let acc = -0;
+  for (let s = 0; s < n; s++) {
+    const i = reverse ? n - 1 - s : s;
+    if (exclusive) out[i] = s === 0 ? 0 : Math.fround(acc);
+    acc += xs[i];
+    if (!exclusive) out[i] = Math.fround(acc);
+  }
+  return out;
+}
+
+Deno.test({
+  name: "scans: threads equal one thread; float32 sums of long rows within 1 ULP of one f64 chain",
+  ignore: !threaded,
+  fn: async () => {
+    const before = postedTasks();
+    const ops = ["cumsum", "cummax", "cumprod"] as const;
+    await fc.assert(
+      fc.asyncProperty(
+        fc.constantFrom(...ops),
+        fc.integer({ min: 1, max: 3 }),
+        fc.integer({ min: 1, max: 3000 }),
+        fc.boolean(),
+        fc.boolean(),
+        fc.integer({ min: 2, max: 3 }),
+        fc.nat(),
+        async (op, rows, length, exclusive, reverse, threads, seed) => {
+          const data = floats(seed, rows * length);
+          const x = gyre.tensor(data, { shape: [rows, length] });
+          const scan = () => gyre[op](x, { exclusive, reverse });
+          const one = await withThreads(1, 1024, scan);
+          const many = await withThreads(threads, 1024, scan);
+          x.dispose();
+          const what = `${op} of [${rows}, ${length}]${exclusive ? " exclusive" : ""}${
+            reverse ? " reversed" : ""
+          } on ${threads} threads`;
+          if (op !== "cumsum") return sameBits(one, many, what);
+          for (let r = 0; r < rows; r++) {
+            const row = data.subarray(r * length, (r + 1) * length);
+            const want = sequentialSums(row, exclusive, reverse);
+            let magnitude = 0;
+            for (let s = 0; s < length; s++) {
+              const i = reverse ? length - 1 - s : s;
+              magnitude += Math.abs(row[i]);
+              for (const [got, who] of [[one, "one thread"], [many, "threads"]] as const) {
+                const [a, b] = [want[i], got[r * length + i]];
+                if (!Number.isFinite(a)) {
+                  assert.ok(Object.is(a, b), `${what}, ${who} [${r}, ${i}]: ${b}, expected ${a}`);
+                  continue;
+                }
+                const ulp = 2 ** (Math.floor(Math.log2(Math.max(Math.abs(a), 2 ** -126))) - 23);
+                // Rows shorter than a chain's minimum are one chain: the same bits.
+                const tol = length < 256 && who === "one thread" ? 0 : ulp + 2 ** -48 * magnitude;
+                assert.ok(
+                  Object.is(a, b) || Math.abs(a - b) <= tol,
+                  `${what}, ${who} [${r}, ${i}]: ${b}, expected ${a}`,
+                );
+              }
+            }
+          }
+        },
+      ),
+      { numRuns: 120 },
+    );
+    assert.ok(postedTasks() > before, "no share went to a worker");
+  },
+});
