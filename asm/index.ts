@@ -5,3 +5,4 @@ export * from "./pool";
 export * from "./scan";
 export * from "./rows";
 export * from "./matmul";
+export * from "./transpose";

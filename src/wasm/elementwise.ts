@@ -31,6 +31,12 @@ export function runElementwiseWasm(wasm: WasmHost, job: ElementwiseJob): Storage
   const { op, expr, inputs, shape, out: target } = job;
   const n = sizeOf(shape);
   const choice = planWasmElementwise(job.overrides.wasmElementwise);
+  const swap = !target && choice.form === "tiles" ? swappedCopy(job) : null;
+  if (swap) {
+    const out = wasm.alloc(op, expr.dtype, n);
+    runTransposeCopy(wasm, job, out, swap);
+    return out;
+  }
   if (!target && choice.form === "tiles") {
     const out = wasm.alloc(op, expr.dtype, n);
     if (n > 0) runTiles(wasm, job, out, choice.tile, wasmThreads(wasm, n, job.overrides));
@@ -303,4 +309,64 @@ function runProgram(
 /** For tests: the views a job reads in place (streamed) rather than gathers. */
 export function streamedInputs(shape: Shape, inputs: readonly View[]): boolean[] {
   return inputs.map((v) => STREAMED.has(v.dtype) && isContiguous(shape, v.strides));
+}
+
+/** A plain copy of 4-byte elements as `batch` transposes of `rows` x `cols` matrices. */
+interface SwappedCopy {
+  batch: number;
+  /** Rows of each source matrix (the output's last axis). */
+  rows: number;
+  /** Columns of each source matrix (the output's second last axis), contiguous in memory. */
+  cols: number;
+  /** The source's row stride, in elements. */
+  lda: number;
+  /** The source's stride between matrices, in elements. */
+  batchStride: number;
+}
+
+/**
+ * Whether `job` is a plain copy (the expression is its input) of 4-byte elements whose last two
+ * axes are swapped in memory (the second last contiguous, the last strided), with the axes before
+ * them collapsing into one stride: then a blocked transpose (asm/transpose.ts) copies it instead
+ * of a gather that reads a cache line per element.
+ */
+function swappedCopy(job: ElementwiseJob): SwappedCopy | null {
+  const { expr, inputs, shape } = job;
+  if (expr.kind !== "input" || shape.length < 2) return null;
+  const view = inputs[expr.index];
+  if (view.dtype !== expr.dtype || view.dtype === "float16") return null;
+  const r = shape.length;
+  const [cols, rows] = [shape[r - 2], shape[r - 1]];
+  const [unit, lda] = [view.strides[r - 2], view.strides[r - 1]];
+  if (unit !== 1 || lda <= 1 || rows < 16 || cols < 16) return null;
+  // The batch axes must walk memory with one stride.
+  let batch = 1;
+  let batchStride = 0;
+  for (let d = r - 3; d >= 0; d--) {
+    if (shape[d] === 1) continue;
+    if (batch === 1) batchStride = view.strides[d];
+    else if (view.strides[d] !== batchStride * batch) return null;
+    batch *= shape[d];
+  }
+  return { batch, rows, cols, lda, batchStride };
+}
+
+function runTransposeCopy(
+  wasm: WasmHost,
+  job: ElementwiseJob,
+  out: WasmStorage,
+  s: SwappedCopy,
+): void {
+  const threads = Math.min(wasmThreads(wasm, s.batch * s.rows * s.cols, job.overrides), s.cols);
+  const kernel = wasm.kernel("transpose_copy_32");
+  const x = wasm.pointer(job.inputs[(job.expr as { index: number }).index]);
+  // Threads take ranges of the output's rows (the source's columns), in whole 32-column blocks.
+  const blocks = Math.ceil(s.cols / 32);
+  const shares = Array.from({ length: threads }, (_, t) => {
+    const c0 = Math.min(s.cols, 32 * Math.floor((blocks * t) / threads));
+    const c1 = Math.min(s.cols, 32 * Math.floor((blocks * (t + 1)) / threads));
+    return [out.ptr, x, s.batch, s.rows, s.cols, s.lda, s.batchStride, c0, c1];
+  });
+  if (threads === 1) kernel(...shares[0]);
+  else runShares(wasm.allocator.memory, "transpose_copy_32", kernel, 9, shares);
 }
