@@ -8,8 +8,8 @@
  * and writes through a target's strides (the scatter kernel).
  * @module
  */
-import { isContiguous, type Shape, sizeOf } from "../core/shape.ts";
-import type { Storage, View } from "../core/view.ts";
+import { isContiguous, sizeOf } from "../core/shape.ts";
+import type { Storage } from "../core/view.ts";
 import type { DType } from "../core/dtype.ts";
 import type { ElementwiseJob } from "../contract/elementwise.ts";
 import { children, type Expr, postOrder } from "../ir/expr.ts";
@@ -304,11 +304,6 @@ function runProgram(
     wasm.free(code);
     wasm.free(scratch);
   }
-}
-
-/** For tests: the views a job reads in place (streamed) rather than gathers. */
-export function streamedInputs(shape: Shape, inputs: readonly View[]): boolean[] {
-  return inputs.map((v) => STREAMED.has(v.dtype) && isContiguous(shape, v.strides));
 }
 
 /** A plain copy of 4-byte elements as `batch` transposes of `rows` x `cols` matrices. */
