@@ -6,8 +6,9 @@
 // read through their strides while packing, so transposed views cost no copy; panels past the
 // matrix edge are padded with zeros, and edge tiles are written through a small staging tile.
 // C is [m, n] with row stride ldc (ldc = n: contiguous; larger when a thread computes a block of
-// columns of a wider C) and overwritten. f32 sums run in f32 with one rounding per product and
-// per add (no FMA in baseline wasm SIMD); i32 sums wrap. Each element's sum is the same sequence
+// columns of a wider C) and overwritten. f32 sums run in f32, one step per k: a fused multiply-add
+// (one rounding) in the build with relaxed SIMD, which V8 runs as an FMA where the CPU has one,
+// else a product and a sum (two); i32 sums wrap. Each element's sum is the same sequence
 // of operations whichever rows and columns a call covers (the K blocking starts at 0 in every
 // call and lanes never mix), so splitting C between threads changes no bit of the result.
 
@@ -96,12 +97,18 @@ export function gemm_workspace(m: i32, n: i32, k: i32): i32 {
   }
 }
 
-@inline function vadd<T>(x: v128, y: v128): v128 {
-  return isFloat<T>() ? f32x4.add(x, y) : i32x4.add(x, y);
+/**
+ * c + a * b: one fused multiply-add per lane where the engine has relaxed SIMD (this file is also
+ * built alone with it on: scripts/build.ts), else a product and a sum, each rounded.
+ */
+@inline function vfma<T>(a: v128, b: v128, c: v128): v128 {
+  if (!isFloat<T>()) return i32x4.add(c, i32x4.mul(a, b));
+  if (ASC_FEATURE_RELAXED_SIMD) return f32x4.relaxed_madd(a, b, c);
+  return f32x4.add(c, f32x4.mul(a, b));
 }
 
-@inline function vmul<T>(x: v128, y: v128): v128 {
-  return isFloat<T>() ? f32x4.mul(x, y) : i32x4.mul(x, y);
+@inline function vadd<T>(x: v128, y: v128): v128 {
+  return isFloat<T>() ? f32x4.add(x, y) : i32x4.add(x, y);
 }
 
 /**
@@ -129,14 +136,14 @@ export function gemm_workspace(m: i32, n: i32, k: i32): i32 {
     const a1 = v128.load32_splat(ap, 4);
     const a2 = v128.load32_splat(ap, 8);
     const a3 = v128.load32_splat(ap, 12);
-    c00 = vadd<T>(c00, vmul<T>(a0, b0));
-    c01 = vadd<T>(c01, vmul<T>(a0, b1));
-    c10 = vadd<T>(c10, vmul<T>(a1, b0));
-    c11 = vadd<T>(c11, vmul<T>(a1, b1));
-    c20 = vadd<T>(c20, vmul<T>(a2, b0));
-    c21 = vadd<T>(c21, vmul<T>(a2, b1));
-    c30 = vadd<T>(c30, vmul<T>(a3, b0));
-    c31 = vadd<T>(c31, vmul<T>(a3, b1));
+    c00 = vfma<T>(a0, b0, c00);
+    c01 = vfma<T>(a0, b1, c01);
+    c10 = vfma<T>(a1, b0, c10);
+    c11 = vfma<T>(a1, b1, c11);
+    c20 = vfma<T>(a2, b0, c20);
+    c21 = vfma<T>(a2, b1, c21);
+    c30 = vfma<T>(a3, b0, c30);
+    c31 = vfma<T>(a3, b1, c31);
     ap += 16;
     bp += 32;
   }
@@ -147,28 +154,28 @@ export function gemm_workspace(m: i32, n: i32, k: i32): i32 {
     let a1 = v128.load32_splat(ap, 4);
     let a2 = v128.load32_splat(ap, 8);
     let a3 = v128.load32_splat(ap, 12);
-    c00 = vadd<T>(c00, vmul<T>(a0, b0));
-    c01 = vadd<T>(c01, vmul<T>(a0, b1));
-    c10 = vadd<T>(c10, vmul<T>(a1, b0));
-    c11 = vadd<T>(c11, vmul<T>(a1, b1));
-    c20 = vadd<T>(c20, vmul<T>(a2, b0));
-    c21 = vadd<T>(c21, vmul<T>(a2, b1));
-    c30 = vadd<T>(c30, vmul<T>(a3, b0));
-    c31 = vadd<T>(c31, vmul<T>(a3, b1));
+    c00 = vfma<T>(a0, b0, c00);
+    c01 = vfma<T>(a0, b1, c01);
+    c10 = vfma<T>(a1, b0, c10);
+    c11 = vfma<T>(a1, b1, c11);
+    c20 = vfma<T>(a2, b0, c20);
+    c21 = vfma<T>(a2, b1, c21);
+    c30 = vfma<T>(a3, b0, c30);
+    c31 = vfma<T>(a3, b1, c31);
     b0 = v128.load(bp, 32);
     b1 = v128.load(bp, 48);
     a0 = v128.load32_splat(ap, 16);
     a1 = v128.load32_splat(ap, 20);
     a2 = v128.load32_splat(ap, 24);
     a3 = v128.load32_splat(ap, 28);
-    c00 = vadd<T>(c00, vmul<T>(a0, b0));
-    c01 = vadd<T>(c01, vmul<T>(a0, b1));
-    c10 = vadd<T>(c10, vmul<T>(a1, b0));
-    c11 = vadd<T>(c11, vmul<T>(a1, b1));
-    c20 = vadd<T>(c20, vmul<T>(a2, b0));
-    c21 = vadd<T>(c21, vmul<T>(a2, b1));
-    c30 = vadd<T>(c30, vmul<T>(a3, b0));
-    c31 = vadd<T>(c31, vmul<T>(a3, b1));
+    c00 = vfma<T>(a0, b0, c00);
+    c01 = vfma<T>(a0, b1, c01);
+    c10 = vfma<T>(a1, b0, c10);
+    c11 = vfma<T>(a1, b1, c11);
+    c20 = vfma<T>(a2, b0, c20);
+    c21 = vfma<T>(a2, b1, c21);
+    c30 = vfma<T>(a3, b0, c30);
+    c31 = vfma<T>(a3, b1, c31);
     ap += 32;
     bp += 64;
   }

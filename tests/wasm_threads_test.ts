@@ -18,6 +18,7 @@ import * as gyre from "../src/mod.ts";
 import * as tuning from "../src/tuning.ts";
 import { WasmBackend } from "../src/wasm/backend.ts";
 import { postedTasks, runShares } from "../src/wasm/threads.ts";
+import { compiledRelaxedGemm } from "../src/wasm/module.ts";
 import { wasmBackendOf } from "../src/runtime.ts";
 
 const rt = await gyre.init({ device: "wasm" });
@@ -365,4 +366,19 @@ Deno.test({
     assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
     assert.equal(new TextDecoder().decode(out.stdout).trim(), `${THREADS} 256`);
   },
+});
+
+Deno.test("the GEMM is the relaxed-SIMD build where the engine has it: one rounding per step", async () => {
+  const relaxed = compiledRelaxedGemm(rt.wasm.shared);
+  // V8 in Deno has validated relaxed SIMD since Deno 1.35; a regression here loses 17%.
+  assert.ok(relaxed !== null, "relaxed SIMD did not validate");
+  // -1 + (1 + 2^-23)(1 - 2^-23) = -2^-46 with one rounding; the product rounded first gives 0.
+  const a = gyre.tensor([[-1, 1 + 2 ** -23]]);
+  const b = gyre.tensor([[1], [1 - 2 ** -23]]);
+  const [c] = await gyre.matmul(a, b).data();
+  // x86-64 CPUs have had FMA3 since 2013, and V8 emits it for relaxed_madd there.
+  if (Deno.build.arch === "x86_64") assert.equal(c, -(2 ** -46));
+  else assert.ok(c === 0 || c === -(2 ** -46), String(c));
+  a.dispose();
+  b.dispose();
 });

@@ -36,8 +36,10 @@ export function gemmWorker(threads: typeof import("node:worker_threads")): void 
     memory?: WebAssembly.Memory;
   }
 
-  const { module, control } = threads.workerData as {
+  const { module, relaxed, control } = threads.workerData as {
     module: WebAssembly.Module;
+    /** The relaxed-SIMD GEMM, whose exports replace the module's (src/wasm/module.ts). */
+    relaxed: WebAssembly.Module | null;
     control: SharedArrayBuffer;
   };
   const words = new Int32Array(control);
@@ -56,15 +58,21 @@ export function gemmWorker(threads: typeof import("node:worker_threads")): void 
   threads.parentPort!.on("message", (task: Task) => {
     try {
       if (task.memory) {
-        const instance = new WebAssembly.Instance(module, {
+        const imports = {
           env: {
             memory: task.memory,
             abort: (_message: number, _file: number, line: number, column: number) => {
               throw new Error(`internal: WASM kernel aborted at ${line}:${column}`);
             },
           },
-        });
-        kernels = instance.exports as unknown as Record<string, (...args: number[]) => void>;
+        };
+        type Exports = Record<string, (...args: number[]) => void>;
+        kernels = { ...new WebAssembly.Instance(module, imports).exports } as Exports;
+        if (relaxed) {
+          // Keep in step with RELAXED_EXPORTS in src/wasm/module.ts.
+          const gemm = new WebAssembly.Instance(relaxed, imports).exports as Exports;
+          for (const name of ["gemm_f32", "gemm_i32", "gemm_workspace"]) kernels[name] = gemm[name];
+        }
       }
       const kernel = kernels?.[task.kernel];
       if (!kernel) throw new Error(`internal: no WASM kernel ${task.kernel} in the worker`);

@@ -18,7 +18,7 @@
  */
 import type { Worker as NodeWorker } from "node:worker_threads";
 import { gemmWorker } from "./_matmul_worker.ts";
-import { compiledKernels, type Kernel, threadsSupported } from "./module.ts";
+import { compiledKernels, compiledRelaxedGemm, type Kernel, threadsSupported } from "./module.ts";
 import type { PlanOverrides } from "../plans/overrides.ts";
 import { planWasmThreads } from "../plans/wasm_threads.ts";
 
@@ -116,7 +116,9 @@ async function spawn(count: number): Promise<number> {
       new Promise<NodeWorker | null>((resolve) => {
         let worker: NodeWorker;
         try {
-          worker = new NodeWorkerClass(url, { workerData: { module, control } });
+          worker = new NodeWorkerClass(url, {
+            workerData: { module, relaxed: compiledRelaxedGemm(true), control },
+          });
         } catch {
           resolve(null);
           return;
