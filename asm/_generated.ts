@@ -4,6 +4,8 @@
 
 import { f16_to_f32, f32_to_f16, g_elu64, g_erf64, g_floordiv_f32, g_floordiv_i32, g_floordiv_u32, g_gelu64, g_gelu_tanh64, g_hardsigmoid64, g_hardswish64, g_leaky_relu64, g_mish64, g_mod_f32, g_mod_i32, g_mod_u32, g_pcg, g_pow_f32, g_pow_i32, g_pow_u32, g_relu64, g_rsqrt64, g_selu64, g_sigmoid64, g_sign_f32, g_sign_i32, g_silu64, g_softplus64, g_softsign64 } from "./math";
 
+import { exp_f32, exp_f32x4 } from "./vector_math";
+
 
 
 export function unary_neg_f32(out: usize, in0: usize, desc: usize, contiguous: i32): void {
@@ -453,7 +455,7 @@ export function unary_exp_f32(out: usize, in0: usize, desc: usize, contiguous: i
   for (let d = 0; d < rank; d++) n *= load<i32>(desc + 4 + (<usize>d << 2));
   if (contiguous) {
     for (let i = 0; i < n; i++) {
-      store<f32>(out + (<usize>i << 2), <f32>Math.exp(<f64>load<f32>(in0 + (<usize>i << 2))));
+      store<f32>(out + (<usize>i << 2), exp_f32(load<f32>(in0 + (<usize>i << 2))));
     }
     return;
   }
@@ -474,7 +476,7 @@ export function unary_exp_f32(out: usize, in0: usize, desc: usize, contiguous: i
       off0 += c * load<i32>(strides0 + (<usize>d << 2));
     }
     for (let j = 0; j < inner; j++) {
-      store<f32>(o, <f32>Math.exp(<f64>load<f32>(in0 + (<usize>(off0 + j * step0) << 2))));
+      store<f32>(o, exp_f32(load<f32>(in0 + (<usize>(off0 + j * step0) << 2))));
       o += 4;
     }
   }
@@ -5483,7 +5485,10 @@ function t_unary_reciprocal_f32(d: usize, a0: usize, n: i32): void {
 
 function t_unary_exp_f32(d: usize, a0: usize, n: i32): void {
   let i = 0;
-  for (; i < n; i++) store<f32>(d + (<usize>i << 2), <f32>Math.exp(<f64>load<f32>(a0 + (<usize>i << 2))));
+  for (; i + 4 <= n; i += 4) {
+    v128.store(d + (<usize>i << 2), exp_f32x4(v128.load(a0 + (<usize>i << 2))));
+  }
+  for (; i < n; i++) store<f32>(d + (<usize>i << 2), exp_f32(load<f32>(a0 + (<usize>i << 2))));
 }
 
 function t_unary_exp2_f32(d: usize, a0: usize, n: i32): void {

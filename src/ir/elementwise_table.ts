@@ -143,7 +143,8 @@ export const UNARY: Readonly<Record<UnaryOp, ElementwiseDef>> = {
     wgsl: { f32: (a) => `g_reciprocal(${a})` },
     asm: { f32: (a) => `(<f32>1.0 / ${a})` },
   },
-  exp: float1("g_exp(a)", "Math.exp"),
+  // WASM: the GPU's g_exp lane for lane (asm/vector_math.ts, within 1 ULP), vectorised in tiles.
+  exp: { ...float1("g_exp(a)", "Math.exp"), asm: { f32: (a) => `exp_f32(${a})` } },
   exp2: float1("exp2(a)", "Math.exp2"),
   log: float1("g_log(a)", "Math.log"),
   log2: float1("g_log2(a)", "Math.log2"),
