@@ -4,8 +4,9 @@
  * most half the kernel, output at least 1x1, ceil mode's last window starting inside the input
  * or the left padding) before anything is allocated, then built into a pooling job
  * (src/contract/pool.ts). The GPU (src/gpu/pool.ts) runs kernels from src/gpu/_codegen_pool.ts as
- * `planPool` chooses; WASM (src/wasm/pool.ts) runs the reference loops of asm/pool.ts. Both read
- * contiguous planes: strided views are copied first.
+ * `planPool` chooses; WASM (src/wasm/pool.ts) runs asm/pool.ts's vector kernels (the scalar
+ * reference loops for adaptive pooling), shared among threads when large. Both read contiguous
+ * planes: strided views are copied first.
  * @module
  */
 import { sizeOf } from "../core/shape.ts";

@@ -8,7 +8,7 @@
  */
 import type { ElementwiseChoice, WasmElementwiseChoice } from "./elementwise.ts";
 import type { MatmulChoice, WasmGemmChoice } from "./matmul.ts";
-import type { PoolChoice } from "./pool.ts";
+import type { PoolChoice, WasmPoolChoice } from "./pool.ts";
 import type { ReduceChoice } from "./reduce.ts";
 import type { RowsChoice } from "./rows.ts";
 import type { ScanChoice } from "./scan.ts";
@@ -33,5 +33,6 @@ export type Choice =
   | MatmulChoice
   | WasmGemmChoice
   | WasmElementwiseChoice
-  | WasmThreadsChoice;
+  | WasmThreadsChoice
+  | WasmPoolChoice;
 export * from "./variants.ts";

@@ -8,7 +8,7 @@
 import { ValueError } from "../core/errors.ts";
 import type { ElementwiseChoice, WasmElementwiseChoice } from "./elementwise.ts";
 import type { MatmulChoice, WasmGemmChoice } from "./matmul.ts";
-import type { PoolChoice } from "./pool.ts";
+import type { PoolChoice, WasmPoolChoice } from "./pool.ts";
 import type { ReduceChoice } from "./reduce.ts";
 import type { RowsChoice } from "./rows.ts";
 import type { ScanChoice } from "./scan.ts";
@@ -34,6 +34,8 @@ export interface PlanOverrides {
   wasmElementwise?: Partial<WasmElementwiseChoice>;
   /** Threads of the WASM device's jobs other than GEMMs. */
   wasmThreads?: Partial<WasmThreadsChoice>;
+  /** Fields forced in the WASM pooling plan. */
+  wasmPool?: Partial<WasmPoolChoice>;
 }
 
 /** The families a plan override can name. */
@@ -49,6 +51,7 @@ const FAMILIES: readonly PlanFamily[] = [
   "wasmGemm",
   "wasmElementwise",
   "wasmThreads",
+  "wasmPool",
 ];
 
 /** No overrides: what work recorded outside any override captures. */

@@ -3,6 +3,7 @@
  * @module
  */
 import type { DeviceCaps } from "../core/caps.ts";
+import { ValueError } from "../core/errors.ts";
 
 /** The pooling kernel forms (the registry and the coverage test read this list). */
 export const POOL_VARIANTS = ["unrolled", "looped", "team"] as const;
@@ -128,5 +129,40 @@ export function planPool(
     choice.variant !== "unrolled" || !vec4Layout ||
     (choice.outputsPerInvocation * sw) % 4 !== 0
   ) choice.vec4 = false;
+  return choice;
+}
+
+/** The choice for a pooling on the WASM device (src/wasm/pool.ts). */
+export interface WasmPoolChoice {
+  /** Which plan made this choice (a discriminant). */
+  kernel: "wasmPool";
+  /**
+   * "vector": max and average pooling four output columns per v128, the scalar loops' results
+   * bit for bit; "reference": the scalar loops (PyTorch's CPU loops transcribed), which adaptive
+   * pooling always takes.
+   */
+  form: "vector" | "reference";
+}
+
+/**
+ * WASM pooling: the vector kernels unless an override asks for the reference loops (threads are
+ * `planWasmThreads`'s).
+ *
+ * @example
+ * ```ts
+ * import { planWasmPool } from "@gyre/gyre/tuning";
+ * planWasmPool().form; // "vector"
+ * ```
+ */
+export function planWasmPool(override: Partial<WasmPoolChoice> | null = null): WasmPoolChoice {
+  const choice: WasmPoolChoice = { kernel: "wasmPool", form: "vector", ...override };
+  if (choice.form !== "vector" && choice.form !== "reference") {
+    throw new ValueError({
+      op: "setPlanOverride",
+      argument: "wasmPool.form",
+      expected: '"vector" or "reference"',
+      received: String(choice.form),
+    });
+  }
   return choice;
 }

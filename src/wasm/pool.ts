@@ -1,12 +1,28 @@
 /**
- * The pooling family on WASM: the reference loops of asm/pool.ts over contiguous f32 or i32
- * planes (float16 widened, strided views copied first).
+ * The pooling family on WASM: asm/pool.ts over contiguous f32 or i32 planes (float16 widened,
+ * strided views copied first). Max and average pooling run the vector entries (`pool_*_fast_*`,
+ * four output columns per v128, the scalar loops' results bit for bit), shared between threads
+ * (threads.ts) by ranges of output rows when the problem is large enough; adaptive pooling runs
+ * the scalar loops. The scalar entries stay callable as the reference (`planWasmPool`).
  * @module
  */
 import type { DType } from "../core/dtype.ts";
 import { isContiguous } from "../core/shape.ts";
-import type { PoolJob, PoolResult } from "../contract/pool.ts";
+import type { PoolJob, PoolProblem, PoolResult } from "../contract/pool.ts";
 import type { Value, WasmHost, WasmStorage } from "./host.ts";
+import { runShares, wasmThreads } from "./threads.ts";
+import { planWasmPool } from "../plans/pool.ts";
+import type { PlanOverrides } from "../plans/overrides.ts";
+
+/**
+ * Work (input elements plus outputs times window taps, which the one-thread time follows) per
+ * element of `planWasmThreads`'s threshold: the vector kernels do about 6 work units a
+ * nanosecond, 16 times an elementwise chain's elements. maxPool2d 3x3 stride 2 over
+ * [k, 64, 64, 64] float32 on the 2-core test machine, 41 interleaved rounds: the best times cross
+ * at k = 4 (2^21.6 work, 0.47 ms on one thread, 0.39 on two), the medians between k = 6 and 12
+ * (2^22.2 to 2^23.2); from k = 24 (2^24.2) two threads are 1.6-1.8x faster. So threads from 2^22.
+ */
+const WORK_PER_ELEMENT = 16;
 
 /** The WASM path: the values and, when asked, the indices. */
 export function runPoolWasm(backend: WasmHost, job: PoolJob): PoolResult {
@@ -21,43 +37,137 @@ export function runPoolWasm(backend: WasmHost, job: PoolJob): PoolResult {
   }
   const values = backend.alloc(op, compute, outputs);
   const index: WasmStorage | null = indices ? backend.alloc(op, "int32", outputs) : null;
-  if (outputs > 0) {
-    const src = backend.pointer(input.view);
-    const sizes = [p.planes, p.inHeight, p.inWidth, p.outHeight, p.outWidth];
-    const suffix = compute === "int32" ? "i32" : "f32";
-    if (p.op === "max" && p.adaptive) {
-      backend.kernel(`pool_adaptive_max_${suffix}`)(values.ptr, index?.ptr ?? 0, src, ...sizes);
-    } else if (p.op === "max") {
-      backend.kernel(`pool_max_${suffix}`)(
-        values.ptr,
-        index?.ptr ?? 0,
-        src,
-        ...sizes,
-        ...p.kernel,
-        ...p.stride,
-        ...p.padding,
-        ...p.dilation,
-      );
-    } else if (p.adaptive) {
-      backend.kernel("pool_adaptive_avg_f32")(values.ptr, src, ...sizes);
-    } else {
-      backend.kernel("pool_avg_f32")(
-        values.ptr,
-        src,
-        ...sizes,
-        ...p.kernel,
-        ...p.stride,
-        ...p.padding,
-        p.countIncludePad ? 1 : 0,
-        p.divisor,
-      );
+  try {
+    if (outputs > 0) {
+      const src = backend.pointer(input.view);
+      const suffix = compute === "int32" ? "i32" : "f32";
+      if (p.adaptive || planWasmPool(job.overrides.wasmPool).form === "reference") {
+        runReference(backend, p, suffix, values.ptr, index?.ptr ?? 0, src);
+      } else runFast(backend, op, p, suffix, values.ptr, index?.ptr ?? 0, src, job.overrides);
     }
+  } catch (e) {
+    backend.free(values);
+    if (index) backend.free(index);
+    throw e;
+  } finally {
+    backend.release(input);
   }
-  backend.release(input);
   let result: WasmStorage = values;
   if (p.dtype !== compute) {
     result = backend.cast(op, backend.toValue(values, p.outShape), p.dtype, p.outShape).view
       .storage as WasmStorage;
   }
   return { values: result, indices: index };
+}
+
+/** The scalar loops of asm/pool.ts, on this thread (adaptive pooling, and the reference). */
+function runReference(
+  backend: WasmHost,
+  p: PoolProblem,
+  suffix: string,
+  out: number,
+  indices: number,
+  src: number,
+): void {
+  const sizes = [p.planes, p.inHeight, p.inWidth, p.outHeight, p.outWidth];
+  if (p.op === "max" && p.adaptive) {
+    backend.kernel(`pool_adaptive_max_${suffix}`)(out, indices, src, ...sizes);
+  } else if (p.op === "max") {
+    backend.kernel(`pool_max_${suffix}`)(
+      out,
+      indices,
+      src,
+      ...sizes,
+      ...p.kernel,
+      ...p.stride,
+      ...p.padding,
+      ...p.dilation,
+    );
+  } else if (p.adaptive) {
+    backend.kernel("pool_adaptive_avg_f32")(out, src, ...sizes);
+  } else {
+    backend.kernel("pool_avg_f32")(
+      out,
+      src,
+      ...sizes,
+      ...p.kernel,
+      ...p.stride,
+      ...p.padding,
+      p.countIncludePad ? 1 : 0,
+      p.divisor,
+    );
+  }
+}
+
+/**
+ * The vector entries over ranges of output rows (all planes' rows end to end), one range per
+ * thread. Max pooling without indices gives each thread a workspace of its own.
+ */
+function runFast(
+  backend: WasmHost,
+  op: string,
+  p: PoolProblem,
+  suffix: string,
+  out: number,
+  indices: number,
+  src: number,
+  overrides: Readonly<PlanOverrides>,
+): void {
+  const rows = p.planes * p.outHeight;
+  const work = p.planes * p.inHeight * p.inWidth + rows * p.outWidth * p.kernel[0] * p.kernel[1];
+  const threads = Math.min(wasmThreads(backend, work / WORK_PER_ELEMENT, overrides), rows);
+  const sizes = [p.inHeight, p.inWidth, p.outHeight, p.outWidth];
+  const window = [...p.kernel, ...p.stride, ...p.padding];
+  const max = p.op === "max";
+  const name = max ? `pool_max_fast_${suffix}` : "pool_avg_fast_f32";
+  const kernel = backend.kernel(name);
+  const workspaces: WasmStorage[] = [];
+  try {
+    let bytes = 0;
+    if (max && !indices) {
+      const size = backend.kernel("pool_max_fast_workspace") as unknown as (
+        ...args: number[]
+      ) => number;
+      bytes = size(p.kernel[0], p.dilation[0], p.outWidth);
+    }
+    const shares: number[][] = [];
+    for (let t = 0; t < threads; t++) {
+      const first = Math.round((rows * t) / threads);
+      const count = Math.round((rows * (t + 1)) / threads) - first;
+      if (max) {
+        let workspace = 0;
+        if (bytes > 0) {
+          const w = backend.alloc(op, "float32", Math.ceil(bytes / 4));
+          workspaces.push(w);
+          workspace = w.ptr;
+        }
+        shares.push([
+          out,
+          indices,
+          src,
+          first,
+          count,
+          ...sizes,
+          ...window,
+          ...p.dilation,
+          workspace,
+        ]);
+      } else {
+        shares.push([
+          out,
+          src,
+          first,
+          count,
+          ...sizes,
+          ...window,
+          p.countIncludePad ? 1 : 0,
+          p.divisor,
+        ]);
+      }
+    }
+    if (threads === 1) kernel(...shares[0]);
+    else runShares(backend.allocator.memory, name, kernel, shares[0].length, shares);
+  } finally {
+    for (const w of workspaces) backend.free(w);
+  }
 }
