@@ -6,4 +6,4 @@ export * from "./scan";
 export * from "./rows";
 export * from "./matmul";
 export * from "./transpose";
-export { exp_f32x4_array } from "./vector_math";
+export { exp_f32x4_array, sigmoid_f32x4_array } from "./vector_math";

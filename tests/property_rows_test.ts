@@ -1,13 +1,13 @@
 /**
  * Property tests of the row kernels (src/gpu/_codegen_rows.ts) behind softmax, logSoftmax,
  * layerNorm, rmsNorm, groupNorm and batchNorm against their WASM references (asm/rows.ts, which
- * accumulate in f64 and round once), over random shapes (0, 1, primes, around workgroup
- * multiples, one case over 1 Mi elements), axes (the last, others, sets of axes), layouts
- * (contiguous, transposed, sliced with negative steps: the strided and across-rows paths),
- * float32 and float16, affine parameters present or not, and every plan variant forced through
- * `setPlanOverride("rows", ...)`: one pass with vec4 or scalar registers, chunked (partials,
- * merge, apply) with small chunks, threads per row from 1 (across rows) to 64, and the shuffle,
- * subgroup and shared-memory combines.
+ * accumulate in f64 and round once; softmax's vector exp adds an error of its own, below), over
+ * random shapes (0, 1, primes, around workgroup multiples, one case over 1 Mi elements), axes
+ * (the last, others, sets of axes), layouts (contiguous, transposed, sliced with negative steps:
+ * the strided and across-rows paths), float32 and float16, affine parameters present or not, and
+ * every plan variant forced through `setPlanOverride("rows", ...)`: one pass with vec4 or scalar
+ * registers, chunked (partials, merge, apply) with small chunks, threads per row from 1 (across
+ * rows) to 64, and the shuffle, subgroup and shared-memory combines.
  *
  * Tolerances, with u = 2^-24 (half an f32 ULP at 1) and per element, from the row's own data:
  * - Sums: a sum of n terms whose every term passes through at most h additions is within
@@ -16,9 +16,13 @@
  *   + 16 (merging chunk partials) < H = 256, so every sum is taken within H u sum|terms|.
  * - softmax y = exp(d) / S, d = x - max: WGSL's exp is within (3 + 2|d|) ULP (relative up to
  *   2u each), d itself within u|d|; S is within H u plus the exp errors of its terms weighted by
- *   the terms; 1/S and the product add 3.5 ULP: relative tolerance e(d) + e(S) + 8u.
+ *   the terms; 1/S and the product add 3.5 ULP: relative tolerance e(d) + e(S) + 8u. The WASM
+ *   reference is not exact either: its exp is within 0.8 ULP (asm/vector_math.ts), so its softmax
+ *   is within W = 4.25u relative (the bound at asm/rows.ts's softmax_rows_f32, checked against
+ *   a float64 oracle by tests/wasm_rows_oracle_test.ts), added to the tolerance.
  * - logSoftmax y = d - log S: absolute u|d| + log's 2^-21 (for S in [0.5, 2]; else 3 ULP of log S,
- *   taken as 6u|log S|) + e(S) + 2u|y|.
+ *   taken as 6u|log S|) + e(S) + 2u|y|, plus the WASM reference's 1.6u + u|y| (its S within
+ *   1.6u, then one rounding).
  * - layerNorm z = (x - mean) rstd: the mean is within dm = H u mean|x| + u|mean|; the variance (two-
  *   pass, mean from the first pass) within H u + 5u relative plus the second-order dm^2 / var;
  *   rstd adds inverseSqrt's 2 ULP and halves the variance's: |dz| <= rstd (dm + u|x - mean|) +
@@ -155,6 +159,10 @@ function rowStats(xs: ArrayLike<number>, row: Int32Array, rows: number) {
   };
 }
 
+/** The WASM reference's own error: softmax relative, logSoftmax's log(sum) absolute. */
+const WASM_SOFTMAX = 4.25 * U;
+const WASM_LOG_SUM = 1.6 * U;
+
 /** WGSL exp's relative error bound at d, plus the rounding of d itself. */
 const expError = (d: number) => (3 + 2 * Math.abs(d)) * 2 * U + U * Math.abs(d);
 
@@ -174,11 +182,11 @@ function softmaxTolerance(xs: ArrayLike<number>, row: Int32Array, rows: number, 
   return (i: number, want: number): Tol => {
     const r = row[i];
     const d = xs[i] - max[r];
-    if (!log) return { rtol: expError(d) + sumError(r) + 8 * U, atol: MIN_NORMAL };
+    if (!log) return { rtol: expError(d) + sumError(r) + 8 * U + WASM_SOFTMAX, atol: MIN_NORMAL };
     const logS = Math.log(total[r]);
     return {
       atol: U * Math.abs(d) + 2 ** -21 + 6 * U * Math.abs(logS) + sumError(r) +
-        2 * U * Math.abs(want),
+        2 * U * Math.abs(want) + WASM_LOG_SUM + U * Math.abs(want),
     };
   };
 }

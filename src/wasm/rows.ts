@@ -1,12 +1,56 @@
 /**
  * The rows family on WASM: rows made contiguous float32 (normalised axes last), then the kernels
- * of asm/rows.ts, then back to the input's axis order and dtype.
+ * of asm/rows.ts, shared among threads by ranges of rows for large jobs, then back to the input's
+ * axis order and dtype.
  * @module
  */
 import type { View } from "../core/view.ts";
 import { contiguousStrides, isContiguous, sizeOf } from "../core/shape.ts";
 import type { RowsJob, RowsResult } from "../contract/rows.ts";
 import type { Value, WasmHost, WasmStorage } from "./host.ts";
+import { runShares, wasmThreads } from "./threads.ts";
+
+/**
+ * A softmax or logSoftmax element counts as 2 elements of `planWasmThreads`'s threshold (2^18),
+ * so these are shared among threads from 128 Ki elements, where one thread takes about 0.3 ms,
+ * twice what handing a share to a worker costs. On the 2-core test machine (medians of 9-41
+ * through the op, other agents busy at times), [R, 1024] softmax took 0.19-0.27 ms on one thread
+ * and 0.18-0.26 on two at 64 Ki elements, 0.43 and 0.31-0.39 at 128 Ki, 0.8-0.9 and 0.5-0.66 at
+ * 256 Ki, 3.6 and 2.0 at 1 Mi, and 10.0-10.3 and 5.5-5.75 at 4 Mi.
+ */
+const SOFTMAX_WEIGHT = 2;
+
+/**
+ * The same for layerNorm, rmsNorm, groupNorm and batchNorm, an eighth (threads from 2 Mi
+ * elements): about 1.2 ns an element (f64 passes, no exp), and they stream more memory; they
+ * gained nothing measurable below 2 Mi: [R, 1024] layerNorm took 0.5-0.8 ms on one thread and
+ * 0.56-0.64 on two at 512 Ki, 1.03 and 1.14-1.37 at 1 Mi, 2.0-3.1 and 1.4-1.9 at 2 Mi, 4.15 and
+ * 2.3 at 4 Mi (rmsNorm alike).
+ */
+const NORM_WEIGHT = 1 / 8;
+
+/**
+ * Runs `name` once per thread over rows [begin, end) split evenly: `args(begin, end)` gives a
+ * call's arguments.
+ */
+function runRows(
+  backend: WasmHost,
+  name: string,
+  threads: number,
+  rows: number,
+  args: (begin: number, end: number) => number[],
+): void {
+  const kernel = backend.kernel(name);
+  if (threads <= 1) {
+    kernel(...args(0, rows));
+    return;
+  }
+  const shares: number[][] = [];
+  for (let t = 0; t < threads; t++) {
+    shares.push(args(Math.floor((t * rows) / threads), Math.floor(((t + 1) * rows) / threads)));
+  }
+  runShares(backend.allocator.memory, name, kernel, shares[0].length, shares);
+}
 
 /** The WASM path: rows made contiguous float32 (normalised axes last), then asm/rows.ts. */
 export function runRowsWasm(backend: WasmHost, job: RowsJob): RowsResult {
@@ -29,16 +73,20 @@ export function runRowsWasm(backend: WasmHost, job: RowsJob): RowsResult {
   const pointer = (v: View | null) => (v ? backend.pointer(v) : 0);
   if (n > 0) {
     const input = backend.pointer(value.view);
-    if (job.kind === "softmax" || job.kind === "logSoftmax") {
-      backend.kernel("softmax_rows_f32")(
-        out.ptr,
-        input,
-        rows,
+    const softmax = job.kind === "softmax" || job.kind === "logSoftmax";
+    const weight = softmax ? SOFTMAX_WEIGHT : NORM_WEIGHT;
+    const threads = Math.min(wasmThreads(backend, n * weight, job.overrides), rows);
+    if (softmax) {
+      const log = job.kind === "logSoftmax" ? 1 : 0;
+      runRows(backend, "softmax_rows_f32", threads, rows, (begin, end) => [
+        out.ptr + begin * len * 4,
+        input + begin * len * 4,
+        end - begin,
         len,
-        job.kind === "logSoftmax" ? 1 : 0,
-      );
+        log,
+      ]);
     } else {
-      backend.kernel("layer_norm_rows_f32")(
+      const fixed = [
         out.ptr,
         input,
         rows,
@@ -51,7 +99,12 @@ export function runRowsWasm(backend: WasmHost, job: RowsJob): RowsResult {
         job.indexed?.divisor ?? 1,
         stats ? stats.ptr : 0,
         job.kind === "layerNorm" ? 1 : 0,
-      );
+      ];
+      runRows(backend, "layer_norm_rows_f32", threads, rows, (begin, end) => [
+        ...fixed,
+        begin,
+        end,
+      ]);
     }
   }
   backend.release(value);
