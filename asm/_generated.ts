@@ -5402,6 +5402,12 @@ export function iota_u32(out: usize, n: i32): void {
 
 function t_unary_neg_f32(d: usize, a0: usize, n: i32): void {
   let i = 0;
+  for (; i + 16 <= n; i += 16) {
+    v128.store(d + (<usize>i << 2), f32x4.neg(v128.load(a0 + (<usize>i << 2), 0)), 0);
+    v128.store(d + (<usize>i << 2), f32x4.neg(v128.load(a0 + (<usize>i << 2), 16)), 16);
+    v128.store(d + (<usize>i << 2), f32x4.neg(v128.load(a0 + (<usize>i << 2), 32)), 32);
+    v128.store(d + (<usize>i << 2), f32x4.neg(v128.load(a0 + (<usize>i << 2), 48)), 48);
+  }
   for (; i + 4 <= n; i += 4) {
     v128.store(d + (<usize>i << 2), f32x4.neg(v128.load(a0 + (<usize>i << 2))));
   }
@@ -5410,6 +5416,12 @@ function t_unary_neg_f32(d: usize, a0: usize, n: i32): void {
 
 function t_unary_neg_i32(d: usize, a0: usize, n: i32): void {
   let i = 0;
+  for (; i + 16 <= n; i += 16) {
+    v128.store(d + (<usize>i << 2), i32x4.neg(v128.load(a0 + (<usize>i << 2), 0)), 0);
+    v128.store(d + (<usize>i << 2), i32x4.neg(v128.load(a0 + (<usize>i << 2), 16)), 16);
+    v128.store(d + (<usize>i << 2), i32x4.neg(v128.load(a0 + (<usize>i << 2), 32)), 32);
+    v128.store(d + (<usize>i << 2), i32x4.neg(v128.load(a0 + (<usize>i << 2), 48)), 48);
+  }
   for (; i + 4 <= n; i += 4) {
     v128.store(d + (<usize>i << 2), i32x4.neg(v128.load(a0 + (<usize>i << 2))));
   }
@@ -5423,6 +5435,12 @@ function t_unary_neg_u32(d: usize, a0: usize, n: i32): void {
 
 function t_unary_abs_f32(d: usize, a0: usize, n: i32): void {
   let i = 0;
+  for (; i + 16 <= n; i += 16) {
+    v128.store(d + (<usize>i << 2), f32x4.abs(v128.load(a0 + (<usize>i << 2), 0)), 0);
+    v128.store(d + (<usize>i << 2), f32x4.abs(v128.load(a0 + (<usize>i << 2), 16)), 16);
+    v128.store(d + (<usize>i << 2), f32x4.abs(v128.load(a0 + (<usize>i << 2), 32)), 32);
+    v128.store(d + (<usize>i << 2), f32x4.abs(v128.load(a0 + (<usize>i << 2), 48)), 48);
+  }
   for (; i + 4 <= n; i += 4) {
     v128.store(d + (<usize>i << 2), f32x4.abs(v128.load(a0 + (<usize>i << 2))));
   }
@@ -5456,6 +5474,12 @@ function t_unary_sign_u32(d: usize, a0: usize, n: i32): void {
 
 function t_unary_square_f32(d: usize, a0: usize, n: i32): void {
   let i = 0;
+  for (; i + 16 <= n; i += 16) {
+    v128.store(d + (<usize>i << 2), f32x4.mul(v128.load(a0 + (<usize>i << 2), 0), v128.load(a0 + (<usize>i << 2), 0)), 0);
+    v128.store(d + (<usize>i << 2), f32x4.mul(v128.load(a0 + (<usize>i << 2), 16), v128.load(a0 + (<usize>i << 2), 16)), 16);
+    v128.store(d + (<usize>i << 2), f32x4.mul(v128.load(a0 + (<usize>i << 2), 32), v128.load(a0 + (<usize>i << 2), 32)), 32);
+    v128.store(d + (<usize>i << 2), f32x4.mul(v128.load(a0 + (<usize>i << 2), 48), v128.load(a0 + (<usize>i << 2), 48)), 48);
+  }
   for (; i + 4 <= n; i += 4) {
     v128.store(d + (<usize>i << 2), f32x4.mul(v128.load(a0 + (<usize>i << 2)), v128.load(a0 + (<usize>i << 2))));
   }
@@ -5464,6 +5488,12 @@ function t_unary_square_f32(d: usize, a0: usize, n: i32): void {
 
 function t_unary_square_i32(d: usize, a0: usize, n: i32): void {
   let i = 0;
+  for (; i + 16 <= n; i += 16) {
+    v128.store(d + (<usize>i << 2), i32x4.mul(v128.load(a0 + (<usize>i << 2), 0), v128.load(a0 + (<usize>i << 2), 0)), 0);
+    v128.store(d + (<usize>i << 2), i32x4.mul(v128.load(a0 + (<usize>i << 2), 16), v128.load(a0 + (<usize>i << 2), 16)), 16);
+    v128.store(d + (<usize>i << 2), i32x4.mul(v128.load(a0 + (<usize>i << 2), 32), v128.load(a0 + (<usize>i << 2), 32)), 32);
+    v128.store(d + (<usize>i << 2), i32x4.mul(v128.load(a0 + (<usize>i << 2), 48), v128.load(a0 + (<usize>i << 2), 48)), 48);
+  }
   for (; i + 4 <= n; i += 4) {
     v128.store(d + (<usize>i << 2), i32x4.mul(v128.load(a0 + (<usize>i << 2)), v128.load(a0 + (<usize>i << 2))));
   }
@@ -5472,6 +5502,12 @@ function t_unary_square_i32(d: usize, a0: usize, n: i32): void {
 
 function t_unary_square_u32(d: usize, a0: usize, n: i32): void {
   let i = 0;
+  for (; i + 16 <= n; i += 16) {
+    v128.store(d + (<usize>i << 2), i32x4.mul(v128.load(a0 + (<usize>i << 2), 0), v128.load(a0 + (<usize>i << 2), 0)), 0);
+    v128.store(d + (<usize>i << 2), i32x4.mul(v128.load(a0 + (<usize>i << 2), 16), v128.load(a0 + (<usize>i << 2), 16)), 16);
+    v128.store(d + (<usize>i << 2), i32x4.mul(v128.load(a0 + (<usize>i << 2), 32), v128.load(a0 + (<usize>i << 2), 32)), 32);
+    v128.store(d + (<usize>i << 2), i32x4.mul(v128.load(a0 + (<usize>i << 2), 48), v128.load(a0 + (<usize>i << 2), 48)), 48);
+  }
   for (; i + 4 <= n; i += 4) {
     v128.store(d + (<usize>i << 2), i32x4.mul(v128.load(a0 + (<usize>i << 2)), v128.load(a0 + (<usize>i << 2))));
   }
@@ -5485,6 +5521,12 @@ function t_unary_reciprocal_f32(d: usize, a0: usize, n: i32): void {
 
 function t_unary_exp_f32(d: usize, a0: usize, n: i32): void {
   let i = 0;
+  for (; i + 16 <= n; i += 16) {
+    v128.store(d + (<usize>i << 2), exp_f32x4(v128.load(a0 + (<usize>i << 2), 0)), 0);
+    v128.store(d + (<usize>i << 2), exp_f32x4(v128.load(a0 + (<usize>i << 2), 16)), 16);
+    v128.store(d + (<usize>i << 2), exp_f32x4(v128.load(a0 + (<usize>i << 2), 32)), 32);
+    v128.store(d + (<usize>i << 2), exp_f32x4(v128.load(a0 + (<usize>i << 2), 48)), 48);
+  }
   for (; i + 4 <= n; i += 4) {
     v128.store(d + (<usize>i << 2), exp_f32x4(v128.load(a0 + (<usize>i << 2))));
   }
@@ -5518,6 +5560,12 @@ function t_unary_expm1_f32(d: usize, a0: usize, n: i32): void {
 
 function t_unary_sqrt_f32(d: usize, a0: usize, n: i32): void {
   let i = 0;
+  for (; i + 16 <= n; i += 16) {
+    v128.store(d + (<usize>i << 2), f32x4.sqrt(v128.load(a0 + (<usize>i << 2), 0)), 0);
+    v128.store(d + (<usize>i << 2), f32x4.sqrt(v128.load(a0 + (<usize>i << 2), 16)), 16);
+    v128.store(d + (<usize>i << 2), f32x4.sqrt(v128.load(a0 + (<usize>i << 2), 32)), 32);
+    v128.store(d + (<usize>i << 2), f32x4.sqrt(v128.load(a0 + (<usize>i << 2), 48)), 48);
+  }
   for (; i + 4 <= n; i += 4) {
     v128.store(d + (<usize>i << 2), f32x4.sqrt(v128.load(a0 + (<usize>i << 2))));
   }
@@ -5561,6 +5609,12 @@ function t_unary_erf_f32(d: usize, a0: usize, n: i32): void {
 
 function t_unary_floor_f32(d: usize, a0: usize, n: i32): void {
   let i = 0;
+  for (; i + 16 <= n; i += 16) {
+    v128.store(d + (<usize>i << 2), f32x4.floor(v128.load(a0 + (<usize>i << 2), 0)), 0);
+    v128.store(d + (<usize>i << 2), f32x4.floor(v128.load(a0 + (<usize>i << 2), 16)), 16);
+    v128.store(d + (<usize>i << 2), f32x4.floor(v128.load(a0 + (<usize>i << 2), 32)), 32);
+    v128.store(d + (<usize>i << 2), f32x4.floor(v128.load(a0 + (<usize>i << 2), 48)), 48);
+  }
   for (; i + 4 <= n; i += 4) {
     v128.store(d + (<usize>i << 2), f32x4.floor(v128.load(a0 + (<usize>i << 2))));
   }
@@ -5569,6 +5623,12 @@ function t_unary_floor_f32(d: usize, a0: usize, n: i32): void {
 
 function t_unary_ceil_f32(d: usize, a0: usize, n: i32): void {
   let i = 0;
+  for (; i + 16 <= n; i += 16) {
+    v128.store(d + (<usize>i << 2), f32x4.ceil(v128.load(a0 + (<usize>i << 2), 0)), 0);
+    v128.store(d + (<usize>i << 2), f32x4.ceil(v128.load(a0 + (<usize>i << 2), 16)), 16);
+    v128.store(d + (<usize>i << 2), f32x4.ceil(v128.load(a0 + (<usize>i << 2), 32)), 32);
+    v128.store(d + (<usize>i << 2), f32x4.ceil(v128.load(a0 + (<usize>i << 2), 48)), 48);
+  }
   for (; i + 4 <= n; i += 4) {
     v128.store(d + (<usize>i << 2), f32x4.ceil(v128.load(a0 + (<usize>i << 2))));
   }
@@ -5577,6 +5637,12 @@ function t_unary_ceil_f32(d: usize, a0: usize, n: i32): void {
 
 function t_unary_round_f32(d: usize, a0: usize, n: i32): void {
   let i = 0;
+  for (; i + 16 <= n; i += 16) {
+    v128.store(d + (<usize>i << 2), f32x4.nearest(v128.load(a0 + (<usize>i << 2), 0)), 0);
+    v128.store(d + (<usize>i << 2), f32x4.nearest(v128.load(a0 + (<usize>i << 2), 16)), 16);
+    v128.store(d + (<usize>i << 2), f32x4.nearest(v128.load(a0 + (<usize>i << 2), 32)), 32);
+    v128.store(d + (<usize>i << 2), f32x4.nearest(v128.load(a0 + (<usize>i << 2), 48)), 48);
+  }
   for (; i + 4 <= n; i += 4) {
     v128.store(d + (<usize>i << 2), f32x4.nearest(v128.load(a0 + (<usize>i << 2))));
   }
@@ -5585,6 +5651,12 @@ function t_unary_round_f32(d: usize, a0: usize, n: i32): void {
 
 function t_unary_logicalNot_bool(d: usize, a0: usize, n: i32): void {
   let i = 0;
+  for (; i + 16 <= n; i += 16) {
+    v128.store(d + (<usize>i << 2), v128.xor(v128.load(a0 + (<usize>i << 2), 0), i32x4.splat(1)), 0);
+    v128.store(d + (<usize>i << 2), v128.xor(v128.load(a0 + (<usize>i << 2), 16), i32x4.splat(1)), 16);
+    v128.store(d + (<usize>i << 2), v128.xor(v128.load(a0 + (<usize>i << 2), 32), i32x4.splat(1)), 32);
+    v128.store(d + (<usize>i << 2), v128.xor(v128.load(a0 + (<usize>i << 2), 48), i32x4.splat(1)), 48);
+  }
   for (; i + 4 <= n; i += 4) {
     v128.store(d + (<usize>i << 2), v128.xor(v128.load(a0 + (<usize>i << 2)), i32x4.splat(1)));
   }
@@ -5598,6 +5670,12 @@ function t_unary_isnan_f32(d: usize, a0: usize, n: i32): void {
 
 function t_unary_relu_f32(d: usize, a0: usize, n: i32): void {
   let i = 0;
+  for (; i + 16 <= n; i += 16) {
+    v128.store(d + (<usize>i << 2), f32x4.max(v128.load(a0 + (<usize>i << 2), 0), f32x4.splat(0)), 0);
+    v128.store(d + (<usize>i << 2), f32x4.max(v128.load(a0 + (<usize>i << 2), 16), f32x4.splat(0)), 16);
+    v128.store(d + (<usize>i << 2), f32x4.max(v128.load(a0 + (<usize>i << 2), 32), f32x4.splat(0)), 32);
+    v128.store(d + (<usize>i << 2), f32x4.max(v128.load(a0 + (<usize>i << 2), 48), f32x4.splat(0)), 48);
+  }
   for (; i + 4 <= n; i += 4) {
     v128.store(d + (<usize>i << 2), f32x4.max(v128.load(a0 + (<usize>i << 2)), f32x4.splat(0)));
   }
@@ -5656,90 +5734,332 @@ function t_unary_pcgHash_u32(d: usize, a0: usize, n: i32): void {
 
 function t_binary_add_f32(d: usize, a0: usize, a1: usize, n: i32): void {
   let i = 0;
+  for (; i + 16 <= n; i += 16) {
+    v128.store(d + (<usize>i << 2), f32x4.add(v128.load(a0 + (<usize>i << 2), 0), v128.load(a1 + (<usize>i << 2), 0)), 0);
+    v128.store(d + (<usize>i << 2), f32x4.add(v128.load(a0 + (<usize>i << 2), 16), v128.load(a1 + (<usize>i << 2), 16)), 16);
+    v128.store(d + (<usize>i << 2), f32x4.add(v128.load(a0 + (<usize>i << 2), 32), v128.load(a1 + (<usize>i << 2), 32)), 32);
+    v128.store(d + (<usize>i << 2), f32x4.add(v128.load(a0 + (<usize>i << 2), 48), v128.load(a1 + (<usize>i << 2), 48)), 48);
+  }
   for (; i + 4 <= n; i += 4) {
     v128.store(d + (<usize>i << 2), f32x4.add(v128.load(a0 + (<usize>i << 2)), v128.load(a1 + (<usize>i << 2))));
   }
   for (; i < n; i++) store<f32>(d + (<usize>i << 2), (load<f32>(a0 + (<usize>i << 2)) + load<f32>(a1 + (<usize>i << 2))));
 }
 
+function t_binary_add_f32_rs(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  const s1 = load<f32>(a1);
+  const v1 = v128.load(a1);
+  for (; i + 16 <= n; i += 16) {
+    v128.store(d + (<usize>i << 2), f32x4.add(v128.load(a0 + (<usize>i << 2), 0), v1), 0);
+    v128.store(d + (<usize>i << 2), f32x4.add(v128.load(a0 + (<usize>i << 2), 16), v1), 16);
+    v128.store(d + (<usize>i << 2), f32x4.add(v128.load(a0 + (<usize>i << 2), 32), v1), 32);
+    v128.store(d + (<usize>i << 2), f32x4.add(v128.load(a0 + (<usize>i << 2), 48), v1), 48);
+  }
+  for (; i + 4 <= n; i += 4) {
+    v128.store(d + (<usize>i << 2), f32x4.add(v128.load(a0 + (<usize>i << 2)), v1));
+  }
+  for (; i < n; i++) store<f32>(d + (<usize>i << 2), (load<f32>(a0 + (<usize>i << 2)) + s1));
+}
+
 function t_binary_add_i32(d: usize, a0: usize, a1: usize, n: i32): void {
   let i = 0;
+  for (; i + 16 <= n; i += 16) {
+    v128.store(d + (<usize>i << 2), i32x4.add(v128.load(a0 + (<usize>i << 2), 0), v128.load(a1 + (<usize>i << 2), 0)), 0);
+    v128.store(d + (<usize>i << 2), i32x4.add(v128.load(a0 + (<usize>i << 2), 16), v128.load(a1 + (<usize>i << 2), 16)), 16);
+    v128.store(d + (<usize>i << 2), i32x4.add(v128.load(a0 + (<usize>i << 2), 32), v128.load(a1 + (<usize>i << 2), 32)), 32);
+    v128.store(d + (<usize>i << 2), i32x4.add(v128.load(a0 + (<usize>i << 2), 48), v128.load(a1 + (<usize>i << 2), 48)), 48);
+  }
   for (; i + 4 <= n; i += 4) {
     v128.store(d + (<usize>i << 2), i32x4.add(v128.load(a0 + (<usize>i << 2)), v128.load(a1 + (<usize>i << 2))));
   }
   for (; i < n; i++) store<i32>(d + (<usize>i << 2), (load<i32>(a0 + (<usize>i << 2)) + load<i32>(a1 + (<usize>i << 2))));
 }
 
+function t_binary_add_i32_rs(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  const s1 = load<i32>(a1);
+  const v1 = v128.load(a1);
+  for (; i + 16 <= n; i += 16) {
+    v128.store(d + (<usize>i << 2), i32x4.add(v128.load(a0 + (<usize>i << 2), 0), v1), 0);
+    v128.store(d + (<usize>i << 2), i32x4.add(v128.load(a0 + (<usize>i << 2), 16), v1), 16);
+    v128.store(d + (<usize>i << 2), i32x4.add(v128.load(a0 + (<usize>i << 2), 32), v1), 32);
+    v128.store(d + (<usize>i << 2), i32x4.add(v128.load(a0 + (<usize>i << 2), 48), v1), 48);
+  }
+  for (; i + 4 <= n; i += 4) {
+    v128.store(d + (<usize>i << 2), i32x4.add(v128.load(a0 + (<usize>i << 2)), v1));
+  }
+  for (; i < n; i++) store<i32>(d + (<usize>i << 2), (load<i32>(a0 + (<usize>i << 2)) + s1));
+}
+
 function t_binary_add_u32(d: usize, a0: usize, a1: usize, n: i32): void {
   let i = 0;
+  for (; i + 16 <= n; i += 16) {
+    v128.store(d + (<usize>i << 2), i32x4.add(v128.load(a0 + (<usize>i << 2), 0), v128.load(a1 + (<usize>i << 2), 0)), 0);
+    v128.store(d + (<usize>i << 2), i32x4.add(v128.load(a0 + (<usize>i << 2), 16), v128.load(a1 + (<usize>i << 2), 16)), 16);
+    v128.store(d + (<usize>i << 2), i32x4.add(v128.load(a0 + (<usize>i << 2), 32), v128.load(a1 + (<usize>i << 2), 32)), 32);
+    v128.store(d + (<usize>i << 2), i32x4.add(v128.load(a0 + (<usize>i << 2), 48), v128.load(a1 + (<usize>i << 2), 48)), 48);
+  }
   for (; i + 4 <= n; i += 4) {
     v128.store(d + (<usize>i << 2), i32x4.add(v128.load(a0 + (<usize>i << 2)), v128.load(a1 + (<usize>i << 2))));
   }
   for (; i < n; i++) store<u32>(d + (<usize>i << 2), (load<u32>(a0 + (<usize>i << 2)) + load<u32>(a1 + (<usize>i << 2))));
 }
 
+function t_binary_add_u32_rs(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  const s1 = load<u32>(a1);
+  const v1 = v128.load(a1);
+  for (; i + 16 <= n; i += 16) {
+    v128.store(d + (<usize>i << 2), i32x4.add(v128.load(a0 + (<usize>i << 2), 0), v1), 0);
+    v128.store(d + (<usize>i << 2), i32x4.add(v128.load(a0 + (<usize>i << 2), 16), v1), 16);
+    v128.store(d + (<usize>i << 2), i32x4.add(v128.load(a0 + (<usize>i << 2), 32), v1), 32);
+    v128.store(d + (<usize>i << 2), i32x4.add(v128.load(a0 + (<usize>i << 2), 48), v1), 48);
+  }
+  for (; i + 4 <= n; i += 4) {
+    v128.store(d + (<usize>i << 2), i32x4.add(v128.load(a0 + (<usize>i << 2)), v1));
+  }
+  for (; i < n; i++) store<u32>(d + (<usize>i << 2), (load<u32>(a0 + (<usize>i << 2)) + s1));
+}
+
 function t_binary_sub_f32(d: usize, a0: usize, a1: usize, n: i32): void {
   let i = 0;
+  for (; i + 16 <= n; i += 16) {
+    v128.store(d + (<usize>i << 2), f32x4.sub(v128.load(a0 + (<usize>i << 2), 0), v128.load(a1 + (<usize>i << 2), 0)), 0);
+    v128.store(d + (<usize>i << 2), f32x4.sub(v128.load(a0 + (<usize>i << 2), 16), v128.load(a1 + (<usize>i << 2), 16)), 16);
+    v128.store(d + (<usize>i << 2), f32x4.sub(v128.load(a0 + (<usize>i << 2), 32), v128.load(a1 + (<usize>i << 2), 32)), 32);
+    v128.store(d + (<usize>i << 2), f32x4.sub(v128.load(a0 + (<usize>i << 2), 48), v128.load(a1 + (<usize>i << 2), 48)), 48);
+  }
   for (; i + 4 <= n; i += 4) {
     v128.store(d + (<usize>i << 2), f32x4.sub(v128.load(a0 + (<usize>i << 2)), v128.load(a1 + (<usize>i << 2))));
   }
   for (; i < n; i++) store<f32>(d + (<usize>i << 2), (load<f32>(a0 + (<usize>i << 2)) - load<f32>(a1 + (<usize>i << 2))));
 }
 
+function t_binary_sub_f32_rs(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  const s1 = load<f32>(a1);
+  const v1 = v128.load(a1);
+  for (; i + 16 <= n; i += 16) {
+    v128.store(d + (<usize>i << 2), f32x4.sub(v128.load(a0 + (<usize>i << 2), 0), v1), 0);
+    v128.store(d + (<usize>i << 2), f32x4.sub(v128.load(a0 + (<usize>i << 2), 16), v1), 16);
+    v128.store(d + (<usize>i << 2), f32x4.sub(v128.load(a0 + (<usize>i << 2), 32), v1), 32);
+    v128.store(d + (<usize>i << 2), f32x4.sub(v128.load(a0 + (<usize>i << 2), 48), v1), 48);
+  }
+  for (; i + 4 <= n; i += 4) {
+    v128.store(d + (<usize>i << 2), f32x4.sub(v128.load(a0 + (<usize>i << 2)), v1));
+  }
+  for (; i < n; i++) store<f32>(d + (<usize>i << 2), (load<f32>(a0 + (<usize>i << 2)) - s1));
+}
+
 function t_binary_sub_i32(d: usize, a0: usize, a1: usize, n: i32): void {
   let i = 0;
+  for (; i + 16 <= n; i += 16) {
+    v128.store(d + (<usize>i << 2), i32x4.sub(v128.load(a0 + (<usize>i << 2), 0), v128.load(a1 + (<usize>i << 2), 0)), 0);
+    v128.store(d + (<usize>i << 2), i32x4.sub(v128.load(a0 + (<usize>i << 2), 16), v128.load(a1 + (<usize>i << 2), 16)), 16);
+    v128.store(d + (<usize>i << 2), i32x4.sub(v128.load(a0 + (<usize>i << 2), 32), v128.load(a1 + (<usize>i << 2), 32)), 32);
+    v128.store(d + (<usize>i << 2), i32x4.sub(v128.load(a0 + (<usize>i << 2), 48), v128.load(a1 + (<usize>i << 2), 48)), 48);
+  }
   for (; i + 4 <= n; i += 4) {
     v128.store(d + (<usize>i << 2), i32x4.sub(v128.load(a0 + (<usize>i << 2)), v128.load(a1 + (<usize>i << 2))));
   }
   for (; i < n; i++) store<i32>(d + (<usize>i << 2), (load<i32>(a0 + (<usize>i << 2)) - load<i32>(a1 + (<usize>i << 2))));
 }
 
+function t_binary_sub_i32_rs(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  const s1 = load<i32>(a1);
+  const v1 = v128.load(a1);
+  for (; i + 16 <= n; i += 16) {
+    v128.store(d + (<usize>i << 2), i32x4.sub(v128.load(a0 + (<usize>i << 2), 0), v1), 0);
+    v128.store(d + (<usize>i << 2), i32x4.sub(v128.load(a0 + (<usize>i << 2), 16), v1), 16);
+    v128.store(d + (<usize>i << 2), i32x4.sub(v128.load(a0 + (<usize>i << 2), 32), v1), 32);
+    v128.store(d + (<usize>i << 2), i32x4.sub(v128.load(a0 + (<usize>i << 2), 48), v1), 48);
+  }
+  for (; i + 4 <= n; i += 4) {
+    v128.store(d + (<usize>i << 2), i32x4.sub(v128.load(a0 + (<usize>i << 2)), v1));
+  }
+  for (; i < n; i++) store<i32>(d + (<usize>i << 2), (load<i32>(a0 + (<usize>i << 2)) - s1));
+}
+
 function t_binary_sub_u32(d: usize, a0: usize, a1: usize, n: i32): void {
   let i = 0;
+  for (; i + 16 <= n; i += 16) {
+    v128.store(d + (<usize>i << 2), i32x4.sub(v128.load(a0 + (<usize>i << 2), 0), v128.load(a1 + (<usize>i << 2), 0)), 0);
+    v128.store(d + (<usize>i << 2), i32x4.sub(v128.load(a0 + (<usize>i << 2), 16), v128.load(a1 + (<usize>i << 2), 16)), 16);
+    v128.store(d + (<usize>i << 2), i32x4.sub(v128.load(a0 + (<usize>i << 2), 32), v128.load(a1 + (<usize>i << 2), 32)), 32);
+    v128.store(d + (<usize>i << 2), i32x4.sub(v128.load(a0 + (<usize>i << 2), 48), v128.load(a1 + (<usize>i << 2), 48)), 48);
+  }
   for (; i + 4 <= n; i += 4) {
     v128.store(d + (<usize>i << 2), i32x4.sub(v128.load(a0 + (<usize>i << 2)), v128.load(a1 + (<usize>i << 2))));
   }
   for (; i < n; i++) store<u32>(d + (<usize>i << 2), (load<u32>(a0 + (<usize>i << 2)) - load<u32>(a1 + (<usize>i << 2))));
 }
 
+function t_binary_sub_u32_rs(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  const s1 = load<u32>(a1);
+  const v1 = v128.load(a1);
+  for (; i + 16 <= n; i += 16) {
+    v128.store(d + (<usize>i << 2), i32x4.sub(v128.load(a0 + (<usize>i << 2), 0), v1), 0);
+    v128.store(d + (<usize>i << 2), i32x4.sub(v128.load(a0 + (<usize>i << 2), 16), v1), 16);
+    v128.store(d + (<usize>i << 2), i32x4.sub(v128.load(a0 + (<usize>i << 2), 32), v1), 32);
+    v128.store(d + (<usize>i << 2), i32x4.sub(v128.load(a0 + (<usize>i << 2), 48), v1), 48);
+  }
+  for (; i + 4 <= n; i += 4) {
+    v128.store(d + (<usize>i << 2), i32x4.sub(v128.load(a0 + (<usize>i << 2)), v1));
+  }
+  for (; i < n; i++) store<u32>(d + (<usize>i << 2), (load<u32>(a0 + (<usize>i << 2)) - s1));
+}
+
 function t_binary_mul_f32(d: usize, a0: usize, a1: usize, n: i32): void {
   let i = 0;
+  for (; i + 16 <= n; i += 16) {
+    v128.store(d + (<usize>i << 2), f32x4.mul(v128.load(a0 + (<usize>i << 2), 0), v128.load(a1 + (<usize>i << 2), 0)), 0);
+    v128.store(d + (<usize>i << 2), f32x4.mul(v128.load(a0 + (<usize>i << 2), 16), v128.load(a1 + (<usize>i << 2), 16)), 16);
+    v128.store(d + (<usize>i << 2), f32x4.mul(v128.load(a0 + (<usize>i << 2), 32), v128.load(a1 + (<usize>i << 2), 32)), 32);
+    v128.store(d + (<usize>i << 2), f32x4.mul(v128.load(a0 + (<usize>i << 2), 48), v128.load(a1 + (<usize>i << 2), 48)), 48);
+  }
   for (; i + 4 <= n; i += 4) {
     v128.store(d + (<usize>i << 2), f32x4.mul(v128.load(a0 + (<usize>i << 2)), v128.load(a1 + (<usize>i << 2))));
   }
   for (; i < n; i++) store<f32>(d + (<usize>i << 2), (load<f32>(a0 + (<usize>i << 2)) * load<f32>(a1 + (<usize>i << 2))));
 }
 
+function t_binary_mul_f32_rs(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  const s1 = load<f32>(a1);
+  const v1 = v128.load(a1);
+  for (; i + 16 <= n; i += 16) {
+    v128.store(d + (<usize>i << 2), f32x4.mul(v128.load(a0 + (<usize>i << 2), 0), v1), 0);
+    v128.store(d + (<usize>i << 2), f32x4.mul(v128.load(a0 + (<usize>i << 2), 16), v1), 16);
+    v128.store(d + (<usize>i << 2), f32x4.mul(v128.load(a0 + (<usize>i << 2), 32), v1), 32);
+    v128.store(d + (<usize>i << 2), f32x4.mul(v128.load(a0 + (<usize>i << 2), 48), v1), 48);
+  }
+  for (; i + 4 <= n; i += 4) {
+    v128.store(d + (<usize>i << 2), f32x4.mul(v128.load(a0 + (<usize>i << 2)), v1));
+  }
+  for (; i < n; i++) store<f32>(d + (<usize>i << 2), (load<f32>(a0 + (<usize>i << 2)) * s1));
+}
+
 function t_binary_mul_i32(d: usize, a0: usize, a1: usize, n: i32): void {
   let i = 0;
+  for (; i + 16 <= n; i += 16) {
+    v128.store(d + (<usize>i << 2), i32x4.mul(v128.load(a0 + (<usize>i << 2), 0), v128.load(a1 + (<usize>i << 2), 0)), 0);
+    v128.store(d + (<usize>i << 2), i32x4.mul(v128.load(a0 + (<usize>i << 2), 16), v128.load(a1 + (<usize>i << 2), 16)), 16);
+    v128.store(d + (<usize>i << 2), i32x4.mul(v128.load(a0 + (<usize>i << 2), 32), v128.load(a1 + (<usize>i << 2), 32)), 32);
+    v128.store(d + (<usize>i << 2), i32x4.mul(v128.load(a0 + (<usize>i << 2), 48), v128.load(a1 + (<usize>i << 2), 48)), 48);
+  }
   for (; i + 4 <= n; i += 4) {
     v128.store(d + (<usize>i << 2), i32x4.mul(v128.load(a0 + (<usize>i << 2)), v128.load(a1 + (<usize>i << 2))));
   }
   for (; i < n; i++) store<i32>(d + (<usize>i << 2), (load<i32>(a0 + (<usize>i << 2)) * load<i32>(a1 + (<usize>i << 2))));
 }
 
+function t_binary_mul_i32_rs(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  const s1 = load<i32>(a1);
+  const v1 = v128.load(a1);
+  for (; i + 16 <= n; i += 16) {
+    v128.store(d + (<usize>i << 2), i32x4.mul(v128.load(a0 + (<usize>i << 2), 0), v1), 0);
+    v128.store(d + (<usize>i << 2), i32x4.mul(v128.load(a0 + (<usize>i << 2), 16), v1), 16);
+    v128.store(d + (<usize>i << 2), i32x4.mul(v128.load(a0 + (<usize>i << 2), 32), v1), 32);
+    v128.store(d + (<usize>i << 2), i32x4.mul(v128.load(a0 + (<usize>i << 2), 48), v1), 48);
+  }
+  for (; i + 4 <= n; i += 4) {
+    v128.store(d + (<usize>i << 2), i32x4.mul(v128.load(a0 + (<usize>i << 2)), v1));
+  }
+  for (; i < n; i++) store<i32>(d + (<usize>i << 2), (load<i32>(a0 + (<usize>i << 2)) * s1));
+}
+
 function t_binary_mul_u32(d: usize, a0: usize, a1: usize, n: i32): void {
   let i = 0;
+  for (; i + 16 <= n; i += 16) {
+    v128.store(d + (<usize>i << 2), i32x4.mul(v128.load(a0 + (<usize>i << 2), 0), v128.load(a1 + (<usize>i << 2), 0)), 0);
+    v128.store(d + (<usize>i << 2), i32x4.mul(v128.load(a0 + (<usize>i << 2), 16), v128.load(a1 + (<usize>i << 2), 16)), 16);
+    v128.store(d + (<usize>i << 2), i32x4.mul(v128.load(a0 + (<usize>i << 2), 32), v128.load(a1 + (<usize>i << 2), 32)), 32);
+    v128.store(d + (<usize>i << 2), i32x4.mul(v128.load(a0 + (<usize>i << 2), 48), v128.load(a1 + (<usize>i << 2), 48)), 48);
+  }
   for (; i + 4 <= n; i += 4) {
     v128.store(d + (<usize>i << 2), i32x4.mul(v128.load(a0 + (<usize>i << 2)), v128.load(a1 + (<usize>i << 2))));
   }
   for (; i < n; i++) store<u32>(d + (<usize>i << 2), (load<u32>(a0 + (<usize>i << 2)) * load<u32>(a1 + (<usize>i << 2))));
 }
 
+function t_binary_mul_u32_rs(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  const s1 = load<u32>(a1);
+  const v1 = v128.load(a1);
+  for (; i + 16 <= n; i += 16) {
+    v128.store(d + (<usize>i << 2), i32x4.mul(v128.load(a0 + (<usize>i << 2), 0), v1), 0);
+    v128.store(d + (<usize>i << 2), i32x4.mul(v128.load(a0 + (<usize>i << 2), 16), v1), 16);
+    v128.store(d + (<usize>i << 2), i32x4.mul(v128.load(a0 + (<usize>i << 2), 32), v1), 32);
+    v128.store(d + (<usize>i << 2), i32x4.mul(v128.load(a0 + (<usize>i << 2), 48), v1), 48);
+  }
+  for (; i + 4 <= n; i += 4) {
+    v128.store(d + (<usize>i << 2), i32x4.mul(v128.load(a0 + (<usize>i << 2)), v1));
+  }
+  for (; i < n; i++) store<u32>(d + (<usize>i << 2), (load<u32>(a0 + (<usize>i << 2)) * s1));
+}
+
 function t_binary_div_f32(d: usize, a0: usize, a1: usize, n: i32): void {
   let i = 0;
+  for (; i + 16 <= n; i += 16) {
+    v128.store(d + (<usize>i << 2), f32x4.div(v128.load(a0 + (<usize>i << 2), 0), v128.load(a1 + (<usize>i << 2), 0)), 0);
+    v128.store(d + (<usize>i << 2), f32x4.div(v128.load(a0 + (<usize>i << 2), 16), v128.load(a1 + (<usize>i << 2), 16)), 16);
+    v128.store(d + (<usize>i << 2), f32x4.div(v128.load(a0 + (<usize>i << 2), 32), v128.load(a1 + (<usize>i << 2), 32)), 32);
+    v128.store(d + (<usize>i << 2), f32x4.div(v128.load(a0 + (<usize>i << 2), 48), v128.load(a1 + (<usize>i << 2), 48)), 48);
+  }
   for (; i + 4 <= n; i += 4) {
     v128.store(d + (<usize>i << 2), f32x4.div(v128.load(a0 + (<usize>i << 2)), v128.load(a1 + (<usize>i << 2))));
   }
   for (; i < n; i++) store<f32>(d + (<usize>i << 2), (load<f32>(a0 + (<usize>i << 2)) / load<f32>(a1 + (<usize>i << 2))));
 }
 
+function t_binary_div_f32_rs(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  const s1 = load<f32>(a1);
+  const v1 = v128.load(a1);
+  for (; i + 16 <= n; i += 16) {
+    v128.store(d + (<usize>i << 2), f32x4.div(v128.load(a0 + (<usize>i << 2), 0), v1), 0);
+    v128.store(d + (<usize>i << 2), f32x4.div(v128.load(a0 + (<usize>i << 2), 16), v1), 16);
+    v128.store(d + (<usize>i << 2), f32x4.div(v128.load(a0 + (<usize>i << 2), 32), v1), 32);
+    v128.store(d + (<usize>i << 2), f32x4.div(v128.load(a0 + (<usize>i << 2), 48), v1), 48);
+  }
+  for (; i + 4 <= n; i += 4) {
+    v128.store(d + (<usize>i << 2), f32x4.div(v128.load(a0 + (<usize>i << 2)), v1));
+  }
+  for (; i < n; i++) store<f32>(d + (<usize>i << 2), (load<f32>(a0 + (<usize>i << 2)) / s1));
+}
+
 function t_binary_maximum_f32(d: usize, a0: usize, a1: usize, n: i32): void {
   let i = 0;
+  for (; i + 16 <= n; i += 16) {
+    v128.store(d + (<usize>i << 2), f32x4.max(v128.load(a0 + (<usize>i << 2), 0), v128.load(a1 + (<usize>i << 2), 0)), 0);
+    v128.store(d + (<usize>i << 2), f32x4.max(v128.load(a0 + (<usize>i << 2), 16), v128.load(a1 + (<usize>i << 2), 16)), 16);
+    v128.store(d + (<usize>i << 2), f32x4.max(v128.load(a0 + (<usize>i << 2), 32), v128.load(a1 + (<usize>i << 2), 32)), 32);
+    v128.store(d + (<usize>i << 2), f32x4.max(v128.load(a0 + (<usize>i << 2), 48), v128.load(a1 + (<usize>i << 2), 48)), 48);
+  }
   for (; i + 4 <= n; i += 4) {
     v128.store(d + (<usize>i << 2), f32x4.max(v128.load(a0 + (<usize>i << 2)), v128.load(a1 + (<usize>i << 2))));
   }
   for (; i < n; i++) store<f32>(d + (<usize>i << 2), max<f32>(load<f32>(a0 + (<usize>i << 2)), load<f32>(a1 + (<usize>i << 2))));
+}
+
+function t_binary_maximum_f32_rs(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  const s1 = load<f32>(a1);
+  const v1 = v128.load(a1);
+  for (; i + 16 <= n; i += 16) {
+    v128.store(d + (<usize>i << 2), f32x4.max(v128.load(a0 + (<usize>i << 2), 0), v1), 0);
+    v128.store(d + (<usize>i << 2), f32x4.max(v128.load(a0 + (<usize>i << 2), 16), v1), 16);
+    v128.store(d + (<usize>i << 2), f32x4.max(v128.load(a0 + (<usize>i << 2), 32), v1), 32);
+    v128.store(d + (<usize>i << 2), f32x4.max(v128.load(a0 + (<usize>i << 2), 48), v1), 48);
+  }
+  for (; i + 4 <= n; i += 4) {
+    v128.store(d + (<usize>i << 2), f32x4.max(v128.load(a0 + (<usize>i << 2)), v1));
+  }
+  for (; i < n; i++) store<f32>(d + (<usize>i << 2), max<f32>(load<f32>(a0 + (<usize>i << 2)), s1));
 }
 
 function t_binary_maximum_i32(d: usize, a0: usize, a1: usize, n: i32): void {
@@ -5747,17 +6067,51 @@ function t_binary_maximum_i32(d: usize, a0: usize, a1: usize, n: i32): void {
   for (; i < n; i++) store<i32>(d + (<usize>i << 2), max<i32>(load<i32>(a0 + (<usize>i << 2)), load<i32>(a1 + (<usize>i << 2))));
 }
 
+function t_binary_maximum_i32_rs(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  const s1 = load<i32>(a1);
+  for (; i < n; i++) store<i32>(d + (<usize>i << 2), max<i32>(load<i32>(a0 + (<usize>i << 2)), s1));
+}
+
 function t_binary_maximum_u32(d: usize, a0: usize, a1: usize, n: i32): void {
   let i = 0;
   for (; i < n; i++) store<u32>(d + (<usize>i << 2), max<u32>(load<u32>(a0 + (<usize>i << 2)), load<u32>(a1 + (<usize>i << 2))));
 }
 
+function t_binary_maximum_u32_rs(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  const s1 = load<u32>(a1);
+  for (; i < n; i++) store<u32>(d + (<usize>i << 2), max<u32>(load<u32>(a0 + (<usize>i << 2)), s1));
+}
+
 function t_binary_minimum_f32(d: usize, a0: usize, a1: usize, n: i32): void {
   let i = 0;
+  for (; i + 16 <= n; i += 16) {
+    v128.store(d + (<usize>i << 2), f32x4.min(v128.load(a0 + (<usize>i << 2), 0), v128.load(a1 + (<usize>i << 2), 0)), 0);
+    v128.store(d + (<usize>i << 2), f32x4.min(v128.load(a0 + (<usize>i << 2), 16), v128.load(a1 + (<usize>i << 2), 16)), 16);
+    v128.store(d + (<usize>i << 2), f32x4.min(v128.load(a0 + (<usize>i << 2), 32), v128.load(a1 + (<usize>i << 2), 32)), 32);
+    v128.store(d + (<usize>i << 2), f32x4.min(v128.load(a0 + (<usize>i << 2), 48), v128.load(a1 + (<usize>i << 2), 48)), 48);
+  }
   for (; i + 4 <= n; i += 4) {
     v128.store(d + (<usize>i << 2), f32x4.min(v128.load(a0 + (<usize>i << 2)), v128.load(a1 + (<usize>i << 2))));
   }
   for (; i < n; i++) store<f32>(d + (<usize>i << 2), min<f32>(load<f32>(a0 + (<usize>i << 2)), load<f32>(a1 + (<usize>i << 2))));
+}
+
+function t_binary_minimum_f32_rs(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  const s1 = load<f32>(a1);
+  const v1 = v128.load(a1);
+  for (; i + 16 <= n; i += 16) {
+    v128.store(d + (<usize>i << 2), f32x4.min(v128.load(a0 + (<usize>i << 2), 0), v1), 0);
+    v128.store(d + (<usize>i << 2), f32x4.min(v128.load(a0 + (<usize>i << 2), 16), v1), 16);
+    v128.store(d + (<usize>i << 2), f32x4.min(v128.load(a0 + (<usize>i << 2), 32), v1), 32);
+    v128.store(d + (<usize>i << 2), f32x4.min(v128.load(a0 + (<usize>i << 2), 48), v1), 48);
+  }
+  for (; i + 4 <= n; i += 4) {
+    v128.store(d + (<usize>i << 2), f32x4.min(v128.load(a0 + (<usize>i << 2)), v1));
+  }
+  for (; i < n; i++) store<f32>(d + (<usize>i << 2), min<f32>(load<f32>(a0 + (<usize>i << 2)), s1));
 }
 
 function t_binary_minimum_i32(d: usize, a0: usize, a1: usize, n: i32): void {
@@ -5765,9 +6119,21 @@ function t_binary_minimum_i32(d: usize, a0: usize, a1: usize, n: i32): void {
   for (; i < n; i++) store<i32>(d + (<usize>i << 2), min<i32>(load<i32>(a0 + (<usize>i << 2)), load<i32>(a1 + (<usize>i << 2))));
 }
 
+function t_binary_minimum_i32_rs(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  const s1 = load<i32>(a1);
+  for (; i < n; i++) store<i32>(d + (<usize>i << 2), min<i32>(load<i32>(a0 + (<usize>i << 2)), s1));
+}
+
 function t_binary_minimum_u32(d: usize, a0: usize, a1: usize, n: i32): void {
   let i = 0;
   for (; i < n; i++) store<u32>(d + (<usize>i << 2), min<u32>(load<u32>(a0 + (<usize>i << 2)), load<u32>(a1 + (<usize>i << 2))));
+}
+
+function t_binary_minimum_u32_rs(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  const s1 = load<u32>(a1);
+  for (; i < n; i++) store<u32>(d + (<usize>i << 2), min<u32>(load<u32>(a0 + (<usize>i << 2)), s1));
 }
 
 function t_binary_mod_f32(d: usize, a0: usize, a1: usize, n: i32): void {
@@ -5775,9 +6141,21 @@ function t_binary_mod_f32(d: usize, a0: usize, a1: usize, n: i32): void {
   for (; i < n; i++) store<f32>(d + (<usize>i << 2), g_mod_f32(load<f32>(a0 + (<usize>i << 2)), load<f32>(a1 + (<usize>i << 2))));
 }
 
+function t_binary_mod_f32_rs(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  const s1 = load<f32>(a1);
+  for (; i < n; i++) store<f32>(d + (<usize>i << 2), g_mod_f32(load<f32>(a0 + (<usize>i << 2)), s1));
+}
+
 function t_binary_mod_i32(d: usize, a0: usize, a1: usize, n: i32): void {
   let i = 0;
   for (; i < n; i++) store<i32>(d + (<usize>i << 2), g_mod_i32(load<i32>(a0 + (<usize>i << 2)), load<i32>(a1 + (<usize>i << 2))));
+}
+
+function t_binary_mod_i32_rs(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  const s1 = load<i32>(a1);
+  for (; i < n; i++) store<i32>(d + (<usize>i << 2), g_mod_i32(load<i32>(a0 + (<usize>i << 2)), s1));
 }
 
 function t_binary_mod_u32(d: usize, a0: usize, a1: usize, n: i32): void {
@@ -5785,9 +6163,21 @@ function t_binary_mod_u32(d: usize, a0: usize, a1: usize, n: i32): void {
   for (; i < n; i++) store<u32>(d + (<usize>i << 2), g_mod_u32(load<u32>(a0 + (<usize>i << 2)), load<u32>(a1 + (<usize>i << 2))));
 }
 
+function t_binary_mod_u32_rs(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  const s1 = load<u32>(a1);
+  for (; i < n; i++) store<u32>(d + (<usize>i << 2), g_mod_u32(load<u32>(a0 + (<usize>i << 2)), s1));
+}
+
 function t_binary_pow_f32(d: usize, a0: usize, a1: usize, n: i32): void {
   let i = 0;
   for (; i < n; i++) store<f32>(d + (<usize>i << 2), g_pow_f32(load<f32>(a0 + (<usize>i << 2)), load<f32>(a1 + (<usize>i << 2))));
+}
+
+function t_binary_pow_f32_rs(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  const s1 = load<f32>(a1);
+  for (; i < n; i++) store<f32>(d + (<usize>i << 2), g_pow_f32(load<f32>(a0 + (<usize>i << 2)), s1));
 }
 
 function t_binary_pow_i32(d: usize, a0: usize, a1: usize, n: i32): void {
@@ -5795,9 +6185,21 @@ function t_binary_pow_i32(d: usize, a0: usize, a1: usize, n: i32): void {
   for (; i < n; i++) store<i32>(d + (<usize>i << 2), g_pow_i32(load<i32>(a0 + (<usize>i << 2)), load<i32>(a1 + (<usize>i << 2))));
 }
 
+function t_binary_pow_i32_rs(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  const s1 = load<i32>(a1);
+  for (; i < n; i++) store<i32>(d + (<usize>i << 2), g_pow_i32(load<i32>(a0 + (<usize>i << 2)), s1));
+}
+
 function t_binary_pow_u32(d: usize, a0: usize, a1: usize, n: i32): void {
   let i = 0;
   for (; i < n; i++) store<u32>(d + (<usize>i << 2), g_pow_u32(load<u32>(a0 + (<usize>i << 2)), load<u32>(a1 + (<usize>i << 2))));
+}
+
+function t_binary_pow_u32_rs(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  const s1 = load<u32>(a1);
+  for (; i < n; i++) store<u32>(d + (<usize>i << 2), g_pow_u32(load<u32>(a0 + (<usize>i << 2)), s1));
 }
 
 function t_binary_floorDiv_f32(d: usize, a0: usize, a1: usize, n: i32): void {
@@ -5805,9 +6207,21 @@ function t_binary_floorDiv_f32(d: usize, a0: usize, a1: usize, n: i32): void {
   for (; i < n; i++) store<f32>(d + (<usize>i << 2), g_floordiv_f32(load<f32>(a0 + (<usize>i << 2)), load<f32>(a1 + (<usize>i << 2))));
 }
 
+function t_binary_floorDiv_f32_rs(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  const s1 = load<f32>(a1);
+  for (; i < n; i++) store<f32>(d + (<usize>i << 2), g_floordiv_f32(load<f32>(a0 + (<usize>i << 2)), s1));
+}
+
 function t_binary_floorDiv_i32(d: usize, a0: usize, a1: usize, n: i32): void {
   let i = 0;
   for (; i < n; i++) store<i32>(d + (<usize>i << 2), g_floordiv_i32(load<i32>(a0 + (<usize>i << 2)), load<i32>(a1 + (<usize>i << 2))));
+}
+
+function t_binary_floorDiv_i32_rs(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  const s1 = load<i32>(a1);
+  for (; i < n; i++) store<i32>(d + (<usize>i << 2), g_floordiv_i32(load<i32>(a0 + (<usize>i << 2)), s1));
 }
 
 function t_binary_floorDiv_u32(d: usize, a0: usize, a1: usize, n: i32): void {
@@ -5815,60 +6229,220 @@ function t_binary_floorDiv_u32(d: usize, a0: usize, a1: usize, n: i32): void {
   for (; i < n; i++) store<u32>(d + (<usize>i << 2), g_floordiv_u32(load<u32>(a0 + (<usize>i << 2)), load<u32>(a1 + (<usize>i << 2))));
 }
 
+function t_binary_floorDiv_u32_rs(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  const s1 = load<u32>(a1);
+  for (; i < n; i++) store<u32>(d + (<usize>i << 2), g_floordiv_u32(load<u32>(a0 + (<usize>i << 2)), s1));
+}
+
 function t_binary_equal_f32(d: usize, a0: usize, a1: usize, n: i32): void {
   let i = 0;
+  for (; i + 16 <= n; i += 16) {
+    v128.store(d + (<usize>i << 2), v128.and(f32x4.eq(v128.load(a0 + (<usize>i << 2), 0), v128.load(a1 + (<usize>i << 2), 0)), i32x4.splat(1)), 0);
+    v128.store(d + (<usize>i << 2), v128.and(f32x4.eq(v128.load(a0 + (<usize>i << 2), 16), v128.load(a1 + (<usize>i << 2), 16)), i32x4.splat(1)), 16);
+    v128.store(d + (<usize>i << 2), v128.and(f32x4.eq(v128.load(a0 + (<usize>i << 2), 32), v128.load(a1 + (<usize>i << 2), 32)), i32x4.splat(1)), 32);
+    v128.store(d + (<usize>i << 2), v128.and(f32x4.eq(v128.load(a0 + (<usize>i << 2), 48), v128.load(a1 + (<usize>i << 2), 48)), i32x4.splat(1)), 48);
+  }
   for (; i + 4 <= n; i += 4) {
     v128.store(d + (<usize>i << 2), v128.and(f32x4.eq(v128.load(a0 + (<usize>i << 2)), v128.load(a1 + (<usize>i << 2))), i32x4.splat(1)));
   }
   for (; i < n; i++) store<u32>(d + (<usize>i << 2), <u32>((load<f32>(a0 + (<usize>i << 2)) == load<f32>(a1 + (<usize>i << 2)))));
 }
 
+function t_binary_equal_f32_rs(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  const s1 = load<f32>(a1);
+  const v1 = v128.load(a1);
+  for (; i + 16 <= n; i += 16) {
+    v128.store(d + (<usize>i << 2), v128.and(f32x4.eq(v128.load(a0 + (<usize>i << 2), 0), v1), i32x4.splat(1)), 0);
+    v128.store(d + (<usize>i << 2), v128.and(f32x4.eq(v128.load(a0 + (<usize>i << 2), 16), v1), i32x4.splat(1)), 16);
+    v128.store(d + (<usize>i << 2), v128.and(f32x4.eq(v128.load(a0 + (<usize>i << 2), 32), v1), i32x4.splat(1)), 32);
+    v128.store(d + (<usize>i << 2), v128.and(f32x4.eq(v128.load(a0 + (<usize>i << 2), 48), v1), i32x4.splat(1)), 48);
+  }
+  for (; i + 4 <= n; i += 4) {
+    v128.store(d + (<usize>i << 2), v128.and(f32x4.eq(v128.load(a0 + (<usize>i << 2)), v1), i32x4.splat(1)));
+  }
+  for (; i < n; i++) store<u32>(d + (<usize>i << 2), <u32>((load<f32>(a0 + (<usize>i << 2)) == s1)));
+}
+
 function t_binary_equal_i32(d: usize, a0: usize, a1: usize, n: i32): void {
   let i = 0;
+  for (; i + 16 <= n; i += 16) {
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.eq(v128.load(a0 + (<usize>i << 2), 0), v128.load(a1 + (<usize>i << 2), 0)), i32x4.splat(1)), 0);
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.eq(v128.load(a0 + (<usize>i << 2), 16), v128.load(a1 + (<usize>i << 2), 16)), i32x4.splat(1)), 16);
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.eq(v128.load(a0 + (<usize>i << 2), 32), v128.load(a1 + (<usize>i << 2), 32)), i32x4.splat(1)), 32);
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.eq(v128.load(a0 + (<usize>i << 2), 48), v128.load(a1 + (<usize>i << 2), 48)), i32x4.splat(1)), 48);
+  }
   for (; i + 4 <= n; i += 4) {
     v128.store(d + (<usize>i << 2), v128.and(i32x4.eq(v128.load(a0 + (<usize>i << 2)), v128.load(a1 + (<usize>i << 2))), i32x4.splat(1)));
   }
   for (; i < n; i++) store<u32>(d + (<usize>i << 2), <u32>((load<i32>(a0 + (<usize>i << 2)) == load<i32>(a1 + (<usize>i << 2)))));
 }
 
+function t_binary_equal_i32_rs(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  const s1 = load<i32>(a1);
+  const v1 = v128.load(a1);
+  for (; i + 16 <= n; i += 16) {
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.eq(v128.load(a0 + (<usize>i << 2), 0), v1), i32x4.splat(1)), 0);
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.eq(v128.load(a0 + (<usize>i << 2), 16), v1), i32x4.splat(1)), 16);
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.eq(v128.load(a0 + (<usize>i << 2), 32), v1), i32x4.splat(1)), 32);
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.eq(v128.load(a0 + (<usize>i << 2), 48), v1), i32x4.splat(1)), 48);
+  }
+  for (; i + 4 <= n; i += 4) {
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.eq(v128.load(a0 + (<usize>i << 2)), v1), i32x4.splat(1)));
+  }
+  for (; i < n; i++) store<u32>(d + (<usize>i << 2), <u32>((load<i32>(a0 + (<usize>i << 2)) == s1)));
+}
+
 function t_binary_equal_u32(d: usize, a0: usize, a1: usize, n: i32): void {
   let i = 0;
+  for (; i + 16 <= n; i += 16) {
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.eq(v128.load(a0 + (<usize>i << 2), 0), v128.load(a1 + (<usize>i << 2), 0)), i32x4.splat(1)), 0);
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.eq(v128.load(a0 + (<usize>i << 2), 16), v128.load(a1 + (<usize>i << 2), 16)), i32x4.splat(1)), 16);
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.eq(v128.load(a0 + (<usize>i << 2), 32), v128.load(a1 + (<usize>i << 2), 32)), i32x4.splat(1)), 32);
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.eq(v128.load(a0 + (<usize>i << 2), 48), v128.load(a1 + (<usize>i << 2), 48)), i32x4.splat(1)), 48);
+  }
   for (; i + 4 <= n; i += 4) {
     v128.store(d + (<usize>i << 2), v128.and(i32x4.eq(v128.load(a0 + (<usize>i << 2)), v128.load(a1 + (<usize>i << 2))), i32x4.splat(1)));
   }
   for (; i < n; i++) store<u32>(d + (<usize>i << 2), <u32>((load<u32>(a0 + (<usize>i << 2)) == load<u32>(a1 + (<usize>i << 2)))));
 }
 
+function t_binary_equal_u32_rs(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  const s1 = load<u32>(a1);
+  const v1 = v128.load(a1);
+  for (; i + 16 <= n; i += 16) {
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.eq(v128.load(a0 + (<usize>i << 2), 0), v1), i32x4.splat(1)), 0);
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.eq(v128.load(a0 + (<usize>i << 2), 16), v1), i32x4.splat(1)), 16);
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.eq(v128.load(a0 + (<usize>i << 2), 32), v1), i32x4.splat(1)), 32);
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.eq(v128.load(a0 + (<usize>i << 2), 48), v1), i32x4.splat(1)), 48);
+  }
+  for (; i + 4 <= n; i += 4) {
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.eq(v128.load(a0 + (<usize>i << 2)), v1), i32x4.splat(1)));
+  }
+  for (; i < n; i++) store<u32>(d + (<usize>i << 2), <u32>((load<u32>(a0 + (<usize>i << 2)) == s1)));
+}
+
 function t_binary_equal_bool(d: usize, a0: usize, a1: usize, n: i32): void {
   let i = 0;
+  for (; i + 16 <= n; i += 16) {
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.eq(v128.load(a0 + (<usize>i << 2), 0), v128.load(a1 + (<usize>i << 2), 0)), i32x4.splat(1)), 0);
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.eq(v128.load(a0 + (<usize>i << 2), 16), v128.load(a1 + (<usize>i << 2), 16)), i32x4.splat(1)), 16);
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.eq(v128.load(a0 + (<usize>i << 2), 32), v128.load(a1 + (<usize>i << 2), 32)), i32x4.splat(1)), 32);
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.eq(v128.load(a0 + (<usize>i << 2), 48), v128.load(a1 + (<usize>i << 2), 48)), i32x4.splat(1)), 48);
+  }
   for (; i + 4 <= n; i += 4) {
     v128.store(d + (<usize>i << 2), v128.and(i32x4.eq(v128.load(a0 + (<usize>i << 2)), v128.load(a1 + (<usize>i << 2))), i32x4.splat(1)));
   }
   for (; i < n; i++) store<u32>(d + (<usize>i << 2), <u32>(((load<u32>(a0 + (<usize>i << 2)) != 0) == (load<u32>(a1 + (<usize>i << 2)) != 0))));
 }
 
+function t_binary_equal_bool_rs(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  const s1 = (load<u32>(a1) != 0);
+  const v1 = v128.load(a1);
+  for (; i + 16 <= n; i += 16) {
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.eq(v128.load(a0 + (<usize>i << 2), 0), v1), i32x4.splat(1)), 0);
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.eq(v128.load(a0 + (<usize>i << 2), 16), v1), i32x4.splat(1)), 16);
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.eq(v128.load(a0 + (<usize>i << 2), 32), v1), i32x4.splat(1)), 32);
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.eq(v128.load(a0 + (<usize>i << 2), 48), v1), i32x4.splat(1)), 48);
+  }
+  for (; i + 4 <= n; i += 4) {
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.eq(v128.load(a0 + (<usize>i << 2)), v1), i32x4.splat(1)));
+  }
+  for (; i < n; i++) store<u32>(d + (<usize>i << 2), <u32>(((load<u32>(a0 + (<usize>i << 2)) != 0) == s1)));
+}
+
 function t_binary_notEqual_f32(d: usize, a0: usize, a1: usize, n: i32): void {
   let i = 0;
+  for (; i + 16 <= n; i += 16) {
+    v128.store(d + (<usize>i << 2), v128.and(f32x4.ne(v128.load(a0 + (<usize>i << 2), 0), v128.load(a1 + (<usize>i << 2), 0)), i32x4.splat(1)), 0);
+    v128.store(d + (<usize>i << 2), v128.and(f32x4.ne(v128.load(a0 + (<usize>i << 2), 16), v128.load(a1 + (<usize>i << 2), 16)), i32x4.splat(1)), 16);
+    v128.store(d + (<usize>i << 2), v128.and(f32x4.ne(v128.load(a0 + (<usize>i << 2), 32), v128.load(a1 + (<usize>i << 2), 32)), i32x4.splat(1)), 32);
+    v128.store(d + (<usize>i << 2), v128.and(f32x4.ne(v128.load(a0 + (<usize>i << 2), 48), v128.load(a1 + (<usize>i << 2), 48)), i32x4.splat(1)), 48);
+  }
   for (; i + 4 <= n; i += 4) {
     v128.store(d + (<usize>i << 2), v128.and(f32x4.ne(v128.load(a0 + (<usize>i << 2)), v128.load(a1 + (<usize>i << 2))), i32x4.splat(1)));
   }
   for (; i < n; i++) store<u32>(d + (<usize>i << 2), <u32>((!(load<f32>(a0 + (<usize>i << 2)) == load<f32>(a1 + (<usize>i << 2))))));
 }
 
+function t_binary_notEqual_f32_rs(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  const s1 = load<f32>(a1);
+  const v1 = v128.load(a1);
+  for (; i + 16 <= n; i += 16) {
+    v128.store(d + (<usize>i << 2), v128.and(f32x4.ne(v128.load(a0 + (<usize>i << 2), 0), v1), i32x4.splat(1)), 0);
+    v128.store(d + (<usize>i << 2), v128.and(f32x4.ne(v128.load(a0 + (<usize>i << 2), 16), v1), i32x4.splat(1)), 16);
+    v128.store(d + (<usize>i << 2), v128.and(f32x4.ne(v128.load(a0 + (<usize>i << 2), 32), v1), i32x4.splat(1)), 32);
+    v128.store(d + (<usize>i << 2), v128.and(f32x4.ne(v128.load(a0 + (<usize>i << 2), 48), v1), i32x4.splat(1)), 48);
+  }
+  for (; i + 4 <= n; i += 4) {
+    v128.store(d + (<usize>i << 2), v128.and(f32x4.ne(v128.load(a0 + (<usize>i << 2)), v1), i32x4.splat(1)));
+  }
+  for (; i < n; i++) store<u32>(d + (<usize>i << 2), <u32>((!(load<f32>(a0 + (<usize>i << 2)) == s1))));
+}
+
 function t_binary_notEqual_i32(d: usize, a0: usize, a1: usize, n: i32): void {
   let i = 0;
+  for (; i + 16 <= n; i += 16) {
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.ne(v128.load(a0 + (<usize>i << 2), 0), v128.load(a1 + (<usize>i << 2), 0)), i32x4.splat(1)), 0);
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.ne(v128.load(a0 + (<usize>i << 2), 16), v128.load(a1 + (<usize>i << 2), 16)), i32x4.splat(1)), 16);
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.ne(v128.load(a0 + (<usize>i << 2), 32), v128.load(a1 + (<usize>i << 2), 32)), i32x4.splat(1)), 32);
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.ne(v128.load(a0 + (<usize>i << 2), 48), v128.load(a1 + (<usize>i << 2), 48)), i32x4.splat(1)), 48);
+  }
   for (; i + 4 <= n; i += 4) {
     v128.store(d + (<usize>i << 2), v128.and(i32x4.ne(v128.load(a0 + (<usize>i << 2)), v128.load(a1 + (<usize>i << 2))), i32x4.splat(1)));
   }
   for (; i < n; i++) store<u32>(d + (<usize>i << 2), <u32>((!(load<i32>(a0 + (<usize>i << 2)) == load<i32>(a1 + (<usize>i << 2))))));
 }
 
+function t_binary_notEqual_i32_rs(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  const s1 = load<i32>(a1);
+  const v1 = v128.load(a1);
+  for (; i + 16 <= n; i += 16) {
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.ne(v128.load(a0 + (<usize>i << 2), 0), v1), i32x4.splat(1)), 0);
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.ne(v128.load(a0 + (<usize>i << 2), 16), v1), i32x4.splat(1)), 16);
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.ne(v128.load(a0 + (<usize>i << 2), 32), v1), i32x4.splat(1)), 32);
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.ne(v128.load(a0 + (<usize>i << 2), 48), v1), i32x4.splat(1)), 48);
+  }
+  for (; i + 4 <= n; i += 4) {
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.ne(v128.load(a0 + (<usize>i << 2)), v1), i32x4.splat(1)));
+  }
+  for (; i < n; i++) store<u32>(d + (<usize>i << 2), <u32>((!(load<i32>(a0 + (<usize>i << 2)) == s1))));
+}
+
 function t_binary_notEqual_u32(d: usize, a0: usize, a1: usize, n: i32): void {
   let i = 0;
+  for (; i + 16 <= n; i += 16) {
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.ne(v128.load(a0 + (<usize>i << 2), 0), v128.load(a1 + (<usize>i << 2), 0)), i32x4.splat(1)), 0);
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.ne(v128.load(a0 + (<usize>i << 2), 16), v128.load(a1 + (<usize>i << 2), 16)), i32x4.splat(1)), 16);
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.ne(v128.load(a0 + (<usize>i << 2), 32), v128.load(a1 + (<usize>i << 2), 32)), i32x4.splat(1)), 32);
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.ne(v128.load(a0 + (<usize>i << 2), 48), v128.load(a1 + (<usize>i << 2), 48)), i32x4.splat(1)), 48);
+  }
   for (; i + 4 <= n; i += 4) {
     v128.store(d + (<usize>i << 2), v128.and(i32x4.ne(v128.load(a0 + (<usize>i << 2)), v128.load(a1 + (<usize>i << 2))), i32x4.splat(1)));
   }
   for (; i < n; i++) store<u32>(d + (<usize>i << 2), <u32>((!(load<u32>(a0 + (<usize>i << 2)) == load<u32>(a1 + (<usize>i << 2))))));
+}
+
+function t_binary_notEqual_u32_rs(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  const s1 = load<u32>(a1);
+  const v1 = v128.load(a1);
+  for (; i + 16 <= n; i += 16) {
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.ne(v128.load(a0 + (<usize>i << 2), 0), v1), i32x4.splat(1)), 0);
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.ne(v128.load(a0 + (<usize>i << 2), 16), v1), i32x4.splat(1)), 16);
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.ne(v128.load(a0 + (<usize>i << 2), 32), v1), i32x4.splat(1)), 32);
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.ne(v128.load(a0 + (<usize>i << 2), 48), v1), i32x4.splat(1)), 48);
+  }
+  for (; i + 4 <= n; i += 4) {
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.ne(v128.load(a0 + (<usize>i << 2)), v1), i32x4.splat(1)));
+  }
+  for (; i < n; i++) store<u32>(d + (<usize>i << 2), <u32>((!(load<u32>(a0 + (<usize>i << 2)) == s1))));
 }
 
 function t_binary_notEqual_bool(d: usize, a0: usize, a1: usize, n: i32): void {
@@ -5876,28 +6450,100 @@ function t_binary_notEqual_bool(d: usize, a0: usize, a1: usize, n: i32): void {
   for (; i < n; i++) store<u32>(d + (<usize>i << 2), <u32>((!((load<u32>(a0 + (<usize>i << 2)) != 0) == (load<u32>(a1 + (<usize>i << 2)) != 0)))));
 }
 
+function t_binary_notEqual_bool_rs(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  const s1 = (load<u32>(a1) != 0);
+  for (; i < n; i++) store<u32>(d + (<usize>i << 2), <u32>((!((load<u32>(a0 + (<usize>i << 2)) != 0) == s1))));
+}
+
 function t_binary_less_f32(d: usize, a0: usize, a1: usize, n: i32): void {
   let i = 0;
+  for (; i + 16 <= n; i += 16) {
+    v128.store(d + (<usize>i << 2), v128.and(f32x4.lt(v128.load(a0 + (<usize>i << 2), 0), v128.load(a1 + (<usize>i << 2), 0)), i32x4.splat(1)), 0);
+    v128.store(d + (<usize>i << 2), v128.and(f32x4.lt(v128.load(a0 + (<usize>i << 2), 16), v128.load(a1 + (<usize>i << 2), 16)), i32x4.splat(1)), 16);
+    v128.store(d + (<usize>i << 2), v128.and(f32x4.lt(v128.load(a0 + (<usize>i << 2), 32), v128.load(a1 + (<usize>i << 2), 32)), i32x4.splat(1)), 32);
+    v128.store(d + (<usize>i << 2), v128.and(f32x4.lt(v128.load(a0 + (<usize>i << 2), 48), v128.load(a1 + (<usize>i << 2), 48)), i32x4.splat(1)), 48);
+  }
   for (; i + 4 <= n; i += 4) {
     v128.store(d + (<usize>i << 2), v128.and(f32x4.lt(v128.load(a0 + (<usize>i << 2)), v128.load(a1 + (<usize>i << 2))), i32x4.splat(1)));
   }
   for (; i < n; i++) store<u32>(d + (<usize>i << 2), <u32>((load<f32>(a0 + (<usize>i << 2)) < load<f32>(a1 + (<usize>i << 2)))));
 }
 
+function t_binary_less_f32_rs(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  const s1 = load<f32>(a1);
+  const v1 = v128.load(a1);
+  for (; i + 16 <= n; i += 16) {
+    v128.store(d + (<usize>i << 2), v128.and(f32x4.lt(v128.load(a0 + (<usize>i << 2), 0), v1), i32x4.splat(1)), 0);
+    v128.store(d + (<usize>i << 2), v128.and(f32x4.lt(v128.load(a0 + (<usize>i << 2), 16), v1), i32x4.splat(1)), 16);
+    v128.store(d + (<usize>i << 2), v128.and(f32x4.lt(v128.load(a0 + (<usize>i << 2), 32), v1), i32x4.splat(1)), 32);
+    v128.store(d + (<usize>i << 2), v128.and(f32x4.lt(v128.load(a0 + (<usize>i << 2), 48), v1), i32x4.splat(1)), 48);
+  }
+  for (; i + 4 <= n; i += 4) {
+    v128.store(d + (<usize>i << 2), v128.and(f32x4.lt(v128.load(a0 + (<usize>i << 2)), v1), i32x4.splat(1)));
+  }
+  for (; i < n; i++) store<u32>(d + (<usize>i << 2), <u32>((load<f32>(a0 + (<usize>i << 2)) < s1)));
+}
+
 function t_binary_less_i32(d: usize, a0: usize, a1: usize, n: i32): void {
   let i = 0;
+  for (; i + 16 <= n; i += 16) {
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.lt_s(v128.load(a0 + (<usize>i << 2), 0), v128.load(a1 + (<usize>i << 2), 0)), i32x4.splat(1)), 0);
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.lt_s(v128.load(a0 + (<usize>i << 2), 16), v128.load(a1 + (<usize>i << 2), 16)), i32x4.splat(1)), 16);
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.lt_s(v128.load(a0 + (<usize>i << 2), 32), v128.load(a1 + (<usize>i << 2), 32)), i32x4.splat(1)), 32);
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.lt_s(v128.load(a0 + (<usize>i << 2), 48), v128.load(a1 + (<usize>i << 2), 48)), i32x4.splat(1)), 48);
+  }
   for (; i + 4 <= n; i += 4) {
     v128.store(d + (<usize>i << 2), v128.and(i32x4.lt_s(v128.load(a0 + (<usize>i << 2)), v128.load(a1 + (<usize>i << 2))), i32x4.splat(1)));
   }
   for (; i < n; i++) store<u32>(d + (<usize>i << 2), <u32>((load<i32>(a0 + (<usize>i << 2)) < load<i32>(a1 + (<usize>i << 2)))));
 }
 
+function t_binary_less_i32_rs(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  const s1 = load<i32>(a1);
+  const v1 = v128.load(a1);
+  for (; i + 16 <= n; i += 16) {
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.lt_s(v128.load(a0 + (<usize>i << 2), 0), v1), i32x4.splat(1)), 0);
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.lt_s(v128.load(a0 + (<usize>i << 2), 16), v1), i32x4.splat(1)), 16);
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.lt_s(v128.load(a0 + (<usize>i << 2), 32), v1), i32x4.splat(1)), 32);
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.lt_s(v128.load(a0 + (<usize>i << 2), 48), v1), i32x4.splat(1)), 48);
+  }
+  for (; i + 4 <= n; i += 4) {
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.lt_s(v128.load(a0 + (<usize>i << 2)), v1), i32x4.splat(1)));
+  }
+  for (; i < n; i++) store<u32>(d + (<usize>i << 2), <u32>((load<i32>(a0 + (<usize>i << 2)) < s1)));
+}
+
 function t_binary_less_u32(d: usize, a0: usize, a1: usize, n: i32): void {
   let i = 0;
+  for (; i + 16 <= n; i += 16) {
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.lt_u(v128.load(a0 + (<usize>i << 2), 0), v128.load(a1 + (<usize>i << 2), 0)), i32x4.splat(1)), 0);
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.lt_u(v128.load(a0 + (<usize>i << 2), 16), v128.load(a1 + (<usize>i << 2), 16)), i32x4.splat(1)), 16);
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.lt_u(v128.load(a0 + (<usize>i << 2), 32), v128.load(a1 + (<usize>i << 2), 32)), i32x4.splat(1)), 32);
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.lt_u(v128.load(a0 + (<usize>i << 2), 48), v128.load(a1 + (<usize>i << 2), 48)), i32x4.splat(1)), 48);
+  }
   for (; i + 4 <= n; i += 4) {
     v128.store(d + (<usize>i << 2), v128.and(i32x4.lt_u(v128.load(a0 + (<usize>i << 2)), v128.load(a1 + (<usize>i << 2))), i32x4.splat(1)));
   }
   for (; i < n; i++) store<u32>(d + (<usize>i << 2), <u32>((load<u32>(a0 + (<usize>i << 2)) < load<u32>(a1 + (<usize>i << 2)))));
+}
+
+function t_binary_less_u32_rs(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  const s1 = load<u32>(a1);
+  const v1 = v128.load(a1);
+  for (; i + 16 <= n; i += 16) {
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.lt_u(v128.load(a0 + (<usize>i << 2), 0), v1), i32x4.splat(1)), 0);
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.lt_u(v128.load(a0 + (<usize>i << 2), 16), v1), i32x4.splat(1)), 16);
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.lt_u(v128.load(a0 + (<usize>i << 2), 32), v1), i32x4.splat(1)), 32);
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.lt_u(v128.load(a0 + (<usize>i << 2), 48), v1), i32x4.splat(1)), 48);
+  }
+  for (; i + 4 <= n; i += 4) {
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.lt_u(v128.load(a0 + (<usize>i << 2)), v1), i32x4.splat(1)));
+  }
+  for (; i < n; i++) store<u32>(d + (<usize>i << 2), <u32>((load<u32>(a0 + (<usize>i << 2)) < s1)));
 }
 
 function t_binary_less_bool(d: usize, a0: usize, a1: usize, n: i32): void {
@@ -5905,28 +6551,100 @@ function t_binary_less_bool(d: usize, a0: usize, a1: usize, n: i32): void {
   for (; i < n; i++) store<u32>(d + (<usize>i << 2), <u32>(((load<u32>(a0 + (<usize>i << 2)) != 0) < (load<u32>(a1 + (<usize>i << 2)) != 0))));
 }
 
+function t_binary_less_bool_rs(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  const s1 = (load<u32>(a1) != 0);
+  for (; i < n; i++) store<u32>(d + (<usize>i << 2), <u32>(((load<u32>(a0 + (<usize>i << 2)) != 0) < s1)));
+}
+
 function t_binary_lessEqual_f32(d: usize, a0: usize, a1: usize, n: i32): void {
   let i = 0;
+  for (; i + 16 <= n; i += 16) {
+    v128.store(d + (<usize>i << 2), v128.and(f32x4.le(v128.load(a0 + (<usize>i << 2), 0), v128.load(a1 + (<usize>i << 2), 0)), i32x4.splat(1)), 0);
+    v128.store(d + (<usize>i << 2), v128.and(f32x4.le(v128.load(a0 + (<usize>i << 2), 16), v128.load(a1 + (<usize>i << 2), 16)), i32x4.splat(1)), 16);
+    v128.store(d + (<usize>i << 2), v128.and(f32x4.le(v128.load(a0 + (<usize>i << 2), 32), v128.load(a1 + (<usize>i << 2), 32)), i32x4.splat(1)), 32);
+    v128.store(d + (<usize>i << 2), v128.and(f32x4.le(v128.load(a0 + (<usize>i << 2), 48), v128.load(a1 + (<usize>i << 2), 48)), i32x4.splat(1)), 48);
+  }
   for (; i + 4 <= n; i += 4) {
     v128.store(d + (<usize>i << 2), v128.and(f32x4.le(v128.load(a0 + (<usize>i << 2)), v128.load(a1 + (<usize>i << 2))), i32x4.splat(1)));
   }
   for (; i < n; i++) store<u32>(d + (<usize>i << 2), <u32>((load<f32>(a0 + (<usize>i << 2)) <= load<f32>(a1 + (<usize>i << 2)))));
 }
 
+function t_binary_lessEqual_f32_rs(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  const s1 = load<f32>(a1);
+  const v1 = v128.load(a1);
+  for (; i + 16 <= n; i += 16) {
+    v128.store(d + (<usize>i << 2), v128.and(f32x4.le(v128.load(a0 + (<usize>i << 2), 0), v1), i32x4.splat(1)), 0);
+    v128.store(d + (<usize>i << 2), v128.and(f32x4.le(v128.load(a0 + (<usize>i << 2), 16), v1), i32x4.splat(1)), 16);
+    v128.store(d + (<usize>i << 2), v128.and(f32x4.le(v128.load(a0 + (<usize>i << 2), 32), v1), i32x4.splat(1)), 32);
+    v128.store(d + (<usize>i << 2), v128.and(f32x4.le(v128.load(a0 + (<usize>i << 2), 48), v1), i32x4.splat(1)), 48);
+  }
+  for (; i + 4 <= n; i += 4) {
+    v128.store(d + (<usize>i << 2), v128.and(f32x4.le(v128.load(a0 + (<usize>i << 2)), v1), i32x4.splat(1)));
+  }
+  for (; i < n; i++) store<u32>(d + (<usize>i << 2), <u32>((load<f32>(a0 + (<usize>i << 2)) <= s1)));
+}
+
 function t_binary_lessEqual_i32(d: usize, a0: usize, a1: usize, n: i32): void {
   let i = 0;
+  for (; i + 16 <= n; i += 16) {
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.le_s(v128.load(a0 + (<usize>i << 2), 0), v128.load(a1 + (<usize>i << 2), 0)), i32x4.splat(1)), 0);
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.le_s(v128.load(a0 + (<usize>i << 2), 16), v128.load(a1 + (<usize>i << 2), 16)), i32x4.splat(1)), 16);
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.le_s(v128.load(a0 + (<usize>i << 2), 32), v128.load(a1 + (<usize>i << 2), 32)), i32x4.splat(1)), 32);
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.le_s(v128.load(a0 + (<usize>i << 2), 48), v128.load(a1 + (<usize>i << 2), 48)), i32x4.splat(1)), 48);
+  }
   for (; i + 4 <= n; i += 4) {
     v128.store(d + (<usize>i << 2), v128.and(i32x4.le_s(v128.load(a0 + (<usize>i << 2)), v128.load(a1 + (<usize>i << 2))), i32x4.splat(1)));
   }
   for (; i < n; i++) store<u32>(d + (<usize>i << 2), <u32>((load<i32>(a0 + (<usize>i << 2)) <= load<i32>(a1 + (<usize>i << 2)))));
 }
 
+function t_binary_lessEqual_i32_rs(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  const s1 = load<i32>(a1);
+  const v1 = v128.load(a1);
+  for (; i + 16 <= n; i += 16) {
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.le_s(v128.load(a0 + (<usize>i << 2), 0), v1), i32x4.splat(1)), 0);
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.le_s(v128.load(a0 + (<usize>i << 2), 16), v1), i32x4.splat(1)), 16);
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.le_s(v128.load(a0 + (<usize>i << 2), 32), v1), i32x4.splat(1)), 32);
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.le_s(v128.load(a0 + (<usize>i << 2), 48), v1), i32x4.splat(1)), 48);
+  }
+  for (; i + 4 <= n; i += 4) {
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.le_s(v128.load(a0 + (<usize>i << 2)), v1), i32x4.splat(1)));
+  }
+  for (; i < n; i++) store<u32>(d + (<usize>i << 2), <u32>((load<i32>(a0 + (<usize>i << 2)) <= s1)));
+}
+
 function t_binary_lessEqual_u32(d: usize, a0: usize, a1: usize, n: i32): void {
   let i = 0;
+  for (; i + 16 <= n; i += 16) {
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.le_u(v128.load(a0 + (<usize>i << 2), 0), v128.load(a1 + (<usize>i << 2), 0)), i32x4.splat(1)), 0);
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.le_u(v128.load(a0 + (<usize>i << 2), 16), v128.load(a1 + (<usize>i << 2), 16)), i32x4.splat(1)), 16);
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.le_u(v128.load(a0 + (<usize>i << 2), 32), v128.load(a1 + (<usize>i << 2), 32)), i32x4.splat(1)), 32);
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.le_u(v128.load(a0 + (<usize>i << 2), 48), v128.load(a1 + (<usize>i << 2), 48)), i32x4.splat(1)), 48);
+  }
   for (; i + 4 <= n; i += 4) {
     v128.store(d + (<usize>i << 2), v128.and(i32x4.le_u(v128.load(a0 + (<usize>i << 2)), v128.load(a1 + (<usize>i << 2))), i32x4.splat(1)));
   }
   for (; i < n; i++) store<u32>(d + (<usize>i << 2), <u32>((load<u32>(a0 + (<usize>i << 2)) <= load<u32>(a1 + (<usize>i << 2)))));
+}
+
+function t_binary_lessEqual_u32_rs(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  const s1 = load<u32>(a1);
+  const v1 = v128.load(a1);
+  for (; i + 16 <= n; i += 16) {
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.le_u(v128.load(a0 + (<usize>i << 2), 0), v1), i32x4.splat(1)), 0);
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.le_u(v128.load(a0 + (<usize>i << 2), 16), v1), i32x4.splat(1)), 16);
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.le_u(v128.load(a0 + (<usize>i << 2), 32), v1), i32x4.splat(1)), 32);
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.le_u(v128.load(a0 + (<usize>i << 2), 48), v1), i32x4.splat(1)), 48);
+  }
+  for (; i + 4 <= n; i += 4) {
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.le_u(v128.load(a0 + (<usize>i << 2)), v1), i32x4.splat(1)));
+  }
+  for (; i < n; i++) store<u32>(d + (<usize>i << 2), <u32>((load<u32>(a0 + (<usize>i << 2)) <= s1)));
 }
 
 function t_binary_lessEqual_bool(d: usize, a0: usize, a1: usize, n: i32): void {
@@ -5934,28 +6652,100 @@ function t_binary_lessEqual_bool(d: usize, a0: usize, a1: usize, n: i32): void {
   for (; i < n; i++) store<u32>(d + (<usize>i << 2), <u32>(((load<u32>(a0 + (<usize>i << 2)) != 0) <= (load<u32>(a1 + (<usize>i << 2)) != 0))));
 }
 
+function t_binary_lessEqual_bool_rs(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  const s1 = (load<u32>(a1) != 0);
+  for (; i < n; i++) store<u32>(d + (<usize>i << 2), <u32>(((load<u32>(a0 + (<usize>i << 2)) != 0) <= s1)));
+}
+
 function t_binary_greater_f32(d: usize, a0: usize, a1: usize, n: i32): void {
   let i = 0;
+  for (; i + 16 <= n; i += 16) {
+    v128.store(d + (<usize>i << 2), v128.and(f32x4.gt(v128.load(a0 + (<usize>i << 2), 0), v128.load(a1 + (<usize>i << 2), 0)), i32x4.splat(1)), 0);
+    v128.store(d + (<usize>i << 2), v128.and(f32x4.gt(v128.load(a0 + (<usize>i << 2), 16), v128.load(a1 + (<usize>i << 2), 16)), i32x4.splat(1)), 16);
+    v128.store(d + (<usize>i << 2), v128.and(f32x4.gt(v128.load(a0 + (<usize>i << 2), 32), v128.load(a1 + (<usize>i << 2), 32)), i32x4.splat(1)), 32);
+    v128.store(d + (<usize>i << 2), v128.and(f32x4.gt(v128.load(a0 + (<usize>i << 2), 48), v128.load(a1 + (<usize>i << 2), 48)), i32x4.splat(1)), 48);
+  }
   for (; i + 4 <= n; i += 4) {
     v128.store(d + (<usize>i << 2), v128.and(f32x4.gt(v128.load(a0 + (<usize>i << 2)), v128.load(a1 + (<usize>i << 2))), i32x4.splat(1)));
   }
   for (; i < n; i++) store<u32>(d + (<usize>i << 2), <u32>((load<f32>(a0 + (<usize>i << 2)) > load<f32>(a1 + (<usize>i << 2)))));
 }
 
+function t_binary_greater_f32_rs(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  const s1 = load<f32>(a1);
+  const v1 = v128.load(a1);
+  for (; i + 16 <= n; i += 16) {
+    v128.store(d + (<usize>i << 2), v128.and(f32x4.gt(v128.load(a0 + (<usize>i << 2), 0), v1), i32x4.splat(1)), 0);
+    v128.store(d + (<usize>i << 2), v128.and(f32x4.gt(v128.load(a0 + (<usize>i << 2), 16), v1), i32x4.splat(1)), 16);
+    v128.store(d + (<usize>i << 2), v128.and(f32x4.gt(v128.load(a0 + (<usize>i << 2), 32), v1), i32x4.splat(1)), 32);
+    v128.store(d + (<usize>i << 2), v128.and(f32x4.gt(v128.load(a0 + (<usize>i << 2), 48), v1), i32x4.splat(1)), 48);
+  }
+  for (; i + 4 <= n; i += 4) {
+    v128.store(d + (<usize>i << 2), v128.and(f32x4.gt(v128.load(a0 + (<usize>i << 2)), v1), i32x4.splat(1)));
+  }
+  for (; i < n; i++) store<u32>(d + (<usize>i << 2), <u32>((load<f32>(a0 + (<usize>i << 2)) > s1)));
+}
+
 function t_binary_greater_i32(d: usize, a0: usize, a1: usize, n: i32): void {
   let i = 0;
+  for (; i + 16 <= n; i += 16) {
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.gt_s(v128.load(a0 + (<usize>i << 2), 0), v128.load(a1 + (<usize>i << 2), 0)), i32x4.splat(1)), 0);
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.gt_s(v128.load(a0 + (<usize>i << 2), 16), v128.load(a1 + (<usize>i << 2), 16)), i32x4.splat(1)), 16);
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.gt_s(v128.load(a0 + (<usize>i << 2), 32), v128.load(a1 + (<usize>i << 2), 32)), i32x4.splat(1)), 32);
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.gt_s(v128.load(a0 + (<usize>i << 2), 48), v128.load(a1 + (<usize>i << 2), 48)), i32x4.splat(1)), 48);
+  }
   for (; i + 4 <= n; i += 4) {
     v128.store(d + (<usize>i << 2), v128.and(i32x4.gt_s(v128.load(a0 + (<usize>i << 2)), v128.load(a1 + (<usize>i << 2))), i32x4.splat(1)));
   }
   for (; i < n; i++) store<u32>(d + (<usize>i << 2), <u32>((load<i32>(a0 + (<usize>i << 2)) > load<i32>(a1 + (<usize>i << 2)))));
 }
 
+function t_binary_greater_i32_rs(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  const s1 = load<i32>(a1);
+  const v1 = v128.load(a1);
+  for (; i + 16 <= n; i += 16) {
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.gt_s(v128.load(a0 + (<usize>i << 2), 0), v1), i32x4.splat(1)), 0);
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.gt_s(v128.load(a0 + (<usize>i << 2), 16), v1), i32x4.splat(1)), 16);
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.gt_s(v128.load(a0 + (<usize>i << 2), 32), v1), i32x4.splat(1)), 32);
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.gt_s(v128.load(a0 + (<usize>i << 2), 48), v1), i32x4.splat(1)), 48);
+  }
+  for (; i + 4 <= n; i += 4) {
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.gt_s(v128.load(a0 + (<usize>i << 2)), v1), i32x4.splat(1)));
+  }
+  for (; i < n; i++) store<u32>(d + (<usize>i << 2), <u32>((load<i32>(a0 + (<usize>i << 2)) > s1)));
+}
+
 function t_binary_greater_u32(d: usize, a0: usize, a1: usize, n: i32): void {
   let i = 0;
+  for (; i + 16 <= n; i += 16) {
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.gt_u(v128.load(a0 + (<usize>i << 2), 0), v128.load(a1 + (<usize>i << 2), 0)), i32x4.splat(1)), 0);
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.gt_u(v128.load(a0 + (<usize>i << 2), 16), v128.load(a1 + (<usize>i << 2), 16)), i32x4.splat(1)), 16);
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.gt_u(v128.load(a0 + (<usize>i << 2), 32), v128.load(a1 + (<usize>i << 2), 32)), i32x4.splat(1)), 32);
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.gt_u(v128.load(a0 + (<usize>i << 2), 48), v128.load(a1 + (<usize>i << 2), 48)), i32x4.splat(1)), 48);
+  }
   for (; i + 4 <= n; i += 4) {
     v128.store(d + (<usize>i << 2), v128.and(i32x4.gt_u(v128.load(a0 + (<usize>i << 2)), v128.load(a1 + (<usize>i << 2))), i32x4.splat(1)));
   }
   for (; i < n; i++) store<u32>(d + (<usize>i << 2), <u32>((load<u32>(a0 + (<usize>i << 2)) > load<u32>(a1 + (<usize>i << 2)))));
+}
+
+function t_binary_greater_u32_rs(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  const s1 = load<u32>(a1);
+  const v1 = v128.load(a1);
+  for (; i + 16 <= n; i += 16) {
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.gt_u(v128.load(a0 + (<usize>i << 2), 0), v1), i32x4.splat(1)), 0);
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.gt_u(v128.load(a0 + (<usize>i << 2), 16), v1), i32x4.splat(1)), 16);
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.gt_u(v128.load(a0 + (<usize>i << 2), 32), v1), i32x4.splat(1)), 32);
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.gt_u(v128.load(a0 + (<usize>i << 2), 48), v1), i32x4.splat(1)), 48);
+  }
+  for (; i + 4 <= n; i += 4) {
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.gt_u(v128.load(a0 + (<usize>i << 2)), v1), i32x4.splat(1)));
+  }
+  for (; i < n; i++) store<u32>(d + (<usize>i << 2), <u32>((load<u32>(a0 + (<usize>i << 2)) > s1)));
 }
 
 function t_binary_greater_bool(d: usize, a0: usize, a1: usize, n: i32): void {
@@ -5963,28 +6753,100 @@ function t_binary_greater_bool(d: usize, a0: usize, a1: usize, n: i32): void {
   for (; i < n; i++) store<u32>(d + (<usize>i << 2), <u32>(((load<u32>(a0 + (<usize>i << 2)) != 0) > (load<u32>(a1 + (<usize>i << 2)) != 0))));
 }
 
+function t_binary_greater_bool_rs(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  const s1 = (load<u32>(a1) != 0);
+  for (; i < n; i++) store<u32>(d + (<usize>i << 2), <u32>(((load<u32>(a0 + (<usize>i << 2)) != 0) > s1)));
+}
+
 function t_binary_greaterEqual_f32(d: usize, a0: usize, a1: usize, n: i32): void {
   let i = 0;
+  for (; i + 16 <= n; i += 16) {
+    v128.store(d + (<usize>i << 2), v128.and(f32x4.ge(v128.load(a0 + (<usize>i << 2), 0), v128.load(a1 + (<usize>i << 2), 0)), i32x4.splat(1)), 0);
+    v128.store(d + (<usize>i << 2), v128.and(f32x4.ge(v128.load(a0 + (<usize>i << 2), 16), v128.load(a1 + (<usize>i << 2), 16)), i32x4.splat(1)), 16);
+    v128.store(d + (<usize>i << 2), v128.and(f32x4.ge(v128.load(a0 + (<usize>i << 2), 32), v128.load(a1 + (<usize>i << 2), 32)), i32x4.splat(1)), 32);
+    v128.store(d + (<usize>i << 2), v128.and(f32x4.ge(v128.load(a0 + (<usize>i << 2), 48), v128.load(a1 + (<usize>i << 2), 48)), i32x4.splat(1)), 48);
+  }
   for (; i + 4 <= n; i += 4) {
     v128.store(d + (<usize>i << 2), v128.and(f32x4.ge(v128.load(a0 + (<usize>i << 2)), v128.load(a1 + (<usize>i << 2))), i32x4.splat(1)));
   }
   for (; i < n; i++) store<u32>(d + (<usize>i << 2), <u32>((load<f32>(a0 + (<usize>i << 2)) >= load<f32>(a1 + (<usize>i << 2)))));
 }
 
+function t_binary_greaterEqual_f32_rs(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  const s1 = load<f32>(a1);
+  const v1 = v128.load(a1);
+  for (; i + 16 <= n; i += 16) {
+    v128.store(d + (<usize>i << 2), v128.and(f32x4.ge(v128.load(a0 + (<usize>i << 2), 0), v1), i32x4.splat(1)), 0);
+    v128.store(d + (<usize>i << 2), v128.and(f32x4.ge(v128.load(a0 + (<usize>i << 2), 16), v1), i32x4.splat(1)), 16);
+    v128.store(d + (<usize>i << 2), v128.and(f32x4.ge(v128.load(a0 + (<usize>i << 2), 32), v1), i32x4.splat(1)), 32);
+    v128.store(d + (<usize>i << 2), v128.and(f32x4.ge(v128.load(a0 + (<usize>i << 2), 48), v1), i32x4.splat(1)), 48);
+  }
+  for (; i + 4 <= n; i += 4) {
+    v128.store(d + (<usize>i << 2), v128.and(f32x4.ge(v128.load(a0 + (<usize>i << 2)), v1), i32x4.splat(1)));
+  }
+  for (; i < n; i++) store<u32>(d + (<usize>i << 2), <u32>((load<f32>(a0 + (<usize>i << 2)) >= s1)));
+}
+
 function t_binary_greaterEqual_i32(d: usize, a0: usize, a1: usize, n: i32): void {
   let i = 0;
+  for (; i + 16 <= n; i += 16) {
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.ge_s(v128.load(a0 + (<usize>i << 2), 0), v128.load(a1 + (<usize>i << 2), 0)), i32x4.splat(1)), 0);
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.ge_s(v128.load(a0 + (<usize>i << 2), 16), v128.load(a1 + (<usize>i << 2), 16)), i32x4.splat(1)), 16);
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.ge_s(v128.load(a0 + (<usize>i << 2), 32), v128.load(a1 + (<usize>i << 2), 32)), i32x4.splat(1)), 32);
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.ge_s(v128.load(a0 + (<usize>i << 2), 48), v128.load(a1 + (<usize>i << 2), 48)), i32x4.splat(1)), 48);
+  }
   for (; i + 4 <= n; i += 4) {
     v128.store(d + (<usize>i << 2), v128.and(i32x4.ge_s(v128.load(a0 + (<usize>i << 2)), v128.load(a1 + (<usize>i << 2))), i32x4.splat(1)));
   }
   for (; i < n; i++) store<u32>(d + (<usize>i << 2), <u32>((load<i32>(a0 + (<usize>i << 2)) >= load<i32>(a1 + (<usize>i << 2)))));
 }
 
+function t_binary_greaterEqual_i32_rs(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  const s1 = load<i32>(a1);
+  const v1 = v128.load(a1);
+  for (; i + 16 <= n; i += 16) {
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.ge_s(v128.load(a0 + (<usize>i << 2), 0), v1), i32x4.splat(1)), 0);
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.ge_s(v128.load(a0 + (<usize>i << 2), 16), v1), i32x4.splat(1)), 16);
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.ge_s(v128.load(a0 + (<usize>i << 2), 32), v1), i32x4.splat(1)), 32);
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.ge_s(v128.load(a0 + (<usize>i << 2), 48), v1), i32x4.splat(1)), 48);
+  }
+  for (; i + 4 <= n; i += 4) {
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.ge_s(v128.load(a0 + (<usize>i << 2)), v1), i32x4.splat(1)));
+  }
+  for (; i < n; i++) store<u32>(d + (<usize>i << 2), <u32>((load<i32>(a0 + (<usize>i << 2)) >= s1)));
+}
+
 function t_binary_greaterEqual_u32(d: usize, a0: usize, a1: usize, n: i32): void {
   let i = 0;
+  for (; i + 16 <= n; i += 16) {
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.ge_u(v128.load(a0 + (<usize>i << 2), 0), v128.load(a1 + (<usize>i << 2), 0)), i32x4.splat(1)), 0);
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.ge_u(v128.load(a0 + (<usize>i << 2), 16), v128.load(a1 + (<usize>i << 2), 16)), i32x4.splat(1)), 16);
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.ge_u(v128.load(a0 + (<usize>i << 2), 32), v128.load(a1 + (<usize>i << 2), 32)), i32x4.splat(1)), 32);
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.ge_u(v128.load(a0 + (<usize>i << 2), 48), v128.load(a1 + (<usize>i << 2), 48)), i32x4.splat(1)), 48);
+  }
   for (; i + 4 <= n; i += 4) {
     v128.store(d + (<usize>i << 2), v128.and(i32x4.ge_u(v128.load(a0 + (<usize>i << 2)), v128.load(a1 + (<usize>i << 2))), i32x4.splat(1)));
   }
   for (; i < n; i++) store<u32>(d + (<usize>i << 2), <u32>((load<u32>(a0 + (<usize>i << 2)) >= load<u32>(a1 + (<usize>i << 2)))));
+}
+
+function t_binary_greaterEqual_u32_rs(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  const s1 = load<u32>(a1);
+  const v1 = v128.load(a1);
+  for (; i + 16 <= n; i += 16) {
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.ge_u(v128.load(a0 + (<usize>i << 2), 0), v1), i32x4.splat(1)), 0);
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.ge_u(v128.load(a0 + (<usize>i << 2), 16), v1), i32x4.splat(1)), 16);
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.ge_u(v128.load(a0 + (<usize>i << 2), 32), v1), i32x4.splat(1)), 32);
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.ge_u(v128.load(a0 + (<usize>i << 2), 48), v1), i32x4.splat(1)), 48);
+  }
+  for (; i + 4 <= n; i += 4) {
+    v128.store(d + (<usize>i << 2), v128.and(i32x4.ge_u(v128.load(a0 + (<usize>i << 2)), v1), i32x4.splat(1)));
+  }
+  for (; i < n; i++) store<u32>(d + (<usize>i << 2), <u32>((load<u32>(a0 + (<usize>i << 2)) >= s1)));
 }
 
 function t_binary_greaterEqual_bool(d: usize, a0: usize, a1: usize, n: i32): void {
@@ -5992,20 +6854,70 @@ function t_binary_greaterEqual_bool(d: usize, a0: usize, a1: usize, n: i32): voi
   for (; i < n; i++) store<u32>(d + (<usize>i << 2), <u32>(((load<u32>(a0 + (<usize>i << 2)) != 0) >= (load<u32>(a1 + (<usize>i << 2)) != 0))));
 }
 
+function t_binary_greaterEqual_bool_rs(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  const s1 = (load<u32>(a1) != 0);
+  for (; i < n; i++) store<u32>(d + (<usize>i << 2), <u32>(((load<u32>(a0 + (<usize>i << 2)) != 0) >= s1)));
+}
+
 function t_binary_logicalAnd_bool(d: usize, a0: usize, a1: usize, n: i32): void {
   let i = 0;
+  for (; i + 16 <= n; i += 16) {
+    v128.store(d + (<usize>i << 2), v128.and(v128.load(a0 + (<usize>i << 2), 0), v128.load(a1 + (<usize>i << 2), 0)), 0);
+    v128.store(d + (<usize>i << 2), v128.and(v128.load(a0 + (<usize>i << 2), 16), v128.load(a1 + (<usize>i << 2), 16)), 16);
+    v128.store(d + (<usize>i << 2), v128.and(v128.load(a0 + (<usize>i << 2), 32), v128.load(a1 + (<usize>i << 2), 32)), 32);
+    v128.store(d + (<usize>i << 2), v128.and(v128.load(a0 + (<usize>i << 2), 48), v128.load(a1 + (<usize>i << 2), 48)), 48);
+  }
   for (; i + 4 <= n; i += 4) {
     v128.store(d + (<usize>i << 2), v128.and(v128.load(a0 + (<usize>i << 2)), v128.load(a1 + (<usize>i << 2))));
   }
   for (; i < n; i++) store<u32>(d + (<usize>i << 2), <u32>(((load<u32>(a0 + (<usize>i << 2)) != 0) && (load<u32>(a1 + (<usize>i << 2)) != 0))));
 }
 
+function t_binary_logicalAnd_bool_rs(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  const s1 = (load<u32>(a1) != 0);
+  const v1 = v128.load(a1);
+  for (; i + 16 <= n; i += 16) {
+    v128.store(d + (<usize>i << 2), v128.and(v128.load(a0 + (<usize>i << 2), 0), v1), 0);
+    v128.store(d + (<usize>i << 2), v128.and(v128.load(a0 + (<usize>i << 2), 16), v1), 16);
+    v128.store(d + (<usize>i << 2), v128.and(v128.load(a0 + (<usize>i << 2), 32), v1), 32);
+    v128.store(d + (<usize>i << 2), v128.and(v128.load(a0 + (<usize>i << 2), 48), v1), 48);
+  }
+  for (; i + 4 <= n; i += 4) {
+    v128.store(d + (<usize>i << 2), v128.and(v128.load(a0 + (<usize>i << 2)), v1));
+  }
+  for (; i < n; i++) store<u32>(d + (<usize>i << 2), <u32>(((load<u32>(a0 + (<usize>i << 2)) != 0) && s1)));
+}
+
 function t_binary_logicalOr_bool(d: usize, a0: usize, a1: usize, n: i32): void {
   let i = 0;
+  for (; i + 16 <= n; i += 16) {
+    v128.store(d + (<usize>i << 2), v128.or(v128.load(a0 + (<usize>i << 2), 0), v128.load(a1 + (<usize>i << 2), 0)), 0);
+    v128.store(d + (<usize>i << 2), v128.or(v128.load(a0 + (<usize>i << 2), 16), v128.load(a1 + (<usize>i << 2), 16)), 16);
+    v128.store(d + (<usize>i << 2), v128.or(v128.load(a0 + (<usize>i << 2), 32), v128.load(a1 + (<usize>i << 2), 32)), 32);
+    v128.store(d + (<usize>i << 2), v128.or(v128.load(a0 + (<usize>i << 2), 48), v128.load(a1 + (<usize>i << 2), 48)), 48);
+  }
   for (; i + 4 <= n; i += 4) {
     v128.store(d + (<usize>i << 2), v128.or(v128.load(a0 + (<usize>i << 2)), v128.load(a1 + (<usize>i << 2))));
   }
   for (; i < n; i++) store<u32>(d + (<usize>i << 2), <u32>(((load<u32>(a0 + (<usize>i << 2)) != 0) || (load<u32>(a1 + (<usize>i << 2)) != 0))));
+}
+
+function t_binary_logicalOr_bool_rs(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  const s1 = (load<u32>(a1) != 0);
+  const v1 = v128.load(a1);
+  for (; i + 16 <= n; i += 16) {
+    v128.store(d + (<usize>i << 2), v128.or(v128.load(a0 + (<usize>i << 2), 0), v1), 0);
+    v128.store(d + (<usize>i << 2), v128.or(v128.load(a0 + (<usize>i << 2), 16), v1), 16);
+    v128.store(d + (<usize>i << 2), v128.or(v128.load(a0 + (<usize>i << 2), 32), v1), 32);
+    v128.store(d + (<usize>i << 2), v128.or(v128.load(a0 + (<usize>i << 2), 48), v1), 48);
+  }
+  for (; i + 4 <= n; i += 4) {
+    v128.store(d + (<usize>i << 2), v128.or(v128.load(a0 + (<usize>i << 2)), v1));
+  }
+  for (; i < n; i++) store<u32>(d + (<usize>i << 2), <u32>(((load<u32>(a0 + (<usize>i << 2)) != 0) || s1)));
 }
 
 function t_binary_leakyRelu_f32(d: usize, a0: usize, a1: usize, n: i32): void {
@@ -6013,9 +6925,21 @@ function t_binary_leakyRelu_f32(d: usize, a0: usize, a1: usize, n: i32): void {
   for (; i < n; i++) store<f32>(d + (<usize>i << 2), <f32>g_leaky_relu64(<f64>load<f32>(a0 + (<usize>i << 2)), <f64>load<f32>(a1 + (<usize>i << 2))));
 }
 
+function t_binary_leakyRelu_f32_rs(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  const s1 = load<f32>(a1);
+  for (; i < n; i++) store<f32>(d + (<usize>i << 2), <f32>g_leaky_relu64(<f64>load<f32>(a0 + (<usize>i << 2)), <f64>s1));
+}
+
 function t_binary_elu_f32(d: usize, a0: usize, a1: usize, n: i32): void {
   let i = 0;
   for (; i < n; i++) store<f32>(d + (<usize>i << 2), <f32>g_elu64(<f64>load<f32>(a0 + (<usize>i << 2)), <f64>load<f32>(a1 + (<usize>i << 2))));
+}
+
+function t_binary_elu_f32_rs(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  const s1 = load<f32>(a1);
+  for (; i < n; i++) store<f32>(d + (<usize>i << 2), <f32>g_elu64(<f64>load<f32>(a0 + (<usize>i << 2)), <f64>s1));
 }
 
 function t_binary_bitwiseXor_u32(d: usize, a0: usize, a1: usize, n: i32): void {
@@ -6023,9 +6947,21 @@ function t_binary_bitwiseXor_u32(d: usize, a0: usize, a1: usize, n: i32): void {
   for (; i < n; i++) store<u32>(d + (<usize>i << 2), (load<u32>(a0 + (<usize>i << 2)) ^ load<u32>(a1 + (<usize>i << 2))));
 }
 
+function t_binary_bitwiseXor_u32_rs(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  const s1 = load<u32>(a1);
+  for (; i < n; i++) store<u32>(d + (<usize>i << 2), (load<u32>(a0 + (<usize>i << 2)) ^ s1));
+}
+
 function t_binary_bitwiseXor_i32(d: usize, a0: usize, a1: usize, n: i32): void {
   let i = 0;
   for (; i < n; i++) store<i32>(d + (<usize>i << 2), (load<i32>(a0 + (<usize>i << 2)) ^ load<i32>(a1 + (<usize>i << 2))));
+}
+
+function t_binary_bitwiseXor_i32_rs(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  const s1 = load<i32>(a1);
+  for (; i < n; i++) store<i32>(d + (<usize>i << 2), (load<i32>(a0 + (<usize>i << 2)) ^ s1));
 }
 
 function t_binary_bitwiseAnd_u32(d: usize, a0: usize, a1: usize, n: i32): void {
@@ -6033,9 +6969,21 @@ function t_binary_bitwiseAnd_u32(d: usize, a0: usize, a1: usize, n: i32): void {
   for (; i < n; i++) store<u32>(d + (<usize>i << 2), (load<u32>(a0 + (<usize>i << 2)) & load<u32>(a1 + (<usize>i << 2))));
 }
 
+function t_binary_bitwiseAnd_u32_rs(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  const s1 = load<u32>(a1);
+  for (; i < n; i++) store<u32>(d + (<usize>i << 2), (load<u32>(a0 + (<usize>i << 2)) & s1));
+}
+
 function t_binary_bitwiseAnd_i32(d: usize, a0: usize, a1: usize, n: i32): void {
   let i = 0;
   for (; i < n; i++) store<i32>(d + (<usize>i << 2), (load<i32>(a0 + (<usize>i << 2)) & load<i32>(a1 + (<usize>i << 2))));
+}
+
+function t_binary_bitwiseAnd_i32_rs(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  const s1 = load<i32>(a1);
+  for (; i < n; i++) store<i32>(d + (<usize>i << 2), (load<i32>(a0 + (<usize>i << 2)) & s1));
 }
 
 function t_binary_bitwiseOr_u32(d: usize, a0: usize, a1: usize, n: i32): void {
@@ -6043,9 +6991,21 @@ function t_binary_bitwiseOr_u32(d: usize, a0: usize, a1: usize, n: i32): void {
   for (; i < n; i++) store<u32>(d + (<usize>i << 2), (load<u32>(a0 + (<usize>i << 2)) | load<u32>(a1 + (<usize>i << 2))));
 }
 
+function t_binary_bitwiseOr_u32_rs(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  const s1 = load<u32>(a1);
+  for (; i < n; i++) store<u32>(d + (<usize>i << 2), (load<u32>(a0 + (<usize>i << 2)) | s1));
+}
+
 function t_binary_bitwiseOr_i32(d: usize, a0: usize, a1: usize, n: i32): void {
   let i = 0;
   for (; i < n; i++) store<i32>(d + (<usize>i << 2), (load<i32>(a0 + (<usize>i << 2)) | load<i32>(a1 + (<usize>i << 2))));
+}
+
+function t_binary_bitwiseOr_i32_rs(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  const s1 = load<i32>(a1);
+  for (; i < n; i++) store<i32>(d + (<usize>i << 2), (load<i32>(a0 + (<usize>i << 2)) | s1));
 }
 
 function t_binary_shiftRight_u32(d: usize, a0: usize, a1: usize, n: i32): void {
@@ -6053,13 +7013,31 @@ function t_binary_shiftRight_u32(d: usize, a0: usize, a1: usize, n: i32): void {
   for (; i < n; i++) store<u32>(d + (<usize>i << 2), (load<u32>(a0 + (<usize>i << 2)) >>> (load<u32>(a1 + (<usize>i << 2)) & 31)));
 }
 
+function t_binary_shiftRight_u32_rs(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  const s1 = load<u32>(a1);
+  for (; i < n; i++) store<u32>(d + (<usize>i << 2), (load<u32>(a0 + (<usize>i << 2)) >>> (s1 & 31)));
+}
+
 function t_binary_shiftRight_i32(d: usize, a0: usize, a1: usize, n: i32): void {
   let i = 0;
   for (; i < n; i++) store<i32>(d + (<usize>i << 2), (load<i32>(a0 + (<usize>i << 2)) >> (load<i32>(a1 + (<usize>i << 2)) & 31)));
 }
 
+function t_binary_shiftRight_i32_rs(d: usize, a0: usize, a1: usize, n: i32): void {
+  let i = 0;
+  const s1 = load<i32>(a1);
+  for (; i < n; i++) store<i32>(d + (<usize>i << 2), (load<i32>(a0 + (<usize>i << 2)) >> (s1 & 31)));
+}
+
 function t_where_f32(d: usize, a0: usize, a1: usize, a2: usize, n: i32): void {
   let i = 0;
+  for (; i + 16 <= n; i += 16) {
+    v128.store(d + (<usize>i << 2), v128.bitselect(v128.load(a1 + (<usize>i << 2), 0), v128.load(a2 + (<usize>i << 2), 0), i32x4.ne(v128.load(a0 + (<usize>i << 2), 0), i32x4.splat(0))), 0);
+    v128.store(d + (<usize>i << 2), v128.bitselect(v128.load(a1 + (<usize>i << 2), 16), v128.load(a2 + (<usize>i << 2), 16), i32x4.ne(v128.load(a0 + (<usize>i << 2), 16), i32x4.splat(0))), 16);
+    v128.store(d + (<usize>i << 2), v128.bitselect(v128.load(a1 + (<usize>i << 2), 32), v128.load(a2 + (<usize>i << 2), 32), i32x4.ne(v128.load(a0 + (<usize>i << 2), 32), i32x4.splat(0))), 32);
+    v128.store(d + (<usize>i << 2), v128.bitselect(v128.load(a1 + (<usize>i << 2), 48), v128.load(a2 + (<usize>i << 2), 48), i32x4.ne(v128.load(a0 + (<usize>i << 2), 48), i32x4.splat(0))), 48);
+  }
   for (; i + 4 <= n; i += 4) {
     v128.store(d + (<usize>i << 2), v128.bitselect(v128.load(a1 + (<usize>i << 2)), v128.load(a2 + (<usize>i << 2)), i32x4.ne(v128.load(a0 + (<usize>i << 2)), i32x4.splat(0))));
   }
@@ -6068,6 +7046,12 @@ function t_where_f32(d: usize, a0: usize, a1: usize, a2: usize, n: i32): void {
 
 function t_where_i32(d: usize, a0: usize, a1: usize, a2: usize, n: i32): void {
   let i = 0;
+  for (; i + 16 <= n; i += 16) {
+    v128.store(d + (<usize>i << 2), v128.bitselect(v128.load(a1 + (<usize>i << 2), 0), v128.load(a2 + (<usize>i << 2), 0), i32x4.ne(v128.load(a0 + (<usize>i << 2), 0), i32x4.splat(0))), 0);
+    v128.store(d + (<usize>i << 2), v128.bitselect(v128.load(a1 + (<usize>i << 2), 16), v128.load(a2 + (<usize>i << 2), 16), i32x4.ne(v128.load(a0 + (<usize>i << 2), 16), i32x4.splat(0))), 16);
+    v128.store(d + (<usize>i << 2), v128.bitselect(v128.load(a1 + (<usize>i << 2), 32), v128.load(a2 + (<usize>i << 2), 32), i32x4.ne(v128.load(a0 + (<usize>i << 2), 32), i32x4.splat(0))), 32);
+    v128.store(d + (<usize>i << 2), v128.bitselect(v128.load(a1 + (<usize>i << 2), 48), v128.load(a2 + (<usize>i << 2), 48), i32x4.ne(v128.load(a0 + (<usize>i << 2), 48), i32x4.splat(0))), 48);
+  }
   for (; i + 4 <= n; i += 4) {
     v128.store(d + (<usize>i << 2), v128.bitselect(v128.load(a1 + (<usize>i << 2)), v128.load(a2 + (<usize>i << 2)), i32x4.ne(v128.load(a0 + (<usize>i << 2)), i32x4.splat(0))));
   }
@@ -6076,6 +7060,12 @@ function t_where_i32(d: usize, a0: usize, a1: usize, a2: usize, n: i32): void {
 
 function t_where_u32(d: usize, a0: usize, a1: usize, a2: usize, n: i32): void {
   let i = 0;
+  for (; i + 16 <= n; i += 16) {
+    v128.store(d + (<usize>i << 2), v128.bitselect(v128.load(a1 + (<usize>i << 2), 0), v128.load(a2 + (<usize>i << 2), 0), i32x4.ne(v128.load(a0 + (<usize>i << 2), 0), i32x4.splat(0))), 0);
+    v128.store(d + (<usize>i << 2), v128.bitselect(v128.load(a1 + (<usize>i << 2), 16), v128.load(a2 + (<usize>i << 2), 16), i32x4.ne(v128.load(a0 + (<usize>i << 2), 16), i32x4.splat(0))), 16);
+    v128.store(d + (<usize>i << 2), v128.bitselect(v128.load(a1 + (<usize>i << 2), 32), v128.load(a2 + (<usize>i << 2), 32), i32x4.ne(v128.load(a0 + (<usize>i << 2), 32), i32x4.splat(0))), 32);
+    v128.store(d + (<usize>i << 2), v128.bitselect(v128.load(a1 + (<usize>i << 2), 48), v128.load(a2 + (<usize>i << 2), 48), i32x4.ne(v128.load(a0 + (<usize>i << 2), 48), i32x4.splat(0))), 48);
+  }
   for (; i + 4 <= n; i += 4) {
     v128.store(d + (<usize>i << 2), v128.bitselect(v128.load(a1 + (<usize>i << 2)), v128.load(a2 + (<usize>i << 2)), i32x4.ne(v128.load(a0 + (<usize>i << 2)), i32x4.splat(0))));
   }
@@ -6084,6 +7074,12 @@ function t_where_u32(d: usize, a0: usize, a1: usize, a2: usize, n: i32): void {
 
 function t_where_bool(d: usize, a0: usize, a1: usize, a2: usize, n: i32): void {
   let i = 0;
+  for (; i + 16 <= n; i += 16) {
+    v128.store(d + (<usize>i << 2), v128.bitselect(v128.load(a1 + (<usize>i << 2), 0), v128.load(a2 + (<usize>i << 2), 0), i32x4.ne(v128.load(a0 + (<usize>i << 2), 0), i32x4.splat(0))), 0);
+    v128.store(d + (<usize>i << 2), v128.bitselect(v128.load(a1 + (<usize>i << 2), 16), v128.load(a2 + (<usize>i << 2), 16), i32x4.ne(v128.load(a0 + (<usize>i << 2), 16), i32x4.splat(0))), 16);
+    v128.store(d + (<usize>i << 2), v128.bitselect(v128.load(a1 + (<usize>i << 2), 32), v128.load(a2 + (<usize>i << 2), 32), i32x4.ne(v128.load(a0 + (<usize>i << 2), 32), i32x4.splat(0))), 32);
+    v128.store(d + (<usize>i << 2), v128.bitselect(v128.load(a1 + (<usize>i << 2), 48), v128.load(a2 + (<usize>i << 2), 48), i32x4.ne(v128.load(a0 + (<usize>i << 2), 48), i32x4.splat(0))), 48);
+  }
   for (; i + 4 <= n; i += 4) {
     v128.store(d + (<usize>i << 2), v128.bitselect(v128.load(a1 + (<usize>i << 2)), v128.load(a2 + (<usize>i << 2)), i32x4.ne(v128.load(a0 + (<usize>i << 2)), i32x4.splat(0))));
   }
@@ -6092,6 +7088,12 @@ function t_where_bool(d: usize, a0: usize, a1: usize, a2: usize, n: i32): void {
 
 function t_cast_f32_f32(d: usize, a0: usize, n: i32): void {
   let i = 0;
+  for (; i + 16 <= n; i += 16) {
+    v128.store(d + (<usize>i << 2), v128.load(a0 + (<usize>i << 2), 0), 0);
+    v128.store(d + (<usize>i << 2), v128.load(a0 + (<usize>i << 2), 16), 16);
+    v128.store(d + (<usize>i << 2), v128.load(a0 + (<usize>i << 2), 32), 32);
+    v128.store(d + (<usize>i << 2), v128.load(a0 + (<usize>i << 2), 48), 48);
+  }
   for (; i + 4 <= n; i += 4) {
     v128.store(d + (<usize>i << 2), v128.load(a0 + (<usize>i << 2)));
   }
@@ -6120,6 +7122,12 @@ function t_cast_i32_f32(d: usize, a0: usize, n: i32): void {
 
 function t_cast_i32_i32(d: usize, a0: usize, n: i32): void {
   let i = 0;
+  for (; i + 16 <= n; i += 16) {
+    v128.store(d + (<usize>i << 2), v128.load(a0 + (<usize>i << 2), 0), 0);
+    v128.store(d + (<usize>i << 2), v128.load(a0 + (<usize>i << 2), 16), 16);
+    v128.store(d + (<usize>i << 2), v128.load(a0 + (<usize>i << 2), 32), 32);
+    v128.store(d + (<usize>i << 2), v128.load(a0 + (<usize>i << 2), 48), 48);
+  }
   for (; i + 4 <= n; i += 4) {
     v128.store(d + (<usize>i << 2), v128.load(a0 + (<usize>i << 2)));
   }
@@ -6148,6 +7156,12 @@ function t_cast_u32_i32(d: usize, a0: usize, n: i32): void {
 
 function t_cast_u32_u32(d: usize, a0: usize, n: i32): void {
   let i = 0;
+  for (; i + 16 <= n; i += 16) {
+    v128.store(d + (<usize>i << 2), v128.load(a0 + (<usize>i << 2), 0), 0);
+    v128.store(d + (<usize>i << 2), v128.load(a0 + (<usize>i << 2), 16), 16);
+    v128.store(d + (<usize>i << 2), v128.load(a0 + (<usize>i << 2), 32), 32);
+    v128.store(d + (<usize>i << 2), v128.load(a0 + (<usize>i << 2), 48), 48);
+  }
   for (; i + 4 <= n; i += 4) {
     v128.store(d + (<usize>i << 2), v128.load(a0 + (<usize>i << 2)));
   }
@@ -6176,6 +7190,12 @@ function t_cast_bool_u32(d: usize, a0: usize, n: i32): void {
 
 function t_cast_bool_bool(d: usize, a0: usize, n: i32): void {
   let i = 0;
+  for (; i + 16 <= n; i += 16) {
+    v128.store(d + (<usize>i << 2), v128.load(a0 + (<usize>i << 2), 0), 0);
+    v128.store(d + (<usize>i << 2), v128.load(a0 + (<usize>i << 2), 16), 16);
+    v128.store(d + (<usize>i << 2), v128.load(a0 + (<usize>i << 2), 32), 32);
+    v128.store(d + (<usize>i << 2), v128.load(a0 + (<usize>i << 2), 48), 48);
+  }
   for (; i + 4 <= n; i += 4) {
     v128.store(d + (<usize>i << 2), v128.load(a0 + (<usize>i << 2)));
   }
@@ -6442,95 +7462,156 @@ function ew_step(w: usize, t: usize, s: i32, n: i32): void {
     case 41: t_unary_softsign_f32(R(t, a), R(t, b), n); break;
     case 42: t_unary_pcgHash_u32(R(t, a), R(t, b), n); break;
     case 43: t_binary_add_f32(R(t, a), R(t, b), R(t, c), n); break;
-    case 44: t_binary_add_i32(R(t, a), R(t, b), R(t, c), n); break;
-    case 45: t_binary_add_u32(R(t, a), R(t, b), R(t, c), n); break;
-    case 46: t_binary_sub_f32(R(t, a), R(t, b), R(t, c), n); break;
-    case 47: t_binary_sub_i32(R(t, a), R(t, b), R(t, c), n); break;
-    case 48: t_binary_sub_u32(R(t, a), R(t, b), R(t, c), n); break;
-    case 49: t_binary_mul_f32(R(t, a), R(t, b), R(t, c), n); break;
-    case 50: t_binary_mul_i32(R(t, a), R(t, b), R(t, c), n); break;
-    case 51: t_binary_mul_u32(R(t, a), R(t, b), R(t, c), n); break;
-    case 52: t_binary_div_f32(R(t, a), R(t, b), R(t, c), n); break;
-    case 53: t_binary_maximum_f32(R(t, a), R(t, b), R(t, c), n); break;
-    case 54: t_binary_maximum_i32(R(t, a), R(t, b), R(t, c), n); break;
-    case 55: t_binary_maximum_u32(R(t, a), R(t, b), R(t, c), n); break;
-    case 56: t_binary_minimum_f32(R(t, a), R(t, b), R(t, c), n); break;
-    case 57: t_binary_minimum_i32(R(t, a), R(t, b), R(t, c), n); break;
-    case 58: t_binary_minimum_u32(R(t, a), R(t, b), R(t, c), n); break;
-    case 59: t_binary_mod_f32(R(t, a), R(t, b), R(t, c), n); break;
-    case 60: t_binary_mod_i32(R(t, a), R(t, b), R(t, c), n); break;
-    case 61: t_binary_mod_u32(R(t, a), R(t, b), R(t, c), n); break;
-    case 62: t_binary_pow_f32(R(t, a), R(t, b), R(t, c), n); break;
-    case 63: t_binary_pow_i32(R(t, a), R(t, b), R(t, c), n); break;
-    case 64: t_binary_pow_u32(R(t, a), R(t, b), R(t, c), n); break;
-    case 65: t_binary_floorDiv_f32(R(t, a), R(t, b), R(t, c), n); break;
-    case 66: t_binary_floorDiv_i32(R(t, a), R(t, b), R(t, c), n); break;
-    case 67: t_binary_floorDiv_u32(R(t, a), R(t, b), R(t, c), n); break;
-    case 68: t_binary_equal_f32(R(t, a), R(t, b), R(t, c), n); break;
-    case 69: t_binary_equal_i32(R(t, a), R(t, b), R(t, c), n); break;
-    case 70: t_binary_equal_u32(R(t, a), R(t, b), R(t, c), n); break;
-    case 71: t_binary_equal_bool(R(t, a), R(t, b), R(t, c), n); break;
-    case 72: t_binary_notEqual_f32(R(t, a), R(t, b), R(t, c), n); break;
-    case 73: t_binary_notEqual_i32(R(t, a), R(t, b), R(t, c), n); break;
-    case 74: t_binary_notEqual_u32(R(t, a), R(t, b), R(t, c), n); break;
-    case 75: t_binary_notEqual_bool(R(t, a), R(t, b), R(t, c), n); break;
-    case 76: t_binary_less_f32(R(t, a), R(t, b), R(t, c), n); break;
-    case 77: t_binary_less_i32(R(t, a), R(t, b), R(t, c), n); break;
-    case 78: t_binary_less_u32(R(t, a), R(t, b), R(t, c), n); break;
-    case 79: t_binary_less_bool(R(t, a), R(t, b), R(t, c), n); break;
-    case 80: t_binary_lessEqual_f32(R(t, a), R(t, b), R(t, c), n); break;
-    case 81: t_binary_lessEqual_i32(R(t, a), R(t, b), R(t, c), n); break;
-    case 82: t_binary_lessEqual_u32(R(t, a), R(t, b), R(t, c), n); break;
-    case 83: t_binary_lessEqual_bool(R(t, a), R(t, b), R(t, c), n); break;
-    case 84: t_binary_greater_f32(R(t, a), R(t, b), R(t, c), n); break;
-    case 85: t_binary_greater_i32(R(t, a), R(t, b), R(t, c), n); break;
-    case 86: t_binary_greater_u32(R(t, a), R(t, b), R(t, c), n); break;
-    case 87: t_binary_greater_bool(R(t, a), R(t, b), R(t, c), n); break;
-    case 88: t_binary_greaterEqual_f32(R(t, a), R(t, b), R(t, c), n); break;
-    case 89: t_binary_greaterEqual_i32(R(t, a), R(t, b), R(t, c), n); break;
-    case 90: t_binary_greaterEqual_u32(R(t, a), R(t, b), R(t, c), n); break;
-    case 91: t_binary_greaterEqual_bool(R(t, a), R(t, b), R(t, c), n); break;
-    case 92: t_binary_logicalAnd_bool(R(t, a), R(t, b), R(t, c), n); break;
-    case 93: t_binary_logicalOr_bool(R(t, a), R(t, b), R(t, c), n); break;
-    case 94: t_binary_leakyRelu_f32(R(t, a), R(t, b), R(t, c), n); break;
-    case 95: t_binary_elu_f32(R(t, a), R(t, b), R(t, c), n); break;
-    case 96: t_binary_bitwiseXor_u32(R(t, a), R(t, b), R(t, c), n); break;
-    case 97: t_binary_bitwiseXor_i32(R(t, a), R(t, b), R(t, c), n); break;
-    case 98: t_binary_bitwiseAnd_u32(R(t, a), R(t, b), R(t, c), n); break;
-    case 99: t_binary_bitwiseAnd_i32(R(t, a), R(t, b), R(t, c), n); break;
-    case 100: t_binary_bitwiseOr_u32(R(t, a), R(t, b), R(t, c), n); break;
-    case 101: t_binary_bitwiseOr_i32(R(t, a), R(t, b), R(t, c), n); break;
-    case 102: t_binary_shiftRight_u32(R(t, a), R(t, b), R(t, c), n); break;
-    case 103: t_binary_shiftRight_i32(R(t, a), R(t, b), R(t, c), n); break;
-    case 104: t_where_f32(R(t, a), R(t, b), R(t, c), R(t, d), n); break;
-    case 105: t_where_i32(R(t, a), R(t, b), R(t, c), R(t, d), n); break;
-    case 106: t_where_u32(R(t, a), R(t, b), R(t, c), R(t, d), n); break;
-    case 107: t_where_bool(R(t, a), R(t, b), R(t, c), R(t, d), n); break;
-    case 108: t_cast_f32_f32(R(t, a), R(t, b), n); break;
-    case 109: t_cast_f32_i32(R(t, a), R(t, b), n); break;
-    case 110: t_cast_f32_u32(R(t, a), R(t, b), n); break;
-    case 111: t_cast_f32_bool(R(t, a), R(t, b), n); break;
-    case 112: t_cast_i32_f32(R(t, a), R(t, b), n); break;
-    case 113: t_cast_i32_i32(R(t, a), R(t, b), n); break;
-    case 114: t_cast_i32_u32(R(t, a), R(t, b), n); break;
-    case 115: t_cast_i32_bool(R(t, a), R(t, b), n); break;
-    case 116: t_cast_u32_f32(R(t, a), R(t, b), n); break;
-    case 117: t_cast_u32_i32(R(t, a), R(t, b), n); break;
-    case 118: t_cast_u32_u32(R(t, a), R(t, b), n); break;
-    case 119: t_cast_u32_bool(R(t, a), R(t, b), n); break;
-    case 120: t_cast_bool_f32(R(t, a), R(t, b), n); break;
-    case 121: t_cast_bool_i32(R(t, a), R(t, b), n); break;
-    case 122: t_cast_bool_u32(R(t, a), R(t, b), n); break;
-    case 123: t_cast_bool_bool(R(t, a), R(t, b), n); break;
-    case 124: t_round_f16(R(t, a), R(t, b), n); break;
-    case 125: t_gather_f32(R(t, a), <usize>b, <usize>c, s, n); break;
-    case 126: t_gather_i32(R(t, a), <usize>b, <usize>c, s, n); break;
-    case 127: t_gather_u32(R(t, a), <usize>b, <usize>c, s, n); break;
-    case 128: t_gather_bool(R(t, a), <usize>b, <usize>c, s, n); break;
-    case 129: t_gather_f16(R(t, a), <usize>b, <usize>c, s, n); break;
-    case 130: t_store_f16(<usize>a + (<usize>s << 1), R(t, b), n); break;
-    case 131: t_splat(R(t, a), b, n); break;
-    case 132: t_iota(R(t, a), s, n); break;
+    case 44: t_binary_add_f32_rs(R(t, a), R(t, b), R(t, c), n); break;
+    case 45: t_binary_add_i32(R(t, a), R(t, b), R(t, c), n); break;
+    case 46: t_binary_add_i32_rs(R(t, a), R(t, b), R(t, c), n); break;
+    case 47: t_binary_add_u32(R(t, a), R(t, b), R(t, c), n); break;
+    case 48: t_binary_add_u32_rs(R(t, a), R(t, b), R(t, c), n); break;
+    case 49: t_binary_sub_f32(R(t, a), R(t, b), R(t, c), n); break;
+    case 50: t_binary_sub_f32_rs(R(t, a), R(t, b), R(t, c), n); break;
+    case 51: t_binary_sub_i32(R(t, a), R(t, b), R(t, c), n); break;
+    case 52: t_binary_sub_i32_rs(R(t, a), R(t, b), R(t, c), n); break;
+    case 53: t_binary_sub_u32(R(t, a), R(t, b), R(t, c), n); break;
+    case 54: t_binary_sub_u32_rs(R(t, a), R(t, b), R(t, c), n); break;
+    case 55: t_binary_mul_f32(R(t, a), R(t, b), R(t, c), n); break;
+    case 56: t_binary_mul_f32_rs(R(t, a), R(t, b), R(t, c), n); break;
+    case 57: t_binary_mul_i32(R(t, a), R(t, b), R(t, c), n); break;
+    case 58: t_binary_mul_i32_rs(R(t, a), R(t, b), R(t, c), n); break;
+    case 59: t_binary_mul_u32(R(t, a), R(t, b), R(t, c), n); break;
+    case 60: t_binary_mul_u32_rs(R(t, a), R(t, b), R(t, c), n); break;
+    case 61: t_binary_div_f32(R(t, a), R(t, b), R(t, c), n); break;
+    case 62: t_binary_div_f32_rs(R(t, a), R(t, b), R(t, c), n); break;
+    case 63: t_binary_maximum_f32(R(t, a), R(t, b), R(t, c), n); break;
+    case 64: t_binary_maximum_f32_rs(R(t, a), R(t, b), R(t, c), n); break;
+    case 65: t_binary_maximum_i32(R(t, a), R(t, b), R(t, c), n); break;
+    case 66: t_binary_maximum_i32_rs(R(t, a), R(t, b), R(t, c), n); break;
+    case 67: t_binary_maximum_u32(R(t, a), R(t, b), R(t, c), n); break;
+    case 68: t_binary_maximum_u32_rs(R(t, a), R(t, b), R(t, c), n); break;
+    case 69: t_binary_minimum_f32(R(t, a), R(t, b), R(t, c), n); break;
+    case 70: t_binary_minimum_f32_rs(R(t, a), R(t, b), R(t, c), n); break;
+    case 71: t_binary_minimum_i32(R(t, a), R(t, b), R(t, c), n); break;
+    case 72: t_binary_minimum_i32_rs(R(t, a), R(t, b), R(t, c), n); break;
+    case 73: t_binary_minimum_u32(R(t, a), R(t, b), R(t, c), n); break;
+    case 74: t_binary_minimum_u32_rs(R(t, a), R(t, b), R(t, c), n); break;
+    case 75: t_binary_mod_f32(R(t, a), R(t, b), R(t, c), n); break;
+    case 76: t_binary_mod_f32_rs(R(t, a), R(t, b), R(t, c), n); break;
+    case 77: t_binary_mod_i32(R(t, a), R(t, b), R(t, c), n); break;
+    case 78: t_binary_mod_i32_rs(R(t, a), R(t, b), R(t, c), n); break;
+    case 79: t_binary_mod_u32(R(t, a), R(t, b), R(t, c), n); break;
+    case 80: t_binary_mod_u32_rs(R(t, a), R(t, b), R(t, c), n); break;
+    case 81: t_binary_pow_f32(R(t, a), R(t, b), R(t, c), n); break;
+    case 82: t_binary_pow_f32_rs(R(t, a), R(t, b), R(t, c), n); break;
+    case 83: t_binary_pow_i32(R(t, a), R(t, b), R(t, c), n); break;
+    case 84: t_binary_pow_i32_rs(R(t, a), R(t, b), R(t, c), n); break;
+    case 85: t_binary_pow_u32(R(t, a), R(t, b), R(t, c), n); break;
+    case 86: t_binary_pow_u32_rs(R(t, a), R(t, b), R(t, c), n); break;
+    case 87: t_binary_floorDiv_f32(R(t, a), R(t, b), R(t, c), n); break;
+    case 88: t_binary_floorDiv_f32_rs(R(t, a), R(t, b), R(t, c), n); break;
+    case 89: t_binary_floorDiv_i32(R(t, a), R(t, b), R(t, c), n); break;
+    case 90: t_binary_floorDiv_i32_rs(R(t, a), R(t, b), R(t, c), n); break;
+    case 91: t_binary_floorDiv_u32(R(t, a), R(t, b), R(t, c), n); break;
+    case 92: t_binary_floorDiv_u32_rs(R(t, a), R(t, b), R(t, c), n); break;
+    case 93: t_binary_equal_f32(R(t, a), R(t, b), R(t, c), n); break;
+    case 94: t_binary_equal_f32_rs(R(t, a), R(t, b), R(t, c), n); break;
+    case 95: t_binary_equal_i32(R(t, a), R(t, b), R(t, c), n); break;
+    case 96: t_binary_equal_i32_rs(R(t, a), R(t, b), R(t, c), n); break;
+    case 97: t_binary_equal_u32(R(t, a), R(t, b), R(t, c), n); break;
+    case 98: t_binary_equal_u32_rs(R(t, a), R(t, b), R(t, c), n); break;
+    case 99: t_binary_equal_bool(R(t, a), R(t, b), R(t, c), n); break;
+    case 100: t_binary_equal_bool_rs(R(t, a), R(t, b), R(t, c), n); break;
+    case 101: t_binary_notEqual_f32(R(t, a), R(t, b), R(t, c), n); break;
+    case 102: t_binary_notEqual_f32_rs(R(t, a), R(t, b), R(t, c), n); break;
+    case 103: t_binary_notEqual_i32(R(t, a), R(t, b), R(t, c), n); break;
+    case 104: t_binary_notEqual_i32_rs(R(t, a), R(t, b), R(t, c), n); break;
+    case 105: t_binary_notEqual_u32(R(t, a), R(t, b), R(t, c), n); break;
+    case 106: t_binary_notEqual_u32_rs(R(t, a), R(t, b), R(t, c), n); break;
+    case 107: t_binary_notEqual_bool(R(t, a), R(t, b), R(t, c), n); break;
+    case 108: t_binary_notEqual_bool_rs(R(t, a), R(t, b), R(t, c), n); break;
+    case 109: t_binary_less_f32(R(t, a), R(t, b), R(t, c), n); break;
+    case 110: t_binary_less_f32_rs(R(t, a), R(t, b), R(t, c), n); break;
+    case 111: t_binary_less_i32(R(t, a), R(t, b), R(t, c), n); break;
+    case 112: t_binary_less_i32_rs(R(t, a), R(t, b), R(t, c), n); break;
+    case 113: t_binary_less_u32(R(t, a), R(t, b), R(t, c), n); break;
+    case 114: t_binary_less_u32_rs(R(t, a), R(t, b), R(t, c), n); break;
+    case 115: t_binary_less_bool(R(t, a), R(t, b), R(t, c), n); break;
+    case 116: t_binary_less_bool_rs(R(t, a), R(t, b), R(t, c), n); break;
+    case 117: t_binary_lessEqual_f32(R(t, a), R(t, b), R(t, c), n); break;
+    case 118: t_binary_lessEqual_f32_rs(R(t, a), R(t, b), R(t, c), n); break;
+    case 119: t_binary_lessEqual_i32(R(t, a), R(t, b), R(t, c), n); break;
+    case 120: t_binary_lessEqual_i32_rs(R(t, a), R(t, b), R(t, c), n); break;
+    case 121: t_binary_lessEqual_u32(R(t, a), R(t, b), R(t, c), n); break;
+    case 122: t_binary_lessEqual_u32_rs(R(t, a), R(t, b), R(t, c), n); break;
+    case 123: t_binary_lessEqual_bool(R(t, a), R(t, b), R(t, c), n); break;
+    case 124: t_binary_lessEqual_bool_rs(R(t, a), R(t, b), R(t, c), n); break;
+    case 125: t_binary_greater_f32(R(t, a), R(t, b), R(t, c), n); break;
+    case 126: t_binary_greater_f32_rs(R(t, a), R(t, b), R(t, c), n); break;
+    case 127: t_binary_greater_i32(R(t, a), R(t, b), R(t, c), n); break;
+    case 128: t_binary_greater_i32_rs(R(t, a), R(t, b), R(t, c), n); break;
+    case 129: t_binary_greater_u32(R(t, a), R(t, b), R(t, c), n); break;
+    case 130: t_binary_greater_u32_rs(R(t, a), R(t, b), R(t, c), n); break;
+    case 131: t_binary_greater_bool(R(t, a), R(t, b), R(t, c), n); break;
+    case 132: t_binary_greater_bool_rs(R(t, a), R(t, b), R(t, c), n); break;
+    case 133: t_binary_greaterEqual_f32(R(t, a), R(t, b), R(t, c), n); break;
+    case 134: t_binary_greaterEqual_f32_rs(R(t, a), R(t, b), R(t, c), n); break;
+    case 135: t_binary_greaterEqual_i32(R(t, a), R(t, b), R(t, c), n); break;
+    case 136: t_binary_greaterEqual_i32_rs(R(t, a), R(t, b), R(t, c), n); break;
+    case 137: t_binary_greaterEqual_u32(R(t, a), R(t, b), R(t, c), n); break;
+    case 138: t_binary_greaterEqual_u32_rs(R(t, a), R(t, b), R(t, c), n); break;
+    case 139: t_binary_greaterEqual_bool(R(t, a), R(t, b), R(t, c), n); break;
+    case 140: t_binary_greaterEqual_bool_rs(R(t, a), R(t, b), R(t, c), n); break;
+    case 141: t_binary_logicalAnd_bool(R(t, a), R(t, b), R(t, c), n); break;
+    case 142: t_binary_logicalAnd_bool_rs(R(t, a), R(t, b), R(t, c), n); break;
+    case 143: t_binary_logicalOr_bool(R(t, a), R(t, b), R(t, c), n); break;
+    case 144: t_binary_logicalOr_bool_rs(R(t, a), R(t, b), R(t, c), n); break;
+    case 145: t_binary_leakyRelu_f32(R(t, a), R(t, b), R(t, c), n); break;
+    case 146: t_binary_leakyRelu_f32_rs(R(t, a), R(t, b), R(t, c), n); break;
+    case 147: t_binary_elu_f32(R(t, a), R(t, b), R(t, c), n); break;
+    case 148: t_binary_elu_f32_rs(R(t, a), R(t, b), R(t, c), n); break;
+    case 149: t_binary_bitwiseXor_u32(R(t, a), R(t, b), R(t, c), n); break;
+    case 150: t_binary_bitwiseXor_u32_rs(R(t, a), R(t, b), R(t, c), n); break;
+    case 151: t_binary_bitwiseXor_i32(R(t, a), R(t, b), R(t, c), n); break;
+    case 152: t_binary_bitwiseXor_i32_rs(R(t, a), R(t, b), R(t, c), n); break;
+    case 153: t_binary_bitwiseAnd_u32(R(t, a), R(t, b), R(t, c), n); break;
+    case 154: t_binary_bitwiseAnd_u32_rs(R(t, a), R(t, b), R(t, c), n); break;
+    case 155: t_binary_bitwiseAnd_i32(R(t, a), R(t, b), R(t, c), n); break;
+    case 156: t_binary_bitwiseAnd_i32_rs(R(t, a), R(t, b), R(t, c), n); break;
+    case 157: t_binary_bitwiseOr_u32(R(t, a), R(t, b), R(t, c), n); break;
+    case 158: t_binary_bitwiseOr_u32_rs(R(t, a), R(t, b), R(t, c), n); break;
+    case 159: t_binary_bitwiseOr_i32(R(t, a), R(t, b), R(t, c), n); break;
+    case 160: t_binary_bitwiseOr_i32_rs(R(t, a), R(t, b), R(t, c), n); break;
+    case 161: t_binary_shiftRight_u32(R(t, a), R(t, b), R(t, c), n); break;
+    case 162: t_binary_shiftRight_u32_rs(R(t, a), R(t, b), R(t, c), n); break;
+    case 163: t_binary_shiftRight_i32(R(t, a), R(t, b), R(t, c), n); break;
+    case 164: t_binary_shiftRight_i32_rs(R(t, a), R(t, b), R(t, c), n); break;
+    case 165: t_where_f32(R(t, a), R(t, b), R(t, c), R(t, d), n); break;
+    case 166: t_where_i32(R(t, a), R(t, b), R(t, c), R(t, d), n); break;
+    case 167: t_where_u32(R(t, a), R(t, b), R(t, c), R(t, d), n); break;
+    case 168: t_where_bool(R(t, a), R(t, b), R(t, c), R(t, d), n); break;
+    case 169: t_cast_f32_f32(R(t, a), R(t, b), n); break;
+    case 170: t_cast_f32_i32(R(t, a), R(t, b), n); break;
+    case 171: t_cast_f32_u32(R(t, a), R(t, b), n); break;
+    case 172: t_cast_f32_bool(R(t, a), R(t, b), n); break;
+    case 173: t_cast_i32_f32(R(t, a), R(t, b), n); break;
+    case 174: t_cast_i32_i32(R(t, a), R(t, b), n); break;
+    case 175: t_cast_i32_u32(R(t, a), R(t, b), n); break;
+    case 176: t_cast_i32_bool(R(t, a), R(t, b), n); break;
+    case 177: t_cast_u32_f32(R(t, a), R(t, b), n); break;
+    case 178: t_cast_u32_i32(R(t, a), R(t, b), n); break;
+    case 179: t_cast_u32_u32(R(t, a), R(t, b), n); break;
+    case 180: t_cast_u32_bool(R(t, a), R(t, b), n); break;
+    case 181: t_cast_bool_f32(R(t, a), R(t, b), n); break;
+    case 182: t_cast_bool_i32(R(t, a), R(t, b), n); break;
+    case 183: t_cast_bool_u32(R(t, a), R(t, b), n); break;
+    case 184: t_cast_bool_bool(R(t, a), R(t, b), n); break;
+    case 185: t_round_f16(R(t, a), R(t, b), n); break;
+    case 186: t_gather_f32(R(t, a), <usize>b, <usize>c, s, n); break;
+    case 187: t_gather_i32(R(t, a), <usize>b, <usize>c, s, n); break;
+    case 188: t_gather_u32(R(t, a), <usize>b, <usize>c, s, n); break;
+    case 189: t_gather_bool(R(t, a), <usize>b, <usize>c, s, n); break;
+    case 190: t_gather_f16(R(t, a), <usize>b, <usize>c, s, n); break;
+    case 191: t_store_f16(<usize>a + (<usize>s << 1), R(t, b), n); break;
+    case 192: t_splat(R(t, a), b, n); break;
+    case 193: t_iota(R(t, a), s, n); break;
     default: unreachable();
   }
 }

@@ -584,15 +584,33 @@ function tileKernel(
   out: Storage,
   body: (values: string[]) => string,
   simd?: (v: string[]) => string,
+  scalarLast = false,
 ): string {
   const args = inputs.map((_, k) => `a${k}: usize`).join(", ");
   const lines = [`function t_${name}(d: usize, ${args}, n: i32): void {`, `  let i = 0;`];
+  // A constant last operand (every word equal) is read once, into a vector and a scalar.
+  const last = inputs.length - 1;
+  if (scalarLast) {
+    lines.push(`  const s${last} = ${LOAD[inputs[last]](`a${last}`)};`);
+    if (simd) lines.push(`  const v${last} = v128.load(a${last});`);
+  }
+  const vector = (k: number, at: string) =>
+    scalarLast && k === last ? `v${last}` : `v128.load(a${k} + (<usize>i << 2)${at})`;
   if (simd) {
+    // Four vectors per iteration: a quarter of the loop's counting and branching.
+    lines.push(`  for (; i + 16 <= n; i += 16) {`);
+    for (const at of [0, 16, 32, 48]) {
+      const vs = inputs.map((_, k) => vector(k, `, ${at}`));
+      lines.push(`    v128.store(d + (<usize>i << 2), ${simd(vs)}, ${at});`);
+    }
+    lines.push(`  }`);
     lines.push(`  for (; i + 4 <= n; i += 4) {`);
-    const vs = inputs.map((_, k) => `v128.load(a${k} + (<usize>i << 2))`);
+    const vs = inputs.map((_, k) => vector(k, ""));
     lines.push(`    v128.store(d + (<usize>i << 2), ${simd(vs)});`, `  }`);
   }
-  const vals = inputs.map((s, k) => LOAD[s](`a${k} + (<usize>i << 2)`));
+  const vals = inputs.map((s, k) =>
+    scalarLast && k === last ? `s${last}` : LOAD[s](`a${k} + (<usize>i << 2)`)
+  );
   lines.push(`  for (; i < n; i++) ${store(out, "d + (<usize>i << 2)", body(vals))};`, `}`);
   return lines.join("\n");
 }
@@ -639,13 +657,16 @@ function tiles(): string {
   for (const [op, def] of Object.entries(BINARY)) {
     for (const [ct, template] of Object.entries(def.asm) as [ComputeType, Template][]) {
       const out: Storage = def.result === "bool" ? "bool" : compute[ct];
-      parts.push(tileKernel(
-        `binary_${op}_${ct}`,
-        [compute[ct], compute[ct]],
-        out,
-        ([a, b]) => template(a, b),
-        tileSimd("binary", op, ct),
-      ));
+      for (const scalar of [false, true]) {
+        parts.push(tileKernel(
+          `binary_${op}_${ct}${scalar ? "_rs" : ""}`,
+          [compute[ct], compute[ct]],
+          out,
+          ([a, b]) => template(a, b),
+          tileSimd("binary", op, ct),
+          scalar,
+        ));
+      }
     }
   }
   for (const ct of TILE_TYPES) {

@@ -18,6 +18,7 @@ import { planWasmElementwise } from "../plans/elementwise.ts";
 import { COMPUTE, SUFFIX, type WasmHost, type WasmStorage } from "./host.ts";
 import { runShares, wasmThreads } from "./threads.ts";
 import {
+  COMMUTATIVE,
   TILE_HEADER_WORDS,
   TILE_INSTRUCTION_WORDS,
   TILE_OPCODE,
@@ -248,7 +249,16 @@ function runTiles(
         const name = e.kind === "where" ? `where_${typed}` : `${e.kind}_${e.op}_${typed}`;
         const result = e.kind !== "where" && opDef(e.op).result === "bool" ? "bool" : typed;
         r = destination();
-        program.emit(program.body, name, r, ...argument);
+        let [kernel, ordered] = [name, argument];
+        // A constant operand (filled once by the prologue) is read once per tile.
+        if (e.kind === "binary") {
+          const [a, b] = argument;
+          if (program.pinned.has(b) && !program.pinned.has(a)) kernel = `${name}_rs`;
+          else if (program.pinned.has(a) && !program.pinned.has(b) && COMMUTATIVE.has(e.op)) {
+            [kernel, ordered] = [`${name}_rs`, [b, a]];
+          }
+        }
+        program.emit(program.body, kernel, r, ...ordered);
         settle(r, result, e.dtype);
         break;
       }

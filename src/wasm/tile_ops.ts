@@ -37,6 +37,8 @@ function build(): TileOp[] {
   for (const [op, def] of Object.entries(BINARY)) {
     for (const ct of Object.keys(def.asm)) {
       ops.push({ name: `binary_${op}_${ct}`, operands: [r, r, r] });
+      // The second operand a constant's register, read once ("register, scalar").
+      ops.push({ name: `binary_${op}_${ct}_rs`, operands: [r, r, r] });
     }
   }
   for (const ct of TILE_TYPES) ops.push({ name: `where_${ct}`, operands: [r, r, r, r] });
@@ -72,3 +74,18 @@ export const TILE_HEADER_WORDS = 4;
 export const TILE_SCRATCH = 0;
 /** A register read or written in place in memory: base + tile start * 4. */
 export const TILE_STREAM = 1;
+
+/** Binary ops whose operands may be swapped (so a constant first operand can go second). */
+export const COMMUTATIVE: ReadonlySet<string> = new Set([
+  "add",
+  "mul",
+  "maximum",
+  "minimum",
+  "equal",
+  "notEqual",
+  "logicalAnd",
+  "logicalOr",
+  "bitwiseAnd",
+  "bitwiseOr",
+  "bitwiseXor",
+]);
