@@ -198,17 +198,7 @@ export function registeredKernels(): ReadonlySet<string> {
 // ---------------------------------------------------------------------------------------------
 // Deterministic data from a seed.
 
-/** A small, fast PRNG (Mulberry32): uniform numbers in [0, 1). */
-export function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+export { mulberry32 } from "./_random.ts";
 
 /** A random integer in [lo, hi]. */
 export function randInt(rng: () => number, lo: number, hi: number): number {

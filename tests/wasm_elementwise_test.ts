@@ -11,6 +11,7 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import * as gyre from "../src/mod.ts";
+import { mulberry32 } from "./_random.ts";
 import * as tuning from "../src/tuning.ts";
 import { kernelObservers } from "../src/contract/backend.ts";
 
@@ -19,13 +20,7 @@ await gyre.init({ device: "wasm" });
 const SPECIALS = [NaN, Infinity, -Infinity, 0, -0, 2 ** -149, 65504, 1e-8, 3.4028234663852886e38];
 
 function values(seed: number, n: number, dtype: gyre.DType): number[] {
-  let a = seed >>> 0;
-  const next = () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(a ^ (a >>> 15), a | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const next = mulberry32(seed);
   return Array.from({ length: n }, () => {
     if (dtype === "bool") return next() < 0.5 ? 1 : 0;
     if (dtype === "int32") return Math.floor((next() - 0.5) * 2 ** 32);

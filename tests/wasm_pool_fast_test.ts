@@ -21,6 +21,7 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import * as gyre from "../src/mod.ts";
+import { mulberry32 } from "./_random.ts";
 import { kernelObservers, type KernelRecord } from "../src/contract/backend.ts";
 import * as tuning from "../src/tuning.ts";
 import { postedTasks } from "../src/wasm/threads.ts";
@@ -30,18 +31,6 @@ const rt = await gyre.init({ device: "wasm" });
 /** Threads this machine offers (2 on the 2-core CI box). */
 const THREADS = await gyre.startWasmThreads();
 const threaded = rt.wasm.shared && THREADS > 1;
-
-/** Deterministic PRNG (fast-check draws its seed, so failing cases replay). */
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 type Pair = [number, number];
 type DType = "float32" | "float16" | "int32";

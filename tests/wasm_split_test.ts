@@ -14,6 +14,7 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import * as gyre from "../src/mod.ts";
+import { mulberry32 } from "./_random.ts";
 import * as tuning from "../src/tuning.ts";
 import { postedTasks } from "../src/wasm/threads.ts";
 
@@ -25,13 +26,7 @@ const SPECIALS = [NaN, Infinity, -Infinity, 0, -0, 2 ** -149, -(2 ** -130), 3.40
 
 /** Floats over the whole domain: log-uniform magnitudes 2^-140..2^127, both signs, specials. */
 function floats(seed: number, n: number): Float32Array {
-  let a = seed >>> 0;
-  const next = () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(a ^ (a >>> 15), a | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const next = mulberry32(seed);
   const out = new Float32Array(n);
   for (let i = 0; i < n; i++) {
     const r = next();
