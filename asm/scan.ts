@@ -123,85 +123,89 @@ function offsetSum(p: usize, n: i32): f64 {
   return p + (<usize>(reverse ? len - 1 - s : s) << 2);
 }
 
-/** The lowest address of quarter `k` (of `quarter` elements) in scan order. */
-@inline function lowest(x: usize, len: i32, quarter: i32, k: i32, reverse: bool): usize {
-  return x + (<usize>(reverse ? len - (k + 1) * quarter : k * quarter) << 2);
+/** The byte offset of the vector of scan positions s..s+3: s, or len - 4 - s reversed. */
+@inline function vectorAt(len: i32, s: i32, reverse: bool): usize {
+  return <usize>(reverse ? len - 4 - s : s) << 2;
+}
+
+/**
+ * Four prefix sums of one f32x4 `v` (in scan order) from `carry` (an f64x2 splat of the sum so
+ * far), stored at `pout` in memory order; returns the new carry. In f64: [a, a + b] and
+ * [c, c + d], then (a + b) added to the second pair, then the carry to all four, so each output
+ * is the sum so far to within f64 rounding (reassociated within the vector). Exclusive outputs
+ * are the carry and the first three sums.
+ */
+@inline function prefix4(
+  v: v128, pout: usize, carry: v128, exclusive: bool, reverse: bool,
+): v128 {
+  const identity = f64x2.splat(-0.0);
+  const lo = f64x2.promote_low_f32x4(v);
+  const hi = f64x2.promote_low_f32x4(i64x2.shuffle(v, v, 1, 0));
+  const lo1 = f64x2.add(lo, i64x2.shuffle(identity, lo, 0, 2));
+  const hi1 = f64x2.add(hi, i64x2.shuffle(identity, hi, 0, 2));
+  const hi2 = f64x2.add(hi1, i64x2.shuffle(lo1, lo1, 1, 1));
+  const outLo = f64x2.add(carry, lo1);
+  const outHi = f64x2.add(carry, hi2);
+  let sums: v128;
+  if (exclusive) {
+    sums = i64x2.shuffle(
+      f32x4.demote_f64x2_zero(i64x2.shuffle(carry, outLo, 0, 2)),
+      f32x4.demote_f64x2_zero(i64x2.shuffle(outLo, outHi, 1, 2)),
+      0, 2,
+    );
+  } else {
+    sums = i64x2.shuffle(f32x4.demote_f64x2_zero(outLo), f32x4.demote_f64x2_zero(outHi), 0, 2);
+  }
+  v128.store(pout, reverse ? i32x4.shuffle(sums, sums, 3, 2, 1, 0) : sums);
+  return i64x2.shuffle(outHi, outHi, 1, 1);
 }
 
 /**
  * The float32 sum scan of one row of `len` values from `start` (an f64 running sum: -0 at a
  * row's start, the sum of what precedes otherwise; flags bit 2 says the row continues one, so an
  * exclusive first output is `start`, not 0). One sequential f64 chain is bound by the add's
- * latency, so a long row runs as four chains over its quarters, each starting from the sum of
- * the quarters before it: the same f64 prefix sums up to the rounding of those starts (about
- * 2^-53 of the running magnitude), each rounded to f32 once.
+ * latency, so a long row runs as two chains over its halves, each starting from the sum of what
+ * precedes it, four elements a step in f64x2 (prefix4): the same f64 prefix sums up to the
+ * rounding of the reassociated additions (about 2^-53 of the running magnitude), each rounded
+ * to f32 once. Short rows are one sequential chain.
  */
 function sumRow(out: usize, x: usize, len: i32, flags: i32, start: f64): void {
   const exclusive = (flags & 1) != 0;
   const reverse = (flags & 2) != 0;
   const continued = (flags & 4) != 0;
   const step: isize = reverse ? -4 : 4;
-  const chains = len >= CHAINED_LENGTH ? 4 : 1;
-  const quarter = len / chains;
-  // Chain k scans positions [k * quarter, (k + 1) * quarter) of the scan order (the last one to
-  // the end); position s is element s, or len - 1 - s in reverse.
-  let a0 = start;
-  let a1: f64 = 0;
-  let a2: f64 = 0;
-  let a3: f64 = 0;
-  if (chains == 4) {
-    // A quarter's elements are contiguous in memory either way.
-    a1 = a0 + offsetSum(lowest(x, len, quarter, 0, reverse), quarter);
-    a2 = a1 + offsetSum(lowest(x, len, quarter, 1, reverse), quarter);
-    a3 = a2 + offsetSum(lowest(x, len, quarter, 2, reverse), quarter);
-    let p0 = at(x, len, 0, reverse);
-    let p1 = at(x, len, quarter, reverse);
-    let p2 = at(x, len, 2 * quarter, reverse);
-    let p3 = at(x, len, 3 * quarter, reverse);
-    let q0 = at(out, len, 0, reverse);
-    let q1 = at(out, len, quarter, reverse);
-    let q2 = at(out, len, 2 * quarter, reverse);
-    let q3 = at(out, len, 3 * quarter, reverse);
-    if (exclusive) {
-      // Position 0's output: 0 at a row's start (never -0), else the sum so far.
-      store<f32>(q0, continued ? <f32>a0 : <f32>0.0);
-      a0 += <f64>load<f32>(p0);
-      store<f32>(q1, <f32>a1);
-      a1 += <f64>load<f32>(p1);
-      store<f32>(q2, <f32>a2);
-      a2 += <f64>load<f32>(p2);
-      store<f32>(q3, <f32>a3);
-      a3 += <f64>load<f32>(p3);
-      for (let j = 1; j < quarter; j++) {
-        p0 += step; p1 += step; p2 += step; p3 += step;
-        q0 += step; q1 += step; q2 += step; q3 += step;
-        store<f32>(q0, <f32>a0);
-        store<f32>(q1, <f32>a1);
-        store<f32>(q2, <f32>a2);
-        store<f32>(q3, <f32>a3);
-        a0 += <f64>load<f32>(p0);
-        a1 += <f64>load<f32>(p1);
-        a2 += <f64>load<f32>(p2);
-        a3 += <f64>load<f32>(p3);
-      }
-    } else {
-      for (let j = 0; j < quarter; j++) {
-        a0 += <f64>load<f32>(p0);
-        a1 += <f64>load<f32>(p1);
-        a2 += <f64>load<f32>(p2);
-        a3 += <f64>load<f32>(p3);
-        store<f32>(q0, <f32>a0);
-        store<f32>(q1, <f32>a1);
-        store<f32>(q2, <f32>a2);
-        store<f32>(q3, <f32>a3);
-        p0 += step; p1 += step; p2 += step; p3 += step;
-        q0 += step; q1 += step; q2 += step; q3 += step;
-      }
+  let from = 0;
+  let acc = start;
+  if (len >= CHAINED_LENGTH) {
+    // Position 0 alone first: an exclusive row's first output is 0 (never -0).
+    if (exclusive && !continued) {
+      store<f32>(at(out, len, 0, reverse), <f32>0.0);
+      acc += <f64>load<f32>(at(x, len, 0, reverse));
+      from = 1;
     }
+    // Chain 0 scans positions [from, from + 4h), chain 1 [from + 4h, from + 8h).
+    const h = (len - from) >> 3;
+    const mid = from + 4 * h;
+    // Chain 0's elements lie at [from, mid) in memory, or at [len - mid, len - from) reversed.
+    const first0 = reverse ? len - mid : from;
+    let c0 = f64x2.splat(acc);
+    let c1 = f64x2.splat(acc + offsetSum(x + (<usize>first0 << 2), 4 * h));
+    for (let k = 0; k < h; k++) {
+      const s0 = from + 4 * k;
+      const s1 = mid + 4 * k;
+      let v0 = v128.load(x + vectorAt(len, s0, reverse));
+      let v1 = v128.load(x + vectorAt(len, s1, reverse));
+      if (reverse) {
+        v0 = i32x4.shuffle(v0, v0, 3, 2, 1, 0);
+        v1 = i32x4.shuffle(v1, v1, 3, 2, 1, 0);
+      }
+      c0 = prefix4(v0, out + vectorAt(len, s0, reverse), c0, exclusive, reverse);
+      c1 = prefix4(v1, out + vectorAt(len, s1, reverse), c1, exclusive, reverse);
+    }
+    acc = f64x2.extract_lane(c1, 0);
+    from = mid + 4 * h;
   }
-  // One chain: the whole row (short rows), or the last chain's remainder (4 * quarter to len).
-  let acc = chains == 4 ? a3 : a0;
-  const from = chains == 4 ? 4 * quarter : 0;
+  // One chain: the whole row (short rows), or what the two chains left (fewer than 8).
   let pin = at(x, len, from, reverse);
   let pout = at(out, len, from, reverse);
   for (let s = from; s < len; s++) {
