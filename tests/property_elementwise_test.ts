@@ -233,12 +233,13 @@ const UNARY_SPECS: Record<string, OpSpec> = {
     monotone: true,
   },
   // sigmoid = 1 / (1 + exp(-x)): g_exp_fast's 4.5 ULP shrinks through 1 + e, + add 0.5, divide
-  // 2.5, reference 0.5: 8 ULP.
+  // 2.5: 7.5 ULP; the reference's 2.5 (WASM's sigmoid is f32x4 from e^-|x|, asm/vector_math.ts,
+  // 2.23 ULP measured): 10 ULP.
   sigmoid: {
     dtypes: FLOATS,
     intRange: () => ({ lo: -100, hi: 100 }),
     domain: () => ({ ...FULL, kind: "uniform", lo: -100, hi: 100 }),
-    tol: () => ulps(8),
+    tol: () => ulps(10),
     monotone: true,
   },
   // erf: both devices evaluate the same formula (g_erf / g_erf64), so only f32 evaluation error

@@ -156,7 +156,8 @@ export const UNARY: Readonly<Record<UnaryOp, ElementwiseDef>> = {
   cos: float1("g_cos(a)", "Math.cos"),
   tan: float1("g_tan(a)", "Math.tan"),
   tanh: float1("g_tanh(a)", "Math.tanh"),
-  sigmoid: float1("g_sigmoid(a)", "g_sigmoid64"),
+  // WASM: 1 / (1 + e^-x) from e^-|x| in f32x4 (asm/vector_math.ts, within 2.5 ULP), in tiles too.
+  sigmoid: { ...float1("g_sigmoid(a)", "g_sigmoid64"), asm: { f32: (a) => `sigmoid_f32(${a})` } },
   erf: float1("g_erf(a)", "g_erf64"),
   floor: float1("floor(a)", "Math.floor"),
   ceil: float1("ceil(a)", "Math.ceil"),
