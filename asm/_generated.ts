@@ -4,7 +4,7 @@
 
 import { f16_to_f32, f32_to_f16, g_elu64, g_erf64, g_floordiv_f32, g_floordiv_i32, g_floordiv_u32, g_gelu64, g_gelu_tanh64, g_hardsigmoid64, g_hardswish64, g_leaky_relu64, g_mish64, g_mod_f32, g_mod_i32, g_mod_u32, g_pcg, g_pow_f32, g_pow_i32, g_pow_u32, g_relu64, g_rsqrt64, g_selu64, g_sigmoid64, g_sign_f32, g_sign_i32, g_silu64, g_softplus64, g_softsign64 } from "./math";
 
-import { exp_f32, exp_f32x4, sigmoid_f32, sigmoid_f32x4 } from "./vector_math";
+import { exp_f32, exp_f32x4, sigmoid_f32, sigmoid_f32x4, tanh_f32, tanh_f32x4 } from "./vector_math";
 
 
 
@@ -822,7 +822,7 @@ export function unary_tanh_f32(out: usize, in0: usize, desc: usize, contiguous: 
   for (let d = 0; d < rank; d++) n *= load<i32>(desc + 4 + (<usize>d << 2));
   if (contiguous) {
     for (let i = 0; i < n; i++) {
-      store<f32>(out + (<usize>i << 2), <f32>Math.tanh(<f64>load<f32>(in0 + (<usize>i << 2))));
+      store<f32>(out + (<usize>i << 2), tanh_f32(load<f32>(in0 + (<usize>i << 2))));
     }
     return;
   }
@@ -843,7 +843,7 @@ export function unary_tanh_f32(out: usize, in0: usize, desc: usize, contiguous: 
       off0 += c * load<i32>(strides0 + (<usize>d << 2));
     }
     for (let j = 0; j < inner; j++) {
-      store<f32>(o, <f32>Math.tanh(<f64>load<f32>(in0 + (<usize>(off0 + j * step0) << 2))));
+      store<f32>(o, tanh_f32(load<f32>(in0 + (<usize>(off0 + j * step0) << 2))));
       o += 4;
     }
   }
@@ -5594,7 +5594,16 @@ function t_unary_tan_f32(d: usize, a0: usize, n: i32): void {
 
 function t_unary_tanh_f32(d: usize, a0: usize, n: i32): void {
   let i = 0;
-  for (; i < n; i++) store<f32>(d + (<usize>i << 2), <f32>Math.tanh(<f64>load<f32>(a0 + (<usize>i << 2))));
+  for (; i + 16 <= n; i += 16) {
+    v128.store(d + (<usize>i << 2), tanh_f32x4(v128.load(a0 + (<usize>i << 2), 0)), 0);
+    v128.store(d + (<usize>i << 2), tanh_f32x4(v128.load(a0 + (<usize>i << 2), 16)), 16);
+    v128.store(d + (<usize>i << 2), tanh_f32x4(v128.load(a0 + (<usize>i << 2), 32)), 32);
+    v128.store(d + (<usize>i << 2), tanh_f32x4(v128.load(a0 + (<usize>i << 2), 48)), 48);
+  }
+  for (; i + 4 <= n; i += 4) {
+    v128.store(d + (<usize>i << 2), tanh_f32x4(v128.load(a0 + (<usize>i << 2))));
+  }
+  for (; i < n; i++) store<f32>(d + (<usize>i << 2), tanh_f32(load<f32>(a0 + (<usize>i << 2))));
 }
 
 function t_unary_sigmoid_f32(d: usize, a0: usize, n: i32): void {

@@ -167,3 +167,27 @@ export function sigmoid_f32x4_array(out: usize, x: usize, n: i32): void {
     store<f32>(out + o, sigmoid_f32(load<f32>(x + o)));
   }
 }
+
+/**
+ * tanh lane by lane, the GPU's g_tanh (wgsl/prelude.wgsl) with the accurate exp: the series to
+ * x^7 below |x| = 0.125 (relative error < 2e-10), elsewhere (1 - e) / (1 + e) with e = e^-2|x|
+ * (|x| clamped to 15, past which it is +-1), which cannot overflow; the sign copied from x.
+ * exp's 0.78 ULP grows by 2e / (1 - e^2) through the quotient (4 at |x| = 0.125), plus four
+ * roundings. NaN stays NaN.
+ */
+@inline export function tanh_f32x4(x: v128): v128 {
+  const z = f32x4.abs(x);
+  const x2 = f32x4.mul(x, x);
+  let p = f32x4.sub(f32x4.splat(<f32>0.13333333333333333), f32x4.mul(x2, f32x4.splat(<f32>0.05396825396825397)));
+  p = f32x4.add(f32x4.splat(<f32>-0.3333333333333333), f32x4.mul(x2, p));
+  const series = f32x4.mul(x, f32x4.add(K(12), f32x4.mul(x2, p)));
+  const e = exp_f32x4(f32x4.mul(f32x4.splat(-2), f32x4.pmin(z, f32x4.splat(15))));
+  const t = f32x4.div(f32x4.sub(K(12), e), f32x4.add(K(12), e));
+  const signed = v128.or(t, v128.and(x, i32x4.splat(0x80000000)));
+  return v128.bitselect(series, signed, f32x4.lt(z, f32x4.splat(0.125)));
+}
+
+/** tanh_f32x4 of one f32 (for loop tails and the op table's scalar kernels). */
+@inline export function tanh_f32(x: f32): f32 {
+  return f32x4.extract_lane(tanh_f32x4(f32x4.splat(x)), 0);
+}

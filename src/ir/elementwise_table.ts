@@ -155,7 +155,8 @@ export const UNARY: Readonly<Record<UnaryOp, ElementwiseDef>> = {
   sin: float1("g_sin(a)", "Math.sin"),
   cos: float1("g_cos(a)", "Math.cos"),
   tan: float1("g_tan(a)", "Math.tan"),
-  tanh: float1("g_tanh(a)", "Math.tanh"),
+  // WASM: g_tanh with the accurate exp in f32x4 (asm/vector_math.ts), in tiles too.
+  tanh: { ...float1("g_tanh(a)", "Math.tanh"), asm: { f32: (a) => `tanh_f32(${a})` } },
   // WASM: 1 / (1 + e^-x) from e^-|x| in f32x4 (asm/vector_math.ts, within 2.5 ULP), in tiles too.
   sigmoid: { ...float1("g_sigmoid(a)", "g_sigmoid64"), asm: { f32: (a) => `sigmoid_f32(${a})` } },
   erf: float1("g_erf(a)", "g_erf64"),
