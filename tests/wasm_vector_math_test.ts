@@ -193,3 +193,39 @@ Deno.test("sigmoid_f32x4: within 2.5 ULP (random bits; dense on [-110, 20])", ()
     }
   }
 });
+
+Deno.test("tanh on WASM: within its stated bound of float64 tanh (random bits; dense on [-20, 20])", async () => {
+  // Through the op (tiles, asm/vector_math.ts tanh_f32x4): the bound is wasmTanhUlps of
+  // tests/property_elementwise_test.ts, 2 ULP below |x| = 0.125, else 1.6 * 2e / (1 - e^2) + 2.5
+  // with e = e^-2|x|.
+  const gyre = await import("../src/mod.ts");
+  await gyre.init({ device: "wasm" });
+  const next = words(11);
+  const xs = new Float32Array(1 << 18);
+  const bits = new Uint32Array(xs.buffer);
+  for (let i = 0; i < xs.length; i++) {
+    if (i % 2 === 0) bits[i] = next();
+    else xs[i] = (next() / 2 ** 32 - 0.5) * 40;
+  }
+  xs.set([NaN, Infinity, -Infinity, 0, -0, 2 ** -149, -(2 ** -130), 0.125, -0.125, 15, 20, 3e38]);
+  const t = gyre.tanh(gyre.tensor(xs));
+  const ys = await t.data();
+  t.dispose();
+  for (let i = 0; i < xs.length; i++) {
+    const x = xs[i], y = ys[i];
+    if (Number.isNaN(x)) {
+      assert.ok(Number.isNaN(y), `tanh(NaN) = ${y}`);
+      continue;
+    }
+    const exact = Math.tanh(x);
+    const z = Math.abs(x);
+    const e = Math.exp(-2 * Math.min(z, 15));
+    const bound = z < 0.125 ? 2 : (2 * 0.8 * 2 * e) / (1 - e * e) + 2.5;
+    const ulp = 2 ** (Math.floor(Math.log2(Math.max(Math.abs(exact), 2 ** -126))) - 23);
+    const sub = Math.abs(exact) < 2 ** -126 ? 2 ** -149 : 0;
+    assert.ok(
+      Math.abs(y - exact) <= bound * ulp + sub && (y === 0 || Math.sign(y) === Math.sign(x)),
+      `tanh(${x}) = ${y}, exact ${exact}: ${Math.abs(y - exact) / ulp} ULP, bound ${bound}`,
+    );
+  }
+});
