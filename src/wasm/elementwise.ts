@@ -111,12 +111,19 @@ class TileProgram {
     }
     list.push([code, ...operands]);
   }
-  /** The program's words, with descriptor k's address `descriptorAt(k)` once placed at `base`. */
+  /** The program's words for placement at `base`: descriptor operands (-1 - k) become addresses. */
+  /** Words of the program with its descriptors (what `words` returns the length of). */
+  length(): number {
+    const instructions = this.prologue.length + this.body.length;
+    const head = TILE_HEADER_WORDS + 2 * this.kinds.length;
+    return head + TILE_INSTRUCTION_WORDS * instructions +
+      this.descriptors.reduce((s, d) => s + d.length, 0);
+  }
   words(tile: number, base: number): Int32Array {
     const instructions = [...this.prologue, ...this.body];
     const head = TILE_HEADER_WORDS + 2 * this.kinds.length;
     const size = head + TILE_INSTRUCTION_WORDS * instructions.length;
-    const words = new Int32Array(size + this.descriptors.reduce((s, d) => s + d.length, 0));
+    const words = new Int32Array(this.length());
     words.set([tile, this.kinds.length, this.prologue.length, this.body.length]);
     this.kinds.forEach((kind, r) => {
       words[TILE_HEADER_WORDS + 2 * r] = kind;
@@ -293,9 +300,7 @@ function runProgram(
   const scratchTiles = program.kinds.filter((k) => k === TILE_SCRATCH).length;
   const scratchBytes = 16 * Math.ceil((4 * program.kinds.length + 15) / 16) +
     4 * tile * scratchTiles + 16;
-  // Sized before placement: the word count does not depend on the addresses.
-  const length = program.words(tile, 0).length;
-  const code = wasm.alloc(op, "int32", length);
+  const code = wasm.alloc(op, "int32", program.length());
   const scratch = wasm.alloc(op, "int32", Math.ceil((count * scratchBytes) / 4) + 4);
   try {
     const words = program.words(tile, code.ptr);

@@ -8,7 +8,7 @@ import { contiguousStrides, isContiguous, sizeOf } from "../core/shape.ts";
 import type { Storage, View } from "../core/view.ts";
 import type { ReduceJob } from "../contract/reduce.ts";
 import { COMPUTE, SUFFIX, type Value, type WasmHost, type WasmStorage } from "./host.ts";
-import { runShares, wasmThreads } from "./threads.ts";
+import { runRowRanges, runShares, wasmThreads } from "./threads.ts";
 
 /** Runs a reduction job (see `Backend.reduce`); null for a fused epilogue. */
 export function runReduceWasm(wasm: WasmHost, job: ReduceJob): Storage | null {
@@ -57,20 +57,18 @@ export function runReduceWasm(wasm: WasmHost, job: ReduceJob): Storage | null {
   if (rows > 0) {
     const threads = wasmThreads(wasm, rows * rowLength, job.overrides);
     const x = wasm.pointer(value.view);
-    const name = `reduce_${reduction}_${SUFFIX[compute]}`;
-    const kernel = wasm.kernel(name);
-    const memory = wasm.allocator.memory;
-    if (threads > 1 && rows >= threads) {
+    const key = `${reduction}_${SUFFIX[compute]}`;
+    if (threads > 1 && rows < threads && COMBINE[key]) {
+      splitRows(wasm, op, key, out, x, rows, rowLength, threads);
+    } else {
       // Each thread reduces a range of whole rows.
-      const shares = Array.from({ length: threads }, (_, t) => {
-        const first = Math.floor((rows * t) / threads);
-        const count = Math.floor((rows * (t + 1)) / threads) - first;
-        return [out.ptr + 4 * first, x + 4 * first * rowLength, count, rowLength];
-      });
-      runShares(memory, name, kernel, 4, shares);
-    } else if (threads > 1 && COMBINE[`${reduction}_${SUFFIX[compute]}`]) {
-      splitRows(wasm, op, `${reduction}_${SUFFIX[compute]}`, out, x, rows, rowLength, threads);
-    } else kernel(out.ptr, x, rows, rowLength);
+      runRowRanges(wasm, `reduce_${key}`, Math.min(threads, rows), rows, (begin, end) => [
+        out.ptr + 4 * begin,
+        x + 4 * begin * rowLength,
+        end - begin,
+        rowLength,
+      ]);
+    }
   }
   wasm.release(value);
   if (outDtype === written) return out;

@@ -8,7 +8,7 @@ import type { View } from "../core/view.ts";
 import { contiguousStrides, isContiguous, sizeOf } from "../core/shape.ts";
 import type { RowsJob, RowsResult } from "../contract/rows.ts";
 import type { Value, WasmHost, WasmStorage } from "./host.ts";
-import { runShares, wasmThreads } from "./threads.ts";
+import { runRowRanges, wasmThreads } from "./threads.ts";
 
 /**
  * A softmax or logSoftmax element counts as 2 elements of `planWasmThreads`'s threshold (2^18),
@@ -28,29 +28,6 @@ const SOFTMAX_WEIGHT = 2;
  * 2.3 at 4 Mi (rmsNorm alike).
  */
 const NORM_WEIGHT = 1 / 8;
-
-/**
- * Runs `name` once per thread over rows [begin, end) split evenly: `args(begin, end)` gives a
- * call's arguments.
- */
-function runRows(
-  backend: WasmHost,
-  name: string,
-  threads: number,
-  rows: number,
-  args: (begin: number, end: number) => number[],
-): void {
-  const kernel = backend.kernel(name);
-  if (threads <= 1) {
-    kernel(...args(0, rows));
-    return;
-  }
-  const shares: number[][] = [];
-  for (let t = 0; t < threads; t++) {
-    shares.push(args(Math.floor((t * rows) / threads), Math.floor(((t + 1) * rows) / threads)));
-  }
-  runShares(backend.allocator.memory, name, kernel, shares[0].length, shares);
-}
 
 /** The WASM path: rows made contiguous float32 (normalised axes last), then asm/rows.ts. */
 export function runRowsWasm(backend: WasmHost, job: RowsJob): RowsResult {
@@ -78,7 +55,7 @@ export function runRowsWasm(backend: WasmHost, job: RowsJob): RowsResult {
     const threads = Math.min(wasmThreads(backend, n * weight, job.overrides), rows);
     if (softmax) {
       const log = job.kind === "logSoftmax" ? 1 : 0;
-      runRows(backend, "softmax_rows_f32", threads, rows, (begin, end) => [
+      runRowRanges(backend, "softmax_rows_f32", threads, rows, (begin, end) => [
         out.ptr + begin * len * 4,
         input + begin * len * 4,
         end - begin,
@@ -100,7 +77,7 @@ export function runRowsWasm(backend: WasmHost, job: RowsJob): RowsResult {
         stats ? stats.ptr : 0,
         job.kind === "layerNorm" ? 1 : 0,
       ];
-      runRows(backend, "layer_norm_rows_f32", threads, rows, (begin, end) => [
+      runRowRanges(backend, "layer_norm_rows_f32", threads, rows, (begin, end) => [
         ...fixed,
         begin,
         end,

@@ -9,7 +9,7 @@ import { contiguousStrides, isContiguous, sizeOf } from "../core/shape.ts";
 import type { ScanJob, ScanResult } from "../contract/scan.ts";
 import type { ScanType } from "../ir/scan.ts";
 import type { Value, WasmHost } from "./host.ts";
-import { runShares, wasmThreads } from "./threads.ts";
+import { runRowRanges, runShares, wasmThreads } from "./threads.ts";
 
 /** The WASM path: every scan job, empty ones included (no kernel runs for those). */
 export function runScanWasm(wasm: WasmHost, job: ScanJob): ScanResult {
@@ -48,19 +48,15 @@ function wasmScan(wasm: WasmHost, job: ScanJob) {
   const flags = (exclusive ? 1 : 0) | (reverse ? 2 : 0);
   const x = wasm.pointer(value.view);
   const threads = wasmThreads(wasm, rows * rowLength, job.overrides);
-  const memory = wasm.allocator.memory;
-  if (threads > 1 && rows >= threads) {
-    // Each thread scans a range of whole rows.
-    const shares = Array.from({ length: threads }, (_, t) => {
-      const first = Math.floor((rows * t) / threads);
-      const count = Math.floor((rows * (t + 1)) / threads) - first;
-      const at = 4 * first * rowLength;
-      return [out.ptr + at, x + at, count, rowLength, flags];
-    });
-    runShares(memory, name, wasm.kernel(name), 5, shares);
-  } else if (threads > 1 && name === "scan_sum_f32") {
+  if (threads > 1 && rows < threads && name === "scan_sum_f32") {
     splitSumRows(wasm, op, out.ptr, x, rows, rowLength, flags, threads);
-  } else wasm.kernel(name)(out.ptr, x, rows, rowLength, flags);
+  } else {
+    // Each thread scans a range of whole rows.
+    runRowRanges(wasm, name, Math.min(threads, rows), rows, (begin, end) => {
+      const at = 4 * begin * rowLength;
+      return [out.ptr + at, x + at, end - begin, rowLength, flags];
+    });
+  }
   wasm.release(value);
   if (axis === rank - 1 && compute === outDtype) return out;
   // Back to the input's axis order (and to float16), as one contiguous copy.

@@ -261,3 +261,27 @@ export function wasmThreads(
   void startWasmThreads();
   return Math.max(1, Math.min(threads, wasmThreadCount()));
 }
+
+/**
+ * Runs kernel `name` of `backend` over rows [0, rows) split evenly among `threads` threads (one
+ * call each; on this thread alone when `threads` is 1): `args(begin, end)` gives a call's
+ * arguments for rows [begin, end).
+ */
+export function runRowRanges(
+  backend: { kernel(name: string): Kernel; allocator: { memory: WebAssembly.Memory } },
+  name: string,
+  threads: number,
+  rows: number,
+  args: (begin: number, end: number) => number[],
+): void {
+  const kernel = backend.kernel(name);
+  if (threads <= 1) {
+    kernel(...args(0, rows));
+    return;
+  }
+  const shares: number[][] = [];
+  for (let t = 0; t < threads; t++) {
+    shares.push(args(Math.floor((t * rows) / threads), Math.floor(((t + 1) * rows) / threads)));
+  }
+  runShares(backend.allocator.memory, name, kernel, shares[0].length, shares);
+}
