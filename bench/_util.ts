@@ -57,3 +57,13 @@ export async function dispatchBreakdown(
   );
   console.error(`${label} dispatches (us): ${parts.map((us) => us.toFixed(1)).join(", ")}`);
 }
+
+/** The CPU's model name from /proc/cpuinfo ("unknown CPU" where there is none). */
+export function cpuModel(): string {
+  try {
+    const info = Deno.readTextFileSync("/proc/cpuinfo");
+    return info.match(/^model name\s*:\s*(.+)$/m)?.[1].trim() ?? "unknown CPU";
+  } catch {
+    return "unknown CPU";
+  }
+}

@@ -33,7 +33,7 @@ import {
   type WorkerArgs,
   type WorkerCase,
 } from "./peers/cpu_common.ts";
-import { slugOf } from "./_util.ts";
+import { cpuModel, slugOf } from "./_util.ts";
 
 const LIBS = ["gyre1", "gyre2", "tfjs", "jax", "numpy"] as const;
 type Lib = (typeof LIBS)[number];
@@ -706,15 +706,6 @@ function notes(runs: LibRun[]): string[] {
     }
   }
   return [...byNote].map(([key, libs]) => `- ${libs.join(", ")}, ${key}`);
-}
-
-function cpuModel(): string {
-  try {
-    const info = Deno.readTextFileSync("/proc/cpuinfo");
-    return info.match(/^model name\s*:\s*(.+)$/m)?.[1].trim() ?? "unknown CPU";
-  } catch {
-    return "unknown CPU";
-  }
 }
 
 /** Horizontal bars, log scale: one group per case, one bar per library. */

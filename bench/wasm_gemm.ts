@@ -20,7 +20,7 @@ import * as jax from "npm:@jax-js/jax@0.1.25";
 import * as gyre from "../src/mod.ts";
 import * as tuning from "../src/tuning.ts";
 import { WasmBackend } from "../src/wasm/backend.ts";
-import { hostData, median, slugOf } from "./_util.ts";
+import { cpuModel, hostData, median, slugOf } from "./_util.ts";
 
 const args = Deno.args;
 const flag = (name: string, fallback: string) => {
@@ -30,15 +30,6 @@ const flag = (name: string, fallback: string) => {
 const size = Number(flag("size", "1024"));
 const rounds = Number(flag("rounds", "15"));
 const outDir = flag("out", "bench/results");
-
-function cpuModel(): string {
-  try {
-    const info = Deno.readTextFileSync("/proc/cpuinfo");
-    return info.match(/^model name\s*:\s*(.+)$/m)?.[1].trim() ?? "unknown CPU";
-  } catch {
-    return "unknown CPU";
-  }
-}
 
 /** A variant: `run` computes one product and returns it forced, as host data when `read`. */
 interface Variant {
