@@ -12,17 +12,8 @@ import type { PoolJob, PoolProblem, PoolResult } from "../contract/pool.ts";
 import type { Value, WasmHost, WasmStorage } from "./host.ts";
 import { runShares, wasmThreads } from "./threads.ts";
 import { planWasmPool } from "../plans/pool.ts";
+import { WASM_POOL_WORK_PER_ELEMENT } from "../plans/wasm_threads.ts";
 import type { PlanOverrides } from "../plans/overrides.ts";
-
-/**
- * Work (input elements plus outputs times window taps, which the one-thread time follows) per
- * element of `planWasmThreads`'s threshold: the vector kernels do about 6 work units a
- * nanosecond, 16 times an elementwise chain's elements. maxPool2d 3x3 stride 2 over
- * [k, 64, 64, 64] float32 on the 2-core test machine, 41 interleaved rounds: the best times cross
- * at k = 4 (2^21.6 work, 0.47 ms on one thread, 0.39 on two), the medians between k = 6 and 12
- * (2^22.2 to 2^23.2); from k = 24 (2^24.2) two threads are 1.6-1.8x faster. So threads from 2^22.
- */
-const WORK_PER_ELEMENT = 16;
 
 /** The WASM path: the values and, when asked, the indices. */
 export function runPoolWasm(backend: WasmHost, job: PoolJob): PoolResult {
@@ -115,7 +106,10 @@ function runFast(
 ): void {
   const rows = p.planes * p.outHeight;
   const work = p.planes * p.inHeight * p.inWidth + rows * p.outWidth * p.kernel[0] * p.kernel[1];
-  const threads = Math.min(wasmThreads(backend, work / WORK_PER_ELEMENT, overrides), rows);
+  const threads = Math.min(
+    wasmThreads(backend, work / WASM_POOL_WORK_PER_ELEMENT, overrides),
+    rows,
+  );
   const sizes = [p.inHeight, p.inWidth, p.outHeight, p.outWidth];
   const window = [...p.kernel, ...p.stride, ...p.padding];
   const max = p.op === "max";

@@ -7,27 +7,9 @@
 import type { View } from "../core/view.ts";
 import { contiguousStrides, isContiguous, sizeOf } from "../core/shape.ts";
 import type { RowsJob, RowsResult } from "../contract/rows.ts";
+import { WASM_NORM_WEIGHT, WASM_SOFTMAX_WEIGHT } from "../plans/wasm_threads.ts";
 import type { Value, WasmHost, WasmStorage } from "./host.ts";
 import { runRowRanges, wasmThreads } from "./threads.ts";
-
-/**
- * A softmax or logSoftmax element counts as 2 elements of `planWasmThreads`'s threshold (2^18),
- * so these are shared among threads from 128 Ki elements, where one thread takes about 0.3 ms,
- * twice what handing a share to a worker costs. On the 2-core test machine (medians of 9-41
- * through the op, other agents busy at times), [R, 1024] softmax took 0.19-0.27 ms on one thread
- * and 0.18-0.26 on two at 64 Ki elements, 0.43 and 0.31-0.39 at 128 Ki, 0.8-0.9 and 0.5-0.66 at
- * 256 Ki, 3.6 and 2.0 at 1 Mi, and 10.0-10.3 and 5.5-5.75 at 4 Mi.
- */
-const SOFTMAX_WEIGHT = 2;
-
-/**
- * The same for layerNorm, rmsNorm, groupNorm and batchNorm, an eighth (threads from 2 Mi
- * elements): about 1.2 ns an element (f64 passes, no exp), and they stream more memory; they
- * gained nothing measurable below 2 Mi: [R, 1024] layerNorm took 0.5-0.8 ms on one thread and
- * 0.56-0.64 on two at 512 Ki, 1.03 and 1.14-1.37 at 1 Mi, 2.0-3.1 and 1.4-1.9 at 2 Mi, 4.15 and
- * 2.3 at 4 Mi (rmsNorm alike).
- */
-const NORM_WEIGHT = 1 / 8;
 
 /** The WASM path: rows made contiguous float32 (normalised axes last), then asm/rows.ts. */
 export function runRowsWasm(backend: WasmHost, job: RowsJob): RowsResult {
@@ -51,7 +33,7 @@ export function runRowsWasm(backend: WasmHost, job: RowsJob): RowsResult {
   if (n > 0) {
     const input = backend.pointer(value.view);
     const softmax = job.kind === "softmax" || job.kind === "logSoftmax";
-    const weight = softmax ? SOFTMAX_WEIGHT : NORM_WEIGHT;
+    const weight = softmax ? WASM_SOFTMAX_WEIGHT : WASM_NORM_WEIGHT;
     const threads = Math.min(wasmThreads(backend, n * weight, job.overrides), rows);
     if (softmax) {
       const log = job.kind === "logSoftmax" ? 1 : 0;
