@@ -659,3 +659,208 @@ export function pool_avg_fast_f32(
   else if (sw == 2) avgRowsS2(out, x, first, count, h, w, oh, ow, kh, kw, sh, ph, pw, c, d);
   else avgRowsAny(out, x, first, count, h, w, oh, ow, kh, kw, sh, sw, ph, pw, c, d);
 }
+
+// ---- The channels-last entries. ----
+// The same pooling over channels-last memory (NHWC: a [N, C, H, W] view whose channel stride is
+// 1, as PyTorch's channels_last or TensorFlow's layout), four channels per v128: each lane walks
+// its window in the scalar loop's order (rows outer, columns inner), so results are the scalar
+// loops' bit for bit. Vectors need no shuffles here (NCHW's stride-2 taps do), and the output is
+// channels-last too (what PyTorch keeps for such input). Ranges of output rows over all images
+// (`first`, `count` of N * OH) let threads share a problem.
+
+/**
+ * The maximum of one window over channels-last float input for channels k..k + 3 (see poolCl),
+ * fast where no tap is NaN: pmax (one instruction; `m < v ? v : m`, PyTorch's update but for a
+ * NaN v) down the taps, and their sum beside it, which is NaN if a tap is (or where +Inf meets
+ * -Inf). A NaN sum sends the vector to clWindow's exact update, which picks the last NaN.
+ */
+@inline function clWindowMaxFast(
+  p: usize, rows: i32, cols: i32, rowStep: usize, colStep: usize,
+): v128 {
+  if (rows == 3 && cols == 3) {
+    // Without NaN, pmax is associative and keeps the first of equal maxima whichever way its
+    // applications are grouped, so rows go first and then the rows' maxima (shorter chains).
+    const q = p + rowStep;
+    const s = q + rowStep;
+    const a0 = v128.load(p);
+    const a1 = v128.load(p + colStep);
+    const a2 = v128.load(p + 2 * colStep);
+    const b0 = v128.load(q);
+    const b1 = v128.load(q + colStep);
+    const b2 = v128.load(q + 2 * colStep);
+    const c0 = v128.load(s);
+    const c1 = v128.load(s + colStep);
+    const c2 = v128.load(s + 2 * colStep);
+    const a = f32x4.pmax(f32x4.pmax(a0, a1), a2);
+    const b = f32x4.pmax(f32x4.pmax(b0, b1), b2);
+    const c = f32x4.pmax(f32x4.pmax(c0, c1), c2);
+    const z = f32x4.add(
+      f32x4.add(f32x4.add(a0, a1), f32x4.add(a2, b0)),
+      f32x4.add(f32x4.add(b1, b2), f32x4.add(f32x4.add(c0, c1), c2)),
+    );
+    if (!v128.any_true(f32x4.ne(z, z))) return f32x4.pmax(f32x4.pmax(a, b), c);
+    return clWindow<f32>(p, rows, cols, rowStep, colStep, false);
+  }
+  let m = f32x4.splat(-Infinity);
+  let z = f32x4.splat(0);
+  for (let r = 0; r < rows; r++) {
+    let t = p + <usize>r * rowStep;
+    for (let c = 0; c < cols; c++) {
+      const v = v128.load(t);
+      m = f32x4.pmax(m, v);
+      z = f32x4.add(z, v);
+      t += colStep;
+    }
+  }
+  if (!v128.any_true(f32x4.ne(z, z))) return m;
+  return clWindow<f32>(p, rows, cols, rowStep, colStep, false);
+}
+
+/** The taps of one window over channels-last input for channels k..k + 3 (see poolCl). */
+@inline function clWindow<T>(
+  p: usize, rows: i32, cols: i32, rowStep: usize, colStep: usize, avg: bool,
+): v128 {
+  if (rows == 3 && cols == 3) {
+    // The common 3x3 window as straight-line code.
+    const q = p + rowStep;
+    const s = q + rowStep;
+    // The first tap replaces max's starting value exactly; a sum starts from 0 (-0 + 0 is +0).
+    let m = avg ? f32x4.add(f32x4.splat(0), v128.load(p)) : v128.load(p);
+    m = step<T>(m, v128.load(p + colStep), avg);
+    m = step<T>(m, v128.load(p + 2 * colStep), avg);
+    m = step<T>(m, v128.load(q), avg);
+    m = step<T>(m, v128.load(q + colStep), avg);
+    m = step<T>(m, v128.load(q + 2 * colStep), avg);
+    m = step<T>(m, v128.load(s), avg);
+    m = step<T>(m, v128.load(s + colStep), avg);
+    return step<T>(m, v128.load(s + 2 * colStep), avg);
+  }
+  // An empty window keeps the start.
+  let m = avg ? f32x4.splat(0) : vlowest<T>();
+  for (let r = 0; r < rows; r++) {
+    let t = p;
+    for (let c = 0; c < cols; c++) {
+      m = step<T>(m, v128.load(t), avg);
+      t += colStep;
+    }
+    p += rowStep;
+  }
+  return m;
+}
+
+/** One channel's window, as windowMax or windowAvg's sum (the channels past the last vector). */
+@inline function clScalar<T>(
+  p: usize, rows: i32, cols: i32, rowStep: usize, colStep: usize, avg: bool,
+): T {
+  let m: T = avg ? <T>0 : lowest<T>();
+  for (let r = 0; r < rows; r++) {
+    let t = p;
+    for (let c = 0; c < cols; c++) {
+      const v = load<T>(t);
+      if (avg) m += v;
+      else if (better<T>(v, m)) m = v;
+      t += colStep;
+    }
+    p += rowStep;
+  }
+  return m;
+}
+
+@inline function poolCl<T>(
+  out: usize, x: usize, first: i32, count: i32, h: i32, w: i32, channels: i32, oh: i32, ow: i32,
+  kh: i32, kw: i32, sh: i32, sw: i32, ph: i32, pw: i32, dh: i32, dw: i32,
+  avg: bool, countIncludePad: i32, divisor: i32,
+): void {
+  const pixel = <usize>channels * sizeof<T>();
+  const rowBytes = <usize>w * pixel;
+  const vectors = channels & ~3;
+  const rowStep = <usize>dh * rowBytes;
+  const colStep = <usize>dw * pixel;
+  for (let g = first; g < first + count; g++) {
+    const n = g / oh;
+    const i = g - n * oh;
+    const image = x + <usize>n * <usize>h * rowBytes;
+    let h0 = i * sh - ph;
+    let h1: i32;
+    let poolRows = 0;
+    if (avg) {
+      h1 = min(h0 + kh, h + ph);
+      poolRows = h1 - h0;
+      h0 = max(h0, 0);
+      h1 = min(h1, h);
+    } else {
+      h1 = min(h0 + (kh - 1) * dh + 1, h);
+      while (h0 < 0) h0 += dh;
+    }
+    const rows = h0 < h1 ? (h1 - h0 + dh - 1) / dh : 0;
+    for (let j = 0; j < ow; j++) {
+      let w0 = j * sw - pw;
+      let w1: i32;
+      let poolSize = 0;
+      if (avg) {
+        w1 = min(w0 + kw, w + pw);
+        poolSize = poolRows * (w1 - w0);
+        w0 = max(w0, 0);
+        w1 = min(w1, w);
+      } else {
+        w1 = min(w0 + (kw - 1) * dw + 1, w);
+        while (w0 < 0) w0 += dw;
+      }
+      const cols = rows > 0 && w0 < w1 ? (w1 - w0 + dw - 1) / dw : 0;
+      const taps = rows * cols;
+      const p = image + <usize>max(h0, 0) * rowBytes + <usize>max(w0, 0) * pixel;
+      const q = out + (<usize>g * <usize>ow + <usize>j) * pixel;
+      // windowAvg's divisor; an empty window averages to 0.
+      const d = <f32>(divisor != 0 ? divisor : countIncludePad ? poolSize : taps);
+      const dv = f32x4.splat(d);
+      for (let k = 0; k < vectors; k += 4) {
+        const o = <usize>k * sizeof<T>();
+        const m = !avg && isFloat<T>()
+          ? clWindowMaxFast(p + o, rows, cols, rowStep, colStep)
+          : clWindow<T>(p + o, rows, cols, rowStep, colStep, avg);
+        if (!avg) v128.store(q + o, m);
+        else v128.store(q + o, taps == 0 ? f32x4.splat(0) : f32x4.div(m, dv));
+      }
+      for (let k = vectors; k < channels; k++) {
+        const o = <usize>k * sizeof<T>();
+        const m = clScalar<T>(p + o, rows, cols, rowStep, colStep, avg);
+        if (!avg) store<T>(q + o, m);
+        else store<T>(q + o, taps == 0 ? <T>0 : m / <T>d);
+      }
+    }
+  }
+}
+
+/**
+ * Max pooling without indices of channels-last input (see above): output rows first..first +
+ * count - 1 of N * OH, each OW pixels of `channels` values.
+ */
+export function pool_max_cl_f32(
+  out: usize, x: usize, first: i32, count: i32, h: i32, w: i32, channels: i32, oh: i32, ow: i32,
+  kh: i32, kw: i32, sh: i32, sw: i32, ph: i32, pw: i32, dh: i32, dw: i32,
+): void {
+  poolCl<f32>(
+    out, x, first, count, h, w, channels, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw, false, 0, 0,
+  );
+}
+
+/** pool_max_cl_f32 for int32. */
+export function pool_max_cl_i32(
+  out: usize, x: usize, first: i32, count: i32, h: i32, w: i32, channels: i32, oh: i32, ow: i32,
+  kh: i32, kw: i32, sh: i32, sw: i32, ph: i32, pw: i32, dh: i32, dw: i32,
+): void {
+  poolCl<i32>(
+    out, x, first, count, h, w, channels, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw, false, 0, 0,
+  );
+}
+
+/** Average pooling of channels-last input (windowAvg's divisor rules; no dilation). */
+export function pool_avg_cl_f32(
+  out: usize, x: usize, first: i32, count: i32, h: i32, w: i32, channels: i32, oh: i32, ow: i32,
+  kh: i32, kw: i32, sh: i32, sw: i32, ph: i32, pw: i32, countIncludePad: i32, divisor: i32,
+): void {
+  poolCl<f32>(
+    out, x, first, count, h, w, channels, oh, ow, kh, kw, sh, sw, ph, pw, 1, 1, true,
+    countIncludePad, divisor,
+  );
+}

@@ -91,6 +91,16 @@ async function gyreWorker(threads: number, args: WorkerArgs): Promise<void> {
     },
     softmax: { setup: () => runner(((x) => () => gyre.softmax(x))(input(sizes.softmax))) },
     maxpool: {
+      note: "channels-last: an NHWC tensor seen as NCHW (x.transpose([0, 3, 1, 2])), pooled in " +
+        "place into a channels-last result (its fastest layout)",
+      setup: () => {
+        const [b, c, h, w] = sizes.pool;
+        const x = input([b, h, w, c]).transpose([0, 3, 1, 2]);
+        held.push(x);
+        return runner(() => gyre.maxPool2d(x, { kernelSize: 3, stride: 2 }));
+      },
+    },
+    maxpool_nchw: {
       setup: () =>
         runner(((x) => () => gyre.maxPool2d(x, { kernelSize: 3, stride: 2 }))(input(sizes.pool))),
     },
@@ -495,7 +505,8 @@ function caseLabel(c: CaseName, s: CpuSizes): string {
     exp: `exp ${mi}`,
     relu_chain: `relu(x * 2 + 1) ${mi}`,
     softmax: `softmax rows ${dims(s.softmax)}`,
-    maxpool: `maxPool2d 3x3/2 ${dims(s.pool)}`,
+    maxpool: `maxPool2d 3x3/2 ${dims(s.pool)}, fastest layout`,
+    maxpool_nchw: `maxPool2d 3x3/2 ${dims(s.pool)}, NCHW memory`,
     max_rows: `max rows ${dims(s.maxRows)}`,
     sum: `sum ${mi}`,
     matmul_1024: `matmul ${s.matmulSmall}^3`,
@@ -513,6 +524,7 @@ const NUMPY_TARGET: ReadonlySet<CaseName> = new Set([
   "softmax",
   "relu_chain",
   "maxpool",
+  "maxpool_nchw",
   "sum",
   "max_rows",
 ]);
@@ -520,6 +532,7 @@ const THREAD_TARGET: ReadonlySet<CaseName> = new Set([
   "exp",
   "softmax",
   "maxpool",
+  "maxpool_nchw",
   "matmul_1024",
   "matmul_2048",
 ]);

@@ -1449,13 +1449,21 @@ export function metaOf(t: Tensor, op: string, argument = "tensor"): TensorMeta {
   return access.meta(t, op, argument);
 }
 
-/** A tensor over fresh contiguous storage. For the library's modules. */
-export function tensorFromStorage(storage: Storage, dtype: DType, shape: Shape): Tensor {
+/**
+ * A tensor over fresh storage, contiguous unless `strides` say otherwise. For the library's
+ * modules.
+ */
+export function tensorFromStorage(
+  storage: Storage,
+  dtype: DType,
+  shape: Shape,
+  strides?: readonly number[],
+): Tensor {
   return new Tensor({
     storage,
     dtype,
     shape: [...shape],
-    strides: contiguousStrides(shape),
+    strides: strides ? [...strides] : contiguousStrides(shape),
     offset: 0,
   });
 }

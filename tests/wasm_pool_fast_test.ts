@@ -35,6 +35,8 @@ const threaded = rt.wasm.shared && THREADS > 1;
 type Pair = [number, number];
 type DType = "float32" | "float16" | "int32";
 type Values = "full" | "ties";
+/** How x lies in memory: NCHW, each plane transposed, or channels-last (NHWC). */
+type Layout = "nchw" | "transposed" | "channelsLast";
 
 interface Case {
   shape: number[];
@@ -48,7 +50,7 @@ interface Case {
   ceilMode: boolean;
   countIncludePad: boolean;
   divisor: number | undefined;
-  transposed: boolean;
+  layout: Layout;
   values: Values;
   /** Threads to split between (1: no split); the case's rows are the most it can use. */
   threads: number;
@@ -70,7 +72,8 @@ const axisArb = fc.record({
 
 const caseArb: fc.Arbitrary<Case> = fc.record({
   n: fc.constantFrom(0, 1, 1, 2, 3),
-  c: fc.constantFrom(1, 2, 3),
+  // Channels-last vectors take 4 channels at a time: fewer, a multiple, and a tail.
+  c: fc.constantFrom(1, 2, 3, 4, 5, 8),
   h: fc.constantFrom(...SIDES),
   w: fc.constantFrom(...SIDES),
   dtype: fc.constantFrom<DType>("float32", "float32", "float16", "int32"),
@@ -86,7 +89,7 @@ const caseArb: fc.Arbitrary<Case> = fc.record({
     { arbitrary: fc.constant(undefined), weight: 4 },
     fc.constantFrom(1, 3, -2, 7),
   ),
-  transposed: fc.boolean(),
+  layout: fc.constantFrom<Layout>("nchw", "transposed", "channelsLast"),
   values: fc.constantFrom<Values>("full", "full", "ties"),
   threads: fc.integer({ min: 1, max: 4 }),
   seed: fc.integer(),
@@ -114,7 +117,7 @@ const caseArb: fc.Arbitrary<Case> = fc.record({
     ceilMode: r.ceilMode,
     countIncludePad: r.countIncludePad,
     divisor: r.divisor,
-    transposed: r.transposed,
+    layout: r.layout,
     values: r.values,
     threads: r.threads,
     seed: r.seed,
@@ -163,11 +166,26 @@ function data(c: Case, count: number): Float32Array | Int32Array {
   return out;
 }
 
-/** x on the WASM device, contiguous or as a transposed view of the same values. */
+/** x on the WASM device: contiguous, or a view of the same values as the case's layout says. */
 function input(c: Case, values: Float32Array | Int32Array): gyre.Tensor {
-  if (!c.transposed) return gyre.tensor(values, { shape: c.shape, dtype: c.dtype, device: "wasm" });
+  if (c.layout === "nchw") {
+    return gyre.tensor(values, { shape: c.shape, dtype: c.dtype, device: "wasm" });
+  }
   const [n, ch, h, w] = c.shape;
   const swapped = new (values.constructor as Float32ArrayConstructor)(values.length);
+  if (c.layout === "channelsLast") {
+    for (let b = 0; b < n; b++) {
+      for (let k = 0; k < ch; k++) {
+        for (let i = 0; i < h * w; i++) {
+          swapped[(b * h * w + i) * ch + k] = values[(b * ch + k) * h * w + i];
+        }
+      }
+    }
+    const stored = gyre.tensor(swapped, { shape: [n, h, w, ch], dtype: c.dtype, device: "wasm" });
+    const view = stored.transpose([0, 3, 1, 2]);
+    stored.dispose();
+    return view;
+  }
   for (let p = 0; p < n * ch; p++) {
     for (let i = 0; i < h; i++) {
       for (let j = 0; j < w; j++) swapped[p * h * w + j * h + i] = values[p * h * w + i * w + j];
@@ -207,13 +225,13 @@ function pool(c: Case, x: gyre.Tensor): gyre.Tensor[] {
 async function run(
   c: Case,
   x: gyre.Tensor,
-  options: { reference: boolean; threads?: number },
+  options: { form: "vector" | "channels-last" | "reference"; threads?: number },
 ): Promise<{ outputs: Uint32Array[]; rows: number; kernels: string[] }> {
   const kernels: string[] = [];
   const observer = (r: KernelRecord) => {
     if (r.device === "wasm" && r.kernel.startsWith("pool_")) kernels.push(r.kernel);
   };
-  tuning.setPlanOverride("wasmPool", { form: options.reference ? "reference" : "vector" });
+  tuning.setPlanOverride("wasmPool", { form: options.form });
   tuning.setPlanOverride("wasmThreads", options.threads ? { threads: options.threads } : null);
   kernelObservers.add(observer);
   let results: gyre.Tensor[];
@@ -238,7 +256,7 @@ async function run(
 }
 
 function describe(c: Case): string {
-  return `${c.op} ${c.dtype} [${c.shape}]${c.transposed ? " transposed" : ""} k[${c.kernel}] ` +
+  return `${c.op} ${c.dtype} [${c.shape}] ${c.layout} k[${c.kernel}] ` +
     `s[${c.stride}] p[${c.padding}] d[${c.dilation}]${c.ceilMode ? " ceil" : ""}` +
     `${c.indices ? " indices" : ""}${
       c.op === "avg" ? ` ${c.countIncludePad ? "countIncludePad" : "valid"} ${c.divisor}` : ""
@@ -278,27 +296,36 @@ function poisonWorkspaces(c: Case): void {
 
 const isNaNBits = (b: number) => (b & 0x7f800000) === 0x7f800000 && (b & 0x7fffff) !== 0;
 
-/** Checks one case: the vector path (split as the case says) against the scalar reference. */
+/**
+ * Checks one case: the vector path, or the channels-last one for channels-last input (split as
+ * the case says), against the scalar reference.
+ */
 async function check(c: Case): Promise<void> {
   const count = c.shape.reduce((a, b) => a * b, 1);
   const x = input(c, data(c, count));
   try {
     const split = c.threads > 1 && threaded;
     if (c.op === "max" && !c.indices) poisonWorkspaces(c);
+    // Channels-last kernels take float32 and int32 without indices, in place (the rest copies).
+    const inPlace = c.layout === "channelsLast" && !c.indices && c.dtype !== "float16";
+    const form = c.layout === "channelsLast" ? "channels-last" : "vector";
     const posted = postedTasks();
-    const fast = await run(c, x, { reference: false, threads: split ? c.threads : 1 });
+    const fast = await run(c, x, { form, threads: split ? c.threads : 1 });
     const sharedWork = postedTasks() > posted;
-    const reference = await run(c, x, { reference: true });
+    const reference = await run(c, x, { form: "reference" });
     const label = describe(c);
     const suffix = c.dtype === "int32" ? "i32" : "f32";
     const name = c.op === "avg" ? "avg" : "max";
     if (fast.outputs[0].length > 0) {
-      assert.ok(fast.kernels.includes(`pool_${name}_fast_${suffix}`), `${label}: ${fast.kernels}`);
+      const kernel = inPlace ? `pool_${name}_cl_${suffix}` : `pool_${name}_fast_${suffix}`;
+      assert.ok(fast.kernels.includes(kernel), `${label}: ${fast.kernels}`);
       assert.ok(!fast.kernels.includes(`pool_${name}_${suffix}`), `${label}: ${fast.kernels}`);
       assert.ok(reference.kernels.includes(`pool_${name}_${suffix}`), label);
-      assert.ok(!reference.kernels.some((k) => k.includes("_fast_")), label);
-      // A split of two or more output rows (over all planes) posts work to a worker.
-      assert.equal(sharedWork, split && fast.rows > 1, `${label}: work shared or not`);
+      assert.ok(!reference.kernels.some((k) => /_fast_|_cl_/.test(k)), label);
+      // A split of two or more output rows (over all planes, or over images for channels-last
+      // ones) posts work to a worker.
+      const rows = inPlace ? fast.rows / c.shape[1] : fast.rows;
+      assert.equal(sharedWork, split && rows > 1, `${label}: work shared or not`);
     }
     assert.equal(fast.outputs.length, reference.outputs.length);
     fast.outputs.forEach((got, k) => {
@@ -323,6 +350,13 @@ Deno.test("the vector pooling equals the scalar reference bit for bit, on one th
   await fc.assert(fc.asyncProperty(caseArb, check), { numRuns: 400 });
 });
 
+const LAYOUT_DTYPES = [
+  ["nchw", "float32"],
+  ["nchw", "int32"],
+  ["channelsLast", "float32"],
+  ["channelsLast", "int32"],
+] as const;
+
 Deno.test("the vector pooling equals the scalar reference on the benchmark's windows", async () => {
   // The literal-window loops (3x3 and 2x2, strides 2 and 1) over rows of many blocks.
   const shape = [2, 3, 67, 130];
@@ -338,12 +372,13 @@ Deno.test("the vector pooling equals the scalar reference on the benchmark's win
     { op: "avg", kernel: [3, 3], stride: [1, 1], padding: [1, 1], countIncludePad: true },
   ];
   for (const [k, w] of windows.entries()) {
-    for (const dtype of ["float32", "int32"] as const) {
+    for (const [layout, dtype] of LAYOUT_DTYPES) {
       if (w.op === "avg" && dtype === "int32") continue;
       for (const values of ["full", "ties"] as const) {
         for (const threads of [1, 2]) {
           await check({
-            shape,
+            // Channels-last: six channels, a vector and a tail.
+            shape: layout === "channelsLast" ? [2, 6, 67, 130] : shape,
             dtype,
             op: "max",
             indices: false,
@@ -354,7 +389,7 @@ Deno.test("the vector pooling equals the scalar reference on the benchmark's win
             ceilMode: false,
             countIncludePad: false,
             divisor: undefined,
-            transposed: false,
+            layout,
             values,
             threads,
             seed: 1000 + k,
@@ -381,5 +416,53 @@ Deno.test("a large pooling is shared between threads, and a small one is not", (
   } finally {
     x.dispose();
     small.dispose();
+  }
+});
+
+Deno.test("the plan pools channels-last input in place into a channels-last result", async () => {
+  const seen: string[] = [];
+  const observer = (r: KernelRecord) => {
+    if (r.device === "wasm" && r.kernel.startsWith("pool_")) seen.push(r.kernel);
+  };
+  // [1, 4, 3, 3] as NHWC memory: channel k of pixel (i, j) is 100 k + 3 i + j.
+  const values = Float32Array.from({ length: 36 }, (_, e) => {
+    const k = e % 4;
+    const pixel = Math.floor(e / 4);
+    return 100 * k + pixel;
+  });
+  const stored = gyre.tensor(values, { shape: [1, 3, 3, 4], device: "wasm" });
+  const x = stored.transpose([0, 3, 1, 2]);
+  kernelObservers.add(observer);
+  try {
+    const y = gyre.maxPool2d(x, { kernelSize: 2, stride: 1 });
+    const z = gyre.avgPool2d(x, { kernelSize: 2, stride: 1 });
+    assert.deepEqual(y.shape, [1, 4, 2, 2]);
+    assert.deepEqual(
+      Array.from(await y.data()),
+      [0, 100, 200, 300].flatMap((b) => [b + 4, b + 5, b + 7, b + 8]),
+    );
+    assert.deepEqual(
+      Array.from(await z.data()),
+      [0, 100, 200, 300].flatMap((b) => [b + 2, b + 3, b + 5, b + 6]),
+    );
+    assert.deepEqual(seen, ["pool_max_cl_f32", "pool_avg_cl_f32"]);
+    assert.deepEqual(
+      tuning.planWasmPool(null, { channelsLast: true, channels: 4 }).form,
+      "channels-last",
+    );
+    // Three channels: the NCHW vectors, after a copy.
+    assert.equal(tuning.planWasmPool(null, { channelsLast: true, channels: 3 }).form, "vector");
+    assert.equal(
+      tuning.planWasmPool({ form: "channels-last" }, { channelsLast: false, channels: 8 }).form,
+      "vector",
+    );
+    // The result feeds on: a sum over it reads the channels-last strides.
+    assert.equal((await gyre.sum(y).data())[0], 4 * 24 + 4 * 100 * (0 + 1 + 2 + 3));
+    y.dispose();
+    z.dispose();
+  } finally {
+    kernelObservers.delete(observer);
+    x.dispose();
+    stored.dispose();
   }
 });

@@ -13,6 +13,7 @@ export const CASE_NAMES = [
   "relu_chain",
   "softmax",
   "maxpool",
+  "maxpool_nchw",
   "max_rows",
   "sum",
   "matmul_1024",
@@ -30,7 +31,10 @@ export interface CpuSizes {
   /** Elements of the elementwise, sum, copy and cumsum cases. */
   n: number;
   softmax: [number, number];
-  /** NCHW input of the max pool (3x3, stride 2, no padding). */
+  /**
+   * [N, C, H, W] of the max pool (3x3, stride 2, no padding): "maxpool" in each library's
+   * fastest layout, "maxpool_nchw" over NCHW memory.
+   */
   pool: [number, number, number, number];
   maxRows: [number, number];
   layerNorm: [number, number];

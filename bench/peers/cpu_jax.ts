@@ -84,6 +84,20 @@ async function main(): Promise<void> {
       },
     },
     maxpool: {
+      note: "lax.reduceWindow(x, np.max, [3, 3], [2, 2]) over NCHW (the trailing axes)",
+      setup: async () => {
+        const x = await input(sizes.pool);
+        const op = () => lax.reduceWindow(x.ref, (w: Arr) => np.max(w), [3, 3], [2, 2]);
+        const [b, c, h, w] = sizes.pool;
+        const probe = op();
+        const want = [b, c, poolOut(h), poolOut(w)];
+        const shape = probe.shape;
+        probe.dispose();
+        if (shape.join() !== want.join()) throw new Error(`pool shape ${shape}`);
+        return runner(op);
+      },
+    },
+    maxpool_nchw: {
       note: "lax.reduceWindow(x, np.max, [3, 3], [2, 2])",
       setup: async () => {
         const x = await input(sizes.pool);

@@ -224,6 +224,7 @@ async function main(): Promise<void> {
         return runner(() => tf.maxPool(x as tfTypes.Tensor4D, 3, 2, "valid"));
       },
     },
+    maxpool_nchw: { missing: "tfjs pools NHWC only" },
     max_rows: {
       setup: () => {
         const x = input(sizes.maxRows);

@@ -53,10 +53,18 @@ export interface PoolJob {
   indices: boolean;
 }
 
-/** What a pooling job makes: contiguous storage of `problem.outShape`. */
+/**
+ * What a pooling job makes: storage of `problem.outShape`, contiguous, or channels-last where
+ * `channelsLast` says so.
+ */
 export interface PoolResult {
   /** The pooled values, of the problem's dtype. */
   values: Storage;
+  /**
+   * The values are laid out channels-last ([..., OH, OW, C] in memory for the [..., C, OH, OW]
+   * result, as PyTorch keeps for channels_last input); absent or false: contiguous.
+   */
+  channelsLast?: boolean;
   /** The int32 indices, when the job asked for them. */
   indices: Storage | null;
 }

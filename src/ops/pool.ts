@@ -6,7 +6,9 @@
  * (src/contract/pool.ts). The GPU (src/gpu/pool.ts) runs kernels from src/gpu/_codegen_pool.ts as
  * `planPool` chooses; WASM (src/wasm/pool.ts) runs asm/pool.ts's vector kernels (the scalar
  * reference loops for adaptive pooling), shared among threads when large. Both read contiguous
- * planes: strided views are copied first.
+ * planes: strided views are copied first, except channels-last ones on WASM (NHWC memory: PyTorch's
+ * channels_last, TensorFlow's layout), which its channels-last kernels pool in place into a
+ * channels-last result.
  * @module
  */
 import { sizeOf } from "../core/shape.ts";
@@ -352,9 +354,18 @@ function run(op: string, x: Tensor, p: PoolProblem, indices: boolean): Tensor[] 
     indices,
     overrides: planOverrides(),
   });
-  const out = [tensorFromStorage(result.values, p.dtype, p.outShape)];
+  // A channels-last result ([N, OH, OW, C] in memory) is the [N, C, OH, OW] view of it.
+  const strides = result.channelsLast ? channelsLastStrides(p.outShape) : undefined;
+  const out = [tensorFromStorage(result.values, p.dtype, p.outShape, strides)];
   if (result.indices) out.push(tensorFromStorage(result.indices, "int32", p.outShape));
   return out;
+}
+
+/** Strides of a [..., C, H, W] view over [..., H, W, C] memory (rank 3 or 4). */
+function channelsLastStrides(shape: readonly number[]): number[] {
+  const [c, h, w] = shape.slice(-3);
+  const strides = [1, w * c, c];
+  return shape.length === 4 ? [h * w * c, ...strides] : strides;
 }
 
 const MAX_DTYPES: readonly DType[] = ["float32", "float16", "int32"];

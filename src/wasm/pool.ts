@@ -2,8 +2,9 @@
  * The pooling family on WASM: asm/pool.ts over contiguous f32 or i32 planes (float16 widened,
  * strided views copied first). Max and average pooling run the vector entries (`pool_*_fast_*`,
  * four output columns per v128, the scalar loops' results bit for bit), shared between threads
- * (threads.ts) by ranges of output rows when the problem is large enough; adaptive pooling runs
- * the scalar loops. The scalar entries stay callable as the reference (`planWasmPool`).
+ * (threads.ts) by ranges of output rows when the problem is large enough; channels-last input
+ * (NHWC memory) runs the channels-last entries (`pool_*_cl_*`, four channels per v128) in place
+ * into a channels-last result; adaptive pooling runs the scalar loops. The scalar entries stay callable as the reference (`planWasmPool`).
  * @module
  */
 import type { DType } from "../core/dtype.ts";
@@ -21,9 +22,18 @@ export function runPoolWasm(backend: WasmHost, job: PoolJob): PoolResult {
   const outputs = p.planes * p.outHeight * p.outWidth;
   const view = job.x;
   const compute: DType = p.dtype === "int32" ? "int32" : "float32";
-  // The kernels read contiguous f32 or i32 planes: widen float16, copy strided views.
+  const channels = view.shape.at(-3) ?? 1;
+  const channelsLast = !p.adaptive && !indices && view.dtype === compute &&
+    isChannelsLast(view.shape, view.strides);
+  const form = p.adaptive
+    ? "reference"
+    : planWasmPool(job.overrides.wasmPool, { channelsLast, channels }).form;
+  // The other kernels read contiguous f32 or i32 planes: widen float16, copy strided views.
   let input: Value = { view, temp: false };
-  if (outputs > 0 && (view.dtype !== compute || !isContiguous(view.shape, view.strides))) {
+  if (
+    outputs > 0 && form !== "channels-last" &&
+    (view.dtype !== compute || !isContiguous(view.shape, view.strides))
+  ) {
     input = backend.cast(op, input, compute, view.shape);
   }
   const values = backend.alloc(op, compute, outputs);
@@ -32,8 +42,10 @@ export function runPoolWasm(backend: WasmHost, job: PoolJob): PoolResult {
     if (outputs > 0) {
       const src = backend.pointer(input.view);
       const suffix = compute === "int32" ? "i32" : "f32";
-      if (p.adaptive || planWasmPool(job.overrides.wasmPool).form === "reference") {
+      if (form === "reference") {
         runReference(backend, p, suffix, values.ptr, index?.ptr ?? 0, src);
+      } else if (form === "channels-last") {
+        runChannelsLast(backend, p, channels, suffix, values.ptr, src, job.overrides);
       } else runFast(backend, op, p, suffix, values.ptr, index?.ptr ?? 0, src, job.overrides);
     }
   } catch (e) {
@@ -48,7 +60,72 @@ export function runPoolWasm(backend: WasmHost, job: PoolJob): PoolResult {
     result = backend.cast(op, backend.toValue(values, p.outShape), p.dtype, p.outShape).view
       .storage as WasmStorage;
   }
-  return { values: result, indices: index };
+  return { values: result, indices: index, channelsLast: form === "channels-last" };
+}
+
+/**
+ * Whether a [N, C, H, W] or [C, H, W] view lies channels-last in memory (NHWC: channel stride 1,
+ * pixels C apart, rows W * C apart, images H * W * C apart), so that the channels-last kernels
+ * read it in place. Axes of length 1 may have any stride.
+ */
+function isChannelsLast(shape: readonly number[], strides: readonly number[]): boolean {
+  if (shape.length !== 3 && shape.length !== 4) return false;
+  const [c, h, w] = shape.slice(-3);
+  const want = [h * w * c, 1, w * c, c].slice(4 - shape.length);
+  return shape.every((d, i) => d === 1 || strides[i] === want[i]);
+}
+
+/** The channels-last kernels over ranges of output rows (N * OH), one range per thread. */
+function runChannelsLast(
+  backend: WasmHost,
+  p: PoolProblem,
+  channels: number,
+  suffix: string,
+  out: number,
+  src: number,
+  overrides: Readonly<PlanOverrides>,
+): void {
+  const rows = p.planes / channels * p.outHeight;
+  const threads = Math.min(
+    wasmThreads(backend, poolWork(p) / WASM_POOL_WORK_PER_ELEMENT, overrides),
+    rows,
+  );
+  const max = p.op === "max";
+  const name = max ? `pool_max_cl_${suffix}` : "pool_avg_cl_f32";
+  const kernel = backend.kernel(name);
+  const window = [...p.kernel, ...p.stride, ...p.padding];
+  const tail = max ? p.dilation : [p.countIncludePad ? 1 : 0, p.divisor];
+  const shares = rowShares(rows, threads).map(([first, count]) => [
+    out,
+    src,
+    first,
+    count,
+    p.inHeight,
+    p.inWidth,
+    channels,
+    p.outHeight,
+    p.outWidth,
+    ...window,
+    ...tail,
+  ]);
+  if (threads === 1) kernel(...shares[0]);
+  else runShares(backend.allocator.memory, name, kernel, shares[0].length, shares);
+}
+
+/** Input elements plus window taps: the work measure the thread threshold weighs. */
+function poolWork(p: PoolProblem): number {
+  const rows = p.planes * p.outHeight;
+  return p.planes * p.inHeight * p.inWidth + rows * p.outWidth * p.kernel[0] * p.kernel[1];
+}
+
+/** [first, count] of `rows` split evenly into `threads` ranges. */
+function rowShares(rows: number, threads: number): [number, number][] {
+  const shares: [number, number][] = [];
+  for (let t = 0; t < threads; t++) {
+    const first = Math.round((rows * t) / threads);
+    shares.push([first, Math.round((rows * (t + 1)) / threads) - first]);
+  }
+  return shares;
 }
 
 /** The scalar loops of asm/pool.ts, on this thread (adaptive pooling, and the reference). */
@@ -105,9 +182,8 @@ function runFast(
   overrides: Readonly<PlanOverrides>,
 ): void {
   const rows = p.planes * p.outHeight;
-  const work = p.planes * p.inHeight * p.inWidth + rows * p.outWidth * p.kernel[0] * p.kernel[1];
   const threads = Math.min(
-    wasmThreads(backend, work / WASM_POOL_WORK_PER_ELEMENT, overrides),
+    wasmThreads(backend, poolWork(p) / WASM_POOL_WORK_PER_ELEMENT, overrides),
     rows,
   );
   const sizes = [p.inHeight, p.inWidth, p.outHeight, p.outWidth];
@@ -125,9 +201,7 @@ function runFast(
       bytes = size(p.kernel[0], p.dilation[0], p.outWidth);
     }
     const shares: number[][] = [];
-    for (let t = 0; t < threads; t++) {
-      const first = Math.round((rows * t) / threads);
-      const count = Math.round((rows * (t + 1)) / threads) - first;
+    for (const [first, count] of rowShares(rows, threads)) {
       if (max) {
         let workspace = 0;
         if (bytes > 0) {
