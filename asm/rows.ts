@@ -2,8 +2,10 @@
 // batchNorm): the CPU fallback and the reference the GPU row kernels (src/gpu/_codegen_rows.ts) are
 // checked against. Each works on `rows` contiguous rows of `len` float32 values, in SIMD, and a
 // range of rows is a call of its own (src/wasm/rows.ts shares rows among threads that way).
-// Statistics are accumulated in f64. The norms round each result to f32 once (within half an f32
-// ULP of the exact answer for the f32 inputs); softmax takes e^(x - max) from exp_f32x4
+// Statistics are accumulated in f64: layerNorm's mean and variance in one pass of sums and
+// squares where the mean is small against the spread (ONE_PASS_CANCELLATION), else two. The norms
+// round each result to f32 once (within half an f32 ULP of the exact answer for the f32 inputs,
+// plus the f64 sums' errors: tests/wasm_rows_oracle_test.ts); softmax takes e^(x - max) from exp_f32x4
 // (asm/vector_math.ts, within 0.8 ULP), so its results are within 4.25u relative (u = 2^-24)
 // and logSoftmax's within 1.6u + u|y| absolute (the bounds at softmax_rows_f32).
 //
@@ -39,6 +41,60 @@ function sumF64(p: usize, n: i32): f64 {
   for (; j < n; j++) total += <f64>load<f32>(p + (<usize>j << 2));
   return total;
 }
+
+/** The sum of squares that sumAndSquaresF64 found beside its returned sum. */
+let squaresF64: f64 = 0;
+
+/**
+ * Sum of `n` f32 values at `p` in f64 (returned), and the sum of their squares (in
+ * `squaresF64`): sumF64's four chains and four more for the squares, one pass over the row.
+ */
+function sumAndSquaresF64(p: usize, n: i32): f64 {
+  let a = f64x2.splat(0);
+  let b = f64x2.splat(0);
+  let c = f64x2.splat(0);
+  let d = f64x2.splat(0);
+  let a2 = f64x2.splat(0);
+  let b2 = f64x2.splat(0);
+  let c2 = f64x2.splat(0);
+  let d2 = f64x2.splat(0);
+  let j = 0;
+  for (; j + 8 <= n; j += 8) {
+    const v = v128.load(p + (<usize>j << 2));
+    const w = v128.load(p + (<usize>j << 2), 16);
+    const v0 = f64x2.promote_low_f32x4(v);
+    const v1 = f64x2.promote_low_f32x4(i32x4.shuffle(v, v, 2, 3, 0, 1));
+    const w0 = f64x2.promote_low_f32x4(w);
+    const w1 = f64x2.promote_low_f32x4(i32x4.shuffle(w, w, 2, 3, 0, 1));
+    a = f64x2.add(a, v0);
+    b = f64x2.add(b, v1);
+    c = f64x2.add(c, w0);
+    d = f64x2.add(d, w1);
+    a2 = f64x2.add(a2, f64x2.mul(v0, v0));
+    b2 = f64x2.add(b2, f64x2.mul(v1, v1));
+    c2 = f64x2.add(c2, f64x2.mul(w0, w0));
+    d2 = f64x2.add(d2, f64x2.mul(w1, w1));
+  }
+  const e = f64x2.add(f64x2.add(a, b), f64x2.add(c, d));
+  const e2 = f64x2.add(f64x2.add(a2, b2), f64x2.add(c2, d2));
+  let total = f64x2.extract_lane(e, 0) + f64x2.extract_lane(e, 1);
+  let squares = f64x2.extract_lane(e2, 0) + f64x2.extract_lane(e2, 1);
+  for (; j < n; j++) {
+    const x = <f64>load<f32>(p + (<usize>j << 2));
+    total += x;
+    squares += x * x;
+  }
+  squaresF64 = squares;
+  return total;
+}
+
+/**
+ * Where one pass's variance mean(x^2) - mean^2 serves: at most 2^-10 of mean^2 cancels. Each f64
+ * sum is within (len / 8 + 8) 2^-53 of its terms' sum, 2^-42 relative for rows of 16 Ki, so the
+ * variance stays within 2^-42 (1 + mean^2 / var) < 2^-31 relative, far below the f32 rounding of
+ * the results; larger means (and infinities, NaN) take the two passes.
+ */
+const ONE_PASS_CANCELLATION: f64 = 1024;
 
 /** Sum of (x - centre)^2 over `n` f32 values at `p`, in f64 (four chains, as sumF64). */
 function squaredDeviationsF64(p: usize, n: i32, centre: f64): f64 {
@@ -262,6 +318,19 @@ function fillNaN(q: usize, len: i32): void {
   const ws = f64x2.splat(w);
   const bs = f64x2.splat(b);
   let j = 0;
+  if (!wp && !bp && w == 1 && b == 0) {
+    // No affine parameters (y * 1 + -0 is y): skip their multiplication and addition.
+    for (; j + 4 <= n; j += 4) {
+      const o = <usize>j << 2;
+      const v = v128.load(p + o);
+      const lo = f64x2.mul(f64x2.sub(f64x2.promote_low_f32x4(v), m), s);
+      const hi = f64x2.mul(
+        f64x2.sub(f64x2.promote_low_f32x4(i32x4.shuffle(v, v, 2, 3, 0, 1)), m),
+        s,
+      );
+      v128.store(q + o, demote4(lo, hi));
+    }
+  }
   for (; j + 4 <= n; j += 4) {
     const o = <usize>j << 2;
     const v = v128.load(p + o);
@@ -323,9 +392,18 @@ export function layer_norm_rows_f32(
   for (let r = begin; r < end; r++) {
     const p = x + <usize>r * rowBytes;
     const q = out + <usize>r * rowBytes;
-    // Two passes: the mean, then squared deviations from it (never sum(x^2) - mean^2).
-    const mean: f64 = centered ? sumF64(p, len) / <f64>len : 0;
-    const variance = squaredDeviationsF64(p, len, mean) / <f64>len;
+    // One pass of sums and squares where mean^2 is small against the variance (then their
+    // difference keeps its accuracy: see ONE_PASS_CANCELLATION), else two: the mean, then
+    // squared deviations from it.
+    let mean: f64 = 0;
+    let variance: f64 = 0;
+    if (centered) {
+      mean = sumAndSquaresF64(p, len) / <f64>len;
+      variance = squaresF64 / <f64>len - mean * mean;
+      if (!(variance * ONE_PASS_CANCELLATION >= mean * mean && variance < Infinity)) {
+        variance = squaredDeviationsF64(p, len, mean) / <f64>len;
+      }
+    } else variance = squaredDeviationsF64(p, len, 0) / <f64>len;
     const rstd = 1.0 / Math.sqrt(variance + eps);
     if (stats) {
       store<f32>(stats + (<usize>r << 2), <f32>mean);

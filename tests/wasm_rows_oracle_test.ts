@@ -193,6 +193,90 @@ function sameBits(a: gyre.TypedArray, b: gyre.TypedArray, what: string): void {
   }
 }
 
+/**
+ * layerNorm's float64 oracle of one row: the mean and the variance from deviations, each summed
+ * with compensation (Neumaier), then (x - mean) / sqrt(var + eps); NaN throughout for rows with
+ * NaN or an infinity (as the kernel's arithmetic gives).
+ */
+function normOracle(xs: Float32Array, eps: number): { y: Float64Array; mean: number } {
+  const y = new Float64Array(xs.length);
+  if (xs.some((x) => !Number.isFinite(x))) return { y: y.fill(NaN), mean: NaN };
+  const compensated = (terms: number[]) => {
+    let sum = 0;
+    let c = 0;
+    for (const t of terms) {
+      const next = sum + t;
+      c += Math.abs(sum) >= Math.abs(t) ? (sum - next) + t : (t - next) + sum;
+      sum = next;
+    }
+    return sum + c;
+  };
+  const mean = compensated([...xs]) / xs.length;
+  const variance = compensated([...xs].map((x) => (x - mean) ** 2)) / xs.length;
+  const rstd = 1 / Math.sqrt(variance + eps);
+  for (let j = 0; j < xs.length; j++) y[j] = (xs[j] - mean) * rstd;
+  return { y, mean };
+}
+
+/** Row generators of layerNorm: centred, offset far (two passes) and near (one), and specials. */
+const NORM_KINDS: Record<string, (next: () => number) => number> = {
+  centred: (next) => (next() * 2 - 1) * 3,
+  // mean / sd = 20: mean^2 / var = 400 < 1024, one pass.
+  "offset 20 sd": (next) => 20 * Math.sqrt(3) + (next() * 2 - 1) * Math.sqrt(3),
+  // mean / sd near 1e4: the two passes (one pass would lose 2^27 of its accuracy).
+  "offset 1e4 sd": (next) => 1e4 + (next() * 2 - 1),
+  "offset 1e6 sd": (next) => 3e6 + (next() * 2 - 1) * 3,
+  huge: (next) => (next() < 0.5 ? -1 : 1) * MAX_F32 * (0.5 + next() / 2),
+  subnormal: (next) => (next() * 2 - 1) * 2 ** -130,
+  zeros: (next) => (next() < 0.5 ? -0 : 0),
+  constant: () => 7.25,
+  bits: KINDS.bits,
+  mixed: KINDS.mixed,
+};
+
+Deno.test("WASM layerNorm against a float64 oracle, one pass and two", async () => {
+  // Each result is computed in f64 and rounded to f32 once: within half an f32 ULP plus the
+  // f64 errors: the mean's (a chain of len / 8 + 8 additions, 2^-53 of the sum of |x| each)
+  // times rstd, and the variance's (below 2^-31 relative either way: asm/rows.ts
+  // ONE_PASS_CANCELLATION), half of it in rstd.
+  const next = uniform(5);
+  const eps = 1e-5;
+  for (const [kind, draw] of Object.entries(NORM_KINDS)) {
+    for (const len of [1, 2, 3, 5, 8, 9, 16, 17, 100, 1031, 4096]) {
+      const rows = 3;
+      const data = Float32Array.from({ length: rows * len }, () => draw(next));
+      const x = gyre.tensor(data, { shape: [rows, len], device: "wasm" });
+      const y = gyre.layerNorm(x, { axis: -1, eps });
+      const got = await y.data();
+      x.dispose();
+      y.dispose();
+      for (let r = 0; r < rows; r++) {
+        const row = data.subarray(r * len, (r + 1) * len);
+        const { y: want, mean } = normOracle(row, eps);
+        const absMean = row.reduce((a, v) => a + Math.abs(v), 0) / len;
+        for (let j = 0; j < len; j++) {
+          const g = got[r * len + j];
+          const w = want[j];
+          const at = `layerNorm ${kind} len ${len} row ${r} element ${j}: ${g} for ${w}`;
+          if (Number.isNaN(w)) {
+            assert.ok(Number.isNaN(g), at);
+            continue;
+          }
+          const rstd = Math.abs(row[j] - mean) > 0
+            ? Math.abs(w / (row[j] - mean))
+            : 1 / Math.sqrt(eps);
+          const half = Math.abs(w) >= 2 ** -126
+            ? 2 ** (Math.floor(Math.log2(Math.abs(w))) - 24)
+            : TINY / 2;
+          const tol = half * 1.001 + Math.abs(w) * 2 ** -30 +
+            (len / 8 + 8) * 2 ** -53 * absMean * rstd;
+          assert.ok(Math.abs(g - w) <= tol, `${at} (error ${Math.abs(g - w)}, tolerance ${tol})`);
+        }
+      }
+    }
+  }
+});
+
 Deno.test({
   name: "WASM rows shared among threads give the bits of one thread",
   sanitizeOps: false,
