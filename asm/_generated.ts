@@ -5689,13 +5689,13 @@ function t_unary_isnan_f32(d: usize, a0: usize, n: i32): void {
 function t_unary_relu_f32(d: usize, a0: usize, n: i32): void {
   let i = 0;
   for (; i + 16 <= n; i += 16) {
-    v128.store(d + (<usize>i << 2), f32x4.max(v128.load(a0 + (<usize>i << 2), 0), f32x4.splat(0)), 0);
-    v128.store(d + (<usize>i << 2), f32x4.max(v128.load(a0 + (<usize>i << 2), 16), f32x4.splat(0)), 16);
-    v128.store(d + (<usize>i << 2), f32x4.max(v128.load(a0 + (<usize>i << 2), 32), f32x4.splat(0)), 32);
-    v128.store(d + (<usize>i << 2), f32x4.max(v128.load(a0 + (<usize>i << 2), 48), f32x4.splat(0)), 48);
+    v128.store(d + (<usize>i << 2), f32x4.add(f32x4.pmax(v128.load(a0 + (<usize>i << 2), 0), f32x4.splat(0)), f32x4.splat(0)), 0);
+    v128.store(d + (<usize>i << 2), f32x4.add(f32x4.pmax(v128.load(a0 + (<usize>i << 2), 16), f32x4.splat(0)), f32x4.splat(0)), 16);
+    v128.store(d + (<usize>i << 2), f32x4.add(f32x4.pmax(v128.load(a0 + (<usize>i << 2), 32), f32x4.splat(0)), f32x4.splat(0)), 32);
+    v128.store(d + (<usize>i << 2), f32x4.add(f32x4.pmax(v128.load(a0 + (<usize>i << 2), 48), f32x4.splat(0)), f32x4.splat(0)), 48);
   }
   for (; i + 4 <= n; i += 4) {
-    v128.store(d + (<usize>i << 2), f32x4.max(v128.load(a0 + (<usize>i << 2)), f32x4.splat(0)));
+    v128.store(d + (<usize>i << 2), f32x4.add(f32x4.pmax(v128.load(a0 + (<usize>i << 2)), f32x4.splat(0)), f32x4.splat(0)));
   }
   for (; i < n; i++) store<f32>(d + (<usize>i << 2), <f32>g_relu64(<f64>load<f32>(a0 + (<usize>i << 2))));
 }

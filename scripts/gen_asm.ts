@@ -542,7 +542,11 @@ function tileSimd(
   const one = "i32x4.splat(1)";
   if (kind === "unary") {
     if (ct === "f32" && SIMD_F32[op]) return (v) => `${SIMD_F32[op]}(${v[0]})`;
-    if (ct === "f32" && op === "relu") return (v) => `f32x4.max(${v[0]}, f32x4.splat(0))`;
+    // g_relu64 lane by lane: pmax(v, 0) is `v < 0 ? 0 : v` (one instruction; f32x4.max takes
+    // V8 several), which keeps NaN and -0; adding +0 turns -0 into +0, as max(-0, 0) does.
+    if (ct === "f32" && op === "relu") {
+      return (v) => `f32x4.add(f32x4.pmax(${v[0]}, f32x4.splat(0)), f32x4.splat(0))`;
+    }
     if (ct === "f32" && op === "exp") return (v) => `exp_f32x4(${v[0]})`;
     if (ct === "f32" && op === "sigmoid") return (v) => `sigmoid_f32x4(${v[0]})`;
     if (ct === "f32" && op === "tanh") return (v) => `tanh_f32x4(${v[0]})`;

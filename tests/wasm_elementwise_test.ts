@@ -138,3 +138,23 @@ Deno.test("copies of swapped axes take the blocked transpose and equal the refer
     { numRuns: 120 },
   );
 });
+
+Deno.test("SIMD unary tile kernels equal their scalar templates on special values", async () => {
+  // relu's vector form is pmax(v, 0) + 0: -0 must come out +0 and NaN stay NaN, as
+  // g_relu64 gives; the others' vector forms are their scalar templates lane by lane.
+  const specials = [-0, 0, NaN, -NaN, Infinity, -Infinity, -1, 1, 2 ** -149, -(2 ** -149), -3e38];
+  const data = [...specials, ...values(7, 64, "float32")];
+  const x = gyre.tensor(data, { dtype: "float32" });
+  const ops = ["relu", "neg", "abs", "square", "sqrt", "exp", "sigmoid", "tanh"] as const;
+  for (const op of ops) {
+    const f = () => gyre[op](x);
+    const want = await traced("nodes", 16, f);
+    const got = await traced("tiles", 16, f);
+    assert.ok(got.kernels.includes("ew_run"), `${op}: no tile program ran`);
+    sameBits(want.data, got.data, op);
+  }
+  // +0 exactly where the input is -0 (Object.is tells the zeros apart).
+  const relu = await gyre.relu(x).data();
+  assert.ok(Object.is(relu[0], 0) && Object.is(relu[1], 0), "relu(-0) and relu(+0) are +0");
+  x.dispose();
+});
