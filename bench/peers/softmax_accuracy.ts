@@ -88,9 +88,7 @@ const out = [
   "| scale | tfjs-wasm, all | tfjs-wasm, > 1e-3 | gyre, all | gyre, > 1e-3 |",
   "|--:|--:|--:|--:|--:|",
   ...lines.map((l) =>
-    `| ${l.scale} | ${l.tfjs.toFixed(2)} | ${l.tfjsLarge.toFixed(2)} | ${
-      l.gyre.toFixed(2)
-    } | ` +
+    `| ${l.scale} | ${l.tfjs.toFixed(2)} | ${l.tfjsLarge.toFixed(2)} | ${l.gyre.toFixed(2)} | ` +
     `${l.gyreLarge.toFixed(2)} |`
   ),
   "",
