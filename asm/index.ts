@@ -6,4 +6,5 @@ export * from "./scan";
 export * from "./rows";
 export * from "./matmul";
 export * from "./transpose";
+export * from "./sort";
 export { exp_f32x4_array, sigmoid_f32x4_array } from "./vector_math";

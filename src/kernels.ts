@@ -107,6 +107,12 @@ export const KERNELS: readonly KernelEntry[] = [
     gpu: family("pool", "gpu/_codegen_pool.ts"),
     plan: "planPool",
   })),
+  ...["sort", "argsort", "rankK", "kthvalue", "quantile", "searchsorted"].map((op) => ({
+    id: `sort/${op}`,
+    wasmReference: "sort_",
+    gpu: family("sort", "gpu/_codegen_sort.ts"),
+    plan: "planSort",
+  })),
   ...["sum", "prod", "max", "min"].map((op) => ({
     id: `scan/cum${op}`,
     wasmReference: `scan_${op}_`,

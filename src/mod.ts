@@ -79,6 +79,7 @@ export {
 export { readAll } from "./ops/read.ts";
 export * from "./ops/pool.ts";
 export * from "./ops/scan.ts";
+export * from "./ops/sort.ts";
 export * from "./ops/matmul.ts";
 export type { NestedArray, TensorLike } from "./ops/_dispatch.ts";
 export type { BinaryOp, UnaryOp } from "./ir/elementwise_table.ts";

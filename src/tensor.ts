@@ -16,6 +16,7 @@ import type * as red from "./ops/reduce.ts";
 import type * as pool from "./ops/pool.ts";
 import type * as norm from "./ops/rows.ts";
 import type * as scan from "./ops/scan.ts";
+import type * as sort from "./ops/sort.ts";
 import type * as mm from "./ops/matmul.ts";
 import type * as sh from "./ops/shape.ts";
 import type * as read from "./ops/read.ts";
@@ -1197,6 +1198,152 @@ export class Tensor {
     return ops.scan.cummin(this, options);
   }
 
+  // Sorting and order statistics.
+  /**
+   * The method form of `gyre.sort(this, options)`: see `sort` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * gyre.tensor([3, 1, 2]).sort(); // [1, 2, 3]
+   * ```
+   */
+  sort(options?: sort.SortOptions): Tensor {
+    return ops.sort.sort(this, options);
+  }
+  /**
+   * The method form of `gyre.argsort(this, options)`: see `argsort` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * gyre.tensor([3, 1, 2]).argsort(); // [1, 2, 0]
+   * ```
+   */
+  argsort(options?: sort.SortOptions): Tensor {
+    return ops.sort.argsort(this, options);
+  }
+  /**
+   * The method form of `gyre.rankK(this, k, options)`: see `rankK` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const [values, indices] = gyre.tensor([5, 1, 4]).rankK(2, { kind: "bottom" }); // [1, 4]
+   * ```
+   */
+  rankK(k: number, options?: sort.RankKOptions): [Tensor, Tensor] {
+    return ops.sort.rankK(this, k, options);
+  }
+  /**
+   * The method form of `gyre.topk(this, k, options)`: see `topk` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const [values, indices] = gyre.tensor([5, 1, 4]).topk(2); // [5, 4] at [0, 2]
+   * ```
+   */
+  topk(k: number, options?: Omit<sort.RankKOptions, "kind">): [Tensor, Tensor] {
+    return ops.sort.topk(this, k, options);
+  }
+  /**
+   * The method form of `gyre.bottomk(this, k, options)`: see `bottomk` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const [values, indices] = gyre.tensor([5, 1, 4]).bottomk(1); // [1] at [1]
+   * ```
+   */
+  bottomk(k: number, options?: Omit<sort.RankKOptions, "kind">): [Tensor, Tensor] {
+    return ops.sort.bottomk(this, k, options);
+  }
+  /**
+   * The method form of `gyre.midk(this, k, options)`: see `midk` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const [values, indices] = gyre.tensor([5, 1, 4]).midk(1); // [4] at [2]
+   * ```
+   */
+  midk(k: number, options?: Omit<sort.RankKOptions, "kind">): [Tensor, Tensor] {
+    return ops.sort.midk(this, k, options);
+  }
+  /**
+   * The method form of `gyre.kthvalue(this, k, options)`: see `kthvalue` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const [value, index] = gyre.tensor([5, 1, 4]).kthvalue(2); // 4 at 2
+   * ```
+   */
+  kthvalue(k: number, options?: sort.OrderStatisticOptions): [Tensor, Tensor] {
+    return ops.sort.kthvalue(this, k, options);
+  }
+  /**
+   * The method form of `gyre.median(this, options)`: see `median` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const m = gyre.tensor([5, 1, 4, 2]).median(); // 3
+   * ```
+   */
+  median(options?: sort.OrderStatisticOptions): Tensor {
+    return ops.sort.median(this, options);
+  }
+  /**
+   * The method form of `gyre.nanmedian(this, options)`: see `nanmedian` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const m = gyre.tensor([5, NaN, 4], { device: "wasm" }).nanmedian(); // 4.5
+   * ```
+   */
+  nanmedian(options?: sort.OrderStatisticOptions): Tensor {
+    return ops.sort.nanmedian(this, options);
+  }
+  /**
+   * The method form of `gyre.quantile(this, q, options)`: see `quantile` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const q = gyre.tensor([1, 2, 3, 4]).quantile([0.25, 0.5]); // [1.75, 2.5]
+   * ```
+   */
+  quantile(q: number | readonly number[], options?: sort.QuantileOptions): Tensor {
+    return ops.sort.quantile(this, q, options);
+  }
+  /**
+   * The method form of `gyre.nanquantile(this, q, options)`: see `nanquantile` for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const q = gyre.tensor([1, NaN, 3], { device: "wasm" }).nanquantile(0.5); // 2
+   * ```
+   */
+  nanquantile(q: number | readonly number[], options?: sort.QuantileOptions): Tensor {
+    return ops.sort.nanquantile(this, q, options);
+  }
+  /**
+   * The method form of `gyre.searchsorted(this, values, options)`: see `searchsorted` (this tensor is the sorted sequence) for the semantics and options.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const i = gyre.tensor([1, 2, 3]).searchsorted(gyre.tensor([2.5])); // [2]
+   * ```
+   */
+  searchsorted(values: Tensor, options?: sort.SearchSortedOptions): Tensor {
+    return ops.sort.searchsorted(this, values, options);
+  }
+
   // Matrix products.
   /**
    * The method form of `gyre.matmul(this, ...)`: see `matmul` for the semantics and options.
@@ -1412,6 +1559,7 @@ export interface TensorOps {
   pool: typeof pool;
   norm: typeof norm;
   scan: typeof scan;
+  sort: typeof sort;
   mm: typeof mm;
   sh: typeof sh;
   read: typeof read;

@@ -16,6 +16,14 @@ import type { Choice } from "../plans/mod.ts";
 
 import { type FamilyChoice, type GpuFamily, variantsOf } from "../plans/variants.ts";
 import type { ScanJob, ScanResult } from "./scan.ts";
+import type {
+  QuantileJob,
+  QuantileResult,
+  SearchJob,
+  SearchResult,
+  SortJob,
+  SortResult,
+} from "./sort.ts";
 import type { DeviceName, Storage, StorageOwner, View } from "../core/view.ts";
 
 export type { DeviceName, Storage, View };
@@ -57,6 +65,12 @@ export interface Backend extends StorageOwner {
   rows(job: RowsJob): RowsResult | null;
   /** Runs a scan job (cumsum, cumprod, cummax, cummin along one axis). */
   scan(job: ScanJob): ScanResult;
+  /** Runs a sort job: a window of each row's stable order (sort, argsort, Rank-K, kthvalue). */
+  sort(job: SortJob): SortResult;
+  /** Runs a quantile job (median, quantile and their NaN-skipping forms). */
+  quantile(job: QuantileJob): QuantileResult;
+  /** Runs a search job (searchsorted). */
+  searchsorted(job: SearchJob): SearchResult;
   /** Runs a pooling job (2-D max and average pooling, regular and adaptive). */
   pool(job: PoolJob): PoolResult;
   /**

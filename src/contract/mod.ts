@@ -13,3 +13,4 @@ export * from "./pool.ts";
 export * from "./reduce.ts";
 export * from "./rows.ts";
 export * from "./scan.ts";
+export * from "./sort.ts";

@@ -24,6 +24,15 @@ import { runPoolGpu } from "./pool.ts";
 import { runMatmulGpu } from "./matmul.ts";
 import { runRowsGpu } from "./rows.ts";
 import { runScanGpu } from "./scan.ts";
+import type {
+  QuantileJob,
+  QuantileResult,
+  SearchJob,
+  SearchResult,
+  SortJob,
+  SortResult,
+} from "../contract/sort.ts";
+import { runQuantileGpu, runSearchGpu, runSortGpu } from "./sort.ts";
 
 /** The GPU backend over one WebGPU device. */
 export class GpuBackend extends GpuHost implements Backend {
@@ -41,6 +50,15 @@ export class GpuBackend extends GpuHost implements Backend {
   }
   pool(job: PoolJob): PoolResult {
     return runPoolGpu(this, job);
+  }
+  sort(job: SortJob): SortResult {
+    return runSortGpu(this, job);
+  }
+  quantile(job: QuantileJob): QuantileResult {
+    return runQuantileGpu(this, job);
+  }
+  searchsorted(job: SearchJob): SearchResult {
+    return runSearchGpu(this, job);
   }
   matmul(job: MatmulJob): MatmulResult | null {
     return runMatmulGpu(this, job);

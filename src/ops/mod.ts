@@ -12,8 +12,9 @@ import * as red from "./reduce.ts";
 import * as pool from "./pool.ts";
 import * as norm from "./rows.ts";
 import * as scan from "./scan.ts";
+import * as sort from "./sort.ts";
 import * as mm from "./matmul.ts";
 import * as sh from "./shape.ts";
 import * as read from "./read.ts";
 
-installTensorOps({ ew, act, red, pool, norm, scan, mm, sh, read });
+installTensorOps({ ew, act, red, pool, norm, scan, sort, mm, sh, read });

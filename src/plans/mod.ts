@@ -12,12 +12,14 @@ import type { PoolChoice, WasmPoolChoice } from "./pool.ts";
 import type { ReduceChoice } from "./reduce.ts";
 import type { RowsChoice } from "./rows.ts";
 import type { ScanChoice } from "./scan.ts";
+import type { SortChoice } from "./sort.ts";
 import type { WasmThreadsChoice } from "./wasm_threads.ts";
 
 export * from "./elementwise.ts";
 export * from "./reduce.ts";
 export * from "./pool.ts";
 export * from "./scan.ts";
+export * from "./sort.ts";
 export * from "./rows.ts";
 export * from "./matmul.ts";
 export * from "./overrides.ts";
@@ -31,6 +33,7 @@ export type Choice =
   | ScanChoice
   | RowsChoice
   | MatmulChoice
+  | SortChoice
   | WasmGemmChoice
   | WasmElementwiseChoice
   | WasmThreadsChoice

@@ -12,6 +12,7 @@ import type { PoolChoice, WasmPoolChoice } from "./pool.ts";
 import type { ReduceChoice } from "./reduce.ts";
 import type { RowsChoice } from "./rows.ts";
 import type { ScanChoice } from "./scan.ts";
+import type { SortChoice } from "./sort.ts";
 import type { WasmThreadsChoice } from "./wasm_threads.ts";
 
 /** The override of each plan, by kernel family. */
@@ -28,6 +29,8 @@ export interface PlanOverrides {
   rows?: Partial<RowsChoice>;
   /** Fields forced in the matrix product plan. */
   matmul?: Partial<MatmulChoice>;
+  /** Fields forced in the sort plan. */
+  sort?: Partial<SortChoice>;
   /** Fields forced in the WASM GEMM plan. */
   wasmGemm?: Partial<WasmGemmChoice>;
   /** Fields forced in the WASM elementwise plan. */
@@ -48,6 +51,7 @@ const FAMILIES: readonly PlanFamily[] = [
   "scan",
   "rows",
   "matmul",
+  "sort",
   "wasmGemm",
   "wasmElementwise",
   "wasmThreads",

@@ -11,6 +11,7 @@ import { POOL_VARIANTS, type PoolChoice } from "./pool.ts";
 import { REDUCE_COMBINES, type ReduceChoice } from "./reduce.ts";
 import { ROWS_COMBINES, ROWS_VARIANTS, type RowsChoice } from "./rows.ts";
 import { SCAN_LAYOUTS, SCAN_VARIANTS, type ScanChoice } from "./scan.ts";
+import { SORT_VARIANTS, type SortChoice } from "./sort.ts";
 
 /** How a workgroup reduction combines: through subgroup operations or shared memory. */
 const REDUCE_FORMS = ["workgroup-subgroup", "workgroup-shared", "thread"] as const;
@@ -23,6 +24,7 @@ export const FAMILY_VARIANTS = {
   scan: [...SCAN_VARIANTS, ...SCAN_LAYOUTS],
   rows: [...ROWS_VARIANTS, ...ROWS_COMBINES],
   matmul: MATMUL_VARIANTS,
+  sort: SORT_VARIANTS,
 } as const;
 
 /** A GPU kernel family with named variants. */
@@ -42,6 +44,8 @@ export interface FamilyChoice {
   rows: RowsChoice;
   /** The matrix product plan's choice. */
   matmul: MatmulChoice;
+  /** The sort plan's choice. */
+  sort: SortChoice;
 }
 
 /**
@@ -80,6 +84,6 @@ export function variantsOf<F extends GpuFamily>(
       return [c.variant, c.combine];
     }
     default:
-      return [(choice as ElementwiseChoice | PoolChoice | MatmulChoice).variant];
+      return [(choice as ElementwiseChoice | PoolChoice | MatmulChoice | SortChoice).variant];
   }
 }

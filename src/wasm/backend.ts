@@ -20,6 +20,15 @@ import { runPoolWasm } from "./pool.ts";
 import { runMatmulWasm } from "./matmul.ts";
 import { runRowsWasm } from "./rows.ts";
 import { runScanWasm } from "./scan.ts";
+import type {
+  QuantileJob,
+  QuantileResult,
+  SearchJob,
+  SearchResult,
+  SortJob,
+  SortResult,
+} from "../contract/sort.ts";
+import { runQuantileWasm, runSearchWasm, runSortWasm } from "./sort.ts";
 
 /** The WASM backend over one instance of the kernel module. */
 export class WasmBackend extends WasmHost implements Backend {
@@ -37,6 +46,15 @@ export class WasmBackend extends WasmHost implements Backend {
   }
   pool(job: PoolJob): PoolResult {
     return runPoolWasm(this, job);
+  }
+  sort(job: SortJob): SortResult {
+    return runSortWasm(this, job);
+  }
+  quantile(job: QuantileJob): QuantileResult {
+    return runQuantileWasm(this, job);
+  }
+  searchsorted(job: SearchJob): SearchResult {
+    return runSearchWasm(this, job);
   }
   matmul(job: MatmulJob): MatmulResult {
     return runMatmulWasm(this, job);

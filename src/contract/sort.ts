@@ -1,0 +1,83 @@
+/**
+ * The sort family's jobs: a window of each row's stable sorted order (sort, argsort, topk,
+ * bottomk, midk, kthvalue), quantiles of each row (median, quantile and their NaN-skipping forms)
+ * and searches in a sorted sequence. Ops build them (src/ops/sort.ts); each device runs them
+ * (src/gpu/sort.ts, src/wasm/sort.ts).
+ *
+ * Order: floats by value with -0 equal to +0 and every NaN above +Infinity; descending order
+ * reverses it (NaN first); equal values keep their positions' order (stable), so the results,
+ * indices included, are the same on every device.
+ * @module
+ */
+import type { PlanOverrides } from "../plans/overrides.ts";
+import type { Storage, View } from "../core/view.ts";
+
+/** Dtypes the sort family orders (float16 compares as float32). */
+export type SortDType = "float32" | "float16" | "int32" | "uint32";
+
+/** The window [start, start + count) of each row's stable order along `axis`. */
+export interface SortJob {
+  /** The plan overrides in force when the op was issued. */
+  overrides: Readonly<PlanOverrides>;
+  op: string;
+  /** The input, at least 1-d, any strides; its rows are the lines along `axis`. */
+  x: View;
+  axis: number;
+  /** Largest first (NaN first), else smallest first (NaN last). */
+  descending: boolean;
+  /** The window's first position in each row's order, and its length (0 to the row's length). */
+  start: number;
+  count: number;
+  /** Also return each value's index along the axis (int32). */
+  indices: boolean;
+}
+
+/** What a sort job makes: x's shape with `count` along the axis, contiguous. */
+export interface SortResult {
+  /** The window's values, of x's dtype, bit for bit as they were in x. */
+  values: Storage;
+  /** Their indices along the axis (int32), when asked. */
+  indices: Storage | null;
+}
+
+/** The interpolation between the order statistics around a quantile (NumPy's `method`). */
+export type QuantileMethod = "linear" | "lower" | "higher" | "nearest" | "midpoint";
+
+/** Quantiles of each row along `axis`. */
+export interface QuantileJob {
+  overrides: Readonly<PlanOverrides>;
+  op: string;
+  x: View;
+  axis: number;
+  /** The quantiles, each in [0, 1]. */
+  q: readonly number[];
+  /** NumPy's method, or "median" (the mean of the middle pair of an even count). */
+  method: QuantileMethod | "median";
+  /** Skip NaN (nanquantile); otherwise a row holding NaN gives NaN. */
+  skipNaN: boolean;
+}
+
+/**
+ * What a quantile job makes: float32 storage laid out [...x's shape without the axis, q.length],
+ * contiguous.
+ */
+export interface QuantileResult {
+  values: Storage;
+}
+
+/** Insertion points of `values` in the 1-d `sorted` (NumPy's searchsorted). */
+export interface SearchJob {
+  overrides: Readonly<PlanOverrides>;
+  op: string;
+  /** Sorted ascending (NaN last), 1-d. */
+  sorted: View;
+  /** Any shape, of sorted's dtype. */
+  values: View;
+  /** The last suitable position ("right"), else the first ("left"). */
+  right: boolean;
+}
+
+/** What a search job makes: int32 storage of values's shape, contiguous. */
+export interface SearchResult {
+  indices: Storage;
+}

@@ -1,0 +1,389 @@
+/**
+ * The sort family on the GPU: host code for the kernels _codegen_sort.ts generates. Rows are
+ * first copied with the axis last and contiguous in a 32-bit compute dtype (float16 widened);
+ * each row's (key, index) pairs, padded to a power of two, are sorted by a bitonic network of
+ * log2(P)(log2(P) + 1) / 2 compare-exchange dispatches over every row at once; the wanted window
+ * is gathered by index and copied back into the input's axis order. Results equal the WASM
+ * reference's bit for bit (the order is a strict total order of (key, index)).
+ * @module
+ */
+import type { DType } from "../core/dtype.ts";
+import { contiguousStrides, isContiguous, sizeOf } from "../core/shape.ts";
+import type { View } from "../core/view.ts";
+import type {
+  QuantileJob,
+  QuantileResult,
+  SearchJob,
+  SearchResult,
+  SortJob,
+  SortResult,
+} from "../contract/sort.ts";
+import { E } from "../ir/expr.ts";
+import type { PlanOverrides } from "../plans/overrides.ts";
+import { DeviceError } from "../core/errors.ts";
+import { observePlan } from "../contract/backend.ts";
+import { planSort } from "../plans/mod.ts";
+import type { GpuHost, GpuStorage } from "./host.ts";
+import { generateSort, SORT_WORKGROUP, sortKey, type SortStage } from "./_codegen_sort.ts";
+
+/** The key kind of each 32-bit compute dtype (the kernels' `kind`). */
+const KIND: Partial<Record<DType, number>> = { float32: 0, int32: 1, uint32: 2 };
+
+function computeOf(dtype: DType): DType {
+  return dtype === "float16" ? "float32" : dtype;
+}
+
+/** Packs uniform words, padded to a multiple of four. */
+function words(values: number[]): Uint32Array {
+  const out = new Uint32Array(Math.ceil(values.length / 4) * 4);
+  out.set(values);
+  return out;
+}
+
+function run(
+  gpu: GpuHost,
+  op: string,
+  stage: SortStage,
+  buffers: GPUBuffer[],
+  writable: number,
+  uniforms: number[],
+  invocations: number,
+): void {
+  const pipeline = gpu.pipeline(
+    sortKey(stage),
+    buffers.length,
+    () => generateSort(stage),
+    writable,
+  );
+  gpu.dispatch(op, pipeline, buffers, words(uniforms), gpu.grid(invocations, SORT_WORKGROUP));
+}
+
+/** A view's rows along `axis`: contiguous, axis last, in the compute dtype. */
+interface Rows {
+  storage: GpuStorage;
+  /** A copy made here (freed by the caller), or the input's own storage. */
+  copied: boolean;
+  offset: number;
+  order: number[];
+  shape: number[];
+  rows: number;
+  length: number;
+}
+
+function rowsOf(
+  gpu: GpuHost,
+  op: string,
+  view: View,
+  axis: number,
+  overrides: Readonly<PlanOverrides>,
+): Rows {
+  const order = [...view.shape.keys()].filter((i) => i !== axis);
+  order.push(axis);
+  const shape = order.map((i) => view.shape[i]);
+  const strides = order.map((i) => view.strides[i]);
+  const length = view.shape[axis];
+  const rows = length === 0 ? 0 : sizeOf(shape) / length;
+  const compute = computeOf(view.dtype);
+  if (view.dtype === compute && isContiguous(shape, strides)) {
+    return {
+      storage: view.storage as GpuStorage,
+      copied: false,
+      offset: view.offset,
+      order,
+      shape,
+      rows,
+      length,
+    };
+  }
+  const storage = gpu.evaluate({
+    op,
+    expr: E.cast(E.input(0, view.dtype), compute),
+    inputs: [{ ...view, shape, strides }],
+    shape,
+    overrides,
+  }) as GpuStorage;
+  return { storage, copied: true, offset: 0, order, shape, rows, length };
+}
+
+/** Sorts every row's (key, index) pairs: returns the sorted indices, rows of `padded`. */
+function sortedOrder(
+  gpu: GpuHost,
+  op: string,
+  r: Rows,
+  descending: boolean,
+  dtype: DType,
+  overrides: Readonly<PlanOverrides>,
+): { order: GpuStorage; padded: number } {
+  const { padded } = observePlan(
+    "gpu",
+    "sort",
+    op,
+    planSort(gpu.caps, { rows: r.rows, length: r.length }, overrides.sort),
+    overrides.sort,
+  );
+  const total = r.rows * padded;
+  const keys = gpu.alloc(op, "uint32", total);
+  const order = gpu.alloc(op, "uint32", total);
+  try {
+    run(gpu, op, "keys", [r.storage.buffer, keys.buffer, order.buffer], 2, [
+      total,
+      r.length,
+      padded,
+      KIND[dtype] as number,
+      descending ? 0xffffffff : 0,
+      r.offset,
+    ], total);
+    for (let k = 2; k <= padded; k *= 2) {
+      for (let j = k / 2; j >= 1; j /= 2) {
+        run(gpu, op, "bitonic", [keys.buffer, order.buffer], 2, [
+          total / 2,
+          padded / 2,
+          j,
+          k,
+        ], total / 2);
+      }
+    }
+  } catch (e) {
+    gpu.free(order);
+    throw e;
+  } finally {
+    gpu.free(keys);
+  }
+  return { order, padded };
+}
+
+/** Contiguous storage of `shape` in axis order `order`, copied back into the input's order. */
+function backToInput(
+  gpu: GpuHost,
+  op: string,
+  storage: GpuStorage,
+  order: number[],
+  shape: number[],
+  dtype: DType,
+  overrides: Readonly<PlanOverrides>,
+): GpuStorage {
+  const rank = order.length;
+  if (order[rank - 1] === rank - 1 && storage.dtype === dtype) return storage;
+  const inRows = contiguousStrides(shape);
+  const outShape = order.map((_, i) => shape[order.indexOf(i)]);
+  const strides = outShape.map((_, i) => inRows[order.indexOf(i)]);
+  try {
+    return gpu.evaluate({
+      op,
+      expr: E.cast(E.input(0, storage.dtype), dtype),
+      inputs: [{ storage, dtype: storage.dtype, shape: outShape, strides, offset: 0 }],
+      shape: outShape,
+      overrides,
+    }) as GpuStorage;
+  } finally {
+    gpu.free(storage);
+  }
+}
+
+/** The GPU path of a sort job. */
+export function runSortGpu(gpu: GpuHost, job: SortJob): SortResult {
+  const { op, x: view, axis, start, count } = job;
+  gpu.checkLive(op, [view.dtype]);
+  const compute = computeOf(view.dtype);
+  const r = rowsOf(gpu, op, view, axis, job.overrides);
+  const total = r.rows * count;
+  const outShape = [...r.shape.slice(0, -1), count];
+  const values = gpu.alloc(op, compute, total);
+  const indices = gpu.alloc(op, "int32", total);
+  try {
+    if (total > 0) {
+      const { order, padded } = sortedOrder(gpu, op, r, job.descending, compute, job.overrides);
+      try {
+        run(gpu, op, "gather", [r.storage.buffer, order.buffer, values.buffer, indices.buffer], 2, [
+          total,
+          r.length,
+          padded,
+          start,
+          count,
+          r.offset,
+        ], total);
+      } finally {
+        gpu.free(order);
+      }
+    }
+  } catch (e) {
+    gpu.free(values);
+    gpu.free(indices);
+    throw e;
+  } finally {
+    if (r.copied) gpu.free(r.storage);
+  }
+  const result = backToInput(gpu, op, values, r.order, outShape, view.dtype, job.overrides);
+  if (!job.indices) {
+    gpu.free(indices);
+    return { values: result, indices: null };
+  }
+  return {
+    values: result,
+    indices: backToInput(gpu, op, indices, r.order, outShape, "int32", job.overrides),
+  };
+}
+
+const METHOD: Record<QuantileJob["method"], number> = {
+  linear: 0,
+  lower: 1,
+  higher: 2,
+  nearest: 3,
+  midpoint: 4,
+  median: 5,
+};
+
+/**
+ * The GPU path of a quantile job. The order statistics and weights of each q depend only on the
+ * row length, so the host computes them (as the WASM reference does, in float64); NaN-skipping
+ * quantiles, whose counts differ by row, run on the WASM device for now.
+ */
+export function runQuantileGpu(gpu: GpuHost, job: QuantileJob): QuantileResult {
+  const { op, axis } = job;
+  if (job.skipNaN) {
+    throw new DeviceError({
+      op,
+      argument: "x",
+      expected: "a tensor on the wasm device (NaN-skipping order statistics do not run on the " +
+        'GPU yet: use x.to("wasm"))',
+      received: "a tensor on the gpu device",
+    });
+  }
+  gpu.checkLive(op, [job.x.dtype]);
+  // The kernel reads float32 rows: float16 widened; integers ordered and interpolated as
+  // float32 (NumPy gives float64).
+  let view = job.x;
+  let converted: GpuStorage | null = null;
+  if (view.dtype !== "float32") {
+    converted = gpu.evaluate({
+      op,
+      expr: E.cast(E.input(0, view.dtype), "float32"),
+      inputs: [view],
+      shape: view.shape,
+      overrides: job.overrides,
+    }) as GpuStorage;
+    view = {
+      storage: converted,
+      dtype: "float32",
+      shape: view.shape,
+      strides: contiguousStrides(view.shape),
+      offset: 0,
+    };
+  }
+  const qn = job.q.length;
+  try {
+    const sortJob: SortJob = {
+      overrides: job.overrides,
+      op,
+      x: view,
+      axis,
+      descending: false,
+      start: 0,
+      count: view.shape[axis],
+      indices: false,
+    };
+    // Sorted rows, axis last: the sort's values keep the input's axis order, so sort a view
+    // with the axis moved last.
+    const order = [...view.shape.keys()].filter((i) => i !== axis);
+    order.push(axis);
+    const last: View = {
+      ...view,
+      shape: order.map((i) => view.shape[i]),
+      strides: order.map((i) => view.strides[i]),
+    };
+    const rank = last.shape.length;
+    const { values: sorted } = runSortGpu(gpu, { ...sortJob, x: last, axis: rank - 1 });
+    const n = view.shape[axis];
+    const rows = sizeOf(view.shape.filter((_, i) => i !== axis));
+    if (n === 0) {
+      // Empty rows: NaN, as NumPy (and the WASM reference).
+      gpu.free(sorted as GpuStorage);
+      return {
+        values: gpu.evaluate({
+          op,
+          expr: E.constant(NaN, "float32"),
+          inputs: [],
+          shape: [rows * qn],
+          overrides: job.overrides,
+        }),
+      };
+    }
+    const out = gpu.alloc(op, "float32", rows * qn);
+    try {
+      if (rows * qn > 0) {
+        const table = new Uint32Array(3 * qn);
+        const f = new Float32Array(1);
+        job.q.forEach((q, j) => {
+          const h = (n - 1) * q;
+          const lo = Math.floor(h);
+          f[0] = h - lo;
+          table[3 * j] = lo;
+          table[3 * j + 1] = Math.min(lo + 1, n - 1);
+          table[3 * j + 2] = new Uint32Array(f.buffer)[0];
+        });
+        const t = gpu.upload("uint32", table) as GpuStorage;
+        try {
+          run(gpu, op, "quantile", [(sorted as GpuStorage).buffer, t.buffer, out.buffer], 1, [
+            rows * qn,
+            n,
+            qn,
+            METHOD[job.method],
+          ], rows * qn);
+        } finally {
+          gpu.free(t);
+        }
+      }
+    } catch (e) {
+      gpu.free(out);
+      throw e;
+    } finally {
+      gpu.free(sorted as GpuStorage);
+    }
+    return { values: out };
+  } finally {
+    if (converted) gpu.free(converted);
+  }
+}
+
+/** The GPU path of a search job. */
+export function runSearchGpu(gpu: GpuHost, job: SearchJob): SearchResult {
+  const { op } = job;
+  gpu.checkLive(op, [job.sorted.dtype]);
+  const n = job.sorted.shape[0];
+  const m = sizeOf(job.values.shape);
+  const compute = computeOf(job.sorted.dtype);
+  const out = gpu.alloc(op, "int32", m);
+  if (m === 0) return { indices: out };
+  const contiguous = (v: View): { storage: GpuStorage; copied: boolean } => {
+    if (v.dtype === compute && isContiguous(v.shape, v.strides)) {
+      return { storage: v.storage as GpuStorage, copied: false };
+    }
+    const storage = gpu.evaluate({
+      op,
+      expr: E.cast(E.input(0, v.dtype), compute),
+      inputs: [v],
+      shape: v.shape,
+      overrides: job.overrides,
+    }) as GpuStorage;
+    return { storage, copied: true };
+  };
+  const s = contiguous(job.sorted);
+  const v = contiguous(job.values);
+  try {
+    run(gpu, op, "search", [s.storage.buffer, v.storage.buffer, out.buffer], 1, [
+      m,
+      n,
+      KIND[compute] as number,
+      job.right ? 1 : 0,
+      s.copied ? 0 : job.sorted.offset,
+      v.copied ? 0 : job.values.offset,
+    ], m);
+  } catch (e) {
+    gpu.free(out);
+    throw e;
+  } finally {
+    if (s.copied) gpu.free(s.storage);
+    if (v.copied) gpu.free(v.storage);
+  }
+  return { indices: out };
+}

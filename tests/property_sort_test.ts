@@ -1,0 +1,226 @@
+/**
+ * Property tests of the sort family's GPU kernels (src/gpu/_codegen_sort.ts, the bitonic network)
+ * against the WASM reference (asm/sort.ts, a stable radix sort): sort, argsort, rankK (top, mid,
+ * bottom, every k from 0 to n), kthvalue, quantile and median (every method) and searchsorted,
+ * over random shapes and axes (rows of 1, odd, prime and power-of-two lengths), float32, float16,
+ * int32 and uint32, contiguous, broadcast, transposed, sliced and 0-d inputs, and values from the
+ * whole domain (NaN, infinities, signed zeros, subnormals, the extremes) or heavy duplicates (a
+ * few distinct values), already sorted or reverse sorted at times.
+ *
+ * Tolerances. Everything but interpolated quantiles is exact: both devices order the same keys
+ * (-0 equal to +0, NaN largest) with ties broken by index, so the values (their bits, -0 and NaN
+ * payloads included) and the int32 indices must match exactly. Interpolated quantiles (linear,
+ * midpoint, the median's mean of two) take the same f32 operations on both devices, but a GPU
+ * compiler may fuse a + (b - a) w into one multiply-add and may flush subnormal results: within
+ * 1 ULP plus flushing.
+ * @module
+ */
+import fc from "fast-check";
+import * as gyre from "../src/mod.ts";
+import {
+  Bag,
+  type FloatDomain,
+  forcePlan,
+  hostData,
+  type LayoutKind,
+  makeLayout,
+  MAX_F32,
+  mulberry32,
+  property,
+  shapeArb,
+  sizeOf,
+  within,
+} from "./_harness.ts";
+
+type DType = "float32" | "float16" | "int32" | "uint32";
+type Op = "sort" | "argsort" | "rankK" | "kthvalue" | "quantile" | "searchsorted";
+
+interface Case {
+  op: Op;
+  dtype: DType;
+  shape: number[];
+  axisPick: number;
+  descending: boolean;
+  kind: "top" | "mid" | "bottom";
+  /** k as a fraction of the axis length (0 and 1 included). */
+  kPick: number;
+  method: "linear" | "lower" | "higher" | "nearest" | "midpoint" | "median";
+  layout: LayoutKind;
+  values: "full" | "duplicates";
+  order: "random" | "sorted" | "reversed";
+  right: boolean;
+  seed: number;
+}
+
+const FULL: FloatDomain = {
+  kind: "log",
+  minExp: -140,
+  maxExp: 127,
+  specials: [NaN, -NaN, Infinity, -Infinity, 0, -0, MAX_F32, -MAX_F32, 2 ** -149],
+  pSpecial: 0.15,
+};
+const FEW: FloatDomain = {
+  kind: "uniform",
+  lo: -2,
+  hi: 2,
+  integers: true,
+  specials: [NaN, -0, 0],
+  pSpecial: 0.2,
+};
+
+function data(c: Case, rng: () => number, n: number): gyre.TypedArray {
+  const few = c.values === "duplicates";
+  const range = few ? { lo: -2, hi: 2 } : undefined;
+  const out = hostData(rng, c.dtype, n, few ? FEW : FULL, range);
+  if (c.order !== "random") {
+    // Sorted by the order the kernels use (NaN last), or reversed.
+    const sorted = Array.from(out).sort((a, b) =>
+      Number.isNaN(a) ? (Number.isNaN(b) ? 0 : 1) : Number.isNaN(b) ? -1 : a - b
+    );
+    if (c.order === "reversed") sorted.reverse();
+    out.set(sorted);
+  }
+  return out;
+}
+
+/** Bits of a result (float32 data as its words: -0 and NaN payloads count). */
+function bits(t: gyre.TypedArray): ArrayLike<number> {
+  return t instanceof Float32Array ? new Uint32Array(t.buffer, t.byteOffset, t.length) : t;
+}
+
+async function check(c: Case): Promise<void> {
+  const bag = new Bag();
+  try {
+    const rng = mulberry32(c.seed);
+    const layout = makeLayout(rng, c.layout, c.shape);
+    // A 0-d layout replaces the shape.
+    const shape = layout.kind === "zeroD" ? [] : c.shape;
+    const rank = shape.length;
+    const axis = rank === 0 ? 0 : c.axisPick % rank;
+    const n = rank === 0 ? 1 : shape[axis];
+    const base = data(c, rng, sizeOf(layout.baseShape));
+    const on = (device: gyre.DeviceName) => {
+      const t = bag.add(gyre.tensor(base, { shape: layout.baseShape, dtype: c.dtype, device }));
+      return layout.kind === "broadcast"
+        ? bag.add(t.broadcastTo(c.shape))
+        : bag.add(layout.view(t));
+    };
+    const k = Math.round(c.kPick * n);
+    const run = (x: gyre.Tensor): gyre.Tensor[] => {
+      switch (c.op) {
+        case "sort":
+          return [gyre.sort(x, { axis, descending: c.descending })];
+        case "argsort":
+          return [gyre.argsort(x, { axis, descending: c.descending })];
+        case "rankK":
+          return gyre.rankK(x, k, { kind: c.kind, axis });
+        case "kthvalue":
+          return gyre.kthvalue(x, Math.max(1, k), { axis, keepdims: c.descending });
+        case "quantile":
+          return c.method === "median"
+            ? [gyre.median(x, { axis })]
+            : [gyre.quantile(x, [0, c.kPick, 0.5, 1], { axis, method: c.method })];
+        case "searchsorted": {
+          const sorted = gyre.sort(x.reshape([sizeOf(x.shape)]));
+          const probe = gyre.tensor(data(c, mulberry32(c.seed + 1), 7), {
+            dtype: c.dtype,
+            device: x.device,
+          });
+          const out = gyre.searchsorted(sorted, probe, { side: c.right ? "right" : "left" });
+          sorted.dispose();
+          probe.dispose();
+          return [out];
+        }
+      }
+    };
+    const gx = on("gpu");
+    const wx = on("wasm");
+    forcePlan("sort", { variant: "bitonic" });
+    const got = run(gx).map((t) => bag.add(t));
+    forcePlan("sort", null);
+    const want = run(wx).map((t) => bag.add(t));
+    const label = `${c.op} ${c.dtype} [${shape}] axis ${axis} k ${k} ${c.kind} ` +
+      `${c.descending ? "descending " : ""}${c.method} ${layout.describe} ${c.values} ${c.order}`;
+    for (let i = 0; i < want.length; i++) {
+      const [g, w] = await Promise.all([got[i].data(), want[i].data()]);
+      if (String(got[i].shape) !== String(want[i].shape) || g.length !== w.length) {
+        throw new Error(`${label}: output ${i} shape [${got[i].shape}] vs [${want[i].shape}]`);
+      }
+      const interpolated = c.op === "quantile" &&
+        ["linear", "midpoint", "median"].includes(c.method);
+      const gb = bits(g);
+      const wb = bits(w);
+      for (let j = 0; j < g.length; j++) {
+        const ok = interpolated
+          ? within(g[j], w[j], { ulp: 1 }, { ftz: true })
+          : gb[j] === wb[j] || (Number.isNaN(g[j]) && Number.isNaN(w[j]) && c.dtype === "float16");
+        if (!ok) {
+          throw new Error(`${label}: output ${i} [${j}] gpu ${g[j]} wasm ${w[j]}`);
+        }
+      }
+    }
+  } finally {
+    forcePlan("sort", null);
+    bag.dispose();
+  }
+}
+
+/** Rows of 1, odd, prime and power-of-two lengths, and a few long ones. */
+const LENGTHS = [1, 2, 3, 5, 7, 8, 13, 16, 31, 33, 64, 97, 128, 257, 1000, 4099];
+
+function cases(ops: readonly Op[]): fc.Arbitrary<Case> {
+  return fc.record({
+    op: fc.constantFrom(...ops),
+    dtype: fc.constantFrom<DType>("float32", "float32", "float16", "int32", "uint32"),
+    shape: shapeArb(3, LENGTHS),
+    axisPick: fc.nat(),
+    descending: fc.boolean(),
+    kind: fc.constantFrom<Case["kind"]>("top", "mid", "bottom"),
+    kPick: fc.oneof(fc.constantFrom(0, 1), fc.double({ min: 0, max: 1, noNaN: true })),
+    method: fc.constantFrom<Case["method"]>(
+      "linear",
+      "lower",
+      "higher",
+      "nearest",
+      "midpoint",
+      "median",
+    ),
+    layout: fc.constantFrom<LayoutKind>("contiguous", "broadcast", "transposed", "sliced", "zeroD"),
+    values: fc.constantFrom<Case["values"]>("full", "full", "duplicates"),
+    order: fc.constantFrom<Case["order"]>("random", "random", "sorted", "reversed"),
+    right: fc.boolean(),
+    seed: fc.integer(),
+  });
+}
+
+property(
+  ["sort/sort", "sort/argsort"],
+  "sort and argsort equal the WASM reference bit for bit",
+  cases(["sort", "argsort"]),
+  check,
+  { numRuns: 60, variants: ["sort/bitonic"] },
+);
+
+property(
+  ["sort/rankK", "sort/kthvalue"],
+  "rankK (top, mid, bottom) and kthvalue equal the WASM reference, indices included",
+  cases(["rankK", "kthvalue"]),
+  check,
+  { numRuns: 60, variants: ["sort/bitonic"] },
+);
+
+property(
+  "sort/quantile",
+  "quantile and median (every method) match the WASM reference",
+  cases(["quantile"]),
+  check,
+  { numRuns: 40, variants: ["sort/bitonic"] },
+);
+
+property(
+  "sort/searchsorted",
+  "searchsorted equals the WASM reference",
+  cases(["searchsorted"]),
+  check,
+  { numRuns: 40 },
+);
