@@ -45,6 +45,8 @@ interface Case {
   /** k as a fraction of the axis length (0 and 1 included). */
   kPick: number;
   method: "linear" | "lower" | "higher" | "nearest" | "midpoint" | "median";
+  /** nanquantile and nanmedian instead. */
+  skipNaN: boolean;
   layout: LayoutKind;
   values: "full" | "duplicates";
   order: "random" | "sorted" | "reversed";
@@ -116,10 +118,13 @@ async function check(c: Case): Promise<void> {
           return gyre.rankK(x, k, { kind: c.kind, axis });
         case "kthvalue":
           return gyre.kthvalue(x, Math.max(1, k), { axis, keepdims: c.descending });
-        case "quantile":
-          return c.method === "median"
-            ? [gyre.median(x, { axis })]
-            : [gyre.quantile(x, [0, c.kPick, 0.5, 1], { axis, method: c.method })];
+        case "quantile": {
+          const q = [0, c.kPick, 0.5, 1, 2 ** -100, 2 ** -140, 1 - 2 ** -24];
+          if (c.method === "median") {
+            return [(c.skipNaN ? gyre.nanmedian : gyre.median)(x, { axis })];
+          }
+          return [(c.skipNaN ? gyre.nanquantile : gyre.quantile)(x, q, { axis, method: c.method })];
+        }
         case "searchsorted": {
           const sorted = gyre.sort(x.reshape([sizeOf(x.shape)]));
           const probe = gyre.tensor(data(c, mulberry32(c.seed + 1), 7), {
@@ -185,6 +190,7 @@ function cases(ops: readonly Op[]): fc.Arbitrary<Case> {
       "midpoint",
       "median",
     ),
+    skipNaN: fc.boolean(),
     layout: fc.constantFrom<LayoutKind>("contiguous", "broadcast", "transposed", "sliced", "zeroD"),
     values: fc.constantFrom<Case["values"]>("full", "full", "duplicates"),
     order: fc.constantFrom<Case["order"]>("random", "random", "sorted", "reversed"),
@@ -211,7 +217,7 @@ property(
 
 property(
   "sort/quantile",
-  "quantile and median (every method) match the WASM reference",
+  "quantile and median (every method) and their NaN-skipping forms match the WASM reference",
   cases(["quantile"]),
   check,
   { numRuns: 40, variants: ["sort/bitonic"] },

@@ -9,6 +9,10 @@
 import assert from "node:assert/strict";
 import * as gyre from "../src/mod.ts";
 import { devices, expectTensor, liveCounts } from "./_devices.ts";
+import { mulberry32 } from "./_random.ts";
+import { gpuBackendOf } from "../src/runtime.ts";
+import { tensorFromStorage, viewOf } from "../src/tensor.ts";
+import { QUANTILE_INDEX } from "../src/gpu/_codegen_sort.ts";
 
 const DEVICES = await devices();
 
@@ -196,13 +200,6 @@ test("median and quantile with NumPy's methods", async (device) => {
 });
 
 test("nanmedian and nanquantile skip NaN", async (device) => {
-  if (device === "gpu") {
-    // Not on the GPU yet: a typed error that names the way out.
-    const g = gyre.tensor([1, NaN], { device });
-    assert.throws(() => gyre.nanmedian(g), gyre.DeviceError);
-    g.dispose();
-    return;
-  }
   const x = gyre.tensor([[4, NaN, 1, 3], [NaN, NaN, NaN, NaN]], { device });
   await expectTensor(gyre.nanmedian(x, { axis: 1 }), [2], "float32", [3, NaN]);
   await expectTensor(gyre.nanquantile(x, [0, 1], { axis: 1 }), [2, 2], "float32", [1, NaN, 4, NaN]);
@@ -275,4 +272,71 @@ test("results free what they allocate", async (device) => {
   gyre.flush();
   assert.deepEqual(liveCounts(), before);
   x.dispose();
+});
+
+Deno.test({
+  name: "the GPU's quantile index is the WASM reference's float64 arithmetic, exactly",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  ignore: !DEVICES.includes("gpu"),
+  fn: async () => {
+    // floor(a q) and the float32 rounding of its fraction, against JS float64 (exact for a < 2^29),
+    // over q from every binade (subnormal q included) and a up to 2^29.
+    const rng = mulberry32(7);
+    const f = new Float32Array(1);
+    const u = new Uint32Array(f.buffer);
+    const pairs: number[] = [];
+    const specialsQ = [0, 1, 0.5, 2 ** -149, 2 ** -140, 2 ** -126, 1 - 2 ** -24, 0.1, 1 / 3];
+    for (let i = 0; i < 4096; i++) {
+      const a = i < 64 ? i : Math.floor(rng() * 2 ** (1 + rng() * 28));
+      f[0] = i % 7 === 0
+        ? specialsQ[i % specialsQ.length]
+        : rng() * 2 ** -Math.floor(rng() * (i % 3 === 0 ? 150 : 24));
+      pairs.push(a, u[0]);
+    }
+    const n = pairs.length / 2;
+    const gpu = gpuBackendOf()!;
+    const input = gyre.tensor(pairs, { dtype: "uint32", device: "gpu" });
+    const out = gpu.alloc("test", "uint32", 2 * n);
+    const source = [
+      "struct Params { n: u32 }",
+      "@group(0) @binding(0) var<storage, read> pairs: array<u32>;",
+      "@group(0) @binding(1) var<storage, read_write> out: array<u32>;",
+      "@group(0) @binding(2) var<uniform> p: Params;",
+      QUANTILE_INDEX,
+      "@compute @workgroup_size(64)",
+      "fn main(@builtin(global_invocation_id) gid: vec3<u32>) {",
+      "  let i = gid.x;",
+      "  if (i >= p.n) { return; }",
+      "  let r = quantile_index(pairs[2u * i], pairs[2u * i + 1u]);",
+      "  out[2u * i] = r.x;",
+      "  out[2u * i + 1u] = r.y;",
+      "}",
+    ].join("\n");
+    const pipeline = gpu.pipeline("test:quantile_index", 2, () => source);
+    const buffer = (viewOf(input).storage as unknown as { buffer: GPUBuffer }).buffer;
+    gpu.dispatch("test", pipeline, [buffer, out.buffer], Uint32Array.from([n, 0, 0, 0]), [
+      Math.ceil(n / 64),
+      1,
+    ]);
+    const result = tensorFromStorage(out, "uint32", [2 * n]);
+    const got = await result.data();
+    for (let i = 0; i < n; i++) {
+      const a = pairs[2 * i];
+      u[0] = pairs[2 * i + 1];
+      const h = a * f[0];
+      const lo = Math.floor(h);
+      f[0] = h - lo;
+      assert.equal(got[2 * i], lo, `floor(${a} q), q bits ${pairs[2 * i + 1].toString(16)}`);
+      assert.equal(
+        got[2 * i + 1],
+        u[0],
+        `fraction of ${a} q, q bits ${pairs[2 * i + 1].toString(16)}: ${
+          got[2 * i + 1].toString(16)
+        }`,
+      );
+    }
+    input.dispose();
+    result.dispose();
+  },
 });

@@ -39,6 +39,63 @@ const ORDERED_KEY = [
   "}",
 ].join("\n");
 
+/**
+ * WGSL: floor(h) and the float32 rounding (to nearest, ties to even) of h - floor(h) for h = a q,
+ * a < 2^31 an integer and q a float32 in [0, 1] given by its bits, exactly: the f64 arithmetic
+ * of the WASM reference (exact there for a < 2^29), in 64-bit integers made of u32 pairs (x low,
+ * y high). q = m 2^-s with m a 24-bit integer and s >= 24, so a m < 2^55 is exact.
+ */
+export const QUANTILE_INDEX = [
+  "fn mul_wide(a: u32, b: u32) -> vec2<u32> {",
+  "  let a0 = a & 0xffffu; let a1 = a >> 16u; let b0 = b & 0xffffu; let b1 = b >> 16u;",
+  "  let p00 = a0 * b0; let p01 = a0 * b1; let p10 = a1 * b0; let p11 = a1 * b1;",
+  "  let mid = (p00 >> 16u) + (p01 & 0xffffu) + (p10 & 0xffffu);",
+  "  return vec2<u32>((p00 & 0xffffu) | (mid << 16u), p11 + (p01 >> 16u) + (p10 >> 16u) + (mid >> 16u));",
+  "}",
+  "fn shr_wide(v: vec2<u32>, n: u32) -> vec2<u32> {",
+  "  if (n == 0u) { return v; }",
+  "  if (n >= 64u) { return vec2<u32>(0u, 0u); }",
+  "  if (n >= 32u) { return vec2<u32>(v.y >> (n - 32u), 0u); }",
+  "  return vec2<u32>((v.x >> n) | (v.y << (32u - n)), v.y >> n);",
+  "}",
+  "fn low_wide(v: vec2<u32>, n: u32) -> vec2<u32> {",
+  "  if (n >= 64u) { return v; }",
+  "  if (n >= 32u) { return vec2<u32>(v.x, select(v.y & ((1u << (n - 32u)) - 1u), 0u, n == 32u)); }",
+  "  return vec2<u32>(select(v.x & ((1u << n) - 1u), 0u, n == 0u), 0u);",
+  "}",
+  "fn quantile_index(a: u32, qb: u32) -> vec2<u32> {",
+  "  if (qb == 0u || a == 0u) { return vec2<u32>(0u, 0u); }",
+  "  if (qb == 0x3f800000u) { return vec2<u32>(a, 0u); }",
+  "  let e = qb >> 23u;",
+  "  let m = select(qb & 0x7fffffu, (qb & 0x7fffffu) | 0x800000u, e != 0u);",
+  "  let s = 150u - max(e, 1u);",
+  "  let prod = mul_wide(a, m);",
+  "  let whole = shr_wide(prod, s).x;",
+  "  let rem = low_wide(prod, s);",
+  "  if (rem.x == 0u && rem.y == 0u) { return vec2<u32>(whole, 0u); }",
+  // The leading bit of the remainder, and the weight rem 2^-s in [2^(lead - s), 2^(lead - s + 1)).
+  "  let lead = select(firstLeadingBit(rem.x), 32u + firstLeadingBit(rem.y), rem.y != 0u);",
+  "  let biased = i32(lead) - i32(s) + 127;",
+  // Below the normal range the weight is an exact multiple of 2^-149 (s <= 149).
+  "  if (biased < 1) { return vec2<u32>(whole, rem.x << (149u - s)); }",
+  "  var mant = 0u;",
+  "  var exponent = u32(biased);",
+  "  if (lead <= 23u) {",
+  "    mant = rem.x << (23u - lead);",
+  "  } else {",
+  "    let d = lead - 23u;",
+  "    mant = shr_wide(rem, d).x;",
+  "    let dropped = low_wide(rem, d);",
+  "    let half = select(vec2<u32>(0u, 1u << (d - 33u)), vec2<u32>(1u << (d - 1u), 0u), d <= 32u);",
+  "    let above = dropped.y > half.y || (dropped.y == half.y && dropped.x > half.x);",
+  "    let tie = dropped.x == half.x && dropped.y == half.y;",
+  "    if (above || (tie && (mant & 1u) == 1u)) { mant += 1u; }",
+  "    if (mant == 0x1000000u) { mant = 0x800000u; exponent += 1u; }",
+  "  }",
+  "  return vec2<u32>(whole, (exponent << 23u) | (mant & 0x7fffffu));",
+  "}",
+].join("\n");
+
 /** The flat invocation index over a grid folded into two dimensions. */
 const MAIN = [
   `@compute @workgroup_size(${SORT_WORKGROUP})`,
@@ -113,23 +170,45 @@ export function generateSort(stage: SortStage): string {
       ].join("\n");
     case "quantile":
       // table[3 j .. 3 j + 2]: the lower order statistic, the upper one and the weight's bits
-      // (method codes as asm/sort.ts `sort_quantile_rows`).
+      // (method codes as asm/sort.ts `sort_quantile_rows`); with `skip`, table[j] is q's bits
+      // and each row finds its own count of values before the first NaN, then the same three
+      // exactly (QUANTILE_INDEX).
       return [
-        "struct Params { total: u32, len: u32, qn: u32, method: u32 }",
+        "struct Params { total: u32, len: u32, qn: u32, method: u32, skip: u32 }",
         "@group(0) @binding(0) var<storage, read> sorted: array<f32>;",
         "@group(0) @binding(1) var<storage, read> table: array<u32>;",
         "@group(0) @binding(2) var<storage, read_write> out: array<f32>;",
         "@group(0) @binding(3) var<uniform> p: Params;",
+        QUANTILE_INDEX,
         ...MAIN,
         "  if (t >= p.total) { return; }",
         "  let row = t / p.qn;",
         "  let j = t - row * p.qn;",
         "  let base = row * p.len;",
-        "  let last = bitcast<u32>(sorted[base + p.len - 1u]);",
-        "  if ((last & 0x7fffffffu) > 0x7f800000u) { out[t] = bitcast<f32>(0x7fc00000u); return; }",
-        "  let lo = table[3u * j];",
-        "  let hi = table[3u * j + 1u];",
-        "  let g = bitcast<f32>(table[3u * j + 2u]);",
+        "  var lo = 0u;",
+        "  var hi = 0u;",
+        "  var g = 0.0;",
+        "  if (p.skip == 1u) {",
+        // NaN sorts last: the first NaN by bisection (at most 33 steps).
+        "    var a = 0u;",
+        "    var b = p.len;",
+        "    for (var step = 0u; step < 33u && a < b; step++) {",
+        "      let mid = (a + b) / 2u;",
+        "      if ((bitcast<u32>(sorted[base + mid]) & 0x7fffffffu) > 0x7f800000u) { b = mid; }",
+        "      else { a = mid + 1u; }",
+        "    }",
+        "    if (a == 0u) { out[t] = bitcast<f32>(0x7fc00000u); return; }",
+        "    let index = quantile_index(a - 1u, table[j]);",
+        "    lo = index.x;",
+        "    hi = min(lo + 1u, a - 1u);",
+        "    g = bitcast<f32>(index.y);",
+        "  } else {",
+        "    let last = bitcast<u32>(sorted[base + p.len - 1u]);",
+        "    if ((last & 0x7fffffffu) > 0x7f800000u) { out[t] = bitcast<f32>(0x7fc00000u); return; }",
+        "    lo = table[3u * j];",
+        "    hi = table[3u * j + 1u];",
+        "    g = bitcast<f32>(table[3u * j + 2u]);",
+        "  }",
         "  let a = sorted[base + lo];",
         "  let b = sorted[base + hi];",
         "  var y = a;",

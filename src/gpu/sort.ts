@@ -20,7 +20,6 @@ import type {
 } from "../contract/sort.ts";
 import { E } from "../ir/expr.ts";
 import type { PlanOverrides } from "../plans/overrides.ts";
-import { DeviceError } from "../core/errors.ts";
 import { observePlan } from "../contract/backend.ts";
 import { planSort } from "../plans/mod.ts";
 import type { GpuHost, GpuStorage } from "./host.ts";
@@ -236,19 +235,10 @@ const METHOD: Record<QuantileJob["method"], number> = {
 /**
  * The GPU path of a quantile job. The order statistics and weights of each q depend only on the
  * row length, so the host computes them (as the WASM reference does, in float64); NaN-skipping
- * quantiles, whose counts differ by row, run on the WASM device for now.
+ * rows count their values in the kernel and compute the same exactly in integers.
  */
 export function runQuantileGpu(gpu: GpuHost, job: QuantileJob): QuantileResult {
   const { op, axis } = job;
-  if (job.skipNaN) {
-    throw new DeviceError({
-      op,
-      argument: "x",
-      expected: "a tensor on the wasm device (NaN-skipping order statistics do not run on the " +
-        'GPU yet: use x.to("wasm"))',
-      received: "a tensor on the gpu device",
-    });
-  }
   gpu.checkLive(op, [job.x.dtype]);
   // The kernel reads float32 rows: float16 widened; integers ordered and interpolated as
   // float32 (NumPy gives float64).
@@ -311,15 +301,23 @@ export function runQuantileGpu(gpu: GpuHost, job: QuantileJob): QuantileResult {
     const out = gpu.alloc(op, "float32", rows * qn);
     try {
       if (rows * qn > 0) {
-        const table = new Uint32Array(3 * qn);
         const f = new Float32Array(1);
+        const bitsOf = (v: number) => {
+          f[0] = v;
+          return new Uint32Array(f.buffer)[0];
+        };
+        // NaN-skipping rows find their own counts: the kernel takes q's bits alone.
+        const table = new Uint32Array(job.skipNaN ? qn : 3 * qn);
         job.q.forEach((q, j) => {
+          if (job.skipNaN) {
+            table[j] = bitsOf(q);
+            return;
+          }
           const h = (n - 1) * q;
           const lo = Math.floor(h);
-          f[0] = h - lo;
           table[3 * j] = lo;
           table[3 * j + 1] = Math.min(lo + 1, n - 1);
-          table[3 * j + 2] = new Uint32Array(f.buffer)[0];
+          table[3 * j + 2] = bitsOf(h - lo);
         });
         const t = gpu.upload("uint32", table) as GpuStorage;
         try {
@@ -328,6 +326,7 @@ export function runQuantileGpu(gpu: GpuHost, job: QuantileJob): QuantileResult {
             n,
             qn,
             METHOD[job.method],
+            job.skipNaN ? 1 : 0,
           ], rows * qn);
         } finally {
           gpu.free(t);
