@@ -1,5 +1,6 @@
 /**
- * Property tests of the sort family's GPU kernels (src/gpu/_codegen_sort.ts, the bitonic network)
+ * Property tests of the sort family's GPU kernels (src/gpu/_codegen_sort.ts: the bitonic network,
+ * its steps all global or those below a tile in workgroup memory, each forced)
  * against the WASM reference (asm/sort.ts, a stable radix sort): sort, argsort, rankK (top, mid,
  * bottom, every k from 0 to n), kthvalue, quantile and median (every method) and searchsorted,
  * over random shapes and axes (rows of 1, odd, prime and power-of-two lengths), float32, float16,
@@ -51,6 +52,7 @@ interface Case {
   values: "full" | "duplicates";
   order: "random" | "sorted" | "reversed";
   right: boolean;
+  variant: "bitonic" | "bitonic-local";
   seed: number;
 }
 
@@ -140,11 +142,11 @@ async function check(c: Case): Promise<void> {
     };
     const gx = on("gpu");
     const wx = on("wasm");
-    forcePlan("sort", { variant: "bitonic" });
+    forcePlan("sort", { variant: c.variant });
     const got = run(gx).map((t) => bag.add(t));
     forcePlan("sort", null);
     const want = run(wx).map((t) => bag.add(t));
-    const label = `${c.op} ${c.dtype} [${shape}] axis ${axis} k ${k} ${c.kind} ` +
+    const label = `${c.op} ${c.variant} ${c.dtype} [${shape}] axis ${axis} k ${k} ${c.kind} ` +
       `${c.descending ? "descending " : ""}${c.method} ${layout.describe} ${c.values} ${c.order}`;
     for (let i = 0; i < want.length; i++) {
       const [g, w] = await Promise.all([got[i].data(), want[i].data()]);
@@ -195,6 +197,7 @@ function cases(ops: readonly Op[]): fc.Arbitrary<Case> {
     values: fc.constantFrom<Case["values"]>("full", "full", "duplicates"),
     order: fc.constantFrom<Case["order"]>("random", "random", "sorted", "reversed"),
     right: fc.boolean(),
+    variant: fc.constantFrom<Case["variant"]>("bitonic", "bitonic-local"),
     seed: fc.integer(),
   });
 }
@@ -204,7 +207,7 @@ property(
   "sort and argsort equal the WASM reference bit for bit",
   cases(["sort", "argsort"]),
   check,
-  { numRuns: 60, variants: ["sort/bitonic"] },
+  { numRuns: 60, variants: ["sort/bitonic", "sort/bitonic-local"] },
 );
 
 property(
@@ -212,7 +215,7 @@ property(
   "rankK (top, mid, bottom) and kthvalue equal the WASM reference, indices included",
   cases(["rankK", "kthvalue"]),
   check,
-  { numRuns: 60, variants: ["sort/bitonic"] },
+  { numRuns: 60, variants: ["sort/bitonic", "sort/bitonic-local"] },
 );
 
 property(
@@ -220,7 +223,7 @@ property(
   "quantile and median (every method) and their NaN-skipping forms match the WASM reference",
   cases(["quantile"]),
   check,
-  { numRuns: 40, variants: ["sort/bitonic"] },
+  { numRuns: 40, variants: ["sort/bitonic", "sort/bitonic-local"] },
 );
 
 property(

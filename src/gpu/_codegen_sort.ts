@@ -7,6 +7,7 @@
  * - `bitonic`: one compare-exchange step (j, k) of a bitonic sort of every row's (key, index)
  *   pairs, ordered by key then index: a strict total order, so the unstable network gives the
  *   stable order, the same as the WASM reference's radix sort;
+ * - `bitonic-local`: the steps with j below a tile of SORT_TILE elements, in workgroup memory;
  * - `gather`: the window [start, start + count) of each sorted row: values by index, and the
  *   indices;
  * - `quantile`: each row's quantiles from its sorted values, at order statistics and weights the
@@ -19,7 +20,10 @@
 export const SORT_WORKGROUP = 256;
 
 /** The kernels of the sort family. */
-export type SortStage = "keys" | "bitonic" | "gather" | "quantile" | "search";
+export type SortStage = "keys" | "bitonic" | "bitonic-local" | "gather" | "quantile" | "search";
+
+/** Elements a workgroup of `bitonic-local` sorts in workgroup memory (8 KiB of keys and indices). */
+export const SORT_TILE = 1024;
 
 /** Cache key of a stage's kernel (its WGSL depends on nothing else). */
 export function sortKey(stage: SortStage): string {
@@ -108,7 +112,7 @@ export function generateSort(stage: SortStage): string {
   switch (stage) {
     case "keys":
       return [
-        "struct Params { total: u32, len: u32, padded: u32, kind: u32, flip: u32, off: u32 }",
+        "struct Params { total: u32, len: u32, padded: u32, kind: u32, flip: u32, off: u32, rows: u32 }",
         "@group(0) @binding(0) var<storage, read> x: array<u32>;",
         "@group(0) @binding(1) var<storage, read_write> keys: array<u32>;",
         "@group(0) @binding(2) var<storage, read_write> order: array<u32>;",
@@ -119,7 +123,8 @@ export function generateSort(stage: SortStage): string {
         "  let row = t / p.padded;",
         "  let i = t - row * p.padded;",
         "  order[t] = i;",
-        "  if (i >= p.len) { keys[t] = 0xffffffffu; return; }",
+        // Padding, and the rows that round the pairs up to whole workgroup tiles.
+        "  if (i >= p.len || row >= p.rows) { keys[t] = 0xffffffffu; return; }",
         "  keys[t] = ordered_key(x[p.off + row * p.len + i], p.kind) ^ p.flip;",
         "}",
       ].join("\n");
@@ -148,6 +153,56 @@ export function generateSort(stage: SortStage): string {
         "    keys[b] = ka;",
         "    order[a] = ib;",
         "    order[b] = ia;",
+        "  }",
+        "}",
+      ].join("\n");
+    case "bitonic-local":
+      // The steps with j below a tile (SORT_TILE pairs' worth) in workgroup memory: every stage
+      // from k_lo to k_hi, each from j = min(k, SORT_TILE) / 2 down to 1, with a barrier between
+      // steps. A step's direction comes from the element's position in its row (rows are
+      // `padded` long and tiles never straddle two unless rows are shorter than a tile).
+      return [
+        "struct Params { padded: u32, kLo: u32, kHi: u32 }",
+        "@group(0) @binding(0) var<storage, read_write> keys: array<u32>;",
+        "@group(0) @binding(1) var<storage, read_write> order: array<u32>;",
+        "@group(0) @binding(2) var<uniform> p: Params;",
+        `var<workgroup> sk: array<u32, ${SORT_TILE}>;`,
+        `var<workgroup> si: array<u32, ${SORT_TILE}>;`,
+        `@compute @workgroup_size(${SORT_WORKGROUP})`,
+        "fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,",
+        "    @builtin(local_invocation_index) l: u32) {",
+        `  let base = (wid.x + wid.y * nwg.x) * ${SORT_TILE}u;`,
+        `  for (var e = 0u; e < ${SORT_TILE / SORT_WORKGROUP}u; e++) {`,
+        `    let q = l + e * ${SORT_WORKGROUP}u;`,
+        "    sk[q] = keys[base + q];",
+        "    si[q] = order[base + q];",
+        "  }",
+        "  workgroupBarrier();",
+        "  for (var k = p.kLo; k <= p.kHi && k != 0u; k = k * 2u) {",
+        `    for (var j = min(k, ${SORT_TILE}u) / 2u; j >= 1u; j = j / 2u) {`,
+        `      for (var e = 0u; e < ${SORT_TILE / 2 / SORT_WORKGROUP}u; e++) {`,
+        `        let q = l + e * ${SORT_WORKGROUP}u;`,
+        "        let a = (q / j) * 2u * j + q % j;",
+        "        let b = a + j;",
+        "        let ka = sk[a];",
+        "        let kb = sk[b];",
+        "        let ia = si[a];",
+        "        let ib = si[b];",
+        "        let greater = ka > kb || (ka == kb && ia > ib);",
+        "        if (greater == ((((base + a) % p.padded) & k) == 0u)) {",
+        "          sk[a] = kb;",
+        "          sk[b] = ka;",
+        "          si[a] = ib;",
+        "          si[b] = ia;",
+        "        }",
+        "      }",
+        "      workgroupBarrier();",
+        "    }",
+        "  }",
+        `  for (var e = 0u; e < ${SORT_TILE / SORT_WORKGROUP}u; e++) {`,
+        `    let q = l + e * ${SORT_WORKGROUP}u;`,
+        "    keys[base + q] = sk[q];",
+        "    order[base + q] = si[q];",
         "  }",
         "}",
       ].join("\n");

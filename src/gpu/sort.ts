@@ -23,7 +23,13 @@ import type { PlanOverrides } from "../plans/overrides.ts";
 import { observePlan } from "../contract/backend.ts";
 import { planSort } from "../plans/mod.ts";
 import type { GpuHost, GpuStorage } from "./host.ts";
-import { generateSort, SORT_WORKGROUP, sortKey, type SortStage } from "./_codegen_sort.ts";
+import {
+  generateSort,
+  SORT_TILE,
+  SORT_WORKGROUP,
+  sortKey,
+  type SortStage,
+} from "./_codegen_sort.ts";
 
 /** The key kind of each 32-bit compute dtype (the kernels' `kind`). */
 const KIND: Partial<Record<DType, number>> = { float32: 0, int32: 1, uint32: 2 };
@@ -113,14 +119,17 @@ function sortedOrder(
   dtype: DType,
   overrides: Readonly<PlanOverrides>,
 ): { order: GpuStorage; padded: number } {
-  const { padded } = observePlan(
+  const { padded, variant } = observePlan(
     "gpu",
     "sort",
     op,
     planSort(gpu.caps, { rows: r.rows, length: r.length }, overrides.sort),
     overrides.sort,
   );
-  const total = r.rows * padded;
+  const local = variant === "bitonic-local";
+  // Local steps take whole tiles: the pairs are rounded up with rows of padding keys.
+  const real = r.rows * padded;
+  const total = local ? Math.ceil(real / SORT_TILE) * SORT_TILE : real;
   const keys = gpu.alloc(op, "uint32", total);
   const order = gpu.alloc(op, "uint32", total);
   try {
@@ -131,15 +140,42 @@ function sortedOrder(
       KIND[dtype] as number,
       descending ? 0xffffffff : 0,
       r.offset,
+      r.rows,
     ], total);
-    for (let k = 2; k <= padded; k *= 2) {
-      for (let j = k / 2; j >= 1; j /= 2) {
-        run(gpu, op, "bitonic", [keys.buffer, order.buffer], 2, [
-          total / 2,
-          padded / 2,
-          j,
-          k,
-        ], total / 2);
+    const global = (j: number, k: number) =>
+      run(
+        gpu,
+        op,
+        "bitonic",
+        [keys.buffer, order.buffer],
+        2,
+        [total / 2, padded / 2, j, k],
+        total / 2,
+      );
+    const tiles = (kLo: number, kHi: number) => {
+      const pipeline = gpu.pipeline(
+        sortKey("bitonic-local"),
+        2,
+        () => generateSort("bitonic-local"),
+        2,
+      );
+      const groups = total / SORT_TILE;
+      gpu.dispatch(op, pipeline, [keys.buffer, order.buffer], words([padded, kLo, kHi]), [
+        Math.min(groups, 32768),
+        Math.ceil(groups / 32768),
+      ]);
+    };
+    if (local) {
+      // Every stage up to a tile in one dispatch; then each longer stage's steps down to a
+      // tile globally, and the rest of it in tiles.
+      tiles(2, Math.min(padded, SORT_TILE));
+      for (let k = 2 * SORT_TILE; k <= padded; k *= 2) {
+        for (let j = k / 2; j >= SORT_TILE; j /= 2) global(j, k);
+        tiles(k, k);
+      }
+    } else {
+      for (let k = 2; k <= padded; k *= 2) {
+        for (let j = k / 2; j >= 1; j /= 2) global(j, k);
       }
     }
   } catch (e) {

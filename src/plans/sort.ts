@@ -5,7 +5,7 @@
 import type { DeviceCaps } from "../core/caps.ts";
 
 /** The GPU sort kernels' forms (the registry and the coverage test read this list). */
-export const SORT_VARIANTS = ["bitonic"] as const;
+export const SORT_VARIANTS = ["bitonic", "bitonic-local"] as const;
 /** One of {@link SORT_VARIANTS}. */
 export type SortVariant = (typeof SORT_VARIANTS)[number];
 
@@ -15,24 +15,33 @@ export interface SortChoice {
   kernel: "sort";
   /**
    * "bitonic": every row's (key, index) pairs, padded to a power of two P, through a bitonic
-   * network of log2(P)(log2(P) + 1) / 2 compare-exchange dispatches over all rows at once.
+   * network of log2(P)(log2(P) + 1) / 2 compare-exchange dispatches over all rows at once;
+   * "bitonic-local": the same network with every step below a tile of 1024 elements done in
+   * workgroup memory, one dispatch for all of them per stage (one in all for rows of up to 1024),
+   * so rows of P elements take 1 + sum over the stages past the tile of (their global steps + 1)
+   * dispatches.
    */
   variant: SortVariant;
   /** The padded row length P (a power of two, at least the row length). */
   padded: number;
 }
 
+/** Workgroup memory and invocations the "bitonic-local" form needs (a 1024-element tile). */
+const LOCAL_BYTES = 8192;
+const LOCAL_INVOCATIONS = 256;
+
 /**
- * Sorting rows on the GPU: the bitonic network, the one form so far. It is correct on every
- * adapter (no workgroup memory, subgroups or forward progress needed) and sorts many rows in one
- * dispatch per step; it moves every pair once per step, so long rows take many passes over
- * memory. Radix sorting and selection without a full sort are to come (issue 22); no
- * measurements yet.
+ * Sorting rows on the GPU: the bitonic network, with its steps below a tile in workgroup memory
+ * ("bitonic-local") where the device gives 8 KiB of it and 256 invocations a workgroup (every
+ * WebGPU device by default), else all steps global ("bitonic", which an override may also ask
+ * for). Both are correct on every adapter (no subgroups or forward progress needed) and sort
+ * many rows in one dispatch per step; long rows still take many passes over memory. Radix
+ * sorting and selection without a full sort are to come (issue 22); no measurements yet.
  *
  * @example
  * ```ts
  * import { planSort } from "@gyre/gyre/tuning";
- * planSort(undefined, { rows: 8, length: 1000 }); // { kernel: "sort", variant: "bitonic", padded: 1024 }
+ * planSort(undefined, { rows: 8, length: 1000 }); // { kernel: "sort", variant: "bitonic-local", padded: 1024 }
  * ```
  */
 export function planSort(
@@ -40,9 +49,15 @@ export function planSort(
   problem: { rows: number; length: number },
   override: Partial<SortChoice> | null = null,
 ): SortChoice {
-  void caps;
   let padded = 1;
   while (padded < problem.length) padded *= 2;
+  const limits = caps?.limits;
+  const local = (limits?.maxComputeWorkgroupStorageSize ?? 16384) >= LOCAL_BYTES &&
+    (limits?.maxComputeInvocationsPerWorkgroup ?? 256) >= LOCAL_INVOCATIONS;
+  let variant: SortVariant = local ? "bitonic-local" : "bitonic";
+  if (override?.variant === "bitonic" || (override?.variant === "bitonic-local" && local)) {
+    variant = override.variant;
+  }
   // The padding follows the row; only the variant can be forced.
-  return { kernel: "sort", variant: override?.variant ?? "bitonic", padded };
+  return { kernel: "sort", variant, padded };
 }
