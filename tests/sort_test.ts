@@ -340,3 +340,42 @@ Deno.test({
     result.dispose();
   },
 });
+
+Deno.test({
+  name: "jit replays of sorting, Rank-K and quantiles equal their eager runs",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  ignore: !DEVICES.includes("gpu"),
+  fn: async () => {
+    // Composed work: an elementwise prologue, a top-k, a quantile (its uploaded table replayed
+    // too) and a NaN-skipping median of a sorted copy, traced once and replayed on new inputs.
+    const f = (x: gyre.Tensor) => {
+      const y = x.mul(2).add(1);
+      const [values, indices] = gyre.topk(y, 5);
+      return [
+        values,
+        indices,
+        gyre.quantile(y, [0.1, 0.9], { axis: 1 }),
+        gyre.nanmedian(gyre.sort(y, { descending: true }), { axis: 0 }),
+      ];
+    };
+    let traces = 0;
+    const jitted = gyre.jit((x: gyre.Tensor) => {
+      traces++;
+      return f(x);
+    });
+    for (let call = 0; call < 3; call++) {
+      const x = gyre.random.normal([6, 300], { seed: 40 + call, device: "gpu" }).realize();
+      const got = jitted(x) as gyre.Tensor[];
+      const want = f(x);
+      const [g, w] = [await gyre.readAll(got), await gyre.readAll(want)];
+      g.forEach((v, i) =>
+        assert.deepEqual(Array.from(v), Array.from(w[i]), `call ${call} output ${i}`)
+      );
+      for (const t of [x, ...got, ...want]) t.dispose();
+    }
+    // Traced once, then replayed (a device that could not replay would call it each time).
+    assert.equal(traces, 1);
+    jitted.dispose();
+  },
+});
