@@ -95,6 +95,36 @@ export function sort_pairs_u32(
   }
 }
 
+/**
+ * One thread's share of a radix pass over one long row shared among threads: `counts` (256 u32)
+ * receives how many of the `n` keys at `keys` have each digit (bits shift..shift+7).
+ */
+export function sort_digit_counts(keys: usize, n: i32, shift: u32, counts: usize): void {
+  memory.fill(counts, 0, 256 << 2);
+  for (let i = 0; i < n; i++) {
+    const d = <usize>((load<u32>(keys + (<usize>i << 2)) >> shift) & 0xff) << 2;
+    store<u32>(counts + d, load<u32>(counts + d) + 1);
+  }
+}
+
+/**
+ * The scatter of that share: each of its `n` (key, index) pairs goes to the next slot of its digit
+ * in `slots` (256 u32: where this share's pairs of each digit start in the whole row, after those
+ * of the shares before it, so the pass stays stable), in `outKeys` and `outIndices`.
+ */
+export function sort_digit_scatter(
+  keys: usize, indices: usize, n: i32, shift: u32, slots: usize, outKeys: usize, outIndices: usize,
+): void {
+  for (let i = 0; i < n; i++) {
+    const key = load<u32>(keys + (<usize>i << 2));
+    const d = <usize>((key >> shift) & 0xff) << 2;
+    const slot = load<u32>(slots + d);
+    store<u32>(slots + d, slot + 1);
+    store<u32>(outKeys + (<usize>slot << 2), key);
+    store<u32>(outIndices + (<usize>slot << 2), load<u32>(indices + (<usize>i << 2)));
+  }
+}
+
 /** Stable insertion sort of `len` (key, index) pairs at `k` and `v`. */
 @inline function insertionSort(k: usize, v: usize, len: i32): void {
   for (let i = 1; i < len; i++) {

@@ -10,6 +10,8 @@ import assert from "node:assert/strict";
 import * as gyre from "../src/mod.ts";
 import { devices, expectTensor, liveCounts } from "./_devices.ts";
 import { mulberry32 } from "./_random.ts";
+import * as tuning from "../src/tuning.ts";
+import { postedTasks } from "../src/wasm/threads.ts";
 import { gpuBackendOf } from "../src/runtime.ts";
 import { tensorFromStorage, viewOf } from "../src/tensor.ts";
 import { QUANTILE_INDEX } from "../src/gpu/_codegen_sort.ts";
@@ -377,5 +379,39 @@ Deno.test({
     // Traced once, then replayed (a device that could not replay would call it each time).
     assert.equal(traces, 1);
     jitted.dispose();
+  },
+});
+
+Deno.test({
+  name: "WASM: a long row shared among threads sorts as one thread sorts it",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  fn: async () => {
+    const threads = await gyre.startWasmThreads();
+    if (threads < 2) return;
+    // Heavy duplicates, NaN and signed zeros: stability shows in the indices.
+    const rng = mulberry32(3);
+    const values = Float32Array.from(
+      { length: 40000 },
+      () => [NaN, -0, 0, 1, -1, 2.5][Math.floor(rng() * 6)] * (rng() < 0.5 ? 1 : 1e-30),
+    );
+    const x = gyre.tensor(values, { device: "wasm" });
+    const run = async (count: number) => {
+      tuning.setPlanOverride("wasmThreads", { threads: count });
+      try {
+        const posted = postedTasks();
+        const i = gyre.argsort(x);
+        const data = await i.data();
+        i.dispose();
+        return { data, shared: postedTasks() > posted };
+      } finally {
+        tuning.setPlanOverride("wasmThreads", null);
+      }
+    };
+    const one = await run(1);
+    const two = await run(2);
+    assert.ok(!one.shared && two.shared, "the row was shared between threads only when asked");
+    assert.deepEqual(Array.from(two.data), Array.from(one.data));
+    x.dispose();
   },
 });

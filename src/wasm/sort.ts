@@ -18,7 +18,7 @@ import type {
 } from "../contract/sort.ts";
 import type { View } from "../core/view.ts";
 import type { Value, WasmHost, WasmStorage } from "./host.ts";
-import { runRowRanges, wasmThreads } from "./threads.ts";
+import { runRowRanges, runShares, wasmThreads } from "./threads.ts";
 import { WASM_SORT_WORK_PER_ELEMENT } from "../plans/wasm_threads.ts";
 import type { PlanOverrides } from "../plans/overrides.ts";
 
@@ -76,14 +76,19 @@ function sortedOrder(
     const type = KEY_TYPE[r.value.view.dtype] as number;
     wasm.kernel("sort_keys")(keys.ptr, x, n, type, descending ? 1 : 0);
     wasm.kernel("sort_iota_rows")(order.ptr, r.rows, r.length);
-    const threads = Math.min(
-      wasmThreads(wasm, n * WASM_SORT_WORK_PER_ELEMENT, overrides),
-      r.rows,
-    );
+    const threads = wasmThreads(wasm, n * WASM_SORT_WORK_PER_ELEMENT, overrides);
+    if (threads > r.rows && r.length >= SHARED_ROW_LENGTH) {
+      for (let row = 0; row < r.rows; row++) {
+        const at = 4 * row * r.length;
+        sortSharedRow(wasm, op, keys.ptr + at, order.ptr + at, r.length, threads);
+      }
+      return order;
+    }
     // Each thread's scratch: a row of keys, a row of indices and 256 digit counts.
-    for (let t = 0; t < threads; t++) scratch.push(wasm.alloc(op, "uint32", 2 * r.length + 256));
+    const shares = Math.min(threads, r.rows);
+    for (let t = 0; t < shares; t++) scratch.push(wasm.alloc(op, "uint32", 2 * r.length + 256));
     let t = 0;
-    runRowRanges(wasm, "sort_pairs_u32", threads, r.rows, (begin, end) => {
+    runRowRanges(wasm, "sort_pairs_u32", shares, r.rows, (begin, end) => {
       const s = scratch[t++].ptr;
       const at = 4 * begin * r.length;
       return [
@@ -104,6 +109,82 @@ function sortedOrder(
     for (const s of scratch) wasm.free(s);
   }
   return order;
+}
+
+/** Rows from which one row alone is shared among threads (fewer rows than threads). */
+const SHARED_ROW_LENGTH = 1 << 15;
+
+/**
+ * Sorts one long row of `n` (key, index) pairs in place among `threads` threads: four stable
+ * passes of 8-bit digits, each counting the digits of every thread's contiguous share, then
+ * giving each share its slots (shares in order within each digit, so the pass stays stable) and
+ * scattering; a pass whose digit is the same everywhere is skipped.
+ */
+function sortSharedRow(
+  wasm: WasmHost,
+  op: string,
+  keys: number,
+  indices: number,
+  n: number,
+  threads: number,
+): void {
+  const tmpKeys = wasm.alloc(op, "uint32", n);
+  const tmpIndices = wasm.alloc(op, "uint32", n);
+  const counts = wasm.alloc(op, "uint32", 256 * threads);
+  try {
+    const memory = wasm.allocator.memory;
+    const bounds = (t: number) => Math.floor((n * t) / threads);
+    let [k, v, tk, tv] = [keys, indices, tmpKeys.ptr, tmpIndices.ptr];
+    for (let shift = 0; shift < 32; shift += 8) {
+      const count = Array.from({ length: threads }, (_, t) => [
+        k + 4 * bounds(t),
+        bounds(t + 1) - bounds(t),
+        shift,
+        counts.ptr + 1024 * t,
+      ]);
+      runShares(memory, "sort_digit_counts", wasm.kernel("sort_digit_counts"), 4, count);
+      const c = new Uint32Array(memory.buffer, counts.ptr, 256 * threads);
+      // The pass would move nothing where one digit holds the whole row.
+      let skip = false;
+      for (let d = 0; d < 256 && !skip; d++) {
+        let total = 0;
+        for (let t = 0; t < threads; t++) total += c[256 * t + d];
+        if (total === n) skip = true;
+        else if (total > 0) break;
+      }
+      if (skip) continue;
+      // Slots: digit by digit, share by share.
+      let slot = 0;
+      for (let d = 0; d < 256; d++) {
+        for (let t = 0; t < threads; t++) {
+          const m = c[256 * t + d];
+          c[256 * t + d] = slot;
+          slot += m;
+        }
+      }
+      const scatter = Array.from({ length: threads }, (_, t) => [
+        k + 4 * bounds(t),
+        v + 4 * bounds(t),
+        bounds(t + 1) - bounds(t),
+        shift,
+        counts.ptr + 1024 * t,
+        tk,
+        tv,
+      ]);
+      runShares(memory, "sort_digit_scatter", wasm.kernel("sort_digit_scatter"), 7, scatter);
+      [k, v, tk, tv] = [tk, tv, k, v];
+    }
+    // An odd number of passes left the row in the scratch: copy it home.
+    if (k !== keys) {
+      const bytes = new Uint8Array(memory.buffer);
+      bytes.copyWithin(keys, k, k + 4 * n);
+      bytes.copyWithin(indices, v, v + 4 * n);
+    }
+  } finally {
+    wasm.free(tmpKeys);
+    wasm.free(tmpIndices);
+    wasm.free(counts);
+  }
 }
 
 /** Storage laid out as `shape` in the axis order `order` back in the input's order, as dtype. */
