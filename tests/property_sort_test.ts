@@ -1,6 +1,7 @@
 /**
  * Property tests of the sort family's GPU kernels (src/gpu/_codegen_sort.ts: the bitonic network,
- * its steps all global or those below a tile in workgroup memory, each forced)
+ * its steps all global or those below a tile in workgroup memory, and the LSD radix sort, each
+ * forced)
  * against the WASM reference (asm/sort.ts, a stable radix sort): sort, argsort, rankK (top, mid,
  * bottom, every k from 0 to n), kthvalue, quantile and median (every method) and searchsorted,
  * over random shapes and axes (rows of 1, odd, prime and power-of-two lengths), float32, float16,
@@ -52,7 +53,7 @@ interface Case {
   values: "full" | "duplicates";
   order: "random" | "sorted" | "reversed";
   right: boolean;
-  variant: "bitonic" | "bitonic-local";
+  variant: "bitonic" | "bitonic-local" | "radix";
   seed: number;
 }
 
@@ -197,7 +198,7 @@ function cases(ops: readonly Op[]): fc.Arbitrary<Case> {
     values: fc.constantFrom<Case["values"]>("full", "full", "duplicates"),
     order: fc.constantFrom<Case["order"]>("random", "random", "sorted", "reversed"),
     right: fc.boolean(),
-    variant: fc.constantFrom<Case["variant"]>("bitonic", "bitonic-local"),
+    variant: fc.constantFrom<Case["variant"]>("bitonic", "bitonic-local", "radix"),
     seed: fc.integer(),
   });
 }
@@ -207,7 +208,7 @@ property(
   "sort and argsort equal the WASM reference bit for bit",
   cases(["sort", "argsort"]),
   check,
-  { numRuns: 60, variants: ["sort/bitonic", "sort/bitonic-local"] },
+  { numRuns: 60, variants: ["sort/bitonic", "sort/bitonic-local", "sort/radix"] },
 );
 
 property(
@@ -215,7 +216,7 @@ property(
   "rankK (top, mid, bottom) and kthvalue equal the WASM reference, indices included",
   cases(["rankK", "kthvalue"]),
   check,
-  { numRuns: 60, variants: ["sort/bitonic", "sort/bitonic-local"] },
+  { numRuns: 60, variants: ["sort/bitonic", "sort/bitonic-local", "sort/radix"] },
 );
 
 property(
@@ -223,7 +224,7 @@ property(
   "quantile and median (every method) and their NaN-skipping forms match the WASM reference",
   cases(["quantile"]),
   check,
-  { numRuns: 40, variants: ["sort/bitonic", "sort/bitonic-local"] },
+  { numRuns: 40, variants: ["sort/bitonic", "sort/bitonic-local", "sort/radix"] },
 );
 
 property(

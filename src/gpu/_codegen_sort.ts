@@ -8,6 +8,11 @@
  *   pairs, ordered by key then index: a strict total order, so the unstable network gives the
  *   stable order, the same as the WASM reference's radix sort;
  * - `bitonic-local`: the steps with j below a tile of SORT_TILE elements, in workgroup memory;
+ * - `radix-count` and `radix-scatter`: one stable pass of an LSD radix sort over 8-bit digits of
+ *   the keys (count each tile's digits; the host scans the counts per row, digit-major, with the
+ *   scan family's kernels; then each tile sorts itself by the digit stably in workgroup memory
+ *   by eight one-bit splits, and writes each pair at its digit's offset plus its rank among the
+ *   tile's pairs of that digit);
  * - `gather`: the window [start, start + count) of each sorted row: values by index, and the
  *   indices;
  * - `quantile`: each row's quantiles from its sorted values, at order statistics and weights the
@@ -20,7 +25,18 @@
 export const SORT_WORKGROUP = 256;
 
 /** The kernels of the sort family. */
-export type SortStage = "keys" | "bitonic" | "bitonic-local" | "gather" | "quantile" | "search";
+export type SortStage =
+  | "keys"
+  | "bitonic"
+  | "bitonic-local"
+  | "radix-count"
+  | "radix-scatter"
+  | "gather"
+  | "quantile"
+  | "search";
+
+/** Elements a workgroup of the radix passes takes (4 per invocation). */
+export const RADIX_TILE = 1024;
 
 /** Elements a workgroup of `bitonic-local` sorts in workgroup memory (8 KiB of keys and indices). */
 export const SORT_TILE = 1024;
@@ -203,6 +219,128 @@ export function generateSort(stage: SortStage): string {
         `    let q = l + e * ${SORT_WORKGROUP}u;`,
         "    keys[base + q] = sk[q];",
         "    order[base + q] = si[q];",
+        "  }",
+        "}",
+      ].join("\n");
+    case "radix-count":
+      // counts[(row * 256 + digit) * tiles + tile]: the digit's pairs in the tile.
+      return [
+        "struct Params { len: u32, tiles: u32, shift: u32 }",
+        "@group(0) @binding(0) var<storage, read> keys: array<u32>;",
+        "@group(0) @binding(1) var<storage, read_write> counts: array<u32>;",
+        "@group(0) @binding(2) var<uniform> p: Params;",
+        "var<workgroup> tally: array<atomic<u32>, 256>;",
+        `@compute @workgroup_size(${SORT_WORKGROUP})`,
+        "fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,",
+        "    @builtin(local_invocation_index) l: u32) {",
+        "  let group = wid.x + wid.y * nwg.x;",
+        "  let row = group / p.tiles;",
+        "  let tile = group - row * p.tiles;",
+        "  atomicStore(&tally[l], 0u);",
+        "  workgroupBarrier();",
+        `  for (var e = 0u; e < ${RADIX_TILE / SORT_WORKGROUP}u; e++) {`,
+        `    let i = tile * ${RADIX_TILE}u + e * ${SORT_WORKGROUP}u + l;`,
+        "    if (i < p.len) {",
+        "      atomicAdd(&tally[(keys[row * p.len + i] >> p.shift) & 0xffu], 1u);",
+        "    }",
+        "  }",
+        "  workgroupBarrier();",
+        "  counts[(row * 256u + l) * p.tiles + tile] = atomicLoad(&tally[l]);",
+        "}",
+      ].join("\n");
+    case "radix-scatter":
+      // offsets: the exclusive scan of the counts along each row (digit-major), so the tile's
+      // first pair of each digit goes there. Pairs past the row's end sort last in their tile
+      // (digit 256) and are not written.
+      return [
+        "struct Params { len: u32, tiles: u32, shift: u32 }",
+        "@group(0) @binding(0) var<storage, read> keys: array<u32>;",
+        "@group(0) @binding(1) var<storage, read> order: array<u32>;",
+        "@group(0) @binding(2) var<storage, read> offsets: array<u32>;",
+        "@group(0) @binding(3) var<storage, read_write> outKeys: array<u32>;",
+        "@group(0) @binding(4) var<storage, read_write> outOrder: array<u32>;",
+        "@group(0) @binding(5) var<uniform> p: Params;",
+        `var<workgroup> sk: array<u32, ${RADIX_TILE}>;`,
+        `var<workgroup> si: array<u32, ${RADIX_TILE}>;`,
+        `var<workgroup> sd: array<u32, ${RADIX_TILE}>;`,
+        `var<workgroup> sums: array<u32, ${SORT_WORKGROUP}>;`,
+        "var<workgroup> first: array<u32, 256>;",
+        `@compute @workgroup_size(${SORT_WORKGROUP})`,
+        "fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,",
+        "    @builtin(local_invocation_index) l: u32) {",
+        "  let group = wid.x + wid.y * nwg.x;",
+        "  let row = group / p.tiles;",
+        "  let tile = group - row * p.tiles;",
+        `  let base = tile * ${RADIX_TILE}u;`,
+        // Each invocation holds 4 consecutive pairs of the tile.
+        "  for (var e = 0u; e < 4u; e++) {",
+        "    let q = 4u * l + e;",
+        "    let i = base + q;",
+        "    if (i < p.len) {",
+        "      let key = keys[row * p.len + i];",
+        "      sk[q] = key;",
+        "      si[q] = order[row * p.len + i];",
+        "      sd[q] = (key >> p.shift) & 0xffu;",
+        "    } else {",
+        "      sd[q] = 256u;",
+        "    }",
+        "  }",
+        "  workgroupBarrier();",
+        // Eight stable one-bit splits by the digit's bits, low to high (nine: bit 8 sends the
+        // pairs past the row's end last).
+        "  for (var b = 0u; b < 9u; b++) {",
+        "    var ones = 0u;",
+        "    var k: array<u32, 4>;",
+        "    var v: array<u32, 4>;",
+        "    var d: array<u32, 4>;",
+        "    for (var e = 0u; e < 4u; e++) {",
+        "      let q = 4u * l + e;",
+        "      k[e] = sk[q];",
+        "      v[e] = si[q];",
+        "      d[e] = sd[q];",
+        "      ones += (d[e] >> b) & 1u;",
+        "    }",
+        "    sums[l] = ones;",
+        "    workgroupBarrier();",
+        // Inclusive scan of the invocations' counts of ones (Hillis and Steele).
+        `    for (var step = 1u; step < ${SORT_WORKGROUP}u; step = step * 2u) {`,
+        "      var add = 0u;",
+        "      if (l >= step) { add = sums[l - step]; }",
+        "      workgroupBarrier();",
+        "      sums[l] = sums[l] + add;",
+        "      workgroupBarrier();",
+        "    }",
+        `    let totalOnes = sums[${SORT_WORKGROUP - 1}u];`,
+        "    var onesBefore = sums[l] - ones;",
+        `    let zeros = ${RADIX_TILE}u - totalOnes;`,
+        "    workgroupBarrier();",
+        "    for (var e = 0u; e < 4u; e++) {",
+        "      let q = 4u * l + e;",
+        "      var to = q - onesBefore;",
+        "      if (((d[e] >> b) & 1u) == 1u) {",
+        "        to = zeros + onesBefore;",
+        "        onesBefore += 1u;",
+        "      }",
+        "      sk[to] = k[e];",
+        "      si[to] = v[e];",
+        "      sd[to] = d[e];",
+        "    }",
+        "    workgroupBarrier();",
+        "  }",
+        // Where each digit starts in the sorted tile.
+        "  for (var e = 0u; e < 4u; e++) {",
+        "    let q = 4u * l + e;",
+        "    if (sd[q] < 256u && (q == 0u || sd[q - 1u] != sd[q])) { first[sd[q]] = q; }",
+        "  }",
+        "  workgroupBarrier();",
+        "  for (var e = 0u; e < 4u; e++) {",
+        "    let q = 4u * l + e;",
+        "    let digit = sd[q];",
+        "    if (digit < 256u) {",
+        "      let to = offsets[(row * 256u + digit) * p.tiles + tile] + q - first[digit];",
+        "      outKeys[row * p.len + to] = sk[q];",
+        "      outOrder[row * p.len + to] = si[q];",
+        "    }",
         "  }",
         "}",
       ].join("\n");

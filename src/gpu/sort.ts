@@ -23,8 +23,11 @@ import type { PlanOverrides } from "../plans/overrides.ts";
 import { observePlan } from "../contract/backend.ts";
 import { planSort } from "../plans/mod.ts";
 import type { GpuHost, GpuStorage } from "./host.ts";
+import { runScanGpu } from "./scan.ts";
+import { NO_OVERRIDES } from "../plans/overrides.ts";
 import {
   generateSort,
+  RADIX_TILE,
   SORT_TILE,
   SORT_WORKGROUP,
   sortKey,
@@ -126,6 +129,9 @@ function sortedOrder(
     planSort(gpu.caps, { rows: r.rows, length: r.length }, overrides.sort),
     overrides.sort,
   );
+  if (variant === "radix") {
+    return { order: radixOrder(gpu, op, r, descending, dtype), padded: r.length };
+  }
   const local = variant === "bitonic-local";
   // Local steps take whole tiles: the pairs are rounded up with rows of padding keys.
   const real = r.rows * padded;
@@ -185,6 +191,99 @@ function sortedOrder(
     gpu.free(keys);
   }
   return { order, padded };
+}
+
+/**
+ * Each row's indices in stable sorted order by an LSD radix sort: four passes of 8-bit digits,
+ * each counting every tile's digits, scanning the counts along each row (digit-major, the scan
+ * family's kernels), then scattering each tile's pairs, sorted by the digit in workgroup memory,
+ * to their digit's offsets. Rows of `r.length` (no padding).
+ */
+function radixOrder(
+  gpu: GpuHost,
+  op: string,
+  r: Rows,
+  descending: boolean,
+  dtype: DType,
+): GpuStorage {
+  const n = r.length;
+  const total = r.rows * n;
+  const tiles = Math.ceil(n / RADIX_TILE);
+  const groups = r.rows * tiles;
+  const grid: [number, number] = [Math.min(groups, 32768), Math.ceil(groups / 32768)];
+  let keys = gpu.alloc(op, "uint32", total);
+  let order = gpu.alloc(op, "uint32", total);
+  let spareKeys = gpu.alloc(op, "uint32", total);
+  let spareOrder = gpu.alloc(op, "uint32", total);
+  const counts = gpu.alloc(op, "uint32", r.rows * 256 * tiles);
+  try {
+    run(gpu, op, "keys", [r.storage.buffer, keys.buffer, order.buffer], 2, [
+      total,
+      n,
+      n,
+      KIND[dtype] as number,
+      descending ? 0xffffffff : 0,
+      r.offset,
+      r.rows,
+    ], total);
+    const uniforms = (shift: number) => words([n, tiles, shift]);
+    for (let shift = 0; shift < 32; shift += 8) {
+      const count = gpu.pipeline(sortKey("radix-count"), 2, () => generateSort("radix-count"));
+      gpu.dispatch(op, count, [keys.buffer, counts.buffer], uniforms(shift), grid);
+      const { output } = runScanGpu(gpu, {
+        overrides: NO_OVERRIDES,
+        op,
+        scan: "sum",
+        type: "u32",
+        x: {
+          storage: counts,
+          dtype: "uint32",
+          shape: [r.rows, 256 * tiles],
+          strides: [256 * tiles, 1],
+          offset: 0,
+        },
+        axis: 1,
+        exclusive: true,
+        reverse: false,
+        outDtype: "uint32",
+      });
+      const offsets = output as GpuStorage;
+      try {
+        const scatter = gpu.pipeline(
+          sortKey("radix-scatter"),
+          5,
+          () => generateSort("radix-scatter"),
+          2,
+        );
+        gpu.dispatch(
+          op,
+          scatter,
+          [
+            keys.buffer,
+            order.buffer,
+            offsets.buffer,
+            spareKeys.buffer,
+            spareOrder.buffer,
+          ],
+          uniforms(shift),
+          grid,
+        );
+      } finally {
+        gpu.free(offsets);
+      }
+      [keys, spareKeys] = [spareKeys, keys];
+      [order, spareOrder] = [spareOrder, order];
+    }
+  } catch (e) {
+    gpu.free(order);
+    throw e;
+  } finally {
+    gpu.free(keys);
+    gpu.free(spareKeys);
+    gpu.free(spareOrder);
+    gpu.free(counts);
+  }
+  return order;
 }
 
 /** Contiguous storage of `shape` in axis order `order`, copied back into the input's order. */
