@@ -515,6 +515,38 @@ await bench(
 );
 await bench(`cummax ${big / Mi}Mi f32`, big, 2 * 4 * big, () => gyre.cummax(a));
 
+// Sorting and selection (issue 22's cases): the sort of 16 Mi with its indices (a bottom-k of all
+// of it: values and int32 indices), its median, top-k of rows, and rows of a matrix sorted and
+// at a quantile. Bytes: the input read, the outputs written.
+{
+  const x = a.slice([0, mid]);
+  await bench(`sort ${mid / Mi}Mi f32 with indices`, mid, 12 * mid, () => {
+    const [values, indices] = gyre.rankK(x, mid, { kind: "bottom" });
+    indices.dispose();
+    return values;
+  });
+  await bench(`median ${mid / Mi}Mi f32`, mid, 4 * mid, () => gyre.median(x));
+  const topRows = scale === "full" ? 8 : 2;
+  const top = a.slice([0, topRows * 65536]).reshape([topRows, 65536]);
+  await bench(`topk [${topRows},65536] k=1024`, topRows * 65536, 4 * topRows * 65536, () => {
+    const [values, indices] = gyre.topk(top, 1024);
+    indices.dispose();
+    return values;
+  });
+  await bench(
+    `sort rows [${square},${square}]`,
+    square * square,
+    8 * square * square,
+    () => gyre.sort(matrix, { axis: 1 }),
+  );
+  await bench(
+    `quantile 0.9 rows [${square},${square}]`,
+    square * square,
+    4 * square * square,
+    () => gyre.quantile(matrix, 0.9, { axis: 1 }),
+  );
+}
+
 // --transpose: the tiled transposing copy (matmul's copy of A into [K, M] order, clones of
 // transposed matrices) by form and tile shape, a transposed view cloned under the plan, and the
 // same forced through the elementwise kernel (a strided gather).
