@@ -54,6 +54,8 @@ interface Case {
   order: "random" | "sorted" | "reversed";
   right: boolean;
   variant: "bitonic" | "bitonic-local" | "radix";
+  /** false: the radix scatter's workgroup-memory scan even where subgroups exist. */
+  subgroups: boolean;
   seed: number;
 }
 
@@ -143,7 +145,7 @@ async function check(c: Case): Promise<void> {
     };
     const gx = on("gpu");
     const wx = on("wasm");
-    forcePlan("sort", { variant: c.variant });
+    forcePlan("sort", { variant: c.variant, subgroups: c.subgroups });
     const got = run(gx).map((t) => bag.add(t));
     forcePlan("sort", null);
     const want = run(wx).map((t) => bag.add(t));
@@ -199,6 +201,7 @@ function cases(ops: readonly Op[]): fc.Arbitrary<Case> {
     order: fc.constantFrom<Case["order"]>("random", "random", "sorted", "reversed"),
     right: fc.boolean(),
     variant: fc.constantFrom<Case["variant"]>("bitonic", "bitonic-local", "radix"),
+    subgroups: fc.boolean(),
     seed: fc.integer(),
   });
 }

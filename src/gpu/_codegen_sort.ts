@@ -41,9 +41,9 @@ export const RADIX_TILE = 1024;
 /** Elements a workgroup of `bitonic-local` sorts in workgroup memory (8 KiB of keys and indices). */
 export const SORT_TILE = 1024;
 
-/** Cache key of a stage's kernel (its WGSL depends on nothing else). */
-export function sortKey(stage: SortStage): string {
-  return `sort:${stage}`;
+/** Cache key of a stage's kernel (its WGSL depends on the stage and, for one, subgroups). */
+export function sortKey(stage: SortStage, options: { subgroups?: boolean } = {}): string {
+  return `sort:${stage}${options.subgroups ? ":subgroups" : ""}`;
 }
 
 /** WGSL: the ordered key of 32-bit words of type `kind` (0 float32, 1 int32, 2 uint32). */
@@ -124,7 +124,7 @@ const MAIN = [
 ];
 
 /** The WGSL of one stage. Bindings: storage buffers in order, the last ones writable, then Params. */
-export function generateSort(stage: SortStage): string {
+export function generateSort(stage: SortStage, options: { subgroups?: boolean } = {}): string {
   switch (stage) {
     case "keys":
       return [
@@ -249,101 +249,7 @@ export function generateSort(stage: SortStage): string {
         "}",
       ].join("\n");
     case "radix-scatter":
-      // offsets: the exclusive scan of the counts along each row (digit-major), so the tile's
-      // first pair of each digit goes there. Pairs past the row's end sort last in their tile
-      // (digit 256) and are not written.
-      return [
-        "struct Params { len: u32, tiles: u32, shift: u32 }",
-        "@group(0) @binding(0) var<storage, read> keys: array<u32>;",
-        "@group(0) @binding(1) var<storage, read> order: array<u32>;",
-        "@group(0) @binding(2) var<storage, read> offsets: array<u32>;",
-        "@group(0) @binding(3) var<storage, read_write> outKeys: array<u32>;",
-        "@group(0) @binding(4) var<storage, read_write> outOrder: array<u32>;",
-        "@group(0) @binding(5) var<uniform> p: Params;",
-        `var<workgroup> sk: array<u32, ${RADIX_TILE}>;`,
-        `var<workgroup> si: array<u32, ${RADIX_TILE}>;`,
-        `var<workgroup> sd: array<u32, ${RADIX_TILE}>;`,
-        `var<workgroup> sums: array<u32, ${SORT_WORKGROUP}>;`,
-        "var<workgroup> first: array<u32, 256>;",
-        `@compute @workgroup_size(${SORT_WORKGROUP})`,
-        "fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,",
-        "    @builtin(local_invocation_index) l: u32) {",
-        "  let group = wid.x + wid.y * nwg.x;",
-        "  let row = group / p.tiles;",
-        "  let tile = group - row * p.tiles;",
-        `  let base = tile * ${RADIX_TILE}u;`,
-        // Each invocation holds 4 consecutive pairs of the tile.
-        "  for (var e = 0u; e < 4u; e++) {",
-        "    let q = 4u * l + e;",
-        "    let i = base + q;",
-        "    if (i < p.len) {",
-        "      let key = keys[row * p.len + i];",
-        "      sk[q] = key;",
-        "      si[q] = order[row * p.len + i];",
-        "      sd[q] = (key >> p.shift) & 0xffu;",
-        "    } else {",
-        "      sd[q] = 256u;",
-        "    }",
-        "  }",
-        "  workgroupBarrier();",
-        // Eight stable one-bit splits by the digit's bits, low to high (nine: bit 8 sends the
-        // pairs past the row's end last).
-        "  for (var b = 0u; b < 9u; b++) {",
-        "    var ones = 0u;",
-        "    var k: array<u32, 4>;",
-        "    var v: array<u32, 4>;",
-        "    var d: array<u32, 4>;",
-        "    for (var e = 0u; e < 4u; e++) {",
-        "      let q = 4u * l + e;",
-        "      k[e] = sk[q];",
-        "      v[e] = si[q];",
-        "      d[e] = sd[q];",
-        "      ones += (d[e] >> b) & 1u;",
-        "    }",
-        "    sums[l] = ones;",
-        "    workgroupBarrier();",
-        // Inclusive scan of the invocations' counts of ones (Hillis and Steele).
-        `    for (var step = 1u; step < ${SORT_WORKGROUP}u; step = step * 2u) {`,
-        "      var add = 0u;",
-        "      if (l >= step) { add = sums[l - step]; }",
-        "      workgroupBarrier();",
-        "      sums[l] = sums[l] + add;",
-        "      workgroupBarrier();",
-        "    }",
-        `    let totalOnes = sums[${SORT_WORKGROUP - 1}u];`,
-        "    var onesBefore = sums[l] - ones;",
-        `    let zeros = ${RADIX_TILE}u - totalOnes;`,
-        "    workgroupBarrier();",
-        "    for (var e = 0u; e < 4u; e++) {",
-        "      let q = 4u * l + e;",
-        "      var to = q - onesBefore;",
-        "      if (((d[e] >> b) & 1u) == 1u) {",
-        "        to = zeros + onesBefore;",
-        "        onesBefore += 1u;",
-        "      }",
-        "      sk[to] = k[e];",
-        "      si[to] = v[e];",
-        "      sd[to] = d[e];",
-        "    }",
-        "    workgroupBarrier();",
-        "  }",
-        // Where each digit starts in the sorted tile.
-        "  for (var e = 0u; e < 4u; e++) {",
-        "    let q = 4u * l + e;",
-        "    if (sd[q] < 256u && (q == 0u || sd[q - 1u] != sd[q])) { first[sd[q]] = q; }",
-        "  }",
-        "  workgroupBarrier();",
-        "  for (var e = 0u; e < 4u; e++) {",
-        "    let q = 4u * l + e;",
-        "    let digit = sd[q];",
-        "    if (digit < 256u) {",
-        "      let to = offsets[(row * 256u + digit) * p.tiles + tile] + q - first[digit];",
-        "      outKeys[row * p.len + to] = sk[q];",
-        "      outOrder[row * p.len + to] = si[q];",
-        "    }",
-        "  }",
-        "}",
-      ].join("\n");
+      return radixScatter(options.subgroups ?? false);
     case "gather":
       return [
         "struct Params { total: u32, len: u32, padded: u32, start: u32, count: u32, off: u32 }",
@@ -440,4 +346,121 @@ export function generateSort(stage: SortStage): string {
         "}",
       ].join("\n");
   }
+}
+
+/** Pairs each invocation of the radix scatter holds (consecutive in the tile). */
+const RADIX_PER_INVOCATION = RADIX_TILE / SORT_WORKGROUP;
+
+/**
+ * The radix scatter (see the module doc): `offsets` is the exclusive scan of the counts along
+ * each row, digit-major, so the tile's first pair of each digit goes there. Pairs past the row's
+ * end sort last in their tile (digit 256) and are not written. Each invocation's pairs are named
+ * registers (naga does not unroll loops, and arrays indexed in loops spill); the counts of ones
+ * before each invocation come from subgroup prefix sums and one pass over the subgroups' totals
+ * where subgroups exist (their size read, never assumed), else from a scan in workgroup memory.
+ */
+function radixScatter(subgroups: boolean): string {
+  const E = RADIX_PER_INVOCATION;
+  const each = (f: (e: number) => string[]) => Array.from({ length: E }, (_, e) => f(e)).flat();
+  const scan = subgroups
+    ? [
+      "    let before = subgroupExclusiveAdd(ones);",
+      "    let sgTotal = subgroupAdd(ones);",
+      "    if (sg_lane == 0u) { sums[l / sg_size] = sgTotal; }",
+      "    workgroupBarrier();",
+      "    var onesBefore = before;",
+      "    var totalOnes = 0u;",
+      `    for (var g = 0u; g < ${SORT_WORKGROUP}u / sg_size; g++) {`,
+      "      let c = sums[g];",
+      "      if (g < l / sg_size) { onesBefore += c; }",
+      "      totalOnes += c;",
+      "    }",
+    ]
+    : [
+      "    sums[l] = ones;",
+      "    workgroupBarrier();",
+      // Inclusive scan of the invocations' counts of ones (Hillis and Steele).
+      `    for (var step = 1u; step < ${SORT_WORKGROUP}u; step = step * 2u) {`,
+      "      var add = 0u;",
+      "      if (l >= step) { add = sums[l - step]; }",
+      "      workgroupBarrier();",
+      "      sums[l] = sums[l] + add;",
+      "      workgroupBarrier();",
+      "    }",
+      `    let totalOnes = sums[${SORT_WORKGROUP - 1}u];`,
+      "    var onesBefore = sums[l] - ones;",
+    ];
+  return [
+    "struct Params { len: u32, tiles: u32, shift: u32 }",
+    "@group(0) @binding(0) var<storage, read> keys: array<u32>;",
+    "@group(0) @binding(1) var<storage, read> order: array<u32>;",
+    "@group(0) @binding(2) var<storage, read> offsets: array<u32>;",
+    "@group(0) @binding(3) var<storage, read_write> outKeys: array<u32>;",
+    "@group(0) @binding(4) var<storage, read_write> outOrder: array<u32>;",
+    "@group(0) @binding(5) var<uniform> p: Params;",
+    `var<workgroup> sk: array<u32, ${RADIX_TILE}>;`,
+    `var<workgroup> si: array<u32, ${RADIX_TILE}>;`,
+    `var<workgroup> sd: array<u32, ${RADIX_TILE}>;`,
+    `var<workgroup> sums: array<u32, ${SORT_WORKGROUP}>;`,
+    "var<workgroup> first: array<u32, 256>;",
+    `@compute @workgroup_size(${SORT_WORKGROUP})`,
+    "fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,",
+    `    @builtin(local_invocation_index) l: u32${
+      subgroups
+        ? ", @builtin(subgroup_size) sg_size: u32,\n    @builtin(subgroup_invocation_id) sg_lane: u32"
+        : ""
+    }) {`,
+    "  let group = wid.x + wid.y * nwg.x;",
+    "  let row = group / p.tiles;",
+    "  let tile = group - row * p.tiles;",
+    `  let base = tile * ${RADIX_TILE}u + ${E}u * l;`,
+    // This invocation's pairs, straight from memory.
+    ...each((e) => [
+      `  var k${e} = 0u;`,
+      `  var v${e} = 0u;`,
+      `  var d${e} = 256u;`,
+      `  if (base + ${e}u < p.len) {`,
+      `    k${e} = keys[row * p.len + base + ${e}u];`,
+      `    v${e} = order[row * p.len + base + ${e}u];`,
+      `    d${e} = (k${e} >> p.shift) & 0xffu;`,
+      "  }",
+    ]),
+    // Nine stable one-bit splits by the digit's bits, low to high (bit 8 sends the pairs past
+    // the row's end last); each round's pairs come back from workgroup memory.
+    "  for (var b = 0u; b < 9u; b++) {",
+    `    let ones = ${each((e) => [`((d${e} >> b) & 1u)`]).join(" + ")};`,
+    ...scan,
+    `    let zeros = ${RADIX_TILE}u - totalOnes;`,
+    `    let first_slot = ${E}u * l;`,
+    ...each((e) => [
+      `    var to${e} = first_slot + ${e}u - onesBefore;`,
+      `    if (((d${e} >> b) & 1u) == 1u) { to${e} = zeros + onesBefore; onesBefore += 1u; }`,
+    ]),
+    "    workgroupBarrier();",
+    ...each((
+      e,
+    ) => [`    sk[to${e}] = k${e};`, `    si[to${e}] = v${e};`, `    sd[to${e}] = d${e};`]),
+    "    workgroupBarrier();",
+    ...each((e) => [
+      `    k${e} = sk[first_slot + ${e}u];`,
+      `    v${e} = si[first_slot + ${e}u];`,
+      `    d${e} = sd[first_slot + ${e}u];`,
+    ]),
+    "  }",
+    // Where each digit starts in the sorted tile.
+    ...each((e) => [
+      `  if (d${e} < 256u && (${E}u * l + ${e}u == 0u || sd[${E}u * l + ${e}u - 1u] != d${e})) {`,
+      `    first[d${e}] = ${E}u * l + ${e}u;`,
+      "  }",
+    ]),
+    "  workgroupBarrier();",
+    ...each((e) => [
+      `  if (d${e} < 256u) {`,
+      `    let to = offsets[(row * 256u + d${e}) * p.tiles + tile] + ${E}u * l + ${e}u - first[d${e}];`,
+      `    outKeys[row * p.len + to] = k${e};`,
+      `    outOrder[row * p.len + to] = v${e};`,
+      "  }",
+    ]),
+    "}",
+  ].join("\n");
 }

@@ -122,7 +122,7 @@ function sortedOrder(
   dtype: DType,
   overrides: Readonly<PlanOverrides>,
 ): { order: GpuStorage; padded: number } {
-  const { padded, variant } = observePlan(
+  const { padded, variant, subgroups } = observePlan(
     "gpu",
     "sort",
     op,
@@ -130,7 +130,7 @@ function sortedOrder(
     overrides.sort,
   );
   if (variant === "radix") {
-    return { order: radixOrder(gpu, op, r, descending, dtype), padded: r.length };
+    return { order: radixOrder(gpu, op, r, descending, dtype, subgroups), padded: r.length };
   }
   const local = variant === "bitonic-local";
   // Local steps take whole tiles: the pairs are rounded up with rows of padding keys.
@@ -205,6 +205,7 @@ function radixOrder(
   r: Rows,
   descending: boolean,
   dtype: DType,
+  subgroups: boolean,
 ): GpuStorage {
   const n = r.length;
   const total = r.rows * n;
@@ -250,9 +251,9 @@ function radixOrder(
       const offsets = output as GpuStorage;
       try {
         const scatter = gpu.pipeline(
-          sortKey("radix-scatter"),
+          sortKey("radix-scatter", { subgroups }),
           5,
-          () => generateSort("radix-scatter"),
+          () => generateSort("radix-scatter", { subgroups }),
           2,
         );
         gpu.dispatch(

@@ -26,6 +26,8 @@ export interface SortChoice {
   variant: SortVariant;
   /** The padded row length P (a power of two, at least the row length). */
   padded: number;
+  /** The radix scatter's prefix sums by subgroup operations (where the device has them). */
+  subgroups: boolean;
 }
 
 /**
@@ -53,7 +55,7 @@ const LOCAL_INVOCATIONS = 256;
  * @example
  * ```ts
  * import { planSort } from "@gyre/gyre/tuning";
- * planSort(undefined, { rows: 8, length: 1000 }); // { kernel: "sort", variant: "bitonic-local", padded: 1024 }
+ * planSort(undefined, { rows: 8, length: 1000 }).variant; // "bitonic-local"
  * ```
  */
 export function planSort(
@@ -73,6 +75,7 @@ export function planSort(
   let variant: SortVariant = allowed["bitonic-local"] ? "bitonic-local" : "bitonic";
   if (padded > RADIX_FROM && allowed.radix) variant = "radix";
   if (override?.variant && allowed[override.variant]) variant = override.variant;
-  // The padding follows the row; only the variant can be forced.
-  return { kernel: "sort", variant, padded };
+  // The padding follows the row; the variant and (off) subgroups can be forced.
+  const subgroups = (caps?.subgroups ?? false) && override?.subgroups !== false;
+  return { kernel: "sort", variant, padded, subgroups };
 }
