@@ -223,31 +223,7 @@ export function generateSort(stage: SortStage, options: { subgroups?: boolean } 
         "}",
       ].join("\n");
     case "radix-count":
-      // counts[(row * 256 + digit) * tiles + tile]: the digit's pairs in the tile.
-      return [
-        "struct Params { len: u32, tiles: u32, shift: u32 }",
-        "@group(0) @binding(0) var<storage, read> keys: array<u32>;",
-        "@group(0) @binding(1) var<storage, read_write> counts: array<u32>;",
-        "@group(0) @binding(2) var<uniform> p: Params;",
-        "var<workgroup> tally: array<atomic<u32>, 256>;",
-        `@compute @workgroup_size(${SORT_WORKGROUP})`,
-        "fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,",
-        "    @builtin(local_invocation_index) l: u32) {",
-        "  let group = wid.x + wid.y * nwg.x;",
-        "  let row = group / p.tiles;",
-        "  let tile = group - row * p.tiles;",
-        "  atomicStore(&tally[l], 0u);",
-        "  workgroupBarrier();",
-        `  for (var e = 0u; e < ${RADIX_TILE / SORT_WORKGROUP}u; e++) {`,
-        `    let i = tile * ${RADIX_TILE}u + e * ${SORT_WORKGROUP}u + l;`,
-        "    if (i < p.len) {",
-        "      atomicAdd(&tally[(keys[row * p.len + i] >> p.shift) & 0xffu], 1u);",
-        "    }",
-        "  }",
-        "  workgroupBarrier();",
-        "  counts[(row * 256u + l) * p.tiles + tile] = atomicLoad(&tally[l]);",
-        "}",
-      ].join("\n");
+      return radixCount(options.subgroups ?? false);
     case "radix-scatter":
       return radixScatter(options.subgroups ?? false);
     case "gather":
@@ -461,6 +437,69 @@ function radixScatter(subgroups: boolean): string {
       `    outOrder[row * p.len + to] = v${e};`,
       "  }",
     ]),
+    "}",
+  ].join("\n");
+}
+
+/** Copies of the count tally, so that invocations hitting one digit spread over banks. */
+const TALLY_COPIES = 8;
+
+/**
+ * The radix count: counts[(row * 256 + digit) * tiles + tile] is how many of the tile's pairs have
+ * the digit. Skewed digits (the high bytes of floats of one magnitude) make every invocation hit
+ * one counter: the tally has TALLY_COPIES copies taken by invocation, and where subgroups exist a
+ * subgroup whose lanes share a digit adds them with one atomic.
+ */
+function radixCount(subgroups: boolean): string {
+  const E = RADIX_PER_INVOCATION;
+  // Every lane reaches the subgroup operations (lanes past the row's end hold digit 256).
+  const add = subgroups
+    ? [
+      "    let low = subgroupMin(digit);",
+      "    let high = subgroupMax(digit);",
+      "    let lanes = subgroupAdd(1u);",
+      "    if (digit < 256u) {",
+      "      if (low == high) {",
+      "        if (sg_lane == 0u) { atomicAdd(&tally[copy + digit], lanes); }",
+      "      } else {",
+      "        atomicAdd(&tally[copy + digit], 1u);",
+      "      }",
+      "    }",
+    ]
+    : ["    if (digit < 256u) { atomicAdd(&tally[copy + digit], 1u); }"];
+  return [
+    "struct Params { len: u32, tiles: u32, shift: u32 }",
+    "@group(0) @binding(0) var<storage, read> keys: array<u32>;",
+    "@group(0) @binding(1) var<storage, read_write> counts: array<u32>;",
+    "@group(0) @binding(2) var<uniform> p: Params;",
+    `var<workgroup> tally: array<atomic<u32>, ${256 * TALLY_COPIES}>;`,
+    `@compute @workgroup_size(${SORT_WORKGROUP})`,
+    "fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,",
+    `    @builtin(local_invocation_index) l: u32${
+      subgroups
+        ? ", @builtin(subgroup_size) sg_size: u32,\n    @builtin(subgroup_invocation_id) sg_lane: u32"
+        : ""
+    }) {`,
+    "  let group = wid.x + wid.y * nwg.x;",
+    "  let row = group / p.tiles;",
+    "  let tile = group - row * p.tiles;",
+    `  for (var c = 0u; c < ${TALLY_COPIES}u; c++) { atomicStore(&tally[c * 256u + l], 0u); }`,
+    "  workgroupBarrier();",
+    // A subgroup's lanes share a copy (their one atomic where they agree); without subgroups
+    // neighbouring invocations alternate copies.
+    subgroups
+      ? `  let copy = ((l / sg_size) % ${TALLY_COPIES}u) * 256u;`
+      : `  let copy = (l % ${TALLY_COPIES}u) * 256u;`,
+    `  for (var e = 0u; e < ${E}u; e++) {`,
+    `    let i = tile * ${RADIX_TILE}u + e * ${SORT_WORKGROUP}u + l;`,
+    "    var digit = 256u;",
+    "    if (i < p.len) { digit = (keys[row * p.len + i] >> p.shift) & 0xffu; }",
+    ...add,
+    "  }",
+    "  workgroupBarrier();",
+    "  var total = 0u;",
+    `  for (var c = 0u; c < ${TALLY_COPIES}u; c++) { total += atomicLoad(&tally[c * 256u + l]); }`,
+    "  counts[(row * 256u + l) * p.tiles + tile] = total;",
     "}",
   ].join("\n");
 }

@@ -229,7 +229,11 @@ function radixOrder(
     ], total);
     const uniforms = (shift: number) => words([n, tiles, shift]);
     for (let shift = 0; shift < 32; shift += 8) {
-      const count = gpu.pipeline(sortKey("radix-count"), 2, () => generateSort("radix-count"));
+      const count = gpu.pipeline(
+        sortKey("radix-count", { subgroups }),
+        2,
+        () => generateSort("radix-count", { subgroups }),
+      );
       gpu.dispatch(op, count, [keys.buffer, counts.buffer], uniforms(shift), grid);
       const { output } = runScanGpu(gpu, {
         overrides: NO_OVERRIDES,
