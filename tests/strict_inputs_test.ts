@@ -127,6 +127,13 @@ for (const device of DEVICES) {
       ["cumprod", (o) => gyre.cumprod(x, o), "exclusve", "exclusive"],
       ["cummax", (o) => gyre.cummax(x, o), "reversed", "reverse"],
       ["cummin", (o) => gyre.cummin(x, o), "axes", "axis"],
+      ["sort", (o) => gyre.sort(x, o), "descend", "descending"],
+      ["argsort", (o) => gyre.argsort(x, o), "axes", "axis"],
+      ["rankK", (o) => gyre.rankK(x, 1, o), "kinds", "kind"],
+      ["kthvalue", (o) => gyre.kthvalue(x, 1, o), "keepDims", "keepdims"],
+      ["median", (o) => gyre.median(x, o), "axes", "axis"],
+      ["quantile", (o) => gyre.quantile(x, 0.5, o), "methods", "method"],
+      ["searchsorted", (o) => gyre.searchsorted(v, v, o), "sides", "side"],
       ["matmul", (o) => gyre.matmul(w, w, o), "transposeb", "transposeB"],
       ["linear", (o) => gyre.linear(w, w, o), "activations", "activation"],
       ["maxPool2d", (o) => gyre.maxPool2d(x, { kernelSize: 2, ...o }), "strides", "stride"],
@@ -263,7 +270,8 @@ const ONE_TENSOR = [
 ].join(" ").split(" ");
 const ONE_TENSOR_AND_OPTIONS = [
   "gelu elu leakyRelu softplus all any sum max min mean prod logsumexp variance std argmax",
-  "argmin softmax logSoftmax layerNorm rmsNorm cumsum cumprod cummax cummin",
+  "argmin softmax logSoftmax layerNorm rmsNorm cumsum cumprod cummax cummin sort argsort median",
+  "nanmedian",
 ].join(" ").split(" ");
 const TWO_TENSORS = [
   "add sub mul div pow maximum minimum mod equal notEqual less lessEqual greater greaterEqual",
@@ -274,6 +282,14 @@ const CALLS: Record<string, Call> = {
   ...Object.fromEntries(ONE_TENSOR_AND_OPTIONS.map((op) => [op, ({ x }: Operands) => [x, {}]])),
   ...Object.fromEntries(TWO_TENSORS.map((op) => [op, ({ x }: Operands) => [x, x]])),
   matmul: ({ x }) => [x, x, {}],
+  rankK: ({ x }) => [x, 1, {}],
+  topk: ({ x }) => [x, 1, {}],
+  bottomk: ({ x }) => [x, 1, {}],
+  midk: ({ x }) => [x, 1, {}],
+  kthvalue: ({ x }) => [x, 1, {}],
+  quantile: ({ x }) => [x, 0.5, {}],
+  nanquantile: ({ x }) => [x, 0.5, {}],
+  searchsorted: ({ row }) => [row, row, {}],
   linear: ({ x }) => [x, x, {}],
   adaptiveAvgPool2d: ({ x4 }) => [x4, 1],
   adaptiveMaxPool2d: ({ x4 }) => [x4, 1, {}],

@@ -97,7 +97,7 @@ Deno.test({
 
 Deno.test("tuning: setPlanOverride names the family and takes an object or null", () => {
   assert.throws(
-    () => tuning.setPlanOverride("sort" as "scan", {}),
+    () => tuning.setPlanOverride("sorting" as "scan", {}),
     (e: unknown) => e instanceof gyre.ValueError && /"elementwise"/.test(String(e)),
   );
   assert.throws(

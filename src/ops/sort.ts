@@ -232,11 +232,21 @@ function checkK(op: string, k: unknown, n: number): number {
  * ```
  */
 export function rankK(x: Tensor, k: number, options_?: RankKOptions): [Tensor, Tensor] {
-  const op = "rankK";
+  return selectRank("rankK", x, k, options_, null);
+}
+
+/** rankK's work under the name of the op called (`kind` fixed by topk, bottomk and midk). */
+function selectRank(
+  op: string,
+  x: Tensor,
+  k: number,
+  options_: unknown,
+  fixed: RankKKind | null,
+): [Tensor, Tensor] {
   const view = orderedView(op, x);
-  const o = options(op, options_, ["kind", "axis", "sorted"]);
+  const o = options(op, options_, fixed ? ["axis", "sorted"] : ["kind", "axis", "sorted"]);
   const axis = axisOption(op, o.axis, view.shape.length);
-  const kind = o.kind ?? "top";
+  const kind = fixed ?? (o as { kind?: unknown }).kind ?? "top";
   if (kind !== "top" && kind !== "mid" && kind !== "bottom") {
     throw new ValueError({
       op,
@@ -267,7 +277,7 @@ export function topk(
   k: number,
   options_?: Omit<RankKOptions, "kind">,
 ): [Tensor, Tensor] {
-  return rankK(x, k, { ...options_, kind: "top" });
+  return selectRank("topk", x, k, options_, "top");
 }
 
 /**
@@ -284,7 +294,7 @@ export function bottomk(
   k: number,
   options_?: Omit<RankKOptions, "kind">,
 ): [Tensor, Tensor] {
-  return rankK(x, k, { ...options_, kind: "bottom" });
+  return selectRank("bottomk", x, k, options_, "bottom");
 }
 
 /**
@@ -301,7 +311,7 @@ export function midk(
   k: number,
   options_?: Omit<RankKOptions, "kind">,
 ): [Tensor, Tensor] {
-  return rankK(x, k, { ...options_, kind: "mid" });
+  return selectRank("midk", x, k, options_, "mid");
 }
 
 /**
