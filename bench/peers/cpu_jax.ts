@@ -63,6 +63,21 @@ async function main(): Promise<void> {
     for (const o of outs) o.dispose();
   };
   const n = sizes.n;
+  /** Max pooling 3x3 stride 2 by reduceWindow over the trailing axes (jax-js pools NCHW). */
+  const poolCase = (note: string): Omit<WorkerCase, "name"> => ({
+    note,
+    setup: async () => {
+      const x = await input(sizes.pool);
+      const op = () => lax.reduceWindow(x.ref, (w: Arr) => np.max(w), [3, 3], [2, 2]);
+      const [b, c, h, w] = sizes.pool;
+      const probe = op();
+      const want = [b, c, poolOut(h), poolOut(w)];
+      const shape = probe.shape;
+      probe.dispose();
+      if (shape.join() !== want.join()) throw new Error(`pool shape ${shape}`);
+      return runner(op);
+    },
+  });
   const byName: Record<string, Omit<WorkerCase, "name">> = {
     exp: {
       setup: async () => {
@@ -83,34 +98,8 @@ async function main(): Promise<void> {
         return runner(() => nn.softmax(x.ref, -1));
       },
     },
-    maxpool: {
-      note: "lax.reduceWindow(x, np.max, [3, 3], [2, 2]) over NCHW (the trailing axes)",
-      setup: async () => {
-        const x = await input(sizes.pool);
-        const op = () => lax.reduceWindow(x.ref, (w: Arr) => np.max(w), [3, 3], [2, 2]);
-        const [b, c, h, w] = sizes.pool;
-        const probe = op();
-        const want = [b, c, poolOut(h), poolOut(w)];
-        const shape = probe.shape;
-        probe.dispose();
-        if (shape.join() !== want.join()) throw new Error(`pool shape ${shape}`);
-        return runner(op);
-      },
-    },
-    maxpool_nchw: {
-      note: "lax.reduceWindow(x, np.max, [3, 3], [2, 2])",
-      setup: async () => {
-        const x = await input(sizes.pool);
-        const op = () => lax.reduceWindow(x.ref, (w: Arr) => np.max(w), [3, 3], [2, 2]);
-        const [b, c, h, w] = sizes.pool;
-        const probe = op();
-        const want = [b, c, poolOut(h), poolOut(w)];
-        const shape = probe.shape;
-        probe.dispose();
-        if (shape.join() !== want.join()) throw new Error(`pool shape ${shape}`);
-        return runner(op);
-      },
-    },
+    maxpool: poolCase("lax.reduceWindow(x, np.max, [3, 3], [2, 2]) over NCHW (the trailing axes)"),
+    maxpool_nchw: poolCase("lax.reduceWindow(x, np.max, [3, 3], [2, 2])"),
     max_rows: {
       setup: async () => {
         const x = await input(sizes.maxRows);

@@ -379,16 +379,7 @@ function radixScatter(subgroups: boolean): string {
     `var<workgroup> sd: array<u32, ${RADIX_TILE}>;`,
     `var<workgroup> sums: array<u32, ${SORT_WORKGROUP}>;`,
     "var<workgroup> first: array<u32, 256>;",
-    `@compute @workgroup_size(${SORT_WORKGROUP})`,
-    "fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,",
-    `    @builtin(local_invocation_index) l: u32${
-      subgroups
-        ? ", @builtin(subgroup_size) sg_size: u32,\n    @builtin(subgroup_invocation_id) sg_lane: u32"
-        : ""
-    }) {`,
-    "  let group = wid.x + wid.y * nwg.x;",
-    "  let row = group / p.tiles;",
-    "  let tile = group - row * p.tiles;",
+    ...tileEntry(subgroups),
     `  let base = tile * ${RADIX_TILE}u + ${E}u * l;`,
     // This invocation's pairs, straight from memory.
     ...each((e) => [
@@ -473,16 +464,7 @@ function radixCount(subgroups: boolean): string {
     "@group(0) @binding(1) var<storage, read_write> counts: array<u32>;",
     "@group(0) @binding(2) var<uniform> p: Params;",
     `var<workgroup> tally: array<atomic<u32>, ${256 * TALLY_COPIES}>;`,
-    `@compute @workgroup_size(${SORT_WORKGROUP})`,
-    "fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,",
-    `    @builtin(local_invocation_index) l: u32${
-      subgroups
-        ? ", @builtin(subgroup_size) sg_size: u32,\n    @builtin(subgroup_invocation_id) sg_lane: u32"
-        : ""
-    }) {`,
-    "  let group = wid.x + wid.y * nwg.x;",
-    "  let row = group / p.tiles;",
-    "  let tile = group - row * p.tiles;",
+    ...tileEntry(subgroups),
     `  for (var c = 0u; c < ${TALLY_COPIES}u; c++) { atomicStore(&tally[c * 256u + l], 0u); }`,
     "  workgroupBarrier();",
     // A subgroup's lanes share a copy (their one atomic where they agree); without subgroups
@@ -502,4 +484,20 @@ function radixCount(subgroups: boolean): string {
     "  counts[(row * 256u + l) * p.tiles + tile] = total;",
     "}",
   ].join("\n");
+}
+
+/** The entry of a radix kernel: one workgroup per tile of a row (`row`, `tile`, invocation `l`). */
+function tileEntry(subgroups: boolean): string[] {
+  return [
+    `@compute @workgroup_size(${SORT_WORKGROUP})`,
+    "fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,",
+    `    @builtin(local_invocation_index) l: u32${
+      subgroups
+        ? ", @builtin(subgroup_size) sg_size: u32,\n    @builtin(subgroup_invocation_id) sg_lane: u32"
+        : ""
+    }) {`,
+    "  let group = wid.x + wid.y * nwg.x;",
+    "  let row = group / p.tiles;",
+    "  let tile = group - row * p.tiles;",
+  ];
 }
