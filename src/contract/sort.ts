@@ -10,6 +10,7 @@
  * @module
  */
 import type { PlanOverrides } from "../plans/overrides.ts";
+import type { DType } from "../core/dtype.ts";
 import type { Storage, View } from "../core/view.ts";
 
 /** Dtypes the sort family orders (float16 compares as float32). */
@@ -81,3 +82,47 @@ export interface SearchJob {
 export interface SearchResult {
   indices: Storage;
 }
+
+/**
+ * The 32-bit dtype a sort orders `dtype` in: float16 compares as float32.
+ *
+ * @example
+ * ```ts
+ * sortComputeDType("float16"); // "float32"
+ * ```
+ */
+export function sortComputeDType(dtype: DType): DType {
+  return dtype === "float16" ? "float32" : dtype;
+}
+
+/**
+ * The key kind both devices' sort kernels take for each 32-bit compute dtype (0 float32, 1 int32,
+ * 2 uint32): how the raw bits become an ordered unsigned key.
+ *
+ * @example
+ * ```ts
+ * SORT_KEY_KIND.int32; // 1
+ * ```
+ */
+export const SORT_KEY_KIND: Readonly<Partial<Record<DType, number>>> = {
+  float32: 0,
+  int32: 1,
+  uint32: 2,
+};
+
+/**
+ * The method codes both devices' quantile kernels take.
+ *
+ * @example
+ * ```ts
+ * QUANTILE_METHOD_CODE.median; // 5
+ * ```
+ */
+export const QUANTILE_METHOD_CODE: Readonly<Record<QuantileJob["method"], number>> = {
+  linear: 0,
+  lower: 1,
+  higher: 2,
+  nearest: 3,
+  midpoint: 4,
+  median: 5,
+};

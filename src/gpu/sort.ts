@@ -18,6 +18,7 @@ import type {
   SortJob,
   SortResult,
 } from "../contract/sort.ts";
+import { QUANTILE_METHOD_CODE, SORT_KEY_KIND, sortComputeDType } from "../contract/sort.ts";
 import { E } from "../ir/expr.ts";
 import type { PlanOverrides } from "../plans/overrides.ts";
 import { observePlan } from "../contract/backend.ts";
@@ -33,13 +34,6 @@ import {
   sortKey,
   type SortStage,
 } from "./_codegen_sort.ts";
-
-/** The key kind of each 32-bit compute dtype (the kernels' `kind`). */
-const KIND: Partial<Record<DType, number>> = { float32: 0, int32: 1, uint32: 2 };
-
-function computeOf(dtype: DType): DType {
-  return dtype === "float16" ? "float32" : dtype;
-}
 
 /** Packs uniform words, padded to a multiple of four. */
 function words(values: number[]): Uint32Array {
@@ -91,7 +85,7 @@ function rowsOf(
   const strides = order.map((i) => view.strides[i]);
   const length = view.shape[axis];
   const rows = length === 0 ? 0 : sizeOf(shape) / length;
-  const compute = computeOf(view.dtype);
+  const compute = sortComputeDType(view.dtype);
   if (view.dtype === compute && isContiguous(shape, strides)) {
     return {
       storage: view.storage as GpuStorage,
@@ -143,7 +137,7 @@ function sortedOrder(
       total,
       r.length,
       padded,
-      KIND[dtype] as number,
+      SORT_KEY_KIND[dtype] as number,
       descending ? 0xffffffff : 0,
       r.offset,
       r.rows,
@@ -222,7 +216,7 @@ function radixOrder(
       total,
       n,
       n,
-      KIND[dtype] as number,
+      SORT_KEY_KIND[dtype] as number,
       descending ? 0xffffffff : 0,
       r.offset,
       r.rows,
@@ -323,7 +317,7 @@ function backToInput(
 export function runSortGpu(gpu: GpuHost, job: SortJob): SortResult {
   const { op, x: view, axis, start, count } = job;
   gpu.checkLive(op, [view.dtype]);
-  const compute = computeOf(view.dtype);
+  const compute = sortComputeDType(view.dtype);
   const r = rowsOf(gpu, op, view, axis, job.overrides);
   const total = r.rows * count;
   const outShape = [...r.shape.slice(0, -1), count];
@@ -362,15 +356,6 @@ export function runSortGpu(gpu: GpuHost, job: SortJob): SortResult {
     indices: backToInput(gpu, op, indices, r.order, outShape, "int32", job.overrides),
   };
 }
-
-const METHOD: Record<QuantileJob["method"], number> = {
-  linear: 0,
-  lower: 1,
-  higher: 2,
-  nearest: 3,
-  midpoint: 4,
-  median: 5,
-};
 
 /**
  * The GPU path of a quantile job. The order statistics and weights of each q depend only on the
@@ -465,7 +450,7 @@ export function runQuantileGpu(gpu: GpuHost, job: QuantileJob): QuantileResult {
             rows * qn,
             n,
             qn,
-            METHOD[job.method],
+            QUANTILE_METHOD_CODE[job.method],
             job.skipNaN ? 1 : 0,
           ], rows * qn);
         } finally {
@@ -490,7 +475,7 @@ export function runSearchGpu(gpu: GpuHost, job: SearchJob): SearchResult {
   gpu.checkLive(op, [job.sorted.dtype]);
   const n = job.sorted.shape[0];
   const m = sizeOf(job.values.shape);
-  const compute = computeOf(job.sorted.dtype);
+  const compute = sortComputeDType(job.sorted.dtype);
   const out = gpu.alloc(op, "int32", m);
   if (m === 0) return { indices: out };
   const contiguous = (v: View): { storage: GpuStorage; copied: boolean } => {
@@ -512,7 +497,7 @@ export function runSearchGpu(gpu: GpuHost, job: SearchJob): SearchResult {
     run(gpu, op, "search", [s.storage.buffer, v.storage.buffer, out.buffer], 1, [
       m,
       n,
-      KIND[compute] as number,
+      SORT_KEY_KIND[compute] as number,
       job.right ? 1 : 0,
       s.copied ? 0 : job.sorted.offset,
       v.copied ? 0 : job.values.offset,

@@ -16,6 +16,7 @@ import type {
   SortJob,
   SortResult,
 } from "../contract/sort.ts";
+import { QUANTILE_METHOD_CODE, SORT_KEY_KIND, sortComputeDType } from "../contract/sort.ts";
 import type { View } from "../core/view.ts";
 import type { Value, WasmHost, WasmStorage } from "./host.ts";
 import { runRowRanges, runShares, wasmThreads } from "./threads.ts";
@@ -23,12 +24,6 @@ import { WASM_SORT_WORK_PER_ELEMENT } from "../plans/wasm_threads.ts";
 import type { PlanOverrides } from "../plans/overrides.ts";
 
 /** The key type asm/sort.ts `sort_keys` takes for each compute dtype. */
-const KEY_TYPE: Partial<Record<DType, number>> = { float32: 0, int32: 1, uint32: 2 };
-
-/** The 32-bit dtype rows are sorted in (float16 compares as float32). */
-function computeOf(dtype: DType): DType {
-  return dtype === "float16" ? "float32" : dtype;
-}
 
 /** A view with `axis` moved last, its rows contiguous in the compute dtype. */
 interface Rows {
@@ -45,7 +40,7 @@ function rowsOf(wasm: WasmHost, op: string, view: View, axis: number): Rows {
   order.push(axis);
   const shape = order.map((i) => view.shape[i]);
   const length = view.shape[axis];
-  const compute = computeOf(view.dtype);
+  const compute = sortComputeDType(view.dtype);
   let value: Value = {
     view: { ...view, shape, strides: order.map((i) => view.strides[i]) },
     temp: false,
@@ -73,7 +68,7 @@ function sortedOrder(
   const scratch: WasmStorage[] = [];
   try {
     const x = wasm.pointer(r.value.view);
-    const type = KEY_TYPE[r.value.view.dtype] as number;
+    const type = SORT_KEY_KIND[r.value.view.dtype] as number;
     wasm.kernel("sort_keys")(keys.ptr, x, n, type, descending ? 1 : 0);
     wasm.kernel("sort_iota_rows")(order.ptr, r.rows, r.length);
     const threads = wasmThreads(wasm, n * WASM_SORT_WORK_PER_ELEMENT, overrides);
@@ -247,15 +242,6 @@ export function runSortWasm(wasm: WasmHost, job: SortJob): SortResult {
   return { values: result, indices };
 }
 
-const METHOD: Record<QuantileJob["method"], number> = {
-  linear: 0,
-  lower: 1,
-  higher: 2,
-  nearest: 3,
-  midpoint: 4,
-  median: 5,
-};
-
 /** The WASM path of a quantile job (float rows; integers are converted to float32 first). */
 export function runQuantileWasm(wasm: WasmHost, job: QuantileJob): QuantileResult {
   const { op, axis } = job;
@@ -299,7 +285,7 @@ export function runQuantileWasm(wasm: WasmHost, job: QuantileJob): QuantileResul
           r.length,
           q.ptr,
           qn,
-          METHOD[job.method],
+          QUANTILE_METHOD_CODE[job.method],
           job.skipNaN ? 1 : 0,
         );
       }
@@ -323,13 +309,13 @@ export function runSearchWasm(wasm: WasmHost, job: SearchJob): SearchResult {
   const n = job.sorted.shape[0];
   const m = sizeOf(job.values.shape);
   const out = wasm.alloc(op, "int32", m);
-  const compute = computeOf(job.sorted.dtype);
+  const compute = sortComputeDType(job.sorted.dtype);
   const sorted = wasm.cast(op, { view: job.sorted, temp: false }, compute, [n]);
   const values = wasm.cast(op, { view: job.values, temp: false }, compute, job.values.shape);
   const sortedKeys = wasm.alloc(op, "uint32", n);
   const valueKeys = wasm.alloc(op, "uint32", m);
   try {
-    const type = KEY_TYPE[compute] as number;
+    const type = SORT_KEY_KIND[compute] as number;
     wasm.kernel("sort_keys")(sortedKeys.ptr, wasm.pointer(sorted.view), n, type, 0);
     wasm.kernel("sort_keys")(valueKeys.ptr, wasm.pointer(values.view), m, type, 0);
     wasm.kernel("sort_search")(out.ptr, sortedKeys.ptr, n, valueKeys.ptr, m, job.right ? 1 : 0);
