@@ -196,7 +196,13 @@ export function sort_quantile_rows(
         store<f32>(o, NaN);
         continue;
       }
-      const h = <f64>(n - 1) * load<f64>(q + (<usize>j << 3));
+      const qj = load<f64>(q + (<usize>j << 3));
+      // A quantile outside [0, 1] (or NaN, from a tensor of them) has no order statistic.
+      if (!(qj >= 0 && qj <= 1)) {
+        store<f32>(o, NaN);
+        continue;
+      }
+      const h = <f64>(n - 1) * qj;
       const lo = <i32>Math.floor(h);
       const hi = min(lo + 1, n - 1);
       const a = load<f32>(row + (<usize>lo << 2));

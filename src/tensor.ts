@@ -1316,7 +1316,7 @@ export class Tensor {
    * const q = gyre.tensor([1, 2, 3, 4]).quantile([0.25, 0.5]); // [1.75, 2.5]
    * ```
    */
-  quantile(q: number | readonly number[], options?: sort.QuantileOptions): Tensor {
+  quantile(q: number | readonly number[] | Tensor, options?: sort.QuantileOptions): Tensor {
     return ops.sort.quantile(this, q, options);
   }
   /**
@@ -1328,7 +1328,7 @@ export class Tensor {
    * const q = gyre.tensor([1, NaN, 3], { device: "wasm" }).nanquantile(0.5); // 2
    * ```
    */
-  nanquantile(q: number | readonly number[], options?: sort.QuantileOptions): Tensor {
+  nanquantile(q: number | readonly number[] | Tensor, options?: sort.QuantileOptions): Tensor {
     return ops.sort.nanquantile(this, q, options);
   }
   /**

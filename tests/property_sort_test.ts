@@ -3,7 +3,8 @@
  * its steps all global or those below a tile in workgroup memory, and the LSD radix sort, each
  * forced)
  * against the WASM reference (asm/sort.ts, a stable radix sort): sort, argsort, rankK (top, mid,
- * bottom, every k from 0 to n), kthvalue, quantile and median (every method) and searchsorted,
+ * bottom, every k from 0 to n), kthvalue, quantile (q as numbers or a tensor) and median (every
+ * method) and searchsorted,
  * over random shapes and axes (rows of 1, odd, prime and power-of-two lengths), float32, float16,
  * int32 and uint32, contiguous, broadcast, transposed, sliced and 0-d inputs, and values from the
  * whole domain (NaN, infinities, signed zeros, subnormals, the extremes) or heavy duplicates (a
@@ -128,7 +129,11 @@ async function check(c: Case): Promise<void> {
           if (c.method === "median") {
             return [(c.skipNaN ? gyre.nanmedian : gyre.median)(x, { axis })];
           }
-          return [(c.skipNaN ? gyre.nanquantile : gyre.quantile)(x, q, { axis, method: c.method })];
+          // q as a tensor on the device half the time (its values read there), else numbers.
+          const qs = c.right ? bag.add(gyre.tensor(q, { device: x.device })) : q;
+          return [
+            (c.skipNaN ? gyre.nanquantile : gyre.quantile)(x, qs, { axis, method: c.method }),
+          ];
         }
         case "searchsorted": {
           const sorted = gyre.sort(x.reshape([sizeOf(x.shape)]));

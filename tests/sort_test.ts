@@ -201,6 +201,43 @@ test("median and quantile with NumPy's methods", async (device) => {
   for (const t of [x, m, ints, empty]) t.dispose();
 });
 
+test("quantile of a tensor of q: the numbers' results; out of [0, 1] or NaN gives NaN", async (device) => {
+  const x = gyre.tensor([[1, 2, 4, 8], [3, NaN, 1, 2]], { device });
+  const q = gyre.tensor([0, 0.25, 0.3, -0, 1], { device });
+  const [byTensor, byNumbers] = await gyre.readAll([
+    gyre.quantile(x, q, { axis: 1 }),
+    gyre.quantile(x, [0, 0.25, 0.3, 0, 1], { axis: 1 }),
+  ]);
+  assert.deepEqual(Array.from(byTensor), Array.from(byNumbers));
+  const [nanByTensor, nanByNumbers] = await gyre.readAll([
+    gyre.nanquantile(x, q, { axis: 1, method: "nearest" }),
+    gyre.nanquantile(x, [0, 0.25, 0.3, 0, 1], { axis: 1, method: "nearest" }),
+  ]);
+  assert.deepEqual(Array.from(nanByTensor), Array.from(nanByNumbers));
+  const scalar = gyre.tensor(0.5, { device });
+  await expectTensor(gyre.quantile(x, scalar, { axis: 1 }), [2], "float32", [3, NaN]);
+  const wrong = gyre.tensor([1.5, NaN, -0.25, 0.5], { device });
+  await expectTensor(gyre.nanquantile(x, wrong, { axis: 1 }), [4, 2], "float32", [
+    NaN,
+    NaN,
+    NaN,
+    NaN,
+    NaN,
+    NaN,
+    3,
+    2,
+  ]);
+  const before = liveCounts();
+  const ints = gyre.tensor([0, 1], { dtype: "int32", device });
+  const matrix = gyre.tensor([[0.5]], { device });
+  const after = liveCounts();
+  assert.throws(() => gyre.quantile(x, ints), gyre.DTypeError);
+  assert.throws(() => gyre.quantile(x, matrix), gyre.ShapeError);
+  assert.deepEqual(liveCounts(), after);
+  void before;
+  for (const t of [x, q, scalar, wrong, ints, matrix]) t.dispose();
+});
+
 test("nanmedian and nanquantile skip NaN", async (device) => {
   const x = gyre.tensor([[4, NaN, 1, 3], [NaN, NaN, NaN, NaN]], { device });
   await expectTensor(gyre.nanmedian(x, { axis: 1 }), [2], "float32", [3, NaN]);

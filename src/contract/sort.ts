@@ -50,8 +50,11 @@ export interface QuantileJob {
   op: string;
   x: View;
   axis: number;
-  /** The quantiles, each in [0, 1]. */
-  q: readonly number[];
+  /**
+   * The quantiles: numbers in [0, 1] (float32 values, -0 as +0), or a 1-d float32 view on x's
+   * device read when the job runs, where a q outside [0, 1] or NaN gives NaN.
+   */
+  q: readonly number[] | View;
   /** NumPy's method, or "median" (the mean of the middle pair of an even count). */
   method: QuantileMethod | "median";
   /** Skip NaN (nanquantile); otherwise a row holding NaN gives NaN. */
@@ -59,8 +62,8 @@ export interface QuantileJob {
 }
 
 /**
- * What a quantile job makes: float32 storage laid out [...x's shape without the axis, q.length],
- * contiguous.
+ * What a quantile job makes: float32 storage laid out [...x's shape without the axis, the number
+ * of quantiles], contiguous.
  */
 export interface QuantileResult {
   values: Storage;
@@ -126,3 +129,15 @@ export const QUANTILE_METHOD_CODE: Readonly<Record<QuantileJob["method"], number
   midpoint: 4,
   median: 5,
 };
+
+/**
+ * How many quantiles a job asks for.
+ *
+ * @example
+ * ```ts
+ * quantileCount([0.25, 0.75]); // 2
+ * ```
+ */
+export function quantileCount(q: readonly number[] | View): number {
+  return Array.isArray(q) ? q.length : (q as View).shape.reduce((a, b) => a * b, 1);
+}

@@ -245,11 +245,11 @@ export function generateSort(stage: SortStage, options: { subgroups?: boolean } 
       ].join("\n");
     case "quantile":
       // table[3 j .. 3 j + 2]: the lower order statistic, the upper one and the weight's bits
-      // (method codes as asm/sort.ts `sort_quantile_rows`); with `skip`, table[j] is q's bits
-      // and each row finds its own count of values before the first NaN, then the same three
-      // exactly (QUANTILE_INDEX).
+      // (method codes as asm/sort.ts `sort_quantile_rows`); with `bits`, table[j] is q's bits and
+      // each row computes those three exactly (QUANTILE_INDEX) from its count of values: all of
+      // them, or with `skip` those before the first NaN.
       return [
-        "struct Params { total: u32, len: u32, qn: u32, method: u32, skip: u32 }",
+        "struct Params { total: u32, len: u32, qn: u32, method: u32, skip: u32, bits: u32 }",
         "@group(0) @binding(0) var<storage, read> sorted: array<f32>;",
         "@group(0) @binding(1) var<storage, read> table: array<u32>;",
         "@group(0) @binding(2) var<storage, read_write> out: array<f32>;",
@@ -263,6 +263,7 @@ export function generateSort(stage: SortStage, options: { subgroups?: boolean } 
         "  var lo = 0u;",
         "  var hi = 0u;",
         "  var g = 0.0;",
+        "  var count = p.len;",
         "  if (p.skip == 1u) {",
         // NaN sorts last: the first NaN by bisection (at most 33 steps).
         "    var a = 0u;",
@@ -272,14 +273,23 @@ export function generateSort(stage: SortStage, options: { subgroups?: boolean } 
         "      if ((bitcast<u32>(sorted[base + mid]) & 0x7fffffffu) > 0x7f800000u) { b = mid; }",
         "      else { a = mid + 1u; }",
         "    }",
-        "    if (a == 0u) { out[t] = bitcast<f32>(0x7fc00000u); return; }",
-        "    let index = quantile_index(a - 1u, table[j]);",
-        "    lo = index.x;",
-        "    hi = min(lo + 1u, a - 1u);",
-        "    g = bitcast<f32>(index.y);",
+        "    count = a;",
         "  } else {",
         "    let last = bitcast<u32>(sorted[base + p.len - 1u]);",
-        "    if ((last & 0x7fffffffu) > 0x7f800000u) { out[t] = bitcast<f32>(0x7fc00000u); return; }",
+        "    if ((last & 0x7fffffffu) > 0x7f800000u) { count = 0u; }",
+        "  }",
+        "  if (count == 0u) { out[t] = bitcast<f32>(0x7fc00000u); return; }",
+        "  if (p.bits == 1u) {",
+        "    var qb = table[j];",
+        // -0 as +0; a q outside [0, 1] or NaN has no order statistic.
+        "    if (qb == 0x80000000u) { qb = 0u; }",
+        "    let q = bitcast<f32>(qb);",
+        "    if (!(q >= 0.0 && q <= 1.0)) { out[t] = bitcast<f32>(0x7fc00000u); return; }",
+        "    let index = quantile_index(count - 1u, qb);",
+        "    lo = index.x;",
+        "    hi = min(lo + 1u, count - 1u);",
+        "    g = bitcast<f32>(index.y);",
+        "  } else {",
         "    lo = table[3u * j];",
         "    hi = table[3u * j + 1u];",
         "    g = bitcast<f32>(table[3u * j + 2u]);",

@@ -18,7 +18,12 @@ import type {
   SortJob,
   SortResult,
 } from "../contract/sort.ts";
-import { QUANTILE_METHOD_CODE, SORT_KEY_KIND, sortComputeDType } from "../contract/sort.ts";
+import {
+  QUANTILE_METHOD_CODE,
+  quantileCount,
+  SORT_KEY_KIND,
+  sortComputeDType,
+} from "../contract/sort.ts";
 import { E } from "../ir/expr.ts";
 import type { PlanOverrides } from "../plans/overrides.ts";
 import { observePlan } from "../contract/backend.ts";
@@ -385,7 +390,7 @@ export function runQuantileGpu(gpu: GpuHost, job: QuantileJob): QuantileResult {
       offset: 0,
     };
   }
-  const qn = job.q.length;
+  const qn = quantileCount(job.q);
   try {
     const sortJob: SortJob = {
       overrides: job.overrides,
@@ -426,15 +431,19 @@ export function runQuantileGpu(gpu: GpuHost, job: QuantileJob): QuantileResult {
     const out = gpu.alloc(op, "float32", rows * qn);
     try {
       if (rows * qn > 0) {
+        // Host numbers without NaN-skipping: the order statistics and weight of each q, as WASM
+        // computes them; else q's bits, each row computing its own (NaN-skipping rows count
+        // their values; a tensor's q are known only on the device).
+        const bits = job.skipNaN || !Array.isArray(job.q);
         const f = new Float32Array(1);
         const bitsOf = (v: number) => {
           f[0] = v;
           return new Uint32Array(f.buffer)[0];
         };
-        // NaN-skipping rows find their own counts: the kernel takes q's bits alone.
-        const table = new Uint32Array(job.skipNaN ? qn : 3 * qn);
-        job.q.forEach((q, j) => {
-          if (job.skipNaN) {
+        const qs = Array.isArray(job.q) ? job.q as number[] : [];
+        const table = new Uint32Array(bits ? Math.max(qn, 1) : 3 * qn);
+        qs.forEach((q, j) => {
+          if (bits) {
             table[j] = bitsOf(q);
             return;
           }
@@ -444,7 +453,14 @@ export function runQuantileGpu(gpu: GpuHost, job: QuantileJob): QuantileResult {
           table[3 * j + 1] = Math.min(lo + 1, n - 1);
           table[3 * j + 2] = bitsOf(h - lo);
         });
-        const t = gpu.upload("uint32", table) as GpuStorage;
+        // A tensor's q: its float32 words, contiguous.
+        const t = Array.isArray(job.q) ? gpu.upload("uint32", table) as GpuStorage : gpu.evaluate({
+          op,
+          expr: E.cast(E.input(0, (job.q as View).dtype), "float32"),
+          inputs: [job.q as View],
+          shape: [qn],
+          overrides: job.overrides,
+        }) as GpuStorage;
         try {
           run(gpu, op, "quantile", [(sorted as GpuStorage).buffer, t.buffer, out.buffer], 1, [
             rows * qn,
@@ -452,6 +468,7 @@ export function runQuantileGpu(gpu: GpuHost, job: QuantileJob): QuantileResult {
             qn,
             QUANTILE_METHOD_CODE[job.method],
             job.skipNaN ? 1 : 0,
+            bits ? 1 : 0,
           ], rows * qn);
         } finally {
           gpu.free(t);

@@ -372,7 +372,8 @@ function quantileView(op: string, x: unknown, axisValue: unknown): { view: View;
 function runQuantile(
   op: string,
   x: Tensor,
-  q: readonly number[],
+  q: readonly number[] | View,
+  qn: number,
   scalarQ: boolean,
   method: QuantileJob["method"],
   skipNaN: boolean,
@@ -393,7 +394,7 @@ function runQuantile(
   const { values } = backendFor(view.storage.backend.name, op).quantile(job);
   // The job's layout: [...every axis but `axis`, q].
   const kept = view.shape.filter((_, i) => i !== axis);
-  const t = tensorFromStorage(values, "float32", [...kept, q.length]);
+  const t = tensorFromStorage(values, "float32", [...kept, qn]);
   let reduced: number[];
   if (o.axis === undefined) reduced = keepdims ? x.shape.map(() => 1) : [];
   else {
@@ -403,24 +404,65 @@ function runQuantile(
   // q first (NumPy), then the reduced shape.
   const moved = t.transpose([kept.length, ...kept.keys()]);
   t.dispose();
-  const out = moved.reshape(scalarQ ? reduced : [q.length, ...reduced]);
+  const out = moved.reshape(scalarQ ? reduced : [qn, ...reduced]);
   moved.dispose();
   return out;
 }
 
 /** q as a list of numbers in [0, 1], and whether it was one number. */
-function checkQ(op: string, q: unknown): { list: number[]; scalar: boolean } {
+/**
+ * q checked: numbers in [0, 1] (as float32, -0 as +0: NumPy takes a Python float q as float32 for
+ * float32 data, and both devices see the same q), or a float tensor of rank 0 or 1 on x's device
+ * (its values read on the device: out of [0, 1] or NaN gives NaN there).
+ */
+function checkQ(
+  op: string,
+  q: unknown,
+  x: Tensor,
+): { q: readonly number[] | View; count: number; scalar: boolean } {
+  if (q instanceof Tensor) {
+    const meta = metaOf(q, op, "q");
+    const xMeta = metaOf(x, op, "x");
+    if (meta.dtype !== "float32" && meta.dtype !== "float16") {
+      throw new DTypeError({
+        op,
+        argument: "q",
+        expected: "float32 or float16",
+        received: meta.dtype,
+      });
+    }
+    if (meta.shape.length > 1) {
+      throw new ShapeError({
+        op,
+        argument: "q",
+        expected: "a 0-d or 1-d tensor",
+        received: `shape ${describe(meta.shape)}`,
+      });
+    }
+    if (meta.device !== xMeta.device) {
+      throw new ValueError({
+        op,
+        argument: "q",
+        expected: `a tensor on x's device (${xMeta.device})`,
+        received: meta.device,
+      });
+    }
+    const view = viewOf(q, op, "q");
+    const count = sizeOf(view.shape);
+    const flat = view.shape.length === 0 ? { ...view, shape: [1], strides: [1] } : view;
+    return { q: flat, count, scalar: view.shape.length === 0 };
+  }
   const list = typeof q === "number" ? [q] : Array.isArray(q) ? q : null;
   if (list === null || list.some((v) => typeof v !== "number" || !(v >= 0 && v <= 1))) {
     throw new ValueError({
       op,
       argument: "q",
-      expected: "a number in [0, 1] or an array of them",
+      expected: "a number in [0, 1], an array of them, or a float tensor of them",
       received: describe(q),
     });
   }
-  // float32, as NumPy takes a Python float q for float32 data; both devices see the same q.
-  return { list: (list as number[]).map(Math.fround), scalar: typeof q === "number" };
+  const values = (list as number[]).map((v) => Math.fround(v) || 0);
+  return { q: values, count: values.length, scalar: typeof q === "number" };
 }
 
 function checkMethod(op: string, options_: unknown): QuantileMethod {
@@ -451,7 +493,7 @@ function checkMethod(op: string, options_: unknown): QuantileMethod {
  */
 export function median(x: Tensor, options_?: OrderStatisticOptions): Tensor {
   options("median", options_, ["axis", "keepdims"]);
-  return runQuantile("median", x, [0.5], true, "median", false, options_);
+  return runQuantile("median", x, [0.5], 1, true, "median", false, options_);
 }
 
 /**
@@ -465,12 +507,14 @@ export function median(x: Tensor, options_?: OrderStatisticOptions): Tensor {
  */
 export function nanmedian(x: Tensor, options_?: OrderStatisticOptions): Tensor {
   options("nanmedian", options_, ["axis", "keepdims"]);
-  return runQuantile("nanmedian", x, [0.5], true, "median", true, options_);
+  return runQuantile("nanmedian", x, [0.5], 1, true, "median", true, options_);
 }
 
 /**
  * Quantiles along `axis` (default: of all elements) with NumPy's `quantile` semantics: `q` a
- * number or an array of numbers in [0, 1] (an array puts its axis first in the result); `method`
+ * number or an array of numbers in [0, 1], or a 0-d or 1-d float tensor on x's device whose values
+ * are read there (one out of [0, 1] or NaN gives NaN) (an array or 1-d tensor puts its axis first
+ * in the result); `method`
  * "linear" (the default: a + (b - a) g at the virtual index (n - 1) q), "lower", "higher",
  * "nearest" (ties to the even index) or "midpoint"; a slice holding NaN gives NaN. The virtual
  * index is taken in float64, the interpolation in float32 (NumPy's `_lerp` order); float32
@@ -486,12 +530,12 @@ export function nanmedian(x: Tensor, options_?: OrderStatisticOptions): Tensor {
  */
 export function quantile(
   x: Tensor,
-  q: number | readonly number[],
+  q: number | readonly number[] | Tensor,
   options_?: QuantileOptions,
 ): Tensor {
   const op = "quantile";
-  const { list, scalar } = checkQ(op, q);
-  return runQuantile(op, x, list, scalar, checkMethod(op, options_), false, options_);
+  const { q: qs, count, scalar } = checkQ(op, q, x);
+  return runQuantile(op, x, qs, count, scalar, checkMethod(op, options_), false, options_);
 }
 
 /**
@@ -505,12 +549,12 @@ export function quantile(
  */
 export function nanquantile(
   x: Tensor,
-  q: number | readonly number[],
+  q: number | readonly number[] | Tensor,
   options_?: QuantileOptions,
 ): Tensor {
   const op = "nanquantile";
-  const { list, scalar } = checkQ(op, q);
-  return runQuantile(op, x, list, scalar, checkMethod(op, options_), true, options_);
+  const { q: qs, count, scalar } = checkQ(op, q, x);
+  return runQuantile(op, x, qs, count, scalar, checkMethod(op, options_), true, options_);
 }
 
 /**

@@ -16,7 +16,12 @@ import type {
   SortJob,
   SortResult,
 } from "../contract/sort.ts";
-import { QUANTILE_METHOD_CODE, SORT_KEY_KIND, sortComputeDType } from "../contract/sort.ts";
+import {
+  QUANTILE_METHOD_CODE,
+  quantileCount,
+  SORT_KEY_KIND,
+  sortComputeDType,
+} from "../contract/sort.ts";
 import type { View } from "../core/view.ts";
 import type { Value, WasmHost, WasmStorage } from "./host.ts";
 import { runRowRanges, runShares, wasmThreads } from "./threads.ts";
@@ -242,6 +247,19 @@ export function runSortWasm(wasm: WasmHost, job: SortJob): SortResult {
   return { values: result, indices };
 }
 
+/** A job's quantiles as numbers: a view's float32 values read now, -0 as +0. */
+function quantileValues(wasm: WasmHost, op: string, q: readonly number[] | View): number[] {
+  if (Array.isArray(q)) return q as number[];
+  const n = quantileCount(q);
+  const value = wasm.cast(op, { view: q as View, temp: false }, "float32", [n]);
+  try {
+    const f = new Float32Array(wasm.allocator.memory.buffer, wasm.pointer(value.view), n);
+    return Array.from(f, (v) => (v === 0 ? 0 : v));
+  } finally {
+    wasm.release(value);
+  }
+}
+
 /** The WASM path of a quantile job (float rows; integers are converted to float32 first). */
 export function runQuantileWasm(wasm: WasmHost, job: QuantileJob): QuantileResult {
   const { op, axis } = job;
@@ -253,7 +271,7 @@ export function runQuantileWasm(wasm: WasmHost, job: QuantileJob): QuantileResul
   }
   try {
     const r = rowsOf(wasm, op, view, axis);
-    const qn = job.q.length;
+    const qn = quantileCount(job.q);
     const all = sizeOf(view.shape.filter((_, i) => i !== axis));
     const out = wasm.alloc(op, "float32", all * qn);
     // Empty rows: NaN, as NumPy.
@@ -277,7 +295,9 @@ export function runQuantileWasm(wasm: WasmHost, job: QuantileJob): QuantileResul
         } finally {
           wasm.free(order);
         }
-        new Float64Array(wasm.allocator.memory.buffer, q.ptr, qn).set(job.q);
+        new Float64Array(wasm.allocator.memory.buffer, q.ptr, qn).set(
+          quantileValues(wasm, op, job.q),
+        );
         wasm.kernel("sort_quantile_rows")(
           out.ptr,
           sorted.ptr,
