@@ -56,11 +56,7 @@ export function sort_pairs_u32(
     let tv = tmpIndices;
     let swapped = false;
     for (let shift: u32 = 0; shift < 32; shift += 8) {
-      memory.fill(counts, 0, 256 << 2);
-      for (let i = 0; i < len; i++) {
-        const d = <usize>((load<u32>(k + (<usize>i << 2)) >> shift) & 0xff) << 2;
-        store<u32>(counts + d, load<u32>(counts + d) + 1);
-      }
+      countDigits(k, len, shift, counts);
       // One bucket holding the whole row: the pass would not move anything.
       const first = (load<u32>(k) >> shift) & 0xff;
       if (load<u32>(counts + (<usize>first << 2)) == <u32>len) continue;
@@ -71,14 +67,7 @@ export function sort_pairs_u32(
         store<u32>(counts + (<usize>d << 2), sum);
         sum += c;
       }
-      for (let i = 0; i < len; i++) {
-        const key = load<u32>(k + (<usize>i << 2));
-        const d = <usize>((key >> shift) & 0xff) << 2;
-        const slot = load<u32>(counts + d);
-        store<u32>(counts + d, slot + 1);
-        store<u32>(tk + (<usize>slot << 2), key);
-        store<u32>(tv + (<usize>slot << 2), load<u32>(v + (<usize>i << 2)));
-      }
+      scatterDigits(k, v, len, shift, counts, tk, tv);
       const sk = k;
       const sv = v;
       k = tk;
@@ -95,11 +84,8 @@ export function sort_pairs_u32(
   }
 }
 
-/**
- * One thread's share of a radix pass over one long row shared among threads: `counts` (256 u32)
- * receives how many of the `n` keys at `keys` have each digit (bits shift..shift+7).
- */
-export function sort_digit_counts(keys: usize, n: i32, shift: u32, counts: usize): void {
+/** counts[d] = how many of the `n` keys at `keys` have digit d (bits shift..shift+7). */
+@inline function countDigits(keys: usize, n: i32, shift: u32, counts: usize): void {
   memory.fill(counts, 0, 256 << 2);
   for (let i = 0; i < n; i++) {
     const d = <usize>((load<u32>(keys + (<usize>i << 2)) >> shift) & 0xff) << 2;
@@ -108,11 +94,10 @@ export function sort_digit_counts(keys: usize, n: i32, shift: u32, counts: usize
 }
 
 /**
- * The scatter of that share: each of its `n` (key, index) pairs goes to the next slot of its digit
- * in `slots` (256 u32: where this share's pairs of each digit start in the whole row, after those
- * of the shares before it, so the pass stays stable), in `outKeys` and `outIndices`.
+ * Each of the `n` (key, index) pairs to the next slot of its digit in `slots` (256 u32, advanced
+ * as they fill), in `outKeys` and `outIndices`: a stable scatter.
  */
-export function sort_digit_scatter(
+@inline function scatterDigits(
   keys: usize, indices: usize, n: i32, shift: u32, slots: usize, outKeys: usize, outIndices: usize,
 ): void {
   for (let i = 0; i < n; i++) {
@@ -123,6 +108,24 @@ export function sort_digit_scatter(
     store<u32>(outKeys + (<usize>slot << 2), key);
     store<u32>(outIndices + (<usize>slot << 2), load<u32>(indices + (<usize>i << 2)));
   }
+}
+
+/**
+ * One thread's share of a radix pass over one long row shared among threads: `counts` (256 u32)
+ * receives how many of the `n` keys at `keys` have each digit.
+ */
+export function sort_digit_counts(keys: usize, n: i32, shift: u32, counts: usize): void {
+  countDigits(keys, n, shift, counts);
+}
+
+/**
+ * The scatter of that share, from `slots` (256 u32: where this share's pairs of each digit start
+ * in the whole row, after those of the shares before it, so the pass stays stable).
+ */
+export function sort_digit_scatter(
+  keys: usize, indices: usize, n: i32, shift: u32, slots: usize, outKeys: usize, outIndices: usize,
+): void {
+  scatterDigits(keys, indices, n, shift, slots, outKeys, outIndices);
 }
 
 /** Stable insertion sort of `len` (key, index) pairs at `k` and `v`. */

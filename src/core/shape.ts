@@ -165,3 +165,40 @@ export function normalizeAxes(
 export function sameShape(a: Shape, b: Shape): boolean {
   return a.length === b.length && a.every((d, i) => d === b[i]);
 }
+
+/**
+ * A view's axes reordered with `axis` last: the axis order, and the shape and strides in it (the
+ * rows a scan or sort walks along `axis`).
+ *
+ * @example
+ * ```ts
+ * axisLast([2, 3, 4], [12, 4, 1], 1); // { order: [0, 2, 1], shape: [2, 4, 3], strides: [12, 1, 4] }
+ * ```
+ */
+export function axisLast(
+  shape: Shape,
+  strides: readonly number[],
+  axis: number,
+): { order: number[]; shape: number[]; strides: number[] } {
+  const order = [...shape.keys()].filter((i) => i !== axis);
+  order.push(axis);
+  return { order, shape: order.map((i) => shape[i]), strides: order.map((i) => strides[i]) };
+}
+
+/**
+ * The shape and strides that read contiguous storage laid out as `shape` in axis order `order`
+ * (as {@link axisLast} gave) back in the original axis order.
+ *
+ * @example
+ * ```ts
+ * fromAxisOrder([0, 2, 1], [2, 4, 3]); // { shape: [2, 3, 4], strides: [12, 1, 3] }
+ * ```
+ */
+export function fromAxisOrder(
+  order: readonly number[],
+  shape: Shape,
+): { shape: number[]; strides: number[] } {
+  const laid = contiguousStrides(shape);
+  const original = order.map((_, i) => shape[order.indexOf(i)]);
+  return { shape: original, strides: original.map((_, i) => laid[order.indexOf(i)]) };
+}

@@ -8,7 +8,7 @@
  * @module
  */
 import type { DType } from "../core/dtype.ts";
-import { contiguousStrides, isContiguous, sizeOf } from "../core/shape.ts";
+import { axisLast, contiguousStrides, fromAxisOrder, isContiguous, sizeOf } from "../core/shape.ts";
 import type { View } from "../core/view.ts";
 import type {
   QuantileJob,
@@ -84,10 +84,7 @@ function rowsOf(
   axis: number,
   overrides: Readonly<PlanOverrides>,
 ): Rows {
-  const order = [...view.shape.keys()].filter((i) => i !== axis);
-  order.push(axis);
-  const shape = order.map((i) => view.shape[i]);
-  const strides = order.map((i) => view.strides[i]);
+  const { order, shape, strides } = axisLast(view.shape, view.strides, axis);
   const length = view.shape[axis];
   const rows = length === 0 ? 0 : sizeOf(shape) / length;
   const compute = sortComputeDType(view.dtype);
@@ -227,12 +224,18 @@ function radixOrder(
       r.rows,
     ], total);
     const uniforms = (shift: number) => words([n, tiles, shift]);
+    const count = gpu.pipeline(
+      sortKey("radix-count", { subgroups }),
+      2,
+      () => generateSort("radix-count", { subgroups }),
+    );
+    const scatter = gpu.pipeline(
+      sortKey("radix-scatter", { subgroups }),
+      5,
+      () => generateSort("radix-scatter", { subgroups }),
+      2,
+    );
     for (let shift = 0; shift < 32; shift += 8) {
-      const count = gpu.pipeline(
-        sortKey("radix-count", { subgroups }),
-        2,
-        () => generateSort("radix-count", { subgroups }),
-      );
       gpu.dispatch(op, count, [keys.buffer, counts.buffer], uniforms(shift), grid);
       const { output } = runScanGpu(gpu, {
         overrides: NO_OVERRIDES,
@@ -253,12 +256,6 @@ function radixOrder(
       });
       const offsets = output as GpuStorage;
       try {
-        const scatter = gpu.pipeline(
-          sortKey("radix-scatter", { subgroups }),
-          5,
-          () => generateSort("radix-scatter", { subgroups }),
-          2,
-        );
         gpu.dispatch(
           op,
           scatter,
@@ -302,15 +299,13 @@ function backToInput(
 ): GpuStorage {
   const rank = order.length;
   if (order[rank - 1] === rank - 1 && storage.dtype === dtype) return storage;
-  const inRows = contiguousStrides(shape);
-  const outShape = order.map((_, i) => shape[order.indexOf(i)]);
-  const strides = outShape.map((_, i) => inRows[order.indexOf(i)]);
+  const back = fromAxisOrder(order, shape);
   try {
     return gpu.evaluate({
       op,
       expr: E.cast(E.input(0, storage.dtype), dtype),
-      inputs: [{ storage, dtype: storage.dtype, shape: outShape, strides, offset: 0 }],
-      shape: outShape,
+      inputs: [{ storage, dtype: storage.dtype, ...back, offset: 0 }],
+      shape: back.shape,
       overrides,
     }) as GpuStorage;
   } finally {
@@ -392,27 +387,19 @@ export function runQuantileGpu(gpu: GpuHost, job: QuantileJob): QuantileResult {
   }
   const qn = quantileCount(job.q);
   try {
-    const sortJob: SortJob = {
+    // Sorted rows, axis last (a sort's values keep the input's axis order, so it sorts a view
+    // with the axis moved last).
+    const last = axisLast(view.shape, view.strides, axis);
+    const { values: sorted } = runSortGpu(gpu, {
       overrides: job.overrides,
       op,
-      x: view,
-      axis,
+      x: { ...view, shape: last.shape, strides: last.strides },
+      axis: last.shape.length - 1,
       descending: false,
       start: 0,
       count: view.shape[axis],
       indices: false,
-    };
-    // Sorted rows, axis last: the sort's values keep the input's axis order, so sort a view
-    // with the axis moved last.
-    const order = [...view.shape.keys()].filter((i) => i !== axis);
-    order.push(axis);
-    const last: View = {
-      ...view,
-      shape: order.map((i) => view.shape[i]),
-      strides: order.map((i) => view.strides[i]),
-    };
-    const rank = last.shape.length;
-    const { values: sorted } = runSortGpu(gpu, { ...sortJob, x: last, axis: rank - 1 });
+    });
     const n = view.shape[axis];
     const rows = sizeOf(view.shape.filter((_, i) => i !== axis));
     if (n === 0) {

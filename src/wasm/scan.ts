@@ -5,7 +5,7 @@
  */
 import type { DType } from "../core/dtype.ts";
 
-import { contiguousStrides, isContiguous, sizeOf } from "../core/shape.ts";
+import { axisLast, fromAxisOrder, isContiguous, sizeOf } from "../core/shape.ts";
 import type { ScanJob, ScanResult } from "../contract/scan.ts";
 import type { ScanType } from "../ir/scan.ts";
 import type { Value, WasmHost } from "./host.ts";
@@ -29,17 +29,12 @@ const COMPUTE: Record<ScanType, DType> = {
 function wasmScan(wasm: WasmHost, job: ScanJob) {
   const { op, scan: scanOp, type, x: view, axis, exclusive, reverse, outDtype } = job;
   const rank = view.shape.length;
-  const order = [...view.shape.keys()].filter((i) => i !== axis);
-  order.push(axis);
-  const shape = order.map((i) => view.shape[i]);
+  const { order, shape, strides } = axisLast(view.shape, view.strides, axis);
   const rowLength = view.shape[axis];
   const rows = sizeOf(shape) / rowLength;
   const compute = COMPUTE[type];
   // Rows contiguous with the scan axis last, in the compute dtype (float16 widened to float32).
-  let value: Value = {
-    view: { ...view, shape, strides: order.map((i) => view.strides[i]) },
-    temp: false,
-  };
+  let value: Value = { view: { ...view, shape, strides }, temp: false };
   if (view.dtype !== compute || !isContiguous(shape, value.view.strides)) {
     value = wasm.cast(op, value, compute, shape);
   }
@@ -60,10 +55,8 @@ function wasmScan(wasm: WasmHost, job: ScanJob) {
   wasm.release(value);
   if (axis === rank - 1 && compute === outDtype) return out;
   // Back to the input's axis order (and to float16), as one contiguous copy.
-  const scanned = contiguousStrides(shape);
-  const strides = view.shape.map((_, i) => scanned[order.indexOf(i)]);
   const back: Value = {
-    view: { storage: out, dtype: compute, shape: view.shape, strides, offset: 0 },
+    view: { storage: out, dtype: compute, ...fromAxisOrder(order, shape), offset: 0 },
     temp: true,
   };
   return wasm.cast(op, back, outDtype, view.shape).view.storage;

@@ -7,7 +7,7 @@
  * @module
  */
 import type { DType } from "../core/dtype.ts";
-import { contiguousStrides, isContiguous, sizeOf } from "../core/shape.ts";
+import { axisLast, fromAxisOrder, isContiguous, sizeOf } from "../core/shape.ts";
 import type {
   QuantileJob,
   QuantileResult,
@@ -41,15 +41,10 @@ interface Rows {
 }
 
 function rowsOf(wasm: WasmHost, op: string, view: View, axis: number): Rows {
-  const order = [...view.shape.keys()].filter((i) => i !== axis);
-  order.push(axis);
-  const shape = order.map((i) => view.shape[i]);
+  const { order, shape, strides } = axisLast(view.shape, view.strides, axis);
   const length = view.shape[axis];
   const compute = sortComputeDType(view.dtype);
-  let value: Value = {
-    view: { ...view, shape, strides: order.map((i) => view.strides[i]) },
-    temp: false,
-  };
+  let value: Value = { view: { ...view, shape, strides }, temp: false };
   if (view.dtype !== compute || !isContiguous(shape, value.view.strides)) {
     value = wasm.cast(op, value, compute, shape);
   }
@@ -198,14 +193,9 @@ function backToInput(
 ): WasmStorage {
   const rank = order.length;
   if (order[rank - 1] === rank - 1 && storage.dtype === dtype) return storage;
-  const inRows = contiguousStrides(shape);
-  const outShape = order.map((_, i) => shape[order.indexOf(i)]);
-  const strides = outShape.map((_, i) => inRows[order.indexOf(i)]);
-  const back: Value = {
-    view: { storage, dtype: storage.dtype, shape: outShape, strides, offset: 0 },
-    temp: true,
-  };
-  return wasm.cast(op, back, dtype, outShape).view.storage as WasmStorage;
+  const back = fromAxisOrder(order, shape);
+  const value: Value = { view: { storage, dtype: storage.dtype, ...back, offset: 0 }, temp: true };
+  return wasm.cast(op, value, dtype, back.shape).view.storage as WasmStorage;
 }
 
 /** The WASM path of a sort job. */
