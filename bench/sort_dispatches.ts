@@ -3,7 +3,8 @@
  * see which of the sort's kernels (keys, each radix pass's count, scan and scatter, the gather)
  * takes the time. Prints one line per dispatch of the third sort (the first two warm up).
  *
- * Usage: deno run -A bench/sort_dispatches.ts [--length N] [--variant radix|bitonic-local|bitonic]
+ * Usage: deno run -A bench/sort_dispatches.ts [--length N] [--variant radix-ballot|radix|...]
+ *   [--tile 2048|4096] [--indices] (sort with indices, as `argsort` and `topk` take them)
  * @module
  */
 import * as gyre from "../src/mod.ts";
@@ -16,16 +17,22 @@ const flag = (name: string, fallback: string) => {
   return at >= 0 ? args[at + 1] : fallback;
 };
 const length = Number(flag("length", String(1 << 24)));
-const variant = flag("variant", "radix") as tuning.SortVariant;
+const variant = flag("variant", "radix-ballot") as tuning.SortVariant;
+const tile = Number(flag("tile", "0")) || undefined;
+const withIndices = args.includes("--indices");
 const rt = await gyre.init({ device: "gpu" });
 const profiler = new GpuProfiler(rt.gpu!);
 const x = gyre.random.uniform([length], { seed: 1, low: -2, high: 2 }).realize();
-tuning.setPlanOverride("sort", { variant });
+tuning.setPlanOverride("sort", { variant, tile });
+const sortOnce = () => {
+  if (!withIndices) return gyre.sort(x).realize().dispose();
+  for (const t of gyre.rankK(x, length, { kind: "bottom" })) t.realize().dispose();
+};
 for (let round = 0; round < 3; round++) {
-  gyre.sort(x).realize().dispose();
+  sortOnce();
   await gyre.sync();
   profiler.start();
-  gyre.sort(x).realize().dispose();
+  sortOnce();
   const timings = await profiler.stop();
   if (round < 2) continue;
   let total = 0;
@@ -34,7 +41,9 @@ for (let round = 0; round < 3; round++) {
     console.log(`${String(i).padStart(3)} ${(t.nanoseconds / 1000).toFixed(1).padStart(9)} us`);
   });
   console.log(
-    `sort of ${length} (${variant}): ${timings.length} dispatches, ${(total / 1000).toFixed(1)} us`,
+    `sort of ${length}${withIndices ? " with indices" : ""} (${variant} ${
+      tile ?? ""
+    }): ${timings.length} dispatches, ${(total / 1000).toFixed(1)} us`,
   );
 }
 tuning.setPlanOverride("sort", null);

@@ -54,9 +54,11 @@ interface Case {
   values: "full" | "duplicates";
   order: "random" | "sorted" | "reversed";
   right: boolean;
-  variant: "bitonic" | "bitonic-local" | "radix";
+  variant: "bitonic" | "bitonic-local" | "radix" | "radix-ballot";
   /** false: the radix scatter's workgroup-memory scan even where subgroups exist. */
   subgroups: boolean;
+  /** The ballot scatter's counters (plain where the device allows them, else packed). */
+  counters: "plain" | "packed";
   seed: number;
 }
 
@@ -150,7 +152,7 @@ async function check(c: Case): Promise<void> {
     };
     const gx = on("gpu");
     const wx = on("wasm");
-    forcePlan("sort", { variant: c.variant, subgroups: c.subgroups });
+    forcePlan("sort", { variant: c.variant, subgroups: c.subgroups, counters: c.counters });
     const got = run(gx).map((t) => bag.add(t));
     forcePlan("sort", null);
     const want = run(wx).map((t) => bag.add(t));
@@ -205,8 +207,9 @@ function cases(ops: readonly Op[]): fc.Arbitrary<Case> {
     values: fc.constantFrom<Case["values"]>("full", "full", "duplicates"),
     order: fc.constantFrom<Case["order"]>("random", "random", "sorted", "reversed"),
     right: fc.boolean(),
-    variant: fc.constantFrom<Case["variant"]>("bitonic", "bitonic-local", "radix"),
+    variant: fc.constantFrom<Case["variant"]>("bitonic", "bitonic-local", "radix", "radix-ballot"),
     subgroups: fc.boolean(),
+    counters: fc.constantFrom<Case["counters"]>("plain", "packed"),
     seed: fc.integer(),
   });
 }
@@ -216,7 +219,10 @@ property(
   "sort and argsort equal the WASM reference bit for bit",
   cases(["sort", "argsort"]),
   check,
-  { numRuns: 60, variants: ["sort/bitonic", "sort/bitonic-local", "sort/radix"] },
+  {
+    numRuns: 60,
+    variants: ["sort/bitonic", "sort/bitonic-local", "sort/radix", "sort/radix-ballot"],
+  },
 );
 
 property(
@@ -224,7 +230,10 @@ property(
   "rankK (top, mid, bottom) and kthvalue equal the WASM reference, indices included",
   cases(["rankK", "kthvalue"]),
   check,
-  { numRuns: 60, variants: ["sort/bitonic", "sort/bitonic-local", "sort/radix"] },
+  {
+    numRuns: 60,
+    variants: ["sort/bitonic", "sort/bitonic-local", "sort/radix", "sort/radix-ballot"],
+  },
 );
 
 property(
@@ -232,7 +241,10 @@ property(
   "quantile and median (every method) and their NaN-skipping forms match the WASM reference",
   cases(["quantile"]),
   check,
-  { numRuns: 40, variants: ["sort/bitonic", "sort/bitonic-local", "sort/radix"] },
+  {
+    numRuns: 40,
+    variants: ["sort/bitonic", "sort/bitonic-local", "sort/radix", "sort/radix-ballot"],
+  },
 );
 
 property(

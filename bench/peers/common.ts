@@ -116,6 +116,10 @@ export interface Sizes {
   softmax: [number, number];
   sum: number;
   cumsum: number;
+  /** sort_16Mi and argsort_16Mi. */
+  sort: number;
+  /** topk of rows: [rows, cols], k. */
+  topk: [number, number, number];
   layerNorm: [number, number];
   matmul: number;
   /** A three-layer MLP forward: batch and width. */
@@ -133,6 +137,8 @@ export function sizesFor(scale: Scale): Sizes {
       softmax: [4096, 4096],
       sum: 16 * Mi,
       cumsum: 16 * Mi,
+      sort: 16 * Mi,
+      topk: [8, 65536, 1024],
       layerNorm: [4096, 4096],
       matmul: 4096,
       mlp: 4096,
@@ -148,6 +154,8 @@ export function sizesFor(scale: Scale): Sizes {
     softmax: [512, 512],
     sum: 16 * Mi / 64,
     cumsum: 16 * Mi / 64,
+    sort: 16 * Mi / 64,
+    topk: [2, 65536, 1024],
     layerNorm: [512, 512],
     matmul: 256,
     mlp: 256,
@@ -492,6 +500,27 @@ export function refCumsum(a: Float32Array): Float64Array {
   const out = new Float64Array(a.length);
   let s = 0;
   for (let i = 0; i < a.length; i++) out[i] = s += a[i];
+  return out;
+}
+
+/** `a` sorted ascending. */
+export function refSort(a: Float32Array): Float32Array {
+  return Float32Array.from(a).sort();
+}
+
+/** The values of `a` at `indices` (to check an argsort against `refSort`, ties either way). */
+export function gatherAt(a: Float32Array, indices: ArrayLike<number>): Float32Array {
+  return Float32Array.from(indices, (i) => a[i]);
+}
+
+/** The k largest of each row of `a` ([rows, cols]), largest first. */
+export function refTopk(a: Float32Array, cols: number, k: number): Float32Array {
+  const rows = a.length / cols;
+  const out = new Float32Array(rows * k);
+  for (let r = 0; r < rows; r++) {
+    const row = Float32Array.from(a.subarray(r * cols, (r + 1) * cols)).sort().reverse();
+    out.set(row.subarray(0, k), r * k);
+  }
   return out;
 }
 

@@ -9,6 +9,7 @@ import {
   compare,
   emit,
   errText,
+  gatherAt,
   log,
   MLP_LAYOUTS,
   parseOptions,
@@ -19,7 +20,9 @@ import {
   refMatmulRows,
   refMlpRows,
   refRows,
+  refSort,
   refSum,
+  refTopk,
   runCases,
   sizesFor,
   transposedSquare,
@@ -184,6 +187,62 @@ async function main() {
           1e-4,
         ),
       run: opRunner(fn),
+      teardown: free,
+    });
+  }
+  // Sorting (issue 22): values; indices (checked through the values they pick); top-k of rows.
+  {
+    const n = sizes.sort;
+    const [rows, cols, k] = sizes.topk;
+    let x: gyre.Tensor, rowsX: gyre.Tensor, hx: Float32Array, hr: Float32Array;
+    const sortFn = () => gyre.sort(x);
+    const argsortFn = () => gyre.argsort(x);
+    const topkFn = () => {
+      const [values, indices] = gyre.topk(rowsX, k);
+      indices.realize().dispose();
+      return values;
+    };
+    const setup = () => {
+      hx = randomData(n, 9);
+      hr = randomData(rows * cols, 10);
+      x = gyre.tensor(hx);
+      rowsX = gyre.tensor(hr).reshape([rows, cols]);
+      held.push(x, rowsX);
+    };
+    cases.push({
+      kind: "op",
+      name: "sort_16Mi",
+      shape: [n],
+      reps: opts.reps ?? sizes.reps.rows,
+      setup,
+      check: async () => compare(await readOnce(sortFn), refSort(hx), 0, 0),
+      run: opRunner(sortFn),
+      teardown: free,
+    });
+    cases.push({
+      kind: "op",
+      name: "argsort_16Mi",
+      shape: [n],
+      reps: opts.reps ?? sizes.reps.rows,
+      setup,
+      check: async () => {
+        const t = argsortFn();
+        const indices = await t.data();
+        t.dispose();
+        return compare(gatherAt(hx, indices), refSort(hx), 0, 0);
+      },
+      run: opRunner(argsortFn),
+      teardown: free,
+    });
+    cases.push({
+      kind: "op",
+      name: "topk_8x65536_k1024",
+      shape: [rows, cols],
+      reps: opts.reps ?? sizes.reps.rows,
+      note: "values and int32 indices",
+      setup,
+      check: async () => compare(await readOnce(topkFn), refTopk(hr, cols, k), 0, 0),
+      run: opRunner(topkFn),
       teardown: free,
     });
   }

@@ -28,6 +28,7 @@ import {
   compare,
   emit,
   errText,
+  gatherAt,
   log,
   MLP_LAYOUTS,
   parseOptions,
@@ -38,7 +39,9 @@ import {
   refMatmulRows,
   refMlpRows,
   refRows,
+  refSort,
   refSum,
+  refTopk,
   runCases,
   sizesFor,
   transposedSquare,
@@ -242,6 +245,64 @@ async function main() {
   }
 
   // matmul_4096 (float32 n x n x n)
+  // Sorting (issue 22): np.sort, np.argsort and lax.topK (values and indices).
+  {
+    const n = sizes.sort;
+    const [rows, cols, k] = sizes.topk;
+    let x: Arr, rowsX: Arr, hx: Float32Array<ArrayBuffer>, hr: Float32Array<ArrayBuffer>;
+    const sortF = jit1((x) => np.sort(x));
+    const argsortF = jit1((x) => np.argsort(x));
+    const topkF = opts.jit ? jit((x: Arr) => jax.lax.topK(x, k)) : (x: Arr) => jax.lax.topK(x, k);
+    const sortFn = () => sortF(x.ref);
+    const argsortFn = () => argsortF(x.ref);
+    const topkFn = () => {
+      const [values, indices] = topkF(rowsX.ref);
+      indices.dispose();
+      return values;
+    };
+    const setup = async () => {
+      hx = randomData(n, 9);
+      hr = randomData(rows * cols, 10);
+      x = upload(hx, [n]);
+      rowsX = upload(hr, [rows, cols]);
+      held.push(x, rowsX);
+      await settle();
+    };
+    cases.push({
+      kind: "op",
+      name: "sort_16Mi",
+      shape: [n],
+      reps: opts.reps ?? sizes.reps.rows,
+      setup,
+      check: async () => compare(await readOnce(sortFn), refSort(hx), 0, 0),
+      run: opRunner(sortFn),
+      teardown: free,
+    });
+    cases.push({
+      kind: "op",
+      name: "argsort_16Mi",
+      shape: [n],
+      reps: opts.reps ?? sizes.reps.rows,
+      setup,
+      check: async () => {
+        const indices = await argsortFn().data();
+        return compare(gatherAt(hx, indices as ArrayLike<number>), refSort(hx), 0, 0);
+      },
+      run: opRunner(argsortFn),
+      teardown: free,
+    });
+    cases.push({
+      kind: "op",
+      name: "topk_8x65536_k1024",
+      shape: [rows, cols],
+      reps: opts.reps ?? sizes.reps.rows,
+      note: "lax.topK: values and int32 indices",
+      setup,
+      check: async () => compare(await readOnce(topkFn), refTopk(hr, cols, k), 0, 0),
+      run: opRunner(topkFn),
+      teardown: free,
+    });
+  }
   {
     const n = sizes.matmul;
     let a: Arr,

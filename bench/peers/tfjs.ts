@@ -32,6 +32,7 @@ import {
   compare,
   emit,
   errText,
+  gatherAt,
   log,
   MLP_LAYOUTS,
   parseOptions,
@@ -42,7 +43,9 @@ import {
   refMatmulRows,
   refMlpRows,
   refRows,
+  refSort,
   refSum,
+  refTopk,
   runCases,
   sizesFor,
   transposedSquare,
@@ -232,6 +235,74 @@ async function main() {
   }
 
   // matmul_4096 (float32 n x n x n)
+  // Sorting (issue 22): tfjs has no sort or argsort; tf.topk of all of a row sorts it (largest
+  // first) with its indices, so both cases time tf.topk(x, n), and top-k of rows tf.topk.
+  {
+    const n = sizes.sort;
+    const [rows, cols, k] = sizes.topk;
+    let x: tf.Tensor, rowsX: tf.Tensor, hx: Float32Array, hr: Float32Array;
+    const sortFn = () => {
+      const { values, indices } = tf.topk(x, n);
+      indices.dispose();
+      return values;
+    };
+    const argsortFn = () => {
+      const { values, indices } = tf.topk(x, n);
+      values.dispose();
+      return indices;
+    };
+    const topkFn = () => {
+      const { values, indices } = tf.topk(rowsX, k);
+      indices.dispose();
+      return values;
+    };
+    const setup = () => {
+      hx = randomData(n, 9);
+      hr = randomData(rows * cols, 10);
+      x = tf.tensor1d(hx, "float32");
+      rowsX = tf.tensor2d(hr, [rows, cols], "float32");
+      held.push(x, rowsX);
+    };
+    const descending = (a: Float32Array) => a.slice().reverse();
+    cases.push({
+      kind: "op",
+      name: "sort_16Mi",
+      shape: [n],
+      reps: opts.reps ?? sizes.reps.rows,
+      note: "tf.topk(x, n): descending",
+      setup,
+      check: async () => compare(await readOnce(sortFn), descending(refSort(hx)), 0, 0),
+      run: opRunner(sortFn),
+      teardown: free,
+    });
+    cases.push({
+      kind: "op",
+      name: "argsort_16Mi",
+      shape: [n],
+      reps: opts.reps ?? sizes.reps.rows,
+      note: "tf.topk(x, n) indices: descending",
+      setup,
+      check: async () => {
+        const t = argsortFn();
+        const indices = await t.data();
+        t.dispose();
+        return compare(gatherAt(hx, indices), descending(refSort(hx)), 0, 0);
+      },
+      run: opRunner(argsortFn),
+      teardown: free,
+    });
+    cases.push({
+      kind: "op",
+      name: "topk_8x65536_k1024",
+      shape: [rows, cols],
+      reps: opts.reps ?? sizes.reps.rows,
+      note: "values and int32 indices",
+      setup,
+      check: async () => compare(await readOnce(topkFn), refTopk(hr, cols, k), 0, 0),
+      run: opRunner(topkFn),
+      teardown: free,
+    });
+  }
   {
     const n = sizes.matmul;
     let a: tf.Tensor, b: tf.Tensor, ha: Float32Array, hb: Float32Array;

@@ -21,8 +21,9 @@
  * @module
  */
 
-/** Invocations per workgroup of every sort kernel. */
-export const SORT_WORKGROUP = 256;
+import { ballotPoolWords, SORT_WORKGROUP } from "../plans/sort.ts";
+
+export { SORT_WORKGROUP };
 
 /** The kernels of the sort family. */
 export type SortStage =
@@ -31,31 +32,52 @@ export type SortStage =
   | "bitonic-local"
   | "radix-count"
   | "radix-scatter"
+  | "radix-ballot"
   | "gather"
   | "quantile"
   | "search";
 
-/** Elements a workgroup of the radix passes takes (4 per invocation). */
+/** Elements a workgroup of the one-bit-split radix scatter takes (4 per invocation). */
 export const RADIX_TILE = 1024;
+
+/** Options of a stage's WGSL: subgroup operations, pairs per invocation, ballot mask words. */
+export interface SortKernelOptions {
+  subgroups?: boolean;
+  perInvocation?: number;
+  words?: number;
+  /** The ballot scatter's counters in 16-bit halves of atomic words (else plain words). */
+  packed?: boolean;
+  /** The smallest subgroup the ballot scatter's memory is sized for. */
+  minSubgroup?: number;
+  /** A radix pass reading x (keys made on the fly). */
+  first?: boolean;
+  /** A radix pass writing the window's values and indices. */
+  last?: boolean;
+}
 
 /** Elements a workgroup of `bitonic-local` sorts in workgroup memory (8 KiB of keys and indices). */
 export const SORT_TILE = 1024;
 
 /** Cache key of a stage's kernel (its WGSL depends on the stage and, for one, subgroups). */
-export function sortKey(stage: SortStage, options: { subgroups?: boolean } = {}): string {
-  return `sort:${stage}${options.subgroups ? ":subgroups" : ""}`;
+export function sortKey(stage: SortStage, options: SortKernelOptions = {}): string {
+  return `sort:${stage}${options.subgroups ? ":subgroups" : ""}:${options.perInvocation ?? ""}:${
+    options.words ?? ""
+  }:${options.packed === false ? "plain" : ""}:${options.minSubgroup ?? ""}:${
+    options.first ? "first" : ""
+  }:${options.last ? "last" : ""}`;
 }
 
-/** WGSL: the ordered key of 32-bit words of type `kind` (0 float32, 1 int32, 2 uint32). */
+/**
+ * WGSL: the ordered key of 32-bit words of type `kind` (0 float32, 1 int32, 2 uint32), by
+ * selects: branches on loaded words make each load wait for the one before (a radix pass over
+ * 16 Mi floats took 0.35 ms with them, 0.2 without, on the H200).
+ */
 const ORDERED_KEY = [
   "fn ordered_key(b: u32, kind: u32) -> u32 {",
-  "  if (kind == 1u) { return b ^ 0x80000000u; }",
-  "  if (kind == 2u) { return b; }",
-  "  if ((b & 0x7fffffffu) > 0x7f800000u) { return 0xffffffffu; }",
-  "  var v = b;",
-  "  if (v == 0x80000000u) { v = 0u; }",
-  "  if ((v >> 31u) != 0u) { return ~v; }",
-  "  return v ^ 0x80000000u;",
+  "  let v = select(b, 0u, b == 0x80000000u);",
+  "  var f = select(v ^ 0x80000000u, ~v, (v >> 31u) != 0u);",
+  "  f = select(f, 0xffffffffu, (b & 0x7fffffffu) > 0x7f800000u);",
+  "  return select(select(f, b, kind == 2u), b ^ 0x80000000u, kind == 1u);",
   "}",
 ].join("\n");
 
@@ -124,7 +146,7 @@ const MAIN = [
 ];
 
 /** The WGSL of one stage. Bindings: storage buffers in order, the last ones writable, then Params. */
-export function generateSort(stage: SortStage, options: { subgroups?: boolean } = {}): string {
+export function generateSort(stage: SortStage, options: SortKernelOptions = {}): string {
   switch (stage) {
     case "keys":
       return [
@@ -223,9 +245,26 @@ export function generateSort(stage: SortStage, options: { subgroups?: boolean } 
         "}",
       ].join("\n");
     case "radix-count":
-      return radixCount(options.subgroups ?? false);
+      return radixCount(
+        options.subgroups ?? false,
+        options.perInvocation ?? SPLIT_PER_INVOCATION,
+        options.first ?? false,
+      );
     case "radix-scatter":
-      return radixScatter(options.subgroups ?? false);
+      return radixScatter(
+        options.subgroups ?? false,
+        options.first ?? false,
+        options.last ?? false,
+      );
+    case "radix-ballot":
+      return radixBallot(
+        options.perInvocation ?? 8,
+        options.words ?? 1,
+        options.packed ?? true,
+        options.minSubgroup ?? 8,
+        options.first ?? false,
+        options.last ?? false,
+      );
     case "gather":
       return [
         "struct Params { total: u32, len: u32, padded: u32, start: u32, count: u32, off: u32 }",
@@ -334,19 +373,102 @@ export function generateSort(stage: SortStage, options: { subgroups?: boolean } 
   }
 }
 
-/** Pairs each invocation of the radix scatter holds (consecutive in the tile). */
-const RADIX_PER_INVOCATION = RADIX_TILE / SORT_WORKGROUP;
+/**
+ * The radix passes' parameters: row length, tiles a row, the digit's shift, and `mode` bits: 1
+ * the first pass (keys from x's words of type `kind`, complemented by `flip` for descending, at
+ * offset `off`; indices their positions), 2 the last (each row's window [start, start + count)
+ * written as values and, with 4, indices; else keys and indices for the next pass).
+ */
+const RADIX_PARAMS =
+  "struct Params { len: u32, tiles: u32, shift: u32, mode: u32, kind: u32, flip: u32, off: u32, start: u32, count: u32 }";
 
 /**
- * The radix scatter (see the module doc): `offsets` is the exclusive scan of the counts along
- * each row, digit-major, so the tile's first pair of each digit goes there. Pairs past the row's
- * end sort last in their tile (digit 256) and are not written. Each invocation's pairs are named
- * registers (naga does not unroll loops, and arrays indexed in loops spill); the counts of ones
- * before each invocation come from subgroup prefix sums and one pass over the subgroups' totals
- * where subgroups exist (their size read, never assumed), else from a scan in workgroup memory.
+ * WGSL: the key and index of a row's element i (the pass's source: x in the `first` pass, else
+ * the last pass's pairs). Loads are not guarded: past the row's end they read another row's word
+ * or, past the buffer's end, whatever robust access gives, and the caller ignores those (guarded
+ * loads compile to branches that keep the loads from overlapping).
  */
-function radixScatter(subgroups: boolean): string {
-  const E = RADIX_PER_INVOCATION;
+function radixLoad(first: boolean, indices: boolean): string {
+  return [
+    "fn load_key(row: u32, i: u32) -> u32 {",
+    first
+      ? "  return ordered_key(src[p.off + row * p.len + i], p.kind) ^ p.flip;"
+      : "  return src[row * p.len + i];",
+    "}",
+    ...(indices
+      ? [
+        "fn load_index(row: u32, i: u32) -> u32 {",
+        first ? "  return i;" : "  return order[row * p.len + i];",
+        "}",
+      ]
+      : []),
+  ].join("\n");
+}
+
+/**
+ * WGSL: writes the pair (k, v) at sorted position `to` of its row. The `last` pass writes the
+ * value the key stands for (the inverse of `ordered_key`; zeros and NaN, whose keys merge -0
+ * with +0 and every NaN payload, read from x) and the index, inside the window only.
+ */
+function radixStore(last: boolean): string {
+  if (!last) {
+    return [
+      "fn store(row: u32, to: u32, k: u32, v: u32) {",
+      "  outKeys[row * p.len + to] = k;",
+      "  outOrder[row * p.len + to] = v;",
+      "}",
+    ].join("\n");
+  }
+  return [
+    "fn value_of(row: u32, k: u32, v: u32) -> u32 {",
+    "  let key = k ^ p.flip;",
+    "  if (p.kind == 0u && (key == 0x80000000u || key == 0xffffffffu)) {",
+    "    return x[p.off + row * p.len + v];",
+    "  }",
+    "  let float = select(~key, key ^ 0x80000000u, key >= 0x80000000u);",
+    "  return select(select(float, key, p.kind == 2u), key ^ 0x80000000u, p.kind == 1u);",
+    "}",
+    "fn store(row: u32, to: u32, k: u32, v: u32) {",
+    "  if (to >= p.start && to - p.start < p.count) {",
+    "    let o = row * p.count + to - p.start;",
+    "    outKeys[o] = value_of(row, k, v);",
+    "    if ((p.mode & 4u) != 0u) { outOrder[o] = v; }",
+    "  }",
+    "}",
+  ].join("\n");
+}
+
+/** Bindings of both radix scatters: sources, the scanned counts, x, the outputs, Params. */
+function radixScatterBindings(first: boolean, last: boolean): string[] {
+  return [
+    RADIX_PARAMS,
+    "@group(0) @binding(0) var<storage, read> src: array<u32>;",
+    "@group(0) @binding(1) var<storage, read> order: array<u32>;",
+    "@group(0) @binding(2) var<storage, read> offsets: array<u32>;",
+    "@group(0) @binding(3) var<storage, read> x: array<u32>;",
+    "@group(0) @binding(4) var<storage, read_write> outKeys: array<u32>;",
+    "@group(0) @binding(5) var<storage, read_write> outOrder: array<u32>;",
+    "@group(0) @binding(6) var<uniform> p: Params;",
+    ORDERED_KEY,
+    radixLoad(first, true),
+    radixStore(last),
+  ];
+}
+
+/** Pairs each invocation of the one-bit-split scatter holds (consecutive in the tile). */
+const SPLIT_PER_INVOCATION = RADIX_TILE / SORT_WORKGROUP;
+
+/**
+ * The radix scatter by one-bit splits (see the module doc): `offsets` is the exclusive scan of
+ * the counts along each row, digit-major, so the tile's first pair of each digit goes there.
+ * Pairs past the row's end sort last in their tile (digit 256) and are not written. Each
+ * invocation's pairs are named registers (naga does not unroll loops, and arrays indexed in
+ * loops spill); the counts of ones before each invocation come from subgroup prefix sums and
+ * one pass over the subgroups' totals where subgroups exist (their size read, never assumed),
+ * else from a scan in workgroup memory.
+ */
+function radixScatter(subgroups: boolean, first: boolean, last: boolean): string {
+  const E = SPLIT_PER_INVOCATION;
   const each = (f: (e: number) => string[]) => Array.from({ length: E }, (_, e) => f(e)).flat();
   const scan = subgroups
     ? [
@@ -377,13 +499,7 @@ function radixScatter(subgroups: boolean): string {
       "    var onesBefore = sums[l] - ones;",
     ];
   return [
-    "struct Params { len: u32, tiles: u32, shift: u32 }",
-    "@group(0) @binding(0) var<storage, read> keys: array<u32>;",
-    "@group(0) @binding(1) var<storage, read> order: array<u32>;",
-    "@group(0) @binding(2) var<storage, read> offsets: array<u32>;",
-    "@group(0) @binding(3) var<storage, read_write> outKeys: array<u32>;",
-    "@group(0) @binding(4) var<storage, read_write> outOrder: array<u32>;",
-    "@group(0) @binding(5) var<uniform> p: Params;",
+    ...radixScatterBindings(first, last),
     `var<workgroup> sk: array<u32, ${RADIX_TILE}>;`,
     `var<workgroup> si: array<u32, ${RADIX_TILE}>;`,
     `var<workgroup> sd: array<u32, ${RADIX_TILE}>;`,
@@ -397,8 +513,8 @@ function radixScatter(subgroups: boolean): string {
       `  var v${e} = 0u;`,
       `  var d${e} = 256u;`,
       `  if (base + ${e}u < p.len) {`,
-      `    k${e} = keys[row * p.len + base + ${e}u];`,
-      `    v${e} = order[row * p.len + base + ${e}u];`,
+      `    k${e} = load_key(row, base + ${e}u);`,
+      `    v${e} = load_index(row, base + ${e}u);`,
       `    d${e} = (k${e} >> p.shift) & 0xffu;`,
       "  }",
     ]),
@@ -433,9 +549,167 @@ function radixScatter(subgroups: boolean): string {
     "  workgroupBarrier();",
     ...each((e) => [
       `  if (d${e} < 256u) {`,
-      `    let to = offsets[(row * 256u + d${e}) * p.tiles + tile] + ${E}u * l + ${e}u - first[d${e}];`,
-      `    outKeys[row * p.len + to] = k${e};`,
-      `    outOrder[row * p.len + to] = v${e};`,
+      `    store(row, offsets[(row * 256u + d${e}) * p.tiles + tile] + ${E}u * l + ${e}u - first[d${e}], k${e}, v${e});`,
+      "  }",
+    ]),
+    "}",
+  ].join("\n");
+}
+
+/**
+ * The radix scatter by subgroup ballots (the ranking of Onesweep-style sorts): each subgroup
+ * takes a run of `perInvocation` times its size of the tile's pairs, a subgroup's width at a
+ * time; eight ballots of the digit's bits (and one of validity) give each lane the lanes with its
+ * digit, so its rank among them and their count; the lowest of them adds the count to the
+ * subgroup's counter of the digit and shuffles the old count to the others. The counters then
+ * become each subgroup's offset within the digit, the digits' totals their starts in the tile,
+ * and the pairs go through workgroup memory in sorted order (the same words as the counters,
+ * after a barrier) so that each digit's run is written to memory contiguously. Masks are `words`
+ * 32-bit words (subgroups of up to 32 lanes, or 128).
+ *
+ * Counters: `packed`, 16-bit halves of atomic words (so that subgroups of 8 fit in 32 KiB); else
+ * one plain word a digit, which the lowest lane reads and writes alone, with a subgroup barrier
+ * between rounds (atomic words cost the H200 half the scatter's speed: their loads and stores
+ * in the staging too).
+ */
+function radixBallot(
+  perInvocation: number,
+  words: number,
+  packed: boolean,
+  minSubgroup: number,
+  first: boolean,
+  last: boolean,
+): string {
+  const E = perInvocation;
+  const T = E * SORT_WORKGROUP;
+  const per = packed ? 128 : 256;
+  const pool = ballotPoolWords(T, minSubgroup, packed);
+  const each = (f: (e: number) => string[]) => Array.from({ length: E }, (_, e) => f(e)).flat();
+  const mask = words === 1 ? "u32" : "vec4<u32>";
+  const ballot = (pred: string) =>
+    words === 1 ? `subgroupBallot(${pred}).x` : `subgroupBallot(${pred})`;
+  const count = (m: string) =>
+    words === 1 ? `countOneBits(${m})` : `dot(countOneBits(${m}), vec4<u32>(1u))`;
+  const put = (at: string, v: string) =>
+    packed ? `atomicStore(&pool[${at}], ${v});` : `pool[${at}] = ${v};`;
+  const get = (at: string) => packed ? `atomicLoad(&pool[${at}])` : `pool[${at}]`;
+  // A digit's counter of this subgroup (the word, and the half of it where packed).
+  const counter = (d: string) =>
+    packed ? `(${get(`sg * 128u + (${d} >> 1u)`)} >> ((${d} & 1u) * 16u)) & 0xffffu` : get(
+      `sg * 256u + ${d}`,
+    );
+  return [
+    ...radixScatterBindings(first, last),
+    `var<workgroup> pool: array<${packed ? "atomic<u32>" : "u32"}, ${pool}>;`,
+    "var<workgroup> digitStart: array<u32, 256>;",
+    "var<workgroup> globalStart: array<u32, 256>;",
+    `var<workgroup> sums: array<u32, ${SORT_WORKGROUP / minSubgroup}>;`,
+    // The lanes of a mask below lane i, and the lowest lane in a mask.
+    words === 1
+      ? [
+        "fn below(i: u32) -> u32 { return select((1u << i) - 1u, 0xffffffffu, i >= 32u); }",
+        "fn lowest(m: u32) -> u32 { return firstTrailingBit(m); }",
+      ].join("\n")
+      : [
+        "fn below_word(i: u32, w: u32) -> u32 {",
+        "  if (i >= 32u * (w + 1u)) { return 0xffffffffu; }",
+        "  if (i <= 32u * w) { return 0u; }",
+        "  return (1u << (i - 32u * w)) - 1u;",
+        "}",
+        "fn below(i: u32) -> vec4<u32> {",
+        "  return vec4<u32>(below_word(i, 0u), below_word(i, 1u), below_word(i, 2u), below_word(i, 3u));",
+        "}",
+        "fn lowest(m: vec4<u32>) -> u32 {",
+        "  if (m.x != 0u) { return firstTrailingBit(m.x); }",
+        "  if (m.y != 0u) { return 32u + firstTrailingBit(m.y); }",
+        "  if (m.z != 0u) { return 64u + firstTrailingBit(m.z); }",
+        "  return 96u + firstTrailingBit(m.w);",
+        "}",
+      ].join("\n"),
+    ...tileEntry(true),
+    `  let subgroups = ${SORT_WORKGROUP}u / sg_size;`,
+    "  let sg = l / sg_size;",
+    // The tile's pairs and offsets first, so that their loads overlap the counters' clearing.
+    `  let run = tile * ${T}u + sg * ${E}u * sg_size;`,
+    ...each((e) => [
+      `  let i${e} = run + ${e}u * sg_size + sg_lane;`,
+      `  let ok${e} = i${e} < p.len;`,
+      `  let k${e} = load_key(row, i${e});`,
+      `  let v${e} = load_index(row, i${e});`,
+      `  let d${e} = (k${e} >> p.shift) & 0xffu;`,
+    ]),
+    "  globalStart[l] = offsets[(row * 256u + l) * p.tiles + tile];",
+    `  for (var w = l; w < subgroups * ${per}u; w += ${SORT_WORKGROUP}u) { ${put("w", "0u")} }`,
+    "  workgroupBarrier();",
+    "  let lower = below(sg_lane);",
+    ...each((e) => [
+      `  var m${e}: ${mask} = ${ballot(`ok${e}`)};`,
+      ...Array.from({ length: 8 }, (_, b) => [
+        `  { let one = ((d${e} >> ${b}u) & 1u) == 1u; let bits = ${ballot("one")};`,
+        `    m${e} &= select(~bits, bits, one); }`,
+      ]).flat(),
+      `  let below${e} = ${count(`m${e} & lower`)};`,
+      `  var old${e} = 0u;`,
+      `  if (ok${e} && below${e} == 0u) {`,
+      ...(packed
+        ? [
+          `    let half = (d${e} & 1u) * 16u;`,
+          `    old${e} = (atomicAdd(&pool[sg * 128u + (d${e} >> 1u)], ${
+            count(`m${e}`)
+          } << half) >> half) & 0xffffu;`,
+        ]
+        : [
+          `    old${e} = pool[sg * 256u + d${e}];`,
+          `    pool[sg * 256u + d${e}] = old${e} + ${count(`m${e}`)};`,
+        ]),
+      "  }",
+      `  let r${e} = subgroupShuffle(old${e}, select(lowest(m${e}), sg_lane, !ok${e})) + below${e};`,
+      // The next round's lowest lane of a digit may be another lane: it must see this write.
+      ...(packed ? [] : ["  subgroupBarrier();"]),
+    ]),
+    "  workgroupBarrier();",
+    // Each subgroup's counters become its offsets within the digits (packed: both halves at
+    // once, as a digit's total in a tile is below 2^16 and the halves never carry).
+    `  if (l < ${per}u) {`,
+    "    var running = 0u;",
+    "    for (var g = 0u; g < subgroups; g++) {",
+    `      let c = ${get(`g * ${per}u + l`)};`,
+    `      ${put(`g * ${per}u + l`, "running")}`,
+    "      running += c;",
+    "    }",
+    ...(packed
+      ? [
+        "    digitStart[2u * l] = running & 0xffffu;",
+        "    digitStart[2u * l + 1u] = running >> 16u;",
+      ]
+      : ["    digitStart[l] = running;"]),
+    "  }",
+    "  workgroupBarrier();",
+    // The digits' starts in the tile: an exclusive scan of their totals.
+    "  let total = digitStart[l];",
+    "  var start = subgroupExclusiveAdd(total);",
+    "  let sgTotal = subgroupAdd(total);",
+    "  if (sg_lane == 0u) { sums[sg] = sgTotal; }",
+    "  workgroupBarrier();",
+    "  for (var g = 0u; g < sg; g++) { start += sums[g]; }",
+    "  digitStart[l] = start;",
+    "  globalStart[l] -= start;",
+    "  workgroupBarrier();",
+    ...each((e) => [
+      `  var to${e} = 0u;`,
+      `  if (ok${e}) { to${e} = digitStart[d${e}] + (${counter(`d${e}`)}) + r${e}; }`,
+    ]),
+    "  workgroupBarrier();",
+    ...each((
+      e,
+    ) => [`  if (ok${e}) { ${put(`to${e}`, `k${e}`)} ${put(`${T}u + to${e}`, `v${e}`)} }`]),
+    "  workgroupBarrier();",
+    `  let held = min(${T}u, p.len - tile * ${T}u);`,
+    ...each((e) => [
+      `  if (${e * SORT_WORKGROUP}u + l < held) {`,
+      `    let j = ${e * SORT_WORKGROUP}u + l;`,
+      `    let k = ${get("j")};`,
+      `    store(row, globalStart[(k >> p.shift) & 0xffu] + j, k, ${get(`${T}u + j`)});`,
       "  }",
     ]),
     "}",
@@ -447,47 +721,52 @@ const TALLY_COPIES = 8;
 
 /**
  * The radix count: counts[(row * 256 + digit) * tiles + tile] is how many of the tile's pairs have
- * the digit. Skewed digits (the high bytes of floats of one magnitude) make every invocation hit
- * one counter: the tally has TALLY_COPIES copies taken by invocation, and where subgroups exist a
+ * the digit (tiles of `perInvocation` times the workgroup's pairs, loaded before counting).
+ * Skewed digits (the high bytes of floats of one magnitude) make every invocation hit one
+ * counter: the tally has TALLY_COPIES copies taken by invocation, and where subgroups exist a
  * subgroup whose lanes share a digit adds them with one atomic.
  */
-function radixCount(subgroups: boolean): string {
-  const E = RADIX_PER_INVOCATION;
+function radixCount(subgroups: boolean, perInvocation: number, first: boolean): string {
+  const E = perInvocation;
+  const each = (f: (e: number) => string[]) => Array.from({ length: E }, (_, e) => f(e)).flat();
   // Every lane reaches the subgroup operations (lanes past the row's end hold digit 256).
-  const add = subgroups
-    ? [
-      "    let low = subgroupMin(digit);",
-      "    let high = subgroupMax(digit);",
-      "    let lanes = subgroupAdd(1u);",
-      "    if (digit < 256u) {",
-      "      if (low == high) {",
-      "        if (sg_lane == 0u) { atomicAdd(&tally[copy + digit], lanes); }",
-      "      } else {",
-      "        atomicAdd(&tally[copy + digit], 1u);",
-      "      }",
-      "    }",
-    ]
-    : ["    if (digit < 256u) { atomicAdd(&tally[copy + digit], 1u); }"];
+  const add = (digit: string) =>
+    subgroups
+      ? [
+        `  { let low = subgroupMin(${digit});`,
+        `    let high = subgroupMax(${digit});`,
+        "    let lanes = subgroupAdd(1u);",
+        `    if (${digit} < 256u) {`,
+        "      if (low == high) {",
+        `        if (sg_lane == 0u) { atomicAdd(&tally[copy + ${digit}], lanes); }`,
+        "      } else {",
+        `        atomicAdd(&tally[copy + ${digit}], 1u);`,
+        "      }",
+        "    } }",
+      ]
+      : [`  if (${digit} < 256u) { atomicAdd(&tally[copy + ${digit}], 1u); }`];
   return [
-    "struct Params { len: u32, tiles: u32, shift: u32 }",
-    "@group(0) @binding(0) var<storage, read> keys: array<u32>;",
+    RADIX_PARAMS,
+    "@group(0) @binding(0) var<storage, read> src: array<u32>;",
     "@group(0) @binding(1) var<storage, read_write> counts: array<u32>;",
     "@group(0) @binding(2) var<uniform> p: Params;",
+    ORDERED_KEY,
+    radixLoad(first, false),
     `var<workgroup> tally: array<atomic<u32>, ${256 * TALLY_COPIES}>;`,
     ...tileEntry(subgroups),
     `  for (var c = 0u; c < ${TALLY_COPIES}u; c++) { atomicStore(&tally[c * 256u + l], 0u); }`,
+    // This invocation's keys first, so that their loads overlap.
+    ...each((e) => [
+      `  let i${e} = tile * ${E * SORT_WORKGROUP}u + ${e * SORT_WORKGROUP}u + l;`,
+      `  let digit${e} = select(256u, (load_key(row, i${e}) >> p.shift) & 0xffu, i${e} < p.len);`,
+    ]),
     "  workgroupBarrier();",
     // A subgroup's lanes share a copy (their one atomic where they agree); without subgroups
     // neighbouring invocations alternate copies.
     subgroups
       ? `  let copy = ((l / sg_size) % ${TALLY_COPIES}u) * 256u;`
       : `  let copy = (l % ${TALLY_COPIES}u) * 256u;`,
-    `  for (var e = 0u; e < ${E}u; e++) {`,
-    `    let i = tile * ${RADIX_TILE}u + e * ${SORT_WORKGROUP}u + l;`,
-    "    var digit = 256u;",
-    "    if (i < p.len) { digit = (keys[row * p.len + i] >> p.shift) & 0xffu; }",
-    ...add,
-    "  }",
+    ...each((e) => add(`digit${e}`)),
     "  workgroupBarrier();",
     "  var total = 0u;",
     `  for (var c = 0u; c < ${TALLY_COPIES}u; c++) { total += atomicLoad(&tally[c * 256u + l]); }`,

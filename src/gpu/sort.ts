@@ -27,7 +27,7 @@ import {
 import { E } from "../ir/expr.ts";
 import type { PlanOverrides } from "../plans/overrides.ts";
 import { observePlan } from "../contract/backend.ts";
-import { planSort } from "../plans/mod.ts";
+import { planSort, type SortChoice } from "../plans/mod.ts";
 import type { GpuHost, GpuStorage } from "./host.ts";
 import { runScanGpu } from "./scan.ts";
 import { NO_OVERRIDES } from "../plans/overrides.ts";
@@ -109,26 +109,44 @@ function rowsOf(
   return { storage, copied: true, offset: 0, order, shape, rows, length };
 }
 
-/** Sorts every row's (key, index) pairs: returns the sorted indices, rows of `padded`. */
-function sortedOrder(
+/** What a sort job wants of each sorted row, for the kernels. */
+interface Window {
+  descending: boolean;
+  /** The key kind's dtype (the compute dtype). */
+  dtype: DType;
+  start: number;
+  count: number;
+  /** Whether the indices are wanted (else `indices` is not written). */
+  indices: boolean;
+}
+
+/**
+ * Sorts every row of `r` and writes the window [start, start + count) of each sorted row into
+ * `values` and (where wanted) `indices`, rows of `count`: by the radix passes for long rows,
+ * else by the bitonic network over (key, index) pairs and a gather.
+ */
+function sortRows(
   gpu: GpuHost,
   op: string,
   r: Rows,
-  descending: boolean,
-  dtype: DType,
+  w: Window,
+  values: GpuStorage,
+  indices: GpuStorage,
   overrides: Readonly<PlanOverrides>,
-): { order: GpuStorage; padded: number } {
-  const { padded, variant, subgroups } = observePlan(
+): void {
+  const choice = observePlan(
     "gpu",
     "sort",
     op,
     planSort(gpu.caps, { rows: r.rows, length: r.length }, overrides.sort),
     overrides.sort,
   );
-  if (variant === "radix") {
-    return { order: radixOrder(gpu, op, r, descending, dtype, subgroups), padded: r.length };
+  if (choice.variant === "radix" || choice.variant === "radix-ballot") {
+    radixSort(gpu, op, r, w, choice, values, indices);
+    return;
   }
-  const local = variant === "bitonic-local";
+  const { padded } = choice;
+  const local = choice.variant === "bitonic-local";
   // Local steps take whole tiles: the pairs are rounded up with rows of padding keys.
   const real = r.rows * padded;
   const total = local ? Math.ceil(real / SORT_TILE) * SORT_TILE : real;
@@ -139,8 +157,8 @@ function sortedOrder(
       total,
       r.length,
       padded,
-      SORT_KEY_KIND[dtype] as number,
-      descending ? 0xffffffff : 0,
+      SORT_KEY_KIND[w.dtype] as number,
+      w.descending ? 0xffffffff : 0,
       r.offset,
       r.rows,
     ], total);
@@ -180,63 +198,98 @@ function sortedOrder(
         for (let j = k / 2; j >= 1; j /= 2) global(j, k);
       }
     }
-  } catch (e) {
-    gpu.free(order);
-    throw e;
+    const outputs = r.rows * w.count;
+    run(gpu, op, "gather", [r.storage.buffer, order.buffer, values.buffer, indices.buffer], 2, [
+      outputs,
+      r.length,
+      padded,
+      w.start,
+      w.count,
+      r.offset,
+    ], outputs);
   } finally {
     gpu.free(keys);
+    gpu.free(order);
   }
-  return { order, padded };
 }
 
 /**
- * Each row's indices in stable sorted order by an LSD radix sort: four passes of 8-bit digits,
- * each counting every tile's digits, scanning the counts along each row (digit-major, the scan
- * family's kernels), then scattering each tile's pairs, sorted by the digit in workgroup memory,
- * to their digit's offsets. Rows of `r.length` (no padding).
+ * The LSD radix sort of every row: four passes of 8-bit digits, each counting every tile's
+ * digits, scanning the counts along each row (digit-major, the scan family's kernels), then
+ * scattering each tile's pairs, ranked by the digit in workgroup memory, to their digit's
+ * offsets. The first pass reads x (keys made on the fly, indices their positions); the last
+ * writes the window's values (keys turned back into x's words) and indices.
  */
-function radixOrder(
+function radixSort(
   gpu: GpuHost,
   op: string,
   r: Rows,
-  descending: boolean,
-  dtype: DType,
-  subgroups: boolean,
-): GpuStorage {
+  w: Window,
+  choice: SortChoice,
+  values: GpuStorage,
+  indices: GpuStorage,
+): void {
   const n = r.length;
   const total = r.rows * n;
-  const tiles = Math.ceil(n / RADIX_TILE);
+  const ballot = choice.variant === "radix-ballot";
+  const tile = ballot ? choice.tile : RADIX_TILE;
+  const perInvocation = tile / SORT_WORKGROUP;
+  const tiles = Math.ceil(n / tile);
   const groups = r.rows * tiles;
   const grid: [number, number] = [Math.min(groups, 32768), Math.ceil(groups / 32768)];
+  const subgroups = choice.subgroups;
+  const packed = choice.counters === "packed";
+  const stage = ballot ? "radix-ballot" : "radix-scatter";
+  const pipelines = (first: boolean, last: boolean) => {
+    const countOptions = { subgroups, perInvocation, first };
+    const scatterOptions = ballot
+      ? {
+        perInvocation,
+        words: choice.words,
+        packed,
+        minSubgroup: gpu.caps.subgroupMinSize,
+        first,
+        last,
+      }
+      : { subgroups, first, last };
+    return {
+      count: gpu.pipeline(
+        sortKey("radix-count", countOptions),
+        2,
+        () => generateSort("radix-count", countOptions),
+      ),
+      scatter: gpu.pipeline(
+        sortKey(stage, scatterOptions),
+        6,
+        () => generateSort(stage, scatterOptions),
+        2,
+      ),
+    };
+  };
+  const x = r.storage.buffer;
   let keys = gpu.alloc(op, "uint32", total);
   let order = gpu.alloc(op, "uint32", total);
   let spareKeys = gpu.alloc(op, "uint32", total);
   let spareOrder = gpu.alloc(op, "uint32", total);
   const counts = gpu.alloc(op, "uint32", r.rows * 256 * tiles);
   try {
-    run(gpu, op, "keys", [r.storage.buffer, keys.buffer, order.buffer], 2, [
-      total,
-      n,
-      n,
-      SORT_KEY_KIND[dtype] as number,
-      descending ? 0xffffffff : 0,
-      r.offset,
-      r.rows,
-    ], total);
-    const uniforms = (shift: number) => words([n, tiles, shift]);
-    const count = gpu.pipeline(
-      sortKey("radix-count", { subgroups }),
-      2,
-      () => generateSort("radix-count", { subgroups }),
-    );
-    const scatter = gpu.pipeline(
-      sortKey("radix-scatter", { subgroups }),
-      5,
-      () => generateSort("radix-scatter", { subgroups }),
-      2,
-    );
     for (let shift = 0; shift < 32; shift += 8) {
-      gpu.dispatch(op, count, [keys.buffer, counts.buffer], uniforms(shift), grid);
+      const first = shift === 0;
+      const last = shift === 24;
+      const { count, scatter } = pipelines(first, last);
+      const uniforms = words([
+        n,
+        tiles,
+        shift,
+        (first ? 1 : 0) | (last ? 2 : 0) | (w.indices ? 4 : 0),
+        SORT_KEY_KIND[w.dtype] as number,
+        w.descending ? 0xffffffff : 0,
+        r.offset,
+        w.start,
+        w.count,
+      ]);
+      const src = first ? x : keys.buffer;
+      gpu.dispatch(op, count, [src, counts.buffer], uniforms, grid);
       const { output } = runScanGpu(gpu, {
         overrides: NO_OVERRIDES,
         op,
@@ -260,13 +313,14 @@ function radixOrder(
           op,
           scatter,
           [
-            keys.buffer,
-            order.buffer,
+            src,
+            first ? x : order.buffer,
             offsets.buffer,
-            spareKeys.buffer,
-            spareOrder.buffer,
+            x,
+            last ? values.buffer : spareKeys.buffer,
+            last ? indices.buffer : spareOrder.buffer,
           ],
-          uniforms(shift),
+          uniforms,
           grid,
         );
       } finally {
@@ -275,16 +329,13 @@ function radixOrder(
       [keys, spareKeys] = [spareKeys, keys];
       [order, spareOrder] = [spareOrder, order];
     }
-  } catch (e) {
-    gpu.free(order);
-    throw e;
   } finally {
     gpu.free(keys);
+    gpu.free(order);
     gpu.free(spareKeys);
     gpu.free(spareOrder);
     gpu.free(counts);
   }
-  return order;
 }
 
 /** Contiguous storage of `shape` in axis order `order`, copied back into the input's order. */
@@ -325,19 +376,21 @@ export function runSortGpu(gpu: GpuHost, job: SortJob): SortResult {
   const indices = gpu.alloc(op, "int32", total);
   try {
     if (total > 0) {
-      const { order, padded } = sortedOrder(gpu, op, r, job.descending, compute, job.overrides);
-      try {
-        run(gpu, op, "gather", [r.storage.buffer, order.buffer, values.buffer, indices.buffer], 2, [
-          total,
-          r.length,
-          padded,
+      sortRows(
+        gpu,
+        op,
+        r,
+        {
+          descending: job.descending,
+          dtype: compute,
           start,
           count,
-          r.offset,
-        ], total);
-      } finally {
-        gpu.free(order);
-      }
+          indices: job.indices,
+        },
+        values,
+        indices,
+        job.overrides,
+      );
     }
   } catch (e) {
     gpu.free(values);

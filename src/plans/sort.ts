@@ -5,7 +5,7 @@
 import type { DeviceCaps } from "../core/caps.ts";
 
 /** The GPU sort kernels' forms (the registry and the coverage test read this list). */
-export const SORT_VARIANTS = ["bitonic", "bitonic-local", "radix"] as const;
+export const SORT_VARIANTS = ["bitonic", "bitonic-local", "radix", "radix-ballot"] as const;
 /** One of {@link SORT_VARIANTS}. */
 export type SortVariant = (typeof SORT_VARIANTS)[number];
 
@@ -20,10 +20,24 @@ export interface SortChoice {
    * workgroup memory, one dispatch for all of them per stage (one in all for rows of up to 1024),
    * so rows of P elements take 1 + sum over the stages past the tile of (their global steps + 1)
    * dispatches; "radix": a stable LSD radix sort, four passes of 8-bit digits, each a count of
-   * every 1024-element tile's digits, a scan of the counts and a scatter (about 2.5 passes over
-   * the pairs each, whatever the row length).
+   * every 1024-element tile's digits, a scan of the counts and a scatter that sorts each tile by
+   * the digit in workgroup memory with nine one-bit splits (about 2.5 passes over the pairs
+   * each, whatever the row length); "radix-ballot": the same passes over tiles of `tile` pairs,
+   * each tile ranked by subgroup ballots of the digit's bits (needs subgroups of 8 lanes or more).
+   * Both radix forms read x in their first pass and write the wanted window of values and
+   * indices in their last.
    */
   variant: SortVariant;
+  /** Pairs a workgroup of the radix passes takes (256 times the pairs each invocation holds). */
+  tile: number;
+  /** 32-bit words of a ballot mask: 1 for subgroups of up to 32 lanes, else 4. */
+  words: number;
+  /**
+   * The ballot scatter's per-subgroup digit counters: "plain" words (one a digit; needs a
+   * subgroup barrier and 1 KiB a subgroup), else "packed" 16-bit halves of atomic words, which
+   * fit subgroups of 8 in 32 KiB (lavapipe); plain scattered 5% faster on the H200.
+   */
+  counters: "plain" | "packed";
   /** The padded row length P (a power of two, at least the row length). */
   padded: number;
   /** The radix scatter's prefix sums by subgroup operations (where the device has them). */
@@ -41,16 +55,43 @@ const RADIX_FROM = 4096;
 const LOCAL_BYTES = 8192;
 /** Workgroup memory of the radix scatter: keys, indices and digits of a tile, and its sums. */
 const RADIX_BYTES = 14336;
+/** Invocations per workgroup of every GPU sort kernel. */
+export const SORT_WORKGROUP = 256;
+
+/**
+ * Workgroup words the ballot scatter shares between a tile's staged pairs and its subgroups'
+ * digit counters (two a word when `packed`; subgroups of at least `minSubgroup` lanes).
+ */
+export function ballotPoolWords(tile: number, minSubgroup: number, packed: boolean): number {
+  return Math.max(2 * tile, (SORT_WORKGROUP / minSubgroup) * (packed ? 128 : 256));
+}
+
+/** Workgroup bytes of the ballot scatter: its pool, the digits' starts and offsets, sums. */
+function ballotBytes(tile: number, minSubgroup: number, packed: boolean): number {
+  return 4 * (ballotPoolWords(tile, minSubgroup, packed) + 512 + SORT_WORKGROUP / minSubgroup);
+}
+
+/** Tiles of the split scatter (fixed: 4 pairs an invocation). */
+const SPLIT_TILE = 1024;
+/**
+ * Tiles of the ballot scatter in order of preference (the first that workgroup memory holds is
+ * taken): on the H200, tiles of 2048 scattered 16 Mi pairs in 0.31-0.36 ms a pass, tiles of
+ * 4096 (twice the registers) in 0.49-0.51 and of 1024 in 0.39 (bench/sort_dispatches.ts, GPU
+ * timestamps, before loads were made branch-free; 2048 then took 0.19-0.21).
+ */
+const BALLOT_TILES = [2048, 4096, 1024];
 const LOCAL_INVOCATIONS = 256;
 
 /**
- * Sorting rows on the GPU: rows longer than RADIX_FROM by the radix sort, shorter ones by the
- * bitonic network with its steps below a tile in workgroup memory ("bitonic-local"), where the
- * device gives 8 KiB of it and 256 invocations a workgroup (every WebGPU device by default;
- * the radix scatter takes 13 KiB of the 16 KiB default), else all steps global ("bitonic", which
- * an override may also ask for). Both are correct on every adapter (no subgroups or forward progress needed) and sort
- * many rows in one dispatch per step; long rows still take many passes over memory. Radix
- * sorting and selection without a full sort are to come (issue 22); no measurements yet.
+ * Sorting rows on the GPU: rows longer than RADIX_FROM by the radix sort, ranked by subgroup
+ * ballots where subgroups of 8 lanes or more and the workgroup memory of a tile exist
+ * ("radix-ballot": 16 Mi float32 with indices in 1.04-1.09 ms on the H200, against 3.96 for
+ * "radix", whose one-bit splits need neither), shorter ones by the bitonic network with its
+ * steps below a tile in workgroup memory ("bitonic-local"), where the device gives 8 KiB of it
+ * and 256 invocations a workgroup (every WebGPU device by default), else all steps global
+ * ("bitonic"). Every form is correct on every adapter that allows it (none needs forward
+ * progress between workgroups) and sorts many rows in one dispatch per step; an override may
+ * force any allowed form.
  *
  * @example
  * ```ts
@@ -67,15 +108,40 @@ export function planSort(
   while (padded < problem.length) padded *= 2;
   const storage = caps?.limits?.maxComputeWorkgroupStorageSize ?? 16384;
   const wide = (caps?.limits?.maxComputeInvocationsPerWorkgroup ?? 256) >= LOCAL_INVOCATIONS;
+  const subgroups = (caps?.subgroups ?? false) && override?.subgroups !== false;
+  const minSubgroup = caps?.subgroupMinSize ?? 0;
+  const barrier = caps?.features?.includes("wgpu-subgroup-barrier") ?? false;
+  // The ballot forms that fit: tiles in order of preference, plain counters first.
+  const fits = (tile: number, counters: SortChoice["counters"]) =>
+    minSubgroup >= 8 && (counters === "packed" || barrier) &&
+    ballotBytes(tile, minSubgroup, counters === "packed") <= storage;
+  const forms = BALLOT_TILES.flatMap((tile) =>
+    (["plain", "packed"] as const).filter((c) => fits(tile, c)).map((counters) => ({
+      tile,
+      counters,
+    }))
+  );
   const allowed: Record<SortVariant, boolean> = {
     bitonic: true,
     "bitonic-local": wide && storage >= LOCAL_BYTES,
     radix: wide && storage >= RADIX_BYTES,
+    "radix-ballot": wide && subgroups && forms.length > 0,
   };
   let variant: SortVariant = allowed["bitonic-local"] ? "bitonic-local" : "bitonic";
-  if (padded > RADIX_FROM && allowed.radix) variant = "radix";
+  if (padded > RADIX_FROM) {
+    if (allowed["radix-ballot"]) variant = "radix-ballot";
+    else if (allowed.radix) variant = "radix";
+  }
   if (override?.variant && allowed[override.variant]) variant = override.variant;
-  // The padding follows the row; the variant and (off) subgroups can be forced.
-  const subgroups = (caps?.subgroups ?? false) && override?.subgroups !== false;
-  return { kernel: "sort", variant, padded, subgroups };
+  // The padding follows the row; the variant, the ballot tile and counters (among the forms
+  // that fit) and (off) subgroups can be forced.
+  const form = forms.find((f) =>
+    (override?.tile === undefined || f.tile === override.tile) &&
+    (override?.counters === undefined || f.counters === override.counters)
+  ) ?? forms[0] ?? { tile: SPLIT_TILE, counters: "packed" as const };
+  const ballot = variant === "radix-ballot";
+  const tile = ballot ? form.tile : SPLIT_TILE;
+  const counters = ballot ? form.counters : "packed";
+  const words = (caps?.subgroupMaxSize ?? 32) <= 32 ? 1 : 4;
+  return { kernel: "sort", variant, padded, subgroups, tile, words, counters };
 }
