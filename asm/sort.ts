@@ -17,15 +17,24 @@
 }
 
 /**
- * keys[i] = the ordered key of x[i] for `n` words (`type` 0 float32, 1 int32, 2 uint32), its
- * complement when `descending` is 1.
+ * The total-order key of float32 bits `b` (IEEE 754 totalOrder, -0 below +0) with every NaN the
+ * largest: the order quantiles read their order statistics in.
+ */
+@inline function totalKey(b: u32): u32 {
+  if ((b & 0x7fffffff) > 0x7f800000) return 0xffffffff;
+  return b ^ ((b >> 31) != 0 ? 0xffffffff : 0x80000000);
+}
+
+/**
+ * keys[i] = the ordered key of x[i] for `n` words (`type` 0 float32, 1 int32, 2 uint32, 3 float32
+ * in total order), its complement when `descending` is 1.
  */
 export function sort_keys(keys: usize, x: usize, n: i32, type: i32, descending: i32): void {
   const flip: u32 = descending ? 0xffffffff : 0;
   for (let i = 0; i < n; i++) {
     const o = <usize>i << 2;
     const b = load<u32>(x + o);
-    const k = type == 0 ? floatKey(b) : type == 1 ? b ^ 0x80000000 : b;
+    const k = type == 0 ? floatKey(b) : type == 1 ? b ^ 0x80000000 : type == 3 ? totalKey(b) : b;
     store<u32>(keys + o, k ^ flip);
   }
 }

@@ -245,6 +245,24 @@ test("nanmedian and nanquantile skip NaN", async (device) => {
   x.dispose();
 });
 
+test("quantiles read order statistics in total order (-0 below +0), by selection or sort", async (device) => {
+  // Positions do not decide a zero's sign: a selection does not keep them.
+  const x = gyre.tensor([0, -0, 1, -0, 0], { device });
+  for (const variant of [undefined, "select", "bitonic-local"] as const) {
+    tuning.setPlanOverride("sort", variant ? { variant } : null);
+    const q = gyre.quantile(x, [0, 0.25, 0.5, 0.75], { method: "lower" });
+    const m = gyre.median(x);
+    tuning.setPlanOverride("sort", null);
+    const got = Array.from(await q.data());
+    assert.deepEqual(got.map((v) => Object.is(v, -0)), [true, true, false, false], `${variant}`);
+    assert.deepEqual(got, [-0, -0, 0, 0]);
+    assert.ok(Object.is((await m.data())[0], 0));
+    q.dispose();
+    m.dispose();
+  }
+  x.dispose();
+});
+
 test("searchsorted, left and right", async (device) => {
   const s = gyre.tensor([1, 2, 2, 3, NaN], { device });
   const v = gyre.tensor([[2, 0], [5, NaN]], { device });

@@ -31,6 +31,8 @@ export interface SortJob {
   count: number;
   /** Also return each value's index along the axis (int32). */
   indices: boolean;
+  /** Float32 in IEEE 754 total order (-0 before +0) instead of -0 equal to +0 (quantiles). */
+  totalOrder?: boolean;
 }
 
 /** What a sort job makes: x's shape with `count` along the axis, contiguous. */
@@ -44,7 +46,10 @@ export interface SortResult {
 /** The interpolation between the order statistics around a quantile (NumPy's `method`). */
 export type QuantileMethod = "linear" | "lower" | "higher" | "nearest" | "midpoint";
 
-/** Quantiles of each row along `axis`. */
+/**
+ * Quantiles of each row along `axis`, from order statistics in IEEE 754 total order (-0 below
+ * +0; NumPy's partition leaves the order of -0 and +0 unspecified).
+ */
 export interface QuantileJob {
   overrides: Readonly<PlanOverrides>;
   op: string;
@@ -112,6 +117,19 @@ export const SORT_KEY_KIND: Readonly<Partial<Record<DType, number>>> = {
   int32: 1,
   uint32: 2,
 };
+
+/**
+ * The key kind of float32 in IEEE 754 total order (-0 below +0, NaN largest): the order both
+ * devices take quantiles' order statistics in, so that a zero order statistic's sign follows
+ * from the values alone (a stable order would take it from positions, which a selection
+ * without a full sort does not keep).
+ *
+ * @example
+ * ```ts
+ * TOTAL_ORDER_KIND; // 3
+ * ```
+ */
+export const TOTAL_ORDER_KIND = 3;
 
 /**
  * The method codes both devices' quantile kernels take.

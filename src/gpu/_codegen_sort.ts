@@ -35,6 +35,8 @@ export type SortStage =
   | "radix-ballot"
   | "gather"
   | "quantile"
+  | "select-hist"
+  | "select-pick"
   | "search";
 
 /** Elements a workgroup of the one-bit-split radix scatter takes (4 per invocation). */
@@ -53,28 +55,28 @@ export interface SortKernelOptions {
   first?: boolean;
   /** A radix pass writing the window's values and indices. */
   last?: boolean;
+  /** Order statistics a row the selection kernels find at once. */
+  targets?: number;
 }
 
 /** Elements a workgroup of `bitonic-local` sorts in workgroup memory (8 KiB of keys and indices). */
 export const SORT_TILE = 1024;
 
-/** Cache key of a stage's kernel (its WGSL depends on the stage and, for one, subgroups). */
+/** Cache key of a stage's kernel (its WGSL depends on the stage and its options). */
 export function sortKey(stage: SortStage, options: SortKernelOptions = {}): string {
-  return `sort:${stage}${options.subgroups ? ":subgroups" : ""}:${options.perInvocation ?? ""}:${
-    options.words ?? ""
-  }:${options.packed === false ? "plain" : ""}:${options.minSubgroup ?? ""}:${
-    options.first ? "first" : ""
-  }:${options.last ? "last" : ""}`;
+  // Every option in the key, in a fixed order: a new option cannot be left out of it.
+  const fields = Object.entries(options).filter(([, v]) => v !== undefined).sort();
+  return `sort:${stage}:${fields.map(([k, v]) => `${k}=${v}`).join(",")}`;
 }
 
 /**
- * WGSL: the ordered key of 32-bit words of type `kind` (0 float32, 1 int32, 2 uint32), by
- * selects: branches on loaded words make each load wait for the one before (a radix pass over
+ * WGSL: the ordered key of 32-bit words of type `kind` (0 float32, 1 int32, 2 uint32, 3 float32
+ * in total order: -0 below +0), by selects: branches on loaded words make each load wait for the one before (a radix pass over
  * 16 Mi floats took 0.35 ms with them, 0.2 without, on the H200).
  */
 const ORDERED_KEY = [
   "fn ordered_key(b: u32, kind: u32) -> u32 {",
-  "  let v = select(b, 0u, b == 0x80000000u);",
+  "  let v = select(b, 0u, b == 0x80000000u && kind == 0u);",
   "  var f = select(v ^ 0x80000000u, ~v, (v >> 31u) != 0u);",
   "  f = select(f, 0xffffffffu, (b & 0x7fffffffu) > 0x7f800000u);",
   "  return select(select(f, b, kind == 2u), b ^ 0x80000000u, kind == 1u);",
@@ -135,6 +137,30 @@ export const QUANTILE_INDEX = [
   "    if (mant == 0x1000000u) { mant = 0x800000u; exponent += 1u; }",
   "  }",
   "  return vec2<u32>(whole, (exponent << 23u) | (mant & 0x7fffffu));",
+  "}",
+].join("\n");
+
+/**
+ * WGSL: the quantile between order statistics a (at lo) and b with weight g in [0, 1) given by
+ * its bits, by method code (as asm/sort.ts `sort_quantile_rows`, in the same f32 operations).
+ * The weight is read by its bits: a subnormal g (q near 2^-140) would be flushed to zero by GPUs
+ * that flush (the H200 does) where the reference keeps it; diff g for a subnormal g (linear only)
+ * is (diff (g 2^64)) 2^-64 with g 2^64 made from its bits, rounded as diff g wherever normal.
+ */
+const INTERPOLATE = [
+  "fn interpolate(a: f32, b: f32, gb: u32, lo: u32, method: u32) -> f32 {",
+  "  let g = bitcast<f32>(gb);",
+  "  let some = gb != 0u;",
+  "  if (method == 1u) { return a; }",
+  "  if (method == 2u) { return select(a, b, some); }",
+  "  if (method == 3u) { return select(a, b, g > 0.5 || (g == 0.5 && (lo & 1u) == 1u)); }",
+  "  if (method == 5u) { return select(a, (a + b) / 2.0, some); }",
+  "  var w = g;",
+  "  if (method == 4u) { w = select(0.0, 0.5, some); }",
+  "  let diff = b - a;",
+  "  var low = diff * w;",
+  "  if (method != 4u && some && gb < 0x00800000u) { low = (diff * (f32(gb) * 0x1p-85f)) * 0x1p-64f; }",
+  "  return select(a + low, b - diff * (1.0 - w), w >= 0.5);",
   "}",
 ].join("\n");
 
@@ -294,6 +320,7 @@ export function generateSort(stage: SortStage, options: SortKernelOptions = {}):
         "@group(0) @binding(2) var<storage, read_write> out: array<f32>;",
         "@group(0) @binding(3) var<uniform> p: Params;",
         QUANTILE_INDEX,
+        INTERPOLATE,
         ...MAIN,
         "  if (t >= p.total) { return; }",
         "  let row = t / p.qn;",
@@ -301,7 +328,7 @@ export function generateSort(stage: SortStage, options: SortKernelOptions = {}):
         "  let base = row * p.len;",
         "  var lo = 0u;",
         "  var hi = 0u;",
-        "  var g = 0.0;",
+        "  var gb = 0u;",
         "  var count = p.len;",
         "  if (p.skip == 1u) {",
         // NaN sorts last: the first NaN by bisection (at most 33 steps).
@@ -327,27 +354,19 @@ export function generateSort(stage: SortStage, options: SortKernelOptions = {}):
         "    let index = quantile_index(count - 1u, qb);",
         "    lo = index.x;",
         "    hi = min(lo + 1u, count - 1u);",
-        "    g = bitcast<f32>(index.y);",
+        "    gb = index.y;",
         "  } else {",
         "    lo = table[3u * j];",
         "    hi = table[3u * j + 1u];",
-        "    g = bitcast<f32>(table[3u * j + 2u]);",
+        "    gb = table[3u * j + 2u];",
         "  }",
-        "  let a = sorted[base + lo];",
-        "  let b = sorted[base + hi];",
-        "  var y = a;",
-        "  if (p.method == 2u) { y = select(a, b, g > 0.0); }",
-        "  else if (p.method == 3u) { y = select(a, b, g > 0.5 || (g == 0.5 && (lo & 1u) == 1u)); }",
-        "  else if (p.method == 5u) { y = select(a, (a + b) / 2.0, g > 0.0); }",
-        "  else if (p.method != 1u) {",
-        "    var w = g;",
-        "    if (p.method == 4u) { w = select(0.0, 0.5, g > 0.0); }",
-        "    let diff = b - a;",
-        "    y = select(a + diff * w, b - diff * (1.0 - w), w >= 0.5);",
-        "  }",
-        "  out[t] = y;",
+        "  out[t] = interpolate(sorted[base + lo], sorted[base + hi], gb, lo, p.method);",
         "}",
       ].join("\n");
+    case "select-hist":
+      return selectHist(options.subgroups ?? false, options.targets ?? 2);
+    case "select-pick":
+      return selectPick(options.targets ?? 2);
     case "search":
       return [
         "struct Params { total: u32, n: u32, kind: u32, right: u32, soff: u32, voff: u32 }",
@@ -374,13 +393,13 @@ export function generateSort(stage: SortStage, options: SortKernelOptions = {}):
 }
 
 /**
- * The radix passes' parameters: row length, tiles a row, the digit's shift, and `mode` bits: 1
- * the first pass (keys from x's words of type `kind`, complemented by `flip` for descending, at
- * offset `off`; indices their positions), 2 the last (each row's window [start, start + count)
- * written as values and, with 4, indices; else keys and indices for the next pass).
+ * The radix passes' parameters: row length, tiles a row, the digit's shift, `mode` (4: the last
+ * pass writes indices too), x's words' key `kind`, complemented by `flip` for descending, at
+ * offset `off` (the first pass reads x, the last writes each row's window [start, start +
+ * count)), and the rows.
  */
 const RADIX_PARAMS =
-  "struct Params { len: u32, tiles: u32, shift: u32, mode: u32, kind: u32, flip: u32, off: u32, start: u32, count: u32 }";
+  "struct Params { len: u32, tiles: u32, shift: u32, mode: u32, kind: u32, flip: u32, off: u32, start: u32, count: u32, rows: u32 }";
 
 /**
  * WGSL: the key and index of a row's element i (the pass's source: x in the `first` pass, else
@@ -422,7 +441,7 @@ function radixStore(last: boolean): string {
   return [
     "fn value_of(row: u32, k: u32, v: u32) -> u32 {",
     "  let key = k ^ p.flip;",
-    "  if (p.kind == 0u && (key == 0x80000000u || key == 0xffffffffu)) {",
+    "  if ((p.kind == 0u && key == 0x80000000u) || (p.kind != 1u && p.kind != 2u && key == 0xffffffffu)) {",
     "    return x[p.off + row * p.len + v];",
     "  }",
     "  let float = select(~key, key ^ 0x80000000u, key >= 0x80000000u);",
@@ -775,7 +794,10 @@ function radixCount(subgroups: boolean, perInvocation: number, first: boolean): 
   ].join("\n");
 }
 
-/** The entry of a radix kernel: one workgroup per tile of a row (`row`, `tile`, invocation `l`). */
+/**
+ * The entry of a radix kernel: one workgroup per tile of a row (`row`, `tile`, invocation `l`);
+ * Params name the row length, tiles a row and rows.
+ */
 function tileEntry(subgroups: boolean): string[] {
   return [
     `@compute @workgroup_size(${SORT_WORKGROUP})`,
@@ -788,5 +810,212 @@ function tileEntry(subgroups: boolean): string[] {
     "  let group = wid.x + wid.y * nwg.x;",
     "  let row = group / p.tiles;",
     "  let tile = group - row * p.tiles;",
+    // The grid folded into two dimensions rounds the workgroups up (uniform: before barriers).
+    "  if (row >= p.rows) { return; }",
   ];
+}
+
+/** Elements a workgroup of the selection's histogram takes (16 per invocation). */
+export const SELECT_TILE = 4096;
+
+/**
+ * Words of a row's selection state: each target's key prefix and remaining rank, the row's flags
+ * and count, and each quantile's weight bits and lower order statistic.
+ */
+export function selectStateWords(targets: number, quantiles: number): number {
+  return 2 * targets + 2 + 2 * quantiles;
+}
+
+/** Words of a row's histograms: 256 a target, and the row's count of NaN. */
+export function selectHistWords(targets: number): number {
+  return 256 * targets + 1;
+}
+
+/**
+ * One pass of a radix selection (for quantiles of few order statistics a row): each tile's keys
+ * (x's float32 words in total order, made on the fly) counted by their digit at `shift`, among
+ * those whose higher digits match each target's prefix (the first pass, shift 24, counts every
+ * key once for all targets, and the row's NaN), into the row's global histograms. Skewed digits
+ * (floats of one magnitude share their high byte) hit one counter: a subgroup whose lanes agree
+ * adds them with one atomic where subgroups exist.
+ */
+function selectHist(subgroups: boolean, targets: number): string {
+  const E = SELECT_TILE / SORT_WORKGROUP;
+  const each = (f: (e: number) => string[]) => Array.from({ length: E }, (_, e) => f(e)).flat();
+  const add = (slot: string, digit: string, ok: string) =>
+    subgroups
+      ? [
+        `  { let d = select(256u, ${digit}, ${ok});`,
+        "    let low = subgroupMin(d);",
+        "    let high = subgroupMax(d);",
+        "    let lanes = subgroupAdd(1u);",
+        "    if (d < 256u) {",
+        `      if (low == high) { if (sg_lane == 0u) { atomicAdd(&h[${slot}], lanes); } }`,
+        `      else { atomicAdd(&h[${slot}], 1u); }`,
+        "    } }",
+      ]
+      : [`  if (${ok}) { atomicAdd(&h[${slot}], 1u); }`];
+  return [
+    "struct Params { len: u32, tiles: u32, shift: u32, off: u32, state: u32, rows: u32 }",
+    "@group(0) @binding(0) var<storage, read> x: array<u32>;",
+    "@group(0) @binding(1) var<storage, read> state: array<u32>;",
+    "@group(0) @binding(2) var<storage, read_write> hist: array<atomic<u32>>;",
+    "@group(0) @binding(3) var<uniform> p: Params;",
+    ORDERED_KEY,
+    `var<workgroup> h: array<atomic<u32>, ${256 * targets}>;`,
+    "var<workgroup> nans: atomic<u32>;",
+    `var<workgroup> prefix: array<u32, ${targets}>;`,
+    ...tileEntry(subgroups),
+    ...each((e) => [
+      `  let i${e} = tile * ${SELECT_TILE}u + ${e * SORT_WORKGROUP}u + l;`,
+      `  let k${e} = ordered_key(x[p.off + row * p.len + i${e}], 3u);`,
+    ]),
+    `  for (var w = l; w < ${256 * targets}u; w += ${SORT_WORKGROUP}u) { atomicStore(&h[w], 0u); }`,
+    "  if (l == 0u) { atomicStore(&nans, 0u); }",
+    `  if (l < ${targets}u) { prefix[l] = state[row * p.state + l]; }`,
+    "  workgroupBarrier();",
+    "  if (p.shift == 24u) {",
+    ...each((e) => [
+      ...add(`(k${e} >> 24u)`, `(k${e} >> 24u)`, `i${e} < p.len`),
+      `  if (i${e} < p.len && k${e} == 0xffffffffu) { atomicAdd(&nans, 1u); }`,
+    ]),
+    "  } else {",
+    "    let high = p.shift + 8u;",
+    `    for (var t = 0u; t < ${targets}u; t++) {`,
+    "      let want = prefix[t] >> high;",
+    ...each((e) =>
+      add(
+        `t * 256u + ((k${e} >> p.shift) & 0xffu)`,
+        `((k${e} >> p.shift) & 0xffu)`,
+        `i${e} < p.len && (k${e} >> high) == want`,
+      )
+    ),
+    "    }",
+    "  }",
+    "  workgroupBarrier();",
+    `  let base = row * ${selectHistWords(targets)}u;`,
+    `  let used = select(${targets}u, 1u, p.shift == 24u);`,
+    "  for (var t = 0u; t < used; t++) {",
+    "    let c = atomicLoad(&h[t * 256u + l]);",
+    "    if (c != 0u) { atomicAdd(&hist[base + t * 256u + l], c); }",
+    "  }",
+    "  if (l == 0u) {",
+    "    let c = atomicLoad(&nans);",
+    `    if (c != 0u) { atomicAdd(&hist[base + ${256 * targets}u], c); }`,
+    "  }",
+    "}",
+  ].join("\n");
+}
+
+/**
+ * A radix selection's pick (one workgroup a row, an invocation a digit): each target's rank
+ * found among its histogram's digits, fixing the digit in its prefix and leaving the rank
+ * within it; the histograms are cleared for the next pass. The first pass (shift 24) first sets
+ * the targets: each quantile's two order statistics (2 j and 2 j + 1) from the row's count (all
+ * values, or those not NaN when skipping NaN) and q's bits, exactly (QUANTILE_INDEX), or from
+ * the host's table. The last pass (shift 0) writes each quantile from the two keys' values.
+ * Flags: 1 the row's quantiles are NaN (a NaN not skipped, or nothing left).
+ */
+function selectPick(targets: number): string {
+  const qn = targets / 2;
+  const stateWords = selectStateWords(targets, qn);
+  return [
+    "struct Params { len: u32, rows: u32, shift: u32, method: u32, skip: u32, bits: u32 }",
+    "@group(0) @binding(0) var<storage, read> table: array<u32>;",
+    "@group(0) @binding(1) var<storage, read_write> hist: array<u32>;",
+    "@group(0) @binding(2) var<storage, read_write> state: array<u32>;",
+    "@group(0) @binding(3) var<storage, read_write> out: array<f32>;",
+    "@group(0) @binding(4) var<uniform> p: Params;",
+    QUANTILE_INDEX,
+    INTERPOLATE,
+    `var<workgroup> sums: array<u32, ${SORT_WORKGROUP}>;`,
+    `var<workgroup> prefix: array<u32, ${targets}>;`,
+    `var<workgroup> rank: array<u32, ${targets}>;`,
+    `@compute @workgroup_size(${SORT_WORKGROUP})`,
+    "fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,",
+    "    @builtin(local_invocation_index) l: u32) {",
+    "  let row = wid.x + wid.y * nwg.x;",
+    "  if (row >= p.rows) { return; }",
+    `  let s = row * ${stateWords}u;`,
+    `  let hb = row * ${selectHistWords(targets)}u;`,
+    "  if (p.shift == 24u) {",
+    `    if (l < ${qn}u) {`,
+    `      let nan = hist[hb + ${256 * targets}u];`,
+    "      let count = select(p.len, p.len - nan, p.skip == 1u);",
+    "      var flags = select(0u, 1u, count == 0u || (p.skip == 0u && nan != 0u));",
+    "      var lo = 0u;",
+    "      var hi = 0u;",
+    "      var gb = 0u;",
+    "      if (p.bits == 1u) {",
+    "        var qb = table[l];",
+    "        if (qb == 0x80000000u) { qb = 0u; }",
+    "        let q = bitcast<f32>(qb);",
+    // A q outside [0, 1] or NaN: this quantile's weight word marks it NaN.
+    "        if (!(q >= 0.0 && q <= 1.0)) { gb = 0xffffffffu; }",
+    "        else if (count > 0u) {",
+    "          let index = quantile_index(count - 1u, qb);",
+    "          lo = index.x;",
+    "          hi = min(lo + 1u, count - 1u);",
+    "          gb = index.y;",
+    "        }",
+    "      } else {",
+    "        lo = table[3u * l];",
+    "        hi = table[3u * l + 1u];",
+    "        gb = table[3u * l + 2u];",
+    "      }",
+    "      rank[2u * l] = lo;",
+    "      rank[2u * l + 1u] = hi;",
+    "      prefix[2u * l] = 0u;",
+    "      prefix[2u * l + 1u] = 0u;",
+    `      state[s + ${2 * targets + 2}u + l] = gb;`,
+    `      state[s + ${2 * targets + 2 + qn}u + l] = lo;`,
+    `      if (l == 0u) { state[s + ${2 * targets}u] = flags; state[s + ${
+      2 * targets + 1
+    }u] = count; }`,
+    "    }",
+    "  } else {",
+    `    if (l < ${targets}u) { prefix[l] = state[s + l]; rank[l] = state[s + ${targets}u + l]; }`,
+    "  }",
+    "  workgroupBarrier();",
+    `  for (var t = 0u; t < ${targets}u; t++) {`,
+    "    let at = hb + select(t, 0u, p.shift == 24u) * 256u + l;",
+    "    let c = hist[at];",
+    "    sums[l] = c;",
+    "    workgroupBarrier();",
+    // An inclusive scan of the digits' counts (Hillis and Steele).
+    `    for (var step = 1u; step < ${SORT_WORKGROUP}u; step = step * 2u) {`,
+    "      var add = 0u;",
+    "      if (l >= step) { add = sums[l - step]; }",
+    "      workgroupBarrier();",
+    "      sums[l] = sums[l] + add;",
+    "      workgroupBarrier();",
+    "    }",
+    "    let before = sums[l] - c;",
+    "    let r = rank[t];",
+    "    workgroupBarrier();",
+    "    if (c != 0u && r >= before && r - before < c) {",
+    "      prefix[t] = prefix[t] | (l << p.shift);",
+    "      rank[t] = r - before;",
+    "    }",
+    "    workgroupBarrier();",
+    "  }",
+    `  for (var t = 0u; t < ${targets}u; t++) { hist[hb + t * 256u + l] = 0u; }`,
+    `  if (l == 0u) { hist[hb + ${256 * targets}u] = 0u; }`,
+    `  if (l < ${targets}u) { state[s + l] = prefix[l]; state[s + ${targets}u + l] = rank[l]; }`,
+    `  if (p.shift == 0u && l < ${qn}u) {`,
+    `    let gb = state[s + ${2 * targets + 2}u + l];`,
+    `    if ((state[s + ${2 * targets}u] & 1u) != 0u || gb == 0xffffffffu) {`,
+    `      out[row * ${qn}u + l] = bitcast<f32>(0x7fc00000u);`,
+    "      return;",
+    "    }",
+    // Keys back to values (total order is a bijection but for NaN, which no statistic is).
+    "    let ka = prefix[2u * l];",
+    "    let kb = prefix[2u * l + 1u];",
+    "    let a = bitcast<f32>(select(~ka, ka ^ 0x80000000u, ka >= 0x80000000u));",
+    "    let b = bitcast<f32>(select(~kb, kb ^ 0x80000000u, kb >= 0x80000000u));",
+    `    let lo = state[s + ${2 * targets + 2 + qn}u + l];`,
+    `    out[row * ${qn}u + l] = interpolate(a, b, gb, lo, p.method);`,
+    "  }",
+    "}",
+  ].join("\n");
 }

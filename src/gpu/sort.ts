@@ -23,6 +23,7 @@ import {
   quantileCount,
   SORT_KEY_KIND,
   sortComputeDType,
+  TOTAL_ORDER_KIND,
 } from "../contract/sort.ts";
 import { E } from "../ir/expr.ts";
 import type { PlanOverrides } from "../plans/overrides.ts";
@@ -34,6 +35,9 @@ import { NO_OVERRIDES } from "../plans/overrides.ts";
 import {
   generateSort,
   RADIX_TILE,
+  SELECT_TILE,
+  selectHistWords,
+  selectStateWords,
   SORT_TILE,
   SORT_WORKGROUP,
   sortKey,
@@ -112,8 +116,8 @@ function rowsOf(
 /** What a sort job wants of each sorted row, for the kernels. */
 interface Window {
   descending: boolean;
-  /** The key kind's dtype (the compute dtype). */
-  dtype: DType;
+  /** The key kind (contract/sort.ts SORT_KEY_KIND, or TOTAL_ORDER_KIND). */
+  kind: number;
   start: number;
   count: number;
   /** Whether the indices are wanted (else `indices` is not written). */
@@ -157,7 +161,7 @@ function sortRows(
       total,
       r.length,
       padded,
-      SORT_KEY_KIND[w.dtype] as number,
+      w.kind,
       w.descending ? 0xffffffff : 0,
       r.offset,
       r.rows,
@@ -281,12 +285,13 @@ function radixSort(
         n,
         tiles,
         shift,
-        (first ? 1 : 0) | (last ? 2 : 0) | (w.indices ? 4 : 0),
-        SORT_KEY_KIND[w.dtype] as number,
+        w.indices ? 4 : 0,
+        w.kind,
         w.descending ? 0xffffffff : 0,
         r.offset,
         w.start,
         w.count,
+        r.rows,
       ]);
       const src = first ? x : keys.buffer;
       gpu.dispatch(op, count, [src, counts.buffer], uniforms, grid);
@@ -382,7 +387,9 @@ export function runSortGpu(gpu: GpuHost, job: SortJob): SortResult {
         r,
         {
           descending: job.descending,
-          dtype: compute,
+          kind: job.totalOrder && compute === "float32"
+            ? TOTAL_ORDER_KIND
+            : SORT_KEY_KIND[compute] as number,
           start,
           count,
           indices: job.indices,
@@ -439,7 +446,19 @@ export function runQuantileGpu(gpu: GpuHost, job: QuantileJob): QuantileResult {
     };
   }
   const qn = quantileCount(job.q);
+  const n = view.shape[axis];
+  const rows = sizeOf(view.shape.filter((_, i) => i !== axis));
+  const choice = observePlan(
+    "gpu",
+    "sort",
+    op,
+    planSort(gpu.caps, { rows, length: n, select: 2 * qn }, job.overrides.sort),
+    job.overrides.sort,
+  );
   try {
+    if (choice.variant === "select" && n > 0 && rows * qn > 0) {
+      return { values: selectQuantiles(gpu, job, view, qn, choice) };
+    }
     // Sorted rows, axis last (a sort's values keep the input's axis order, so it sorts a view
     // with the axis moved last).
     const last = axisLast(view.shape, view.strides, axis);
@@ -452,9 +471,8 @@ export function runQuantileGpu(gpu: GpuHost, job: QuantileJob): QuantileResult {
       start: 0,
       count: view.shape[axis],
       indices: false,
+      totalOrder: true,
     });
-    const n = view.shape[axis];
-    const rows = sizeOf(view.shape.filter((_, i) => i !== axis));
     if (n === 0) {
       // Empty rows: NaN, as NumPy (and the WASM reference).
       gpu.free(sorted as GpuStorage);
@@ -471,36 +489,7 @@ export function runQuantileGpu(gpu: GpuHost, job: QuantileJob): QuantileResult {
     const out = gpu.alloc(op, "float32", rows * qn);
     try {
       if (rows * qn > 0) {
-        // Host numbers without NaN-skipping: the order statistics and weight of each q, as WASM
-        // computes them; else q's bits, each row computing its own (NaN-skipping rows count
-        // their values; a tensor's q are known only on the device).
-        const bits = job.skipNaN || !Array.isArray(job.q);
-        const f = new Float32Array(1);
-        const bitsOf = (v: number) => {
-          f[0] = v;
-          return new Uint32Array(f.buffer)[0];
-        };
-        const qs = Array.isArray(job.q) ? job.q as number[] : [];
-        const table = new Uint32Array(bits ? Math.max(qn, 1) : 3 * qn);
-        qs.forEach((q, j) => {
-          if (bits) {
-            table[j] = bitsOf(q);
-            return;
-          }
-          const h = (n - 1) * q;
-          const lo = Math.floor(h);
-          table[3 * j] = lo;
-          table[3 * j + 1] = Math.min(lo + 1, n - 1);
-          table[3 * j + 2] = bitsOf(h - lo);
-        });
-        // A tensor's q: its float32 words, contiguous.
-        const t = Array.isArray(job.q) ? gpu.upload("uint32", table) as GpuStorage : gpu.evaluate({
-          op,
-          expr: E.cast(E.input(0, (job.q as View).dtype), "float32"),
-          inputs: [job.q as View],
-          shape: [qn],
-          overrides: job.overrides,
-        }) as GpuStorage;
+        const { table: t, bits } = quantileTable(gpu, job, n, qn);
         try {
           run(gpu, op, "quantile", [(sorted as GpuStorage).buffer, t.buffer, out.buffer], 1, [
             rows * qn,
@@ -524,6 +513,122 @@ export function runQuantileGpu(gpu: GpuHost, job: QuantileJob): QuantileResult {
   } finally {
     if (converted) gpu.free(converted);
   }
+}
+
+/**
+ * A quantile job's table for the kernels: without NaN-skipping and with q as numbers, each q's
+ * order statistics and weight (`bits` false), as the WASM reference computes them in float64
+ * from the row length n; else q's float32 bits (`bits` true; each row computes those exactly
+ * from its count of values, as NaN-skipping rows must and a tensor's q are known only on the
+ * device). The caller frees the table.
+ */
+function quantileTable(
+  gpu: GpuHost,
+  job: QuantileJob,
+  n: number,
+  qn: number,
+): { table: GpuStorage; bits: boolean } {
+  const bits = job.skipNaN || !Array.isArray(job.q);
+  if (!Array.isArray(job.q)) {
+    const table = gpu.evaluate({
+      op: job.op,
+      expr: E.cast(E.input(0, (job.q as View).dtype), "float32"),
+      inputs: [job.q as View],
+      shape: [qn],
+      overrides: job.overrides,
+    }) as GpuStorage;
+    return { table, bits };
+  }
+  const f = new Float32Array(1);
+  const bitsOf = (v: number) => {
+    f[0] = v;
+    return new Uint32Array(f.buffer)[0];
+  };
+  const table = new Uint32Array(bits ? Math.max(qn, 1) : 3 * qn);
+  (job.q as number[]).forEach((q, j) => {
+    if (bits) {
+      table[j] = bitsOf(q);
+      return;
+    }
+    const h = (n - 1) * q;
+    const lo = Math.floor(h);
+    table[3 * j] = lo;
+    table[3 * j + 1] = Math.min(lo + 1, n - 1);
+    table[3 * j + 2] = bitsOf(h - lo);
+  });
+  return { table: gpu.upload("uint32", table) as GpuStorage, bits };
+}
+
+/**
+ * Quantiles by radix selection (the plan's "select"): four passes over each row's keys in total
+ * order, each a histogram of one 8-bit digit among the keys matching each order statistic's
+ * prefix so far (SELECT_TILE keys a workgroup; the histograms live in a scratch buffer the picks
+ * leave cleared) and a pick of the digit; the last pick writes the quantiles. Returns float32
+ * [rows, qn].
+ */
+function selectQuantiles(
+  gpu: GpuHost,
+  job: QuantileJob,
+  view: View,
+  qn: number,
+  choice: SortChoice,
+): GpuStorage {
+  const { op } = job;
+  const r = rowsOf(gpu, op, view, job.axis, job.overrides);
+  const targets = 2 * qn;
+  const n = r.length;
+  const tiles = Math.ceil(n / SELECT_TILE);
+  const groups = r.rows * tiles;
+  const stateWords = selectStateWords(targets, qn);
+  const out = gpu.alloc(op, "float32", r.rows * qn);
+  const state = gpu.alloc(op, "uint32", r.rows * stateWords);
+  const hist = gpu.scratch("sort selection histograms", r.rows * selectHistWords(targets));
+  const { table, bits } = quantileTable(gpu, job, n, qn);
+  try {
+    const histOptions = { subgroups: choice.subgroups, targets };
+    const histKernel = gpu.pipeline(
+      sortKey("select-hist", histOptions),
+      3,
+      () => generateSort("select-hist", histOptions),
+    );
+    const pick = gpu.pipeline(
+      sortKey("select-pick", { targets }),
+      4,
+      () => generateSort("select-pick", { targets }),
+      3,
+    );
+    for (let shift = 24; shift >= 0; shift -= 8) {
+      gpu.dispatch(
+        op,
+        histKernel,
+        [r.storage.buffer, state.buffer, hist],
+        words([n, tiles, shift, r.offset, stateWords, r.rows]),
+        [Math.min(groups, 32768), Math.ceil(groups / 32768)],
+      );
+      gpu.dispatch(
+        op,
+        pick,
+        [table.buffer, hist, state.buffer, out.buffer],
+        words([
+          n,
+          r.rows,
+          shift,
+          QUANTILE_METHOD_CODE[job.method],
+          job.skipNaN ? 1 : 0,
+          bits ? 1 : 0,
+        ]),
+        gpu.grid(r.rows * SORT_WORKGROUP, SORT_WORKGROUP),
+      );
+    }
+  } catch (e) {
+    gpu.free(out);
+    throw e;
+  } finally {
+    gpu.free(state);
+    gpu.free(table);
+    if (r.copied) gpu.free(r.storage);
+  }
+  return out;
 }
 
 /** The GPU path of a search job. */

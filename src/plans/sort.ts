@@ -5,7 +5,13 @@
 import type { DeviceCaps } from "../core/caps.ts";
 
 /** The GPU sort kernels' forms (the registry and the coverage test read this list). */
-export const SORT_VARIANTS = ["bitonic", "bitonic-local", "radix", "radix-ballot"] as const;
+export const SORT_VARIANTS = [
+  "bitonic",
+  "bitonic-local",
+  "radix",
+  "radix-ballot",
+  "select",
+] as const;
 /** One of {@link SORT_VARIANTS}. */
 export type SortVariant = (typeof SORT_VARIANTS)[number];
 
@@ -25,7 +31,9 @@ export interface SortChoice {
    * each, whatever the row length); "radix-ballot": the same passes over tiles of `tile` pairs,
    * each tile ranked by subgroup ballots of the digit's bits (needs subgroups of 8 lanes or more).
    * Both radix forms read x in their first pass and write the wanted window of values and
-   * indices in their last.
+   * indices in their last. "select" (quantiles only): no sort, but a radix selection of each
+   * row's order statistics, four passes of a histogram of one 8-bit digit of the keys that
+   * match each statistic's prefix so far, each followed by a pick of the digit.
    */
   variant: SortVariant;
   /** Pairs a workgroup of the radix passes takes (256 times the pairs each invocation holds). */
@@ -81,6 +89,13 @@ const SPLIT_TILE = 1024;
  */
 const BALLOT_TILES = [2048, 4096, 1024];
 const LOCAL_INVOCATIONS = 256;
+/** Order statistics a row the selection finds at once (two a quantile; more sort instead). */
+export const MAX_SELECT_TARGETS = 8;
+/**
+ * Row lengths from which quantiles select rather than sort: where the sort would take the radix
+ * passes (12 dispatches over pairs), the selection's 8 dispatches read the row 4 times.
+ */
+const SELECT_FROM = RADIX_FROM;
 
 /**
  * Sorting rows on the GPU: rows longer than RADIX_FROM by the radix sort, ranked by subgroup
@@ -101,7 +116,7 @@ const LOCAL_INVOCATIONS = 256;
  */
 export function planSort(
   caps: DeviceCaps | undefined,
-  problem: { rows: number; length: number },
+  problem: { rows: number; length: number; select?: number },
   override: Partial<SortChoice> | null = null,
 ): SortChoice {
   let padded = 1;
@@ -126,12 +141,14 @@ export function planSort(
     "bitonic-local": wide && storage >= LOCAL_BYTES,
     radix: wide && storage >= RADIX_BYTES,
     "radix-ballot": wide && subgroups && forms.length > 0,
+    select: wide && problem.select !== undefined && problem.select <= MAX_SELECT_TARGETS,
   };
   let variant: SortVariant = allowed["bitonic-local"] ? "bitonic-local" : "bitonic";
   if (padded > RADIX_FROM) {
     if (allowed["radix-ballot"]) variant = "radix-ballot";
     else if (allowed.radix) variant = "radix";
   }
+  if (allowed.select && problem.length >= SELECT_FROM) variant = "select";
   if (override?.variant && allowed[override.variant]) variant = override.variant;
   // The padding follows the row; the variant, the ballot tile and counters (among the forms
   // that fit) and (off) subgroups can be forced.

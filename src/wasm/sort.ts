@@ -21,6 +21,7 @@ import {
   quantileCount,
   SORT_KEY_KIND,
   sortComputeDType,
+  TOTAL_ORDER_KIND,
 } from "../contract/sort.ts";
 import type { View } from "../core/view.ts";
 import type { Value, WasmHost, WasmStorage } from "./host.ts";
@@ -61,6 +62,7 @@ function sortedOrder(
   r: Rows,
   descending: boolean,
   overrides: Readonly<PlanOverrides>,
+  totalOrder = false,
 ): WasmStorage {
   const n = r.rows * r.length;
   const keys = wasm.alloc(op, "uint32", n);
@@ -68,7 +70,10 @@ function sortedOrder(
   const scratch: WasmStorage[] = [];
   try {
     const x = wasm.pointer(r.value.view);
-    const type = SORT_KEY_KIND[r.value.view.dtype] as number;
+    const dtype = r.value.view.dtype;
+    const type = totalOrder && dtype === "float32"
+      ? TOTAL_ORDER_KIND
+      : SORT_KEY_KIND[dtype] as number;
     wasm.kernel("sort_keys")(keys.ptr, x, n, type, descending ? 1 : 0);
     wasm.kernel("sort_iota_rows")(order.ptr, r.rows, r.length);
     const threads = wasmThreads(wasm, n * WASM_SORT_WORK_PER_ELEMENT, overrides);
@@ -209,7 +214,7 @@ export function runSortWasm(wasm: WasmHost, job: SortJob): SortResult {
   let indices: WasmStorage | null = job.indices ? wasm.alloc(op, "int32", total) : null;
   try {
     if (total > 0) {
-      const order = sortedOrder(wasm, op, r, job.descending, job.overrides);
+      const order = sortedOrder(wasm, op, r, job.descending, job.overrides, job.totalOrder);
       try {
         wasm.kernel("sort_gather_window")(
           values.ptr,
@@ -270,7 +275,7 @@ export function runQuantileWasm(wasm: WasmHost, job: QuantileJob): QuantileResul
     const q = wasm.alloc(op, "float32", 2 * qn);
     try {
       if (r.rows > 0 && qn > 0) {
-        const order = sortedOrder(wasm, op, r, false, job.overrides);
+        const order = sortedOrder(wasm, op, r, false, job.overrides, true);
         try {
           wasm.kernel("sort_gather_window")(
             sorted.ptr,
