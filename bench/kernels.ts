@@ -515,35 +515,43 @@ await bench(
 );
 await bench(`cummax ${big / Mi}Mi f32`, big, 2 * 4 * big, () => gyre.cummax(a));
 
-// Sorting and selection (issue 22's cases): the sort of 16 Mi with its indices (a bottom-k of all
-// of it: values and int32 indices), its median, top-k of rows, and rows of a matrix sorted and
-// at a quantile. Bytes: the input read, the outputs written.
+// Sorting and selection (issue 22's cases, its sizes at full scale): sorts with their indices (a
+// bottom-k of all of it: values and int32 indices), the median, top-k of rows, rows of a matrix
+// sorted and at a quantile. Bytes: the input read, the outputs written.
 {
-  const x = a.slice([0, mid]);
-  await bench(`sort ${mid / Mi}Mi f32 with indices`, mid, 12 * mid, () => {
-    const [values, indices] = gyre.rankK(x, mid, { kind: "bottom" });
-    indices.dispose();
-    return values;
-  });
-  await bench(`median ${mid / Mi}Mi f32`, mid, 4 * mid, () => gyre.median(x));
-  const topRows = scale === "full" ? 8 : 2;
-  const top = a.slice([0, topRows * 65536]).reshape([topRows, 65536]);
-  await bench(`topk [${topRows},65536] k=1024`, topRows * 65536, 4 * topRows * 65536, () => {
-    const [values, indices] = gyre.topk(top, 1024);
-    indices.dispose();
-    return values;
-  });
+  const sortWithIndices = (n: number) =>
+    bench(`sort ${n / Mi}Mi f32 with indices`, n, 12 * n, () => {
+      const [values, indices] = gyre.rankK(a.slice([0, n]), n, { kind: "bottom" });
+      indices.dispose();
+      return values;
+    });
+  await sortWithIndices(mid);
+  await sortWithIndices(big);
+  await bench(`median ${mid / Mi}Mi f32`, mid, 4 * mid, () => gyre.median(a.slice([0, mid])));
+  const topCases: [number, number, number][] = scale === "full"
+    ? [[8, 65536, 1024], [1024, 4096, 32], [1, 16 * Mi, 100]]
+    : [[2, 65536, 1024], [64, 4096, 32], [1, Mi / 4, 100]];
+  for (const [rows, cols, k] of topCases) {
+    const x = a.slice([0, rows * cols]).reshape([rows, cols]);
+    await bench(`topk [${rows},${cols}] k=${k}`, rows * cols, 4 * rows * cols, () => {
+      const [values, indices] = gyre.topk(x, k);
+      indices.dispose();
+      return values;
+    });
+  }
+  const side = scale === "full" ? 4096 : 512;
+  const rowsOf = a.slice([0, side * side]).reshape([side, side]);
   await bench(
-    `sort rows [${square},${square}]`,
-    square * square,
-    8 * square * square,
-    () => gyre.sort(matrix, { axis: 1 }),
+    `sort rows [${side},${side}]`,
+    side * side,
+    8 * side * side,
+    () => gyre.sort(rowsOf, { axis: 1 }),
   );
   await bench(
-    `quantile 0.9 rows [${square},${square}]`,
-    square * square,
-    4 * square * square,
-    () => gyre.quantile(matrix, 0.9, { axis: 1 }),
+    `quantile 0.9 rows [${side},${side}]`,
+    side * side,
+    4 * side * side,
+    () => gyre.quantile(rowsOf, 0.9, { axis: 1 }),
   );
 }
 

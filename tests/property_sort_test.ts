@@ -54,7 +54,9 @@ interface Case {
   values: "full" | "duplicates";
   order: "random" | "sorted" | "reversed";
   right: boolean;
-  variant: "bitonic" | "bitonic-local" | "radix" | "radix-ballot" | "select";
+  variant: "bitonic" | "bitonic-local" | "radix" | "radix-ballot" | "select" | "bitonic-tree";
+  /** The bitonic tree's segments: 512 pairs (many stages) or the plan's. */
+  smallTile: boolean;
   /** false: the radix scatter's workgroup-memory scan even where subgroups exist. */
   subgroups: boolean;
   /** The ballot scatter's counters (plain where the device allows them, else packed). */
@@ -155,7 +157,12 @@ async function check(c: Case): Promise<void> {
     };
     const gx = on("gpu");
     const wx = on("wasm");
-    forcePlan("sort", { variant: c.variant, subgroups: c.subgroups, counters: c.counters });
+    forcePlan("sort", {
+      variant: c.variant,
+      subgroups: c.subgroups,
+      counters: c.counters,
+      ...(c.smallTile && c.variant === "bitonic-tree" ? { tile: 512 } : {}),
+    });
     const got = run(gx).map((t) => bag.add(t));
     forcePlan("sort", null);
     const want = run(wx).map((t) => bag.add(t));
@@ -216,7 +223,9 @@ function cases(ops: readonly Op[]): fc.Arbitrary<Case> {
       "radix",
       "radix-ballot",
       "select",
+      "bitonic-tree",
     ),
+    smallTile: fc.boolean(),
     subgroups: fc.boolean(),
     counters: fc.constantFrom<Case["counters"]>("plain", "packed"),
     seed: fc.integer(),
@@ -230,7 +239,13 @@ property(
   check,
   {
     numRuns: 60,
-    variants: ["sort/bitonic", "sort/bitonic-local", "sort/radix", "sort/radix-ballot"],
+    variants: [
+      "sort/bitonic",
+      "sort/bitonic-local",
+      "sort/radix",
+      "sort/radix-ballot",
+      "sort/bitonic-tree",
+    ],
   },
 );
 
@@ -241,7 +256,13 @@ property(
   check,
   {
     numRuns: 60,
-    variants: ["sort/bitonic", "sort/bitonic-local", "sort/radix", "sort/radix-ballot"],
+    variants: [
+      "sort/bitonic",
+      "sort/bitonic-local",
+      "sort/radix",
+      "sort/radix-ballot",
+      "sort/bitonic-tree",
+    ],
   },
 );
 
@@ -268,4 +289,72 @@ property(
   cases(["searchsorted"]),
   check,
   { numRuns: 40 },
+);
+
+/** A row long enough for many stages of the bitonic tree at its smallest segments. */
+interface TreeCase {
+  dtype: DType;
+  rows: number;
+  length: number;
+  /** k as a fraction of the most a 512-pair segment keeps (256). */
+  kPick: number;
+  kind: "top" | "bottom";
+  values: "full" | "duplicates";
+  seed: number;
+}
+
+async function checkTree(c: TreeCase): Promise<void> {
+  const bag = new Bag();
+  try {
+    const rng = mulberry32(c.seed);
+    const base = data(
+      { dtype: c.dtype, values: c.values, order: "random" } as Case,
+      rng,
+      c.rows * c.length,
+    );
+    const k = Math.max(1, Math.round(c.kPick * 256));
+    const run = (device: gyre.DeviceName) => {
+      const x = bag.add(gyre.tensor(base, { shape: [c.rows, c.length], dtype: c.dtype, device }));
+      return gyre.rankK(x, k, { kind: c.kind }).map((t) => bag.add(t));
+    };
+    forcePlan("sort", { variant: "bitonic-tree", tile: 512 });
+    const got = run("gpu");
+    forcePlan("sort", null);
+    const want = run("wasm");
+    for (let i = 0; i < 2; i++) {
+      const [g, w] = await Promise.all([got[i].data(), want[i].data()]);
+      const gb = bits(g);
+      const wb = bits(w);
+      for (let j = 0; j < w.length; j++) {
+        const same = gb[j] === wb[j] ||
+          (Number.isNaN(g[j]) && Number.isNaN(w[j]) && c.dtype === "float16");
+        if (!same) {
+          throw new Error(
+            `${c.kind} k ${k} of [${c.rows}, ${c.length}] ${c.dtype}: output ${i} [${j}] gpu ${
+              g[j]
+            } wasm ${w[j]}`,
+          );
+        }
+      }
+    }
+  } finally {
+    forcePlan("sort", null);
+    bag.dispose();
+  }
+}
+
+property(
+  "sort/rankK",
+  "the bitonic tree over many stages (segments of 512) equals the WASM reference",
+  fc.record({
+    dtype: fc.constantFrom<DType>("float32", "float16", "int32", "uint32"),
+    rows: fc.integer({ min: 1, max: 3 }),
+    length: fc.integer({ min: 513, max: 20000 }),
+    kPick: fc.double({ min: 0, max: 1, noNaN: true }),
+    kind: fc.constantFrom<TreeCase["kind"]>("top", "bottom"),
+    values: fc.constantFrom<TreeCase["values"]>("full", "duplicates"),
+    seed: fc.integer(),
+  }),
+  checkTree,
+  { numRuns: 25, variants: ["sort/bitonic-tree"] },
 );

@@ -27,22 +27,23 @@ def median_us(body, calls=1):
     return (times[GROUPS // 2 - 1] + times[GROUPS // 2]) / 2
 
 
-print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}")
-print("| op | shape | one call us | copy us | of copy | back to back us | copy us | of copy |")
-print("|---|---|---:|---:|---:|---:|---:|---:|")
-for name, shape, op, moved in [
-    ("cumsum", (1 << 24,), lambda x: torch.cumsum(x, 0), 2),
-    ("cumsum", (1 << 26,), lambda x: torch.cumsum(x, 0), 2),
-    ("sum", (1 << 24,), lambda x: torch.sum(x), 1),
-    ("softmax", (4096, 4096), lambda x: torch.softmax(x, -1), 2),
-    ("layer_norm", (4096, 4096), lambda x: torch.nn.functional.layer_norm(x, (4096,)), 2),
-]:
-    x = torch.randn(shape, device="cuda")
-    copy_source = torch.randn(x.numel() * moved // 2, device="cuda")
-    copy_target = torch.empty_like(copy_source)
-    row = [name, str(list(shape))]
-    for calls in (1, CALLS):
-        us = median_us(lambda: op(x), calls)
-        copy = median_us(lambda: copy_target.copy_(copy_source), calls)
-        row += [f"{us:.1f}", f"{copy:.1f}", f"{100 * copy / us:.0f}%"]
-    print("| " + " | ".join(row) + " |")
+if __name__ == "__main__":
+    print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}")
+    print("| op | shape | one call us | copy us | of copy | back to back us | copy us | of copy |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|")
+    for name, shape, op, moved in [
+        ("cumsum", (1 << 24,), lambda x: torch.cumsum(x, 0), 2),
+        ("cumsum", (1 << 26,), lambda x: torch.cumsum(x, 0), 2),
+        ("sum", (1 << 24,), lambda x: torch.sum(x), 1),
+        ("softmax", (4096, 4096), lambda x: torch.softmax(x, -1), 2),
+        ("layer_norm", (4096, 4096), lambda x: torch.nn.functional.layer_norm(x, (4096,)), 2),
+    ]:
+        x = torch.randn(shape, device="cuda")
+        copy_source = torch.randn(x.numel() * moved // 2, device="cuda")
+        copy_target = torch.empty_like(copy_source)
+        row = [name, str(list(shape))]
+        for calls in (1, CALLS):
+            us = median_us(lambda: op(x), calls)
+            copy = median_us(lambda: copy_target.copy_(copy_source), calls)
+            row += [f"{us:.1f}", f"{copy:.1f}", f"{100 * copy / us:.0f}%"]
+        print("| " + " | ".join(row) + " |")

@@ -37,6 +37,7 @@ export type SortStage =
   | "quantile"
   | "select-hist"
   | "select-pick"
+  | "rank-tile"
   | "search";
 
 /** Elements a workgroup of the one-bit-split radix scatter takes (4 per invocation). */
@@ -57,6 +58,8 @@ export interface SortKernelOptions {
   last?: boolean;
   /** Order statistics a row the selection kernels find at once. */
   targets?: number;
+  /** Pairs a workgroup of the bitonic tree sorts. */
+  tile?: number;
 }
 
 /** Elements a workgroup of `bitonic-local` sorts in workgroup memory (8 KiB of keys and indices). */
@@ -367,6 +370,8 @@ export function generateSort(stage: SortStage, options: SortKernelOptions = {}):
       return selectHist(options.subgroups ?? false, options.targets ?? 2);
     case "select-pick":
       return selectPick(options.targets ?? 2);
+    case "rank-tile":
+      return rankTile(options.tile ?? 2048, options.first ?? false, options.last ?? false);
     case "search":
       return [
         "struct Params { total: u32, n: u32, kind: u32, right: u32, soff: u32, voff: u32 }",
@@ -1016,6 +1021,94 @@ function selectPick(targets: number): string {
     `    let lo = state[s + ${2 * targets + 2 + qn}u + l];`,
     `    out[row * ${qn}u + l] = interpolate(a, b, gb, lo, p.method);`,
     "  }",
+    "}",
+  ].join("\n");
+}
+
+/**
+ * One stage of the bitonic tree (Rank-K of small windows): each workgroup sorts a segment of
+ * `tile` (key, index) pairs of its row in workgroup memory (a full bitonic network; pairs past
+ * the row's end pad with the largest key and index, so they sort last) and keeps the first
+ * `keep` of them: the next stage's row is the segments' kept pairs, until one segment is left,
+ * whose window [start, start + count) the last stage writes as values and indices. The first
+ * stage reads x (keys made on the fly, indices their positions). Keeping at most half a tile,
+ * each stage at least halves the rows.
+ */
+function rankTile(tile: number, first: boolean, last: boolean): string {
+  const steps = tile / 2 / SORT_WORKGROUP;
+  const loads = tile / SORT_WORKGROUP;
+  return [
+    "struct Params { len: u32, tiles: u32, keep: u32, kind: u32, flip: u32, off: u32, xlen: u32, rows: u32, start: u32, count: u32, mode: u32 }",
+    "@group(0) @binding(0) var<storage, read> src: array<u32>;",
+    "@group(0) @binding(1) var<storage, read> order: array<u32>;",
+    "@group(0) @binding(2) var<storage, read> x: array<u32>;",
+    "@group(0) @binding(3) var<storage, read_write> outKeys: array<u32>;",
+    "@group(0) @binding(4) var<storage, read_write> outOrder: array<u32>;",
+    "@group(0) @binding(5) var<uniform> p: Params;",
+    ORDERED_KEY,
+    `var<workgroup> sk: array<u32, ${tile}>;`,
+    `var<workgroup> si: array<u32, ${tile}>;`,
+    ...tileEntry(false),
+    `  let base = tile * ${tile}u;`,
+    `  for (var e = 0u; e < ${loads}u; e++) {`,
+    `    let q = l + e * ${SORT_WORKGROUP}u;`,
+    "    let i = base + q;",
+    "    var key = 0xffffffffu;",
+    "    var index = 0xffffffffu;",
+    "    if (i < p.len) {",
+    first
+      ? "      key = ordered_key(x[p.off + row * p.xlen + i], p.kind) ^ p.flip; index = i;"
+      : "      key = src[row * p.len + i]; index = order[row * p.len + i];",
+    "    }",
+    "    sk[q] = key;",
+    "    si[q] = index;",
+    "  }",
+    "  workgroupBarrier();",
+    `  for (var k = 2u; k <= ${tile}u; k = k * 2u) {`,
+    "    for (var j = k / 2u; j >= 1u; j = j / 2u) {",
+    `      for (var e = 0u; e < ${steps}u; e++) {`,
+    `        let q = l + e * ${SORT_WORKGROUP}u;`,
+    "        let a = (q / j) * 2u * j + q % j;",
+    "        let b = a + j;",
+    "        let ka = sk[a];",
+    "        let kb = sk[b];",
+    "        let ia = si[a];",
+    "        let ib = si[b];",
+    "        let greater = ka > kb || (ka == kb && ia > ib);",
+    "        if (greater == ((a & k) == 0u)) {",
+    "          sk[a] = kb;",
+    "          sk[b] = ka;",
+    "          si[a] = ib;",
+    "          si[b] = ia;",
+    "        }",
+    "      }",
+    "      workgroupBarrier();",
+    "    }",
+    "  }",
+    ...(last
+      ? [
+        // Keys back to x's words (zeros and NaN, which keys merge, read from x).
+        "  for (var j = p.start + l; j < p.start + p.count; j += " + SORT_WORKGROUP + "u) {",
+        "    let k = sk[j];",
+        "    let v = si[j];",
+        "    let key = k ^ p.flip;",
+        "    var word = select(select(~key, key ^ 0x80000000u, key >= 0x80000000u), key, p.kind == 2u);",
+        "    if (p.kind == 1u) { word = key ^ 0x80000000u; }",
+        "    if ((p.kind == 0u && key == 0x80000000u) || (p.kind != 1u && p.kind != 2u && key == 0xffffffffu)) {",
+        "      word = x[p.off + row * p.xlen + v];",
+        "    }",
+        "    let o = row * p.count + j - p.start;",
+        "    outKeys[o] = word;",
+        "    if ((p.mode & 4u) != 0u) { outOrder[o] = v; }",
+        "  }",
+      ]
+      : [
+        "  for (var j = l; j < p.keep; j += " + SORT_WORKGROUP + "u) {",
+        "    let o = row * p.tiles * p.keep + tile * p.keep + j;",
+        "    outKeys[o] = sk[j];",
+        "    outOrder[o] = si[j];",
+        "  }",
+      ]),
     "}",
   ].join("\n");
 }

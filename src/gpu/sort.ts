@@ -142,11 +142,15 @@ function sortRows(
     "gpu",
     "sort",
     op,
-    planSort(gpu.caps, { rows: r.rows, length: r.length }, overrides.sort),
+    planSort(gpu.caps, { rows: r.rows, length: r.length, keep: w.start + w.count }, overrides.sort),
     overrides.sort,
   );
   if (choice.variant === "radix" || choice.variant === "radix-ballot") {
     radixSort(gpu, op, r, w, choice, values, indices);
+    return;
+  }
+  if (choice.variant === "bitonic-tree") {
+    treeSort(gpu, op, r, w, choice.tile, values, indices);
     return;
   }
   const { padded } = choice;
@@ -214,6 +218,77 @@ function sortRows(
   } finally {
     gpu.free(keys);
     gpu.free(order);
+  }
+}
+
+/**
+ * The bitonic tree: each stage sorts segments of `tile` pairs of every row in workgroup memory
+ * and keeps each segment's first start + count pairs (at most half a tile); the kept pairs are
+ * the next stage's rows until one segment is left, whose window the last stage writes.
+ */
+function treeSort(
+  gpu: GpuHost,
+  op: string,
+  r: Rows,
+  w: Window,
+  tile: number,
+  values: GpuStorage,
+  indices: GpuStorage,
+): void {
+  const keep = w.start + w.count;
+  const held: GpuStorage[] = [];
+  try {
+    let length = r.length;
+    let src: GPUBuffer = r.storage.buffer;
+    let order: GPUBuffer = r.storage.buffer;
+    for (let first = true;; first = false) {
+      const tiles = Math.ceil(length / tile);
+      const last = tiles === 1;
+      const options = { tile, first, last };
+      const kernel = gpu.pipeline(
+        sortKey("rank-tile", options),
+        5,
+        () => generateSort("rank-tile", options),
+        2,
+      );
+      const groups = r.rows * tiles;
+      const next = last ? null : [
+        gpu.alloc(op, "uint32", r.rows * tiles * keep),
+        gpu.alloc(op, "uint32", r.rows * tiles * keep),
+      ];
+      if (next) held.push(...next);
+      gpu.dispatch(
+        op,
+        kernel,
+        [
+          src,
+          order,
+          r.storage.buffer,
+          next ? next[0].buffer : values.buffer,
+          next ? next[1].buffer : indices.buffer,
+        ],
+        words([
+          length,
+          tiles,
+          keep,
+          w.kind,
+          w.descending ? 0xffffffff : 0,
+          r.offset,
+          r.length,
+          r.rows,
+          w.start,
+          w.count,
+          w.indices ? 4 : 0,
+        ]),
+        [Math.min(groups, 32768), Math.ceil(groups / 32768)],
+      );
+      if (!next) return;
+      src = next[0].buffer;
+      order = next[1].buffer;
+      length = tiles * keep;
+    }
+  } finally {
+    for (const storage of held) gpu.free(storage);
   }
 }
 

@@ -11,6 +11,7 @@ export const SORT_VARIANTS = [
   "radix",
   "radix-ballot",
   "select",
+  "bitonic-tree",
 ] as const;
 /** One of {@link SORT_VARIANTS}. */
 export type SortVariant = (typeof SORT_VARIANTS)[number];
@@ -34,9 +35,16 @@ export interface SortChoice {
    * indices in their last. "select" (quantiles only): no sort, but a radix selection of each
    * row's order statistics, four passes of a histogram of one 8-bit digit of the keys that
    * match each statistic's prefix so far, each followed by a pick of the digit.
+   * "bitonic-tree" (windows within the first half tile of each row's order: Rank-K, small
+   * sorts): each workgroup sorts a segment of `tile` pairs in workgroup memory and keeps the
+   * window's end; the kept pairs are the next stage's rows until one segment is left (one
+   * dispatch a stage; rows up to a tile take one in all).
    */
   variant: SortVariant;
-  /** Pairs a workgroup of the radix passes takes (256 times the pairs each invocation holds). */
+  /**
+   * Pairs a workgroup takes: of the radix passes (256 times the pairs each invocation holds), or
+   * of the bitonic tree (a segment it sorts).
+   */
   tile: number;
   /** 32-bit words of a ballot mask: 1 for subgroups of up to 32 lanes, else 4. */
   words: number;
@@ -89,6 +97,9 @@ const SPLIT_TILE = 1024;
  */
 const BALLOT_TILES = [2048, 4096, 1024];
 const LOCAL_INVOCATIONS = 256;
+/** Segments of the bitonic tree, largest first (keys and indices: 8 bytes a pair). */
+const TREE_TILES = [4096, 2048, 1024, 512];
+
 /** Order statistics a row the selection finds at once (two a quantile; more sort instead). */
 export const MAX_SELECT_TARGETS = 8;
 /**
@@ -111,12 +122,12 @@ const SELECT_FROM = RADIX_FROM;
  * @example
  * ```ts
  * import { planSort } from "@gyre/gyre/tuning";
- * planSort(undefined, { rows: 8, length: 1000 }).variant; // "bitonic-local"
+ * planSort(undefined, { rows: 8, length: 1000 }).variant; // "bitonic-tree"
  * ```
  */
 export function planSort(
   caps: DeviceCaps | undefined,
-  problem: { rows: number; length: number; select?: number },
+  problem: { rows: number; length: number; select?: number; keep?: number },
   override: Partial<SortChoice> | null = null,
 ): SortChoice {
   let padded = 1;
@@ -142,13 +153,19 @@ export function planSort(
     radix: wide && storage >= RADIX_BYTES,
     "radix-ballot": wide && subgroups && forms.length > 0,
     select: wide && problem.select !== undefined && problem.select <= MAX_SELECT_TARGETS,
+    "bitonic-tree": false,
   };
+  // The tree keeps the window's end of each segment: at most half a tile of it.
+  const keep = problem.keep ?? problem.length;
+  const trees = TREE_TILES.filter((t) => 8 * t <= storage && 2 * keep <= t);
+  allowed["bitonic-tree"] = wide && problem.select === undefined && trees.length > 0;
   let variant: SortVariant = allowed["bitonic-local"] ? "bitonic-local" : "bitonic";
   if (padded > RADIX_FROM) {
     if (allowed["radix-ballot"]) variant = "radix-ballot";
     else if (allowed.radix) variant = "radix";
   }
   if (allowed.select && problem.length >= SELECT_FROM) variant = "select";
+  if (allowed["bitonic-tree"]) variant = "bitonic-tree";
   if (override?.variant && allowed[override.variant]) variant = override.variant;
   // The padding follows the row; the variant, the ballot tile and counters (among the forms
   // that fit) and (off) subgroups can be forced.
@@ -157,8 +174,79 @@ export function planSort(
     (override?.counters === undefined || f.counters === override.counters)
   ) ?? forms[0] ?? { tile: SPLIT_TILE, counters: "packed" as const };
   const ballot = variant === "radix-ballot";
-  const tile = ballot ? form.tile : SPLIT_TILE;
+  let tile = ballot ? form.tile : SPLIT_TILE;
+  if (variant === "bitonic-tree") {
+    // The smallest segment that holds the row, else the largest (fewest stages); or as forced.
+    tile = [...trees].reverse().find((t) => t >= problem.length) ?? trees[0];
+    if (override?.tile && trees.includes(override.tile)) tile = override.tile;
+  }
   const counters = ballot ? form.counters : "packed";
   const words = (caps?.subgroupMaxSize ?? 32) <= 32 ? 1 : 4;
   return { kernel: "sort", variant, padded, subgroups, tile, words, counters };
+}
+
+/** Rank-K's choice, as issue 22 names its parts (the sort plan's decision for the window). */
+export interface RankKChoice {
+  /** Which plan made this choice (a discriminant). */
+  kernel: "rankK";
+  /**
+   * The merge kind: "tree" (segments sorted in workgroup memory, each keeping the window's end,
+   * merged stage by stage), "radix" (each row radix-sorted, the window written by the last
+   * pass), "bitonic" (each row through a bitonic network, the window gathered), or "select"
+   * (never for Rank-K; quantiles).
+   */
+  mk: "tree" | "radix" | "bitonic" | "select";
+  /** Its sub-strategy: the sort plan's variant. */
+  mkd: SortVariant;
+  /** Pairs a workgroup takes (a tree's segment, a radix tile; bitonic: a local tile). */
+  tile: number;
+  /** The compaction tile: 0, as no variant compacts (the tree keeps whole windows). */
+  ctile: number;
+  /** Whether candidates are found per tile and merged in later passes (a tree of stages). */
+  twoStage: boolean;
+  /** The tree's stages (1 for the other kinds). */
+  stages: number;
+}
+
+/**
+ * The plan of Rank-K (top, bottom or mid k of rows of `cols`): the sort plan's decision for the
+ * window the kind takes (top and bottom the first k of a descending or ascending order, mid the
+ * k from floor((cols - k) / 2)), which the GPU executes, seen as merge kind, tile and stages.
+ *
+ * @example
+ * ```ts
+ * import { planRankK } from "@gyre/gyre/tuning";
+ * planRankK(undefined, { kind: "top", rows: 8, cols: 65536, k: 1024 }).stages; // 6
+ * ```
+ */
+export function planRankK(
+  caps: DeviceCaps | undefined,
+  problem: { kind: "top" | "mid" | "bottom"; rows: number; cols: number; k: number },
+  override: Partial<SortChoice> | null = null,
+): RankKChoice {
+  const { kind, rows, cols, k } = problem;
+  const keep = kind === "mid" ? Math.floor((cols - k) / 2) + k : k;
+  const choice = planSort(caps, { rows, length: cols, keep }, override);
+  let stages = 1;
+  if (choice.variant === "bitonic-tree") {
+    for (let length = cols; length > choice.tile; length = Math.ceil(length / choice.tile) * keep) {
+      stages++;
+    }
+  }
+  const mk = choice.variant === "bitonic-tree"
+    ? "tree"
+    : choice.variant.startsWith("radix")
+    ? "radix"
+    : choice.variant === "select"
+    ? "select"
+    : "bitonic";
+  return {
+    kernel: "rankK",
+    mk,
+    mkd: choice.variant,
+    tile: choice.tile,
+    ctile: 0,
+    twoStage: stages > 1,
+    stages,
+  };
 }
