@@ -97,6 +97,20 @@ const SPLIT_TILE = 1024;
  */
 const BALLOT_TILES = [2048, 4096, 1024];
 const LOCAL_INVOCATIONS = 256;
+/**
+ * Row lengths from which the ballot radix sort takes over where the device allows it: on the
+ * H200 it took the rows of [4096, 4096] and top-k of [8, 65536] and [1024, 4096] (0.08 and 0.25
+ * ms) faster than the bitonic forms (2.4 ms for the rows by bitonic-local; 0.29 and 0.30 ms by
+ * the tree at its best segments).
+ */
+const BALLOT_FROM = 1024;
+/**
+ * Rows the bitonic tree takes by default: those that fit one segment of up to 1024 pairs (one
+ * dispatch, where bitonic-local takes three); longer rows and more stages lost to the radix sort
+ * on the H200 (bench/results/sort-nvidia-h200.md).
+ */
+const TREE_UP_TO = 1024;
+
 /** Segments of the bitonic tree, largest first (keys and indices: 8 bytes a pair). */
 const TREE_TILES = [4096, 2048, 1024, 512];
 
@@ -160,12 +174,11 @@ export function planSort(
   const trees = TREE_TILES.filter((t) => 8 * t <= storage && 2 * keep <= t);
   allowed["bitonic-tree"] = wide && problem.select === undefined && trees.length > 0;
   let variant: SortVariant = allowed["bitonic-local"] ? "bitonic-local" : "bitonic";
-  if (padded > RADIX_FROM) {
-    if (allowed["radix-ballot"]) variant = "radix-ballot";
-    else if (allowed.radix) variant = "radix";
-  }
+  if (padded > BALLOT_FROM && allowed["radix-ballot"]) variant = "radix-ballot";
+  else if (padded > RADIX_FROM && allowed.radix) variant = "radix";
   if (allowed.select && problem.length >= SELECT_FROM) variant = "select";
-  if (allowed["bitonic-tree"]) variant = "bitonic-tree";
+  // The tree in one stage: rows of up to TREE_UP_TO in one dispatch.
+  if (allowed["bitonic-tree"] && problem.length <= TREE_UP_TO) variant = "bitonic-tree";
   if (override?.variant && allowed[override.variant]) variant = override.variant;
   // The padding follows the row; the variant, the ballot tile and counters (among the forms
   // that fit) and (off) subgroups can be forced.
@@ -216,7 +229,7 @@ export interface RankKChoice {
  * @example
  * ```ts
  * import { planRankK } from "@gyre/gyre/tuning";
- * planRankK(undefined, { kind: "top", rows: 8, cols: 65536, k: 1024 }).stages; // 6
+ * planRankK(undefined, { kind: "top", rows: 8, cols: 65536, k: 1024 }).mk; // "radix"
  * ```
  */
 export function planRankK(
