@@ -100,6 +100,27 @@ function bits(t: gyre.TypedArray): ArrayLike<number> {
   return t instanceof Float32Array ? new Uint32Array(t.buffer, t.byteOffset, t.length) : t;
 }
 
+/**
+ * GPU results equal the reference's bit for bit (float16 NaN payloads aside: the widening to
+ * float32 and back may change them), or within 1 ULP and flushing where `interpolated`.
+ */
+function expectSame(
+  label: string,
+  g: gyre.TypedArray,
+  w: gyre.TypedArray,
+  dtype: DType,
+  interpolated = false,
+): void {
+  const gb = bits(g);
+  const wb = bits(w);
+  for (let j = 0; j < w.length; j++) {
+    const ok = interpolated
+      ? within(g[j], w[j], { ulp: 1 }, { ftz: true })
+      : gb[j] === wb[j] || (Number.isNaN(g[j]) && Number.isNaN(w[j]) && dtype === "float16");
+    if (!ok) throw new Error(`${label} [${j}] gpu ${g[j]} wasm ${w[j]}`);
+  }
+}
+
 async function check(c: Case): Promise<void> {
   const bag = new Bag();
   try {
@@ -175,16 +196,7 @@ async function check(c: Case): Promise<void> {
       }
       const interpolated = c.op === "quantile" &&
         ["linear", "midpoint", "median"].includes(c.method);
-      const gb = bits(g);
-      const wb = bits(w);
-      for (let j = 0; j < g.length; j++) {
-        const ok = interpolated
-          ? within(g[j], w[j], { ulp: 1 }, { ftz: true })
-          : gb[j] === wb[j] || (Number.isNaN(g[j]) && Number.isNaN(w[j]) && c.dtype === "float16");
-        if (!ok) {
-          throw new Error(`${label}: output ${i} [${j}] gpu ${g[j]} wasm ${w[j]}`);
-        }
-      }
+      expectSame(`${label}: output ${i}`, g, w, c.dtype, interpolated);
     }
   } finally {
     forcePlan("sort", null);
@@ -323,19 +335,12 @@ async function checkTree(c: TreeCase): Promise<void> {
     const want = run("wasm");
     for (let i = 0; i < 2; i++) {
       const [g, w] = await Promise.all([got[i].data(), want[i].data()]);
-      const gb = bits(g);
-      const wb = bits(w);
-      for (let j = 0; j < w.length; j++) {
-        const same = gb[j] === wb[j] ||
-          (Number.isNaN(g[j]) && Number.isNaN(w[j]) && c.dtype === "float16");
-        if (!same) {
-          throw new Error(
-            `${c.kind} k ${k} of [${c.rows}, ${c.length}] ${c.dtype}: output ${i} [${j}] gpu ${
-              g[j]
-            } wasm ${w[j]}`,
-          );
-        }
-      }
+      expectSame(
+        `${c.kind} k ${k} of [${c.rows}, ${c.length}] ${c.dtype}: output ${i}`,
+        g,
+        w,
+        c.dtype,
+      );
     }
   } finally {
     forcePlan("sort", null);

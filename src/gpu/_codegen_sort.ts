@@ -167,6 +167,42 @@ const INTERPOLATE = [
   "}",
 ].join("\n");
 
+/** WGSL: an inclusive scan of `sums` (one word an invocation) by Hillis and Steele. */
+function inclusiveScan(indent: string): string[] {
+  return [
+    `for (var step = 1u; step < ${SORT_WORKGROUP}u; step = step * 2u) {`,
+    "  var add = 0u;",
+    "  if (l >= step) { add = sums[l - step]; }",
+    "  workgroupBarrier();",
+    "  sums[l] = sums[l] + add;",
+    "  workgroupBarrier();",
+    "}",
+  ].map((line) => indent + line);
+}
+
+/**
+ * WGSL: one compare-exchange of a bitonic step (j, k) on (key, index) pairs in workgroup memory
+ * (`sk`, `si`), pair q's first at a = q with the bit of j cleared; ascending where bit k of the
+ * position `at` (of a) is clear.
+ */
+function compareExchange(indent: string, at: string): string[] {
+  return [
+    "let a = (q / j) * 2u * j + q % j;",
+    "let b = a + j;",
+    "let ka = sk[a];",
+    "let kb = sk[b];",
+    "let ia = si[a];",
+    "let ib = si[b];",
+    "let greater = ka > kb || (ka == kb && ia > ib);",
+    `if (greater == ((${at} & k) == 0u)) {`,
+    "  sk[a] = kb;",
+    "  sk[b] = ka;",
+    "  si[a] = ib;",
+    "  si[b] = ia;",
+    "}",
+  ].map((line) => indent + line);
+}
+
 /** The flat invocation index over a grid folded into two dimensions. */
 const MAIN = [
   `@compute @workgroup_size(${SORT_WORKGROUP})`,
@@ -249,19 +285,7 @@ export function generateSort(stage: SortStage, options: SortKernelOptions = {}):
         `    for (var j = min(k, ${SORT_TILE}u) / 2u; j >= 1u; j = j / 2u) {`,
         `      for (var e = 0u; e < ${SORT_TILE / 2 / SORT_WORKGROUP}u; e++) {`,
         `        let q = l + e * ${SORT_WORKGROUP}u;`,
-        "        let a = (q / j) * 2u * j + q % j;",
-        "        let b = a + j;",
-        "        let ka = sk[a];",
-        "        let kb = sk[b];",
-        "        let ia = si[a];",
-        "        let ib = si[b];",
-        "        let greater = ka > kb || (ka == kb && ia > ib);",
-        "        if (greater == ((((base + a) % p.padded) & k) == 0u)) {",
-        "          sk[a] = kb;",
-        "          sk[b] = ka;",
-        "          si[a] = ib;",
-        "          si[b] = ia;",
-        "        }",
+        ...compareExchange("        ", "((base + a) % p.padded)"),
         "      }",
         "      workgroupBarrier();",
         "    }",
@@ -511,14 +535,7 @@ function radixScatter(subgroups: boolean, first: boolean, last: boolean): string
     : [
       "    sums[l] = ones;",
       "    workgroupBarrier();",
-      // Inclusive scan of the invocations' counts of ones (Hillis and Steele).
-      `    for (var step = 1u; step < ${SORT_WORKGROUP}u; step = step * 2u) {`,
-      "      var add = 0u;",
-      "      if (l >= step) { add = sums[l - step]; }",
-      "      workgroupBarrier();",
-      "      sums[l] = sums[l] + add;",
-      "      workgroupBarrier();",
-      "    }",
+      ...inclusiveScan("    "),
       `    let totalOnes = sums[${SORT_WORKGROUP - 1}u];`,
       "    var onesBefore = sums[l] - ones;",
     ];
@@ -987,14 +1004,7 @@ function selectPick(targets: number): string {
     "    let c = hist[at];",
     "    sums[l] = c;",
     "    workgroupBarrier();",
-    // An inclusive scan of the digits' counts (Hillis and Steele).
-    `    for (var step = 1u; step < ${SORT_WORKGROUP}u; step = step * 2u) {`,
-    "      var add = 0u;",
-    "      if (l >= step) { add = sums[l - step]; }",
-    "      workgroupBarrier();",
-    "      sums[l] = sums[l] + add;",
-    "      workgroupBarrier();",
-    "    }",
+    ...inclusiveScan("    "),
     "    let before = sums[l] - c;",
     "    let r = rank[t];",
     "    workgroupBarrier();",
@@ -1068,19 +1078,7 @@ function rankTile(tile: number, first: boolean, last: boolean): string {
     "    for (var j = k / 2u; j >= 1u; j = j / 2u) {",
     `      for (var e = 0u; e < ${steps}u; e++) {`,
     `        let q = l + e * ${SORT_WORKGROUP}u;`,
-    "        let a = (q / j) * 2u * j + q % j;",
-    "        let b = a + j;",
-    "        let ka = sk[a];",
-    "        let kb = sk[b];",
-    "        let ia = si[a];",
-    "        let ib = si[b];",
-    "        let greater = ka > kb || (ka == kb && ia > ib);",
-    "        if (greater == ((a & k) == 0u)) {",
-    "          sk[a] = kb;",
-    "          sk[b] = ka;",
-    "          si[a] = ib;",
-    "          si[b] = ia;",
-    "        }",
+    ...compareExchange("        ", "a"),
     "      }",
     "      workgroupBarrier();",
     "    }",
