@@ -1,18 +1,23 @@
 /**
  * WGSL of the sort family's GPU kernels (src/gpu/sort.ts runs them), all over rows of 32-bit
- * words:
- * - `keys`: each row's ordered keys (floats with -0 as +0 and NaN largest; descending as the
- *   complement) and indices, padded to a power of two with the largest key, which sorts after
- *   every element (ties are broken by index, and padding's indices come last);
+ * words, ordered by keys (floats with -0 as +0, or in total order for quantiles, and NaN
+ * largest; descending as the complement) with ties broken by index:
+ * - `keys`: each row's ordered keys and indices, padded to a power of two with the largest key,
+ *   which sorts after every element (padding's indices come last);
  * - `bitonic`: one compare-exchange step (j, k) of a bitonic sort of every row's (key, index)
  *   pairs, ordered by key then index: a strict total order, so the unstable network gives the
  *   stable order, the same as the WASM reference's radix sort;
  * - `bitonic-local`: the steps with j below a tile of SORT_TILE elements, in workgroup memory;
- * - `radix-count` and `radix-scatter`: one stable pass of an LSD radix sort over 8-bit digits of
- *   the keys (count each tile's digits; the host scans the counts per row, digit-major, with the
- *   scan family's kernels; then each tile sorts itself by the digit stably in workgroup memory
- *   by eight one-bit splits, and writes each pair at its digit's offset plus its rank among the
- *   tile's pairs of that digit);
+ * - `radix-count` and `radix-scatter` / `radix-ballot`: one stable pass of an LSD radix sort over
+ *   8-bit digits of the keys (count each tile's digits; the host scans the counts per row,
+ *   digit-major, with the scan family's kernels; then each tile ranks its pairs by the digit in
+ *   workgroup memory, by nine one-bit splits or by subgroup ballots, and writes each pair at its
+ *   digit's offset plus its rank among the tile's pairs of that digit); the first pass makes
+ *   the keys from x, the last writes the window's values and indices;
+ * - `rank-tile`: one stage of the bitonic tree (segments sorted in workgroup memory, each
+ *   keeping the window's end);
+ * - `select-hist` and `select-pick`: one pass of the radix selection of quantiles' order
+ *   statistics (a digit's histogram among keys matching each prefix; the digit picked);
  * - `gather`: the window [start, start + count) of each sorted row: values by index, and the
  *   indices;
  * - `quantile`: each row's quantiles from its sorted values, at order statistics and weights the

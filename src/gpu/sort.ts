@@ -1,10 +1,13 @@
 /**
  * The sort family on the GPU: host code for the kernels _codegen_sort.ts generates. Rows are
- * first copied with the axis last and contiguous in a 32-bit compute dtype (float16 widened);
- * each row's (key, index) pairs, padded to a power of two, are sorted by a bitonic network of
- * log2(P)(log2(P) + 1) / 2 compare-exchange dispatches over every row at once; the wanted window
- * is gathered by index and copied back into the input's axis order. Results equal the WASM
- * reference's bit for bit (the order is a strict total order of (key, index)).
+ * first copied with the axis last and contiguous in a 32-bit compute dtype (float16 widened), or
+ * read in place when they already are. The plan (src/plans/sort.ts) picks how each job's window
+ * of every row's order is made: the radix passes (long rows; the first reads x, the last writes
+ * the window), the bitonic tree (windows within half a segment), or the bitonic network over
+ * padded (key, index) pairs and a gather; quantiles select their order statistics by radix
+ * passes over the keys or read them off sorted rows. Results equal the WASM reference's bit for
+ * bit (the order is a strict total order of (key, index)); outputs go back into the input's axis
+ * order.
  * @module
  */
 import type { DType } from "../core/dtype.ts";
