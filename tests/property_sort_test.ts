@@ -54,7 +54,14 @@ interface Case {
   values: "full" | "duplicates";
   order: "random" | "sorted" | "reversed";
   right: boolean;
-  variant: "bitonic" | "bitonic-local" | "radix" | "radix-ballot" | "select" | "bitonic-tree";
+  variant:
+    | "bitonic"
+    | "bitonic-local"
+    | "radix"
+    | "radix-ballot"
+    | "select"
+    | "bitonic-tree"
+    | "radix-select";
   /** The bitonic tree's segments: 512 pairs (many stages) or the plan's. */
   smallTile: boolean;
   /** false: the radix scatter's workgroup-memory scan even where subgroups exist. */
@@ -236,6 +243,7 @@ function cases(ops: readonly Op[]): fc.Arbitrary<Case> {
       "radix-ballot",
       "select",
       "bitonic-tree",
+      "radix-select",
     ),
     smallTile: fc.boolean(),
     subgroups: fc.boolean(),
@@ -257,6 +265,7 @@ property(
       "sort/radix",
       "sort/radix-ballot",
       "sort/bitonic-tree",
+      "sort/radix-select",
     ],
   },
 );
@@ -274,6 +283,7 @@ property(
       "sort/radix",
       "sort/radix-ballot",
       "sort/bitonic-tree",
+      "sort/radix-select",
     ],
   },
 );
@@ -303,14 +313,18 @@ property(
   { numRuns: 40 },
 );
 
-/** A row long enough for many stages of the bitonic tree at its smallest segments. */
+/**
+ * Rows long enough for many stages of the bitonic tree at its smallest segments, or many tiles
+ * of the radix selection's passes and compaction.
+ */
 interface TreeCase {
+  variant: "bitonic-tree" | "radix-select";
   dtype: DType;
   rows: number;
   length: number;
   /** k as a fraction of the most a 512-pair segment keeps (256). */
   kPick: number;
-  kind: "top" | "bottom";
+  kind: "top" | "bottom" | "mid";
   values: "full" | "duplicates";
   seed: number;
 }
@@ -329,7 +343,10 @@ async function checkTree(c: TreeCase): Promise<void> {
       const x = bag.add(gyre.tensor(base, { shape: [c.rows, c.length], dtype: c.dtype, device }));
       return gyre.rankK(x, k, { kind: c.kind }).map((t) => bag.add(t));
     };
-    forcePlan("sort", { variant: "bitonic-tree", tile: 512 });
+    forcePlan(
+      "sort",
+      c.variant === "bitonic-tree" ? { variant: c.variant, tile: 512 } : { variant: c.variant },
+    );
     const got = run("gpu");
     forcePlan("sort", null);
     const want = run("wasm");
@@ -350,16 +367,17 @@ async function checkTree(c: TreeCase): Promise<void> {
 
 property(
   "sort/rankK",
-  "the bitonic tree over many stages (segments of 512) equals the WASM reference",
+  "the bitonic tree over many stages (segments of 512) and the radix selection over many tiles equal the WASM reference",
   fc.record({
+    variant: fc.constantFrom<TreeCase["variant"]>("bitonic-tree", "radix-select"),
     dtype: fc.constantFrom<DType>("float32", "float16", "int32", "uint32"),
     rows: fc.integer({ min: 1, max: 3 }),
     length: fc.integer({ min: 513, max: 20000 }),
     kPick: fc.double({ min: 0, max: 1, noNaN: true }),
-    kind: fc.constantFrom<TreeCase["kind"]>("top", "bottom"),
+    kind: fc.constantFrom<TreeCase["kind"]>("top", "bottom", "mid"),
     values: fc.constantFrom<TreeCase["values"]>("full", "duplicates"),
     seed: fc.integer(),
   }),
   checkTree,
-  { numRuns: 25, variants: ["sort/bitonic-tree"] },
+  { numRuns: 40, variants: ["sort/bitonic-tree", "sort/radix-select"] },
 );

@@ -26,9 +26,9 @@
  * @module
  */
 
-import { ballotPoolWords, SORT_WORKGROUP } from "../plans/sort.ts";
+import { ballotPoolWords, SELECT_TILE, SORT_WORKGROUP } from "../plans/sort.ts";
 
-export { SORT_WORKGROUP };
+export { SELECT_TILE, SORT_WORKGROUP };
 
 /** The kernels of the sort family. */
 export type SortStage =
@@ -43,6 +43,8 @@ export type SortStage =
   | "select-hist"
   | "select-pick"
   | "rank-tile"
+  | "rank-count"
+  | "rank-compact"
   | "search";
 
 /** Elements a workgroup of the one-bit-split radix scatter takes (4 per invocation). */
@@ -65,6 +67,8 @@ export interface SortKernelOptions {
   targets?: number;
   /** Pairs a workgroup of the bitonic tree sorts. */
   tile?: number;
+  /** The selection's pick finds one rank a row (Rank-K's threshold), not quantiles. */
+  rank?: boolean;
 }
 
 /** Elements a workgroup of `bitonic-local` sorts in workgroup memory (8 KiB of keys and indices). */
@@ -398,7 +402,11 @@ export function generateSort(stage: SortStage, options: SortKernelOptions = {}):
     case "select-hist":
       return selectHist(options.subgroups ?? false, options.targets ?? 2);
     case "select-pick":
-      return selectPick(options.targets ?? 2);
+      return selectPick(options.targets ?? 2, options.rank ?? false);
+    case "rank-count":
+      return rankCount();
+    case "rank-compact":
+      return rankCompact(options.subgroups ?? false);
     case "rank-tile":
       return rankTile(options.tile ?? 2048, options.first ?? false, options.last ?? false);
     case "search":
@@ -842,9 +850,6 @@ function tileEntry(subgroups: boolean): string[] {
   ];
 }
 
-/** Elements a workgroup of the selection's histogram takes (16 per invocation). */
-export const SELECT_TILE = 4096;
-
 /**
  * Words of a row's selection state: each target's key prefix and remaining rank, the row's flags
  * and count, and each quantile's weight bits and lower order statistic.
@@ -883,7 +888,7 @@ function selectHist(subgroups: boolean, targets: number): string {
       ]
       : [`  if (${ok}) { atomicAdd(&h[${slot}], 1u); }`];
   return [
-    "struct Params { len: u32, tiles: u32, shift: u32, off: u32, state: u32, rows: u32 }",
+    "struct Params { len: u32, tiles: u32, shift: u32, off: u32, state: u32, rows: u32, kind: u32, flip: u32 }",
     "@group(0) @binding(0) var<storage, read> x: array<u32>;",
     "@group(0) @binding(1) var<storage, read> state: array<u32>;",
     "@group(0) @binding(2) var<storage, read_write> hist: array<atomic<u32>>;",
@@ -895,7 +900,7 @@ function selectHist(subgroups: boolean, targets: number): string {
     ...tileEntry(subgroups),
     ...each((e) => [
       `  let i${e} = tile * ${SELECT_TILE}u + ${e * SORT_WORKGROUP}u + l;`,
-      `  let k${e} = ordered_key(x[p.off + row * p.len + i${e}], 3u);`,
+      `  let k${e} = ordered_key(x[p.off + row * p.len + i${e}], p.kind) ^ p.flip;`,
     ]),
     `  for (var w = l; w < ${256 * targets}u; w += ${SORT_WORKGROUP}u) { atomicStore(&h[w], 0u); }`,
     "  if (l == 0u) { atomicStore(&nans, 0u); }",
@@ -943,11 +948,11 @@ function selectHist(subgroups: boolean, targets: number): string {
  * the host's table. The last pass (shift 0) writes each quantile from the two keys' values.
  * Flags: 1 the row's quantiles are NaN (a NaN not skipped, or nothing left).
  */
-function selectPick(targets: number): string {
-  const qn = targets / 2;
+function selectPick(targets: number, rankMode: boolean): string {
+  const qn = rankMode ? 0 : targets / 2;
   const stateWords = selectStateWords(targets, qn);
   return [
-    "struct Params { len: u32, rows: u32, shift: u32, method: u32, skip: u32, bits: u32 }",
+    "struct Params { len: u32, rows: u32, shift: u32, method: u32, skip: u32, bits: u32, rank: u32 }",
     "@group(0) @binding(0) var<storage, read> table: array<u32>;",
     "@group(0) @binding(1) var<storage, read_write> hist: array<u32>;",
     "@group(0) @binding(2) var<storage, read_write> state: array<u32>;",
@@ -966,6 +971,8 @@ function selectPick(targets: number): string {
     `  let s = row * ${stateWords}u;`,
     `  let hb = row * ${selectHistWords(targets)}u;`,
     "  if (p.shift == 24u) {",
+    // Rank mode: one target, the rank p.rank of the row's keys.
+    ...(rankMode ? ["    if (l == 0u) { rank[0] = p.rank; prefix[0] = 0u; }"] : []),
     `    if (l < ${qn}u) {`,
     `      let nan = hist[hb + ${256 * targets}u];`,
     "      let count = select(p.len, p.len - nan, p.skip == 1u);",
@@ -1112,6 +1119,120 @@ function rankTile(tile: number, first: boolean, last: boolean): string {
         "    outOrder[o] = si[j];",
         "  }",
       ]),
+    "}",
+  ].join("\n");
+}
+
+/** Parameters of Rank-K's count and compaction by threshold (rank-count, rank-compact). */
+const RANK_PARAMS =
+  "struct Params { len: u32, tiles: u32, off: u32, kind: u32, flip: u32, rows: u32, state: u32, keep: u32 }";
+
+/**
+ * Rank-K by selection, step 2: each tile's count of keys below the row's threshold K (the key of
+ * rank keep - 1, which the selection left as the row's state) and of keys equal to it:
+ * counts[(2 row) tiles + tile] and counts[(2 row + 1) tiles + tile].
+ */
+function rankCount(): string {
+  const E = SELECT_TILE / SORT_WORKGROUP;
+  return [
+    RANK_PARAMS,
+    "@group(0) @binding(0) var<storage, read> x: array<u32>;",
+    "@group(0) @binding(1) var<storage, read> state: array<u32>;",
+    "@group(0) @binding(2) var<storage, read_write> counts: array<u32>;",
+    "@group(0) @binding(3) var<uniform> p: Params;",
+    ORDERED_KEY,
+    "var<workgroup> less: atomic<u32>;",
+    "var<workgroup> ties: atomic<u32>;",
+    ...tileEntry(false),
+    "  if (l == 0u) { atomicStore(&less, 0u); atomicStore(&ties, 0u); }",
+    "  let threshold = state[row * p.state];",
+    "  var below = 0u;",
+    "  var equal = 0u;",
+    ...Array.from({ length: E }, (_, e) => [
+      `  { let i = tile * ${SELECT_TILE}u + ${e * SORT_WORKGROUP}u + l;`,
+      "    let key = ordered_key(x[p.off + row * p.len + i], p.kind) ^ p.flip;",
+      "    if (i < p.len) { below += select(0u, 1u, key < threshold); equal += select(0u, 1u, key == threshold); } }",
+    ]).flat(),
+    "  workgroupBarrier();",
+    "  if (below != 0u) { atomicAdd(&less, below); }",
+    "  if (equal != 0u) { atomicAdd(&ties, equal); }",
+    "  workgroupBarrier();",
+    "  if (l == 0u) {",
+    "    counts[2u * row * p.tiles + tile] = atomicLoad(&less);",
+    "    counts[(2u * row + 1u) * p.tiles + tile] = atomicLoad(&ties);",
+    "  }",
+    "}",
+  ].join("\n");
+}
+
+/**
+ * Rank-K by selection, step 3 (after an exclusive scan of the counts along each row): each
+ * tile writes its keys below the threshold at the scanned offset of those (their order does not
+ * matter: the candidates are sorted next) and its keys equal to the threshold at the offset of
+ * those past all of the row's keys below it, the first `keep` minus those below in index order
+ * only (ties go to the lower index), as (key, index) candidates, `keep` a row. Positions within
+ * the tile come from one workgroup scan a round of flags (both counts in 16-bit halves).
+ */
+function rankCompact(subgroups: boolean): string {
+  const E = SELECT_TILE / SORT_WORKGROUP;
+  const scan = subgroups
+    ? [
+      "    var before = subgroupExclusiveAdd(flags);",
+      "    if (sg_lane == sg_size - 1u) { sums[l / sg_size] = before + flags; }",
+      "    workgroupBarrier();",
+      "    var total = 0u;",
+      `    for (var g = 0u; g < ${SORT_WORKGROUP}u / sg_size; g++) {`,
+      "      let c = sums[g];",
+      "      if (g < l / sg_size) { before += c; }",
+      "      total += c;",
+      "    }",
+    ]
+    : [
+      "    sums[l] = flags;",
+      "    workgroupBarrier();",
+      ...inclusiveScan("    "),
+      "    let before = sums[l] - flags;",
+      `    let total = sums[${SORT_WORKGROUP - 1}u];`,
+    ];
+  return [
+    RANK_PARAMS,
+    "@group(0) @binding(0) var<storage, read> x: array<u32>;",
+    "@group(0) @binding(1) var<storage, read> state: array<u32>;",
+    "@group(0) @binding(2) var<storage, read> offsets: array<u32>;",
+    "@group(0) @binding(3) var<storage, read_write> outKeys: array<u32>;",
+    "@group(0) @binding(4) var<storage, read_write> outOrder: array<u32>;",
+    "@group(0) @binding(5) var<uniform> p: Params;",
+    ORDERED_KEY,
+    `var<workgroup> sums: array<u32, ${SORT_WORKGROUP}>;`,
+    ...tileEntry(subgroups),
+    "  let threshold = state[row * p.state];",
+    // The threshold's rank within its equals: take that many plus one of them.
+    "  let take = state[row * p.state + 1u] + 1u;",
+    "  let lessCount = p.keep - take;",
+    "  var lessAt = offsets[2u * row * p.tiles + tile];",
+    "  var tieAt = offsets[(2u * row + 1u) * p.tiles + tile];",
+    `  for (var e = 0u; e < ${E}u; e++) {`,
+    `    let i = tile * ${SELECT_TILE}u + e * ${SORT_WORKGROUP}u + l;`,
+    "    let key = ordered_key(x[p.off + row * p.len + i], p.kind) ^ p.flip;",
+    "    let isLess = i < p.len && key < threshold;",
+    "    let isTie = i < p.len && key == threshold;",
+    "    let flags = select(0u, 1u, isLess) | select(0u, 0x10000u, isTie);",
+    ...scan,
+    "    if (isLess) {",
+    "      let o = row * p.keep + lessAt + (before & 0xffffu);",
+    "      outKeys[o] = key;",
+    "      outOrder[o] = i;",
+    "    }",
+    "    let tieRank = tieAt + (before >> 16u);",
+    "    if (isTie && tieRank < take) {",
+    "      let o = row * p.keep + lessCount + tieRank;",
+    "      outKeys[o] = key;",
+    "      outOrder[o] = i;",
+    "    }",
+    "    lessAt += total & 0xffffu;",
+    "    tieAt += total >> 16u;",
+    "    workgroupBarrier();",
+    "  }",
     "}",
   ].join("\n");
 }

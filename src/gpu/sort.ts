@@ -156,6 +156,10 @@ function sortRows(
     treeSort(gpu, op, r, w, choice.tile, values, indices);
     return;
   }
+  if (choice.variant === "radix-select") {
+    selectWindow(gpu, op, r, w, choice, values, indices);
+    return;
+  }
   const { padded } = choice;
   const local = choice.variant === "bitonic-local";
   // Local steps take whole tiles: the pairs are rounded up with rows of padding keys.
@@ -292,6 +296,139 @@ function treeSort(
     }
   } finally {
     for (const storage of held) gpu.free(storage);
+  }
+}
+
+/**
+ * Rank-K by radix selection: the key of rank keep - 1 of each row (keep = start + count) by the
+ * selection's passes (histograms of one digit among the keys matching the prefix so far, and a
+ * pick each), then each tile's keys below and equal to it counted, the counts scanned along the
+ * row, and the keys below and the first ties (by index) compacted into keep candidates a row,
+ * which one stage of the bitonic tree sorts, writing the window.
+ */
+function selectWindow(
+  gpu: GpuHost,
+  op: string,
+  r: Rows,
+  w: Window,
+  choice: SortChoice,
+  values: GpuStorage,
+  indices: GpuStorage,
+): void {
+  const keep = w.start + w.count;
+  const n = r.length;
+  const tiles = Math.ceil(n / SELECT_TILE);
+  const groups = r.rows * tiles;
+  const grid: [number, number] = [Math.min(groups, 32768), Math.ceil(groups / 32768)];
+  const stateWords = selectStateWords(1, 0);
+  const flip = w.descending ? 0xffffffff : 0;
+  const state = gpu.alloc(op, "uint32", r.rows * stateWords);
+  const counts = gpu.alloc(op, "uint32", 2 * r.rows * tiles);
+  const keys = gpu.alloc(op, "uint32", r.rows * keep);
+  const order = gpu.alloc(op, "uint32", r.rows * keep);
+  const hist = gpu.scratch("sort selection histograms", r.rows * selectHistWords(1));
+  const subgroups = choice.subgroups;
+  try {
+    const histOptions = { subgroups, targets: 1 };
+    const histKernel = gpu.pipeline(
+      sortKey("select-hist", histOptions),
+      3,
+      () => generateSort("select-hist", histOptions),
+    );
+    const pickOptions = { targets: 1, rank: true };
+    const pick = gpu.pipeline(
+      sortKey("select-pick", pickOptions),
+      4,
+      () => generateSort("select-pick", pickOptions),
+      3,
+    );
+    for (let shift = 24; shift >= 0; shift -= 8) {
+      gpu.dispatch(
+        op,
+        histKernel,
+        [r.storage.buffer, state.buffer, hist],
+        words([n, tiles, shift, r.offset, stateWords, r.rows, w.kind, flip]),
+        grid,
+      );
+      gpu.dispatch(
+        op,
+        pick,
+        // No table in rank mode (x stands in) and no quantiles written (counts stand in).
+        [r.storage.buffer, hist, state.buffer, counts.buffer],
+        words([n, r.rows, shift, 0, 0, 0, keep - 1]),
+        gpu.grid(r.rows * SORT_WORKGROUP, SORT_WORKGROUP),
+      );
+    }
+    const uniforms = words([n, tiles, r.offset, w.kind, flip, r.rows, stateWords, keep]);
+    const count = gpu.pipeline(sortKey("rank-count"), 3, () => generateSort("rank-count"));
+    gpu.dispatch(op, count, [r.storage.buffer, state.buffer, counts.buffer], uniforms, grid);
+    const { output } = runScanGpu(gpu, {
+      overrides: NO_OVERRIDES,
+      op,
+      scan: "sum",
+      type: "u32",
+      x: {
+        storage: counts,
+        dtype: "uint32",
+        shape: [2 * r.rows, tiles],
+        strides: [tiles, 1],
+        offset: 0,
+      },
+      axis: 1,
+      exclusive: true,
+      reverse: false,
+      outDtype: "uint32",
+    });
+    const offsets = output as GpuStorage;
+    try {
+      const compact = gpu.pipeline(
+        sortKey("rank-compact", { subgroups }),
+        5,
+        () => generateSort("rank-compact", { subgroups }),
+        2,
+      );
+      gpu.dispatch(
+        op,
+        compact,
+        [r.storage.buffer, state.buffer, offsets.buffer, keys.buffer, order.buffer],
+        uniforms,
+        grid,
+      );
+    } finally {
+      gpu.free(offsets);
+    }
+    // The candidates' sort: one segment, the window written.
+    const options = { tile: choice.tile, first: false, last: true };
+    const sortKernel = gpu.pipeline(
+      sortKey("rank-tile", options),
+      5,
+      () => generateSort("rank-tile", options),
+      2,
+    );
+    gpu.dispatch(
+      op,
+      sortKernel,
+      [keys.buffer, order.buffer, r.storage.buffer, values.buffer, indices.buffer],
+      words([
+        keep,
+        1,
+        keep,
+        w.kind,
+        flip,
+        r.offset,
+        r.length,
+        r.rows,
+        w.start,
+        w.count,
+        w.indices ? 4 : 0,
+      ]),
+      [Math.min(r.rows, 32768), Math.ceil(r.rows / 32768)],
+    );
+  } finally {
+    gpu.free(state);
+    gpu.free(counts);
+    gpu.free(keys);
+    gpu.free(order);
   }
 }
 
@@ -680,7 +817,7 @@ function selectQuantiles(
         op,
         histKernel,
         [r.storage.buffer, state.buffer, hist],
-        words([n, tiles, shift, r.offset, stateWords, r.rows]),
+        words([n, tiles, shift, r.offset, stateWords, r.rows, TOTAL_ORDER_KIND, 0]),
         [Math.min(groups, 32768), Math.ceil(groups / 32768)],
       );
       gpu.dispatch(

@@ -12,6 +12,7 @@ export const SORT_VARIANTS = [
   "radix-ballot",
   "select",
   "bitonic-tree",
+  "radix-select",
 ] as const;
 /** One of {@link SORT_VARIANTS}. */
 export type SortVariant = (typeof SORT_VARIANTS)[number];
@@ -39,6 +40,9 @@ export interface SortChoice {
    * sorts): each workgroup sorts a segment of `tile` pairs in workgroup memory and keeps the
    * window's end; the kept pairs are the next stage's rows until one segment is left (one
    * dispatch a stage; rows up to a tile take one in all).
+   * "radix-select" (windows whose end `keep` fits a segment): the key of rank keep - 1 found by
+   * the selection's four passes, each tile's keys below and equal to it counted, scanned and
+   * compacted (ties in index order) into keep candidates a row, which one tree stage sorts.
    */
   variant: SortVariant;
   /**
@@ -111,6 +115,20 @@ const BALLOT_FROM = 1024;
  */
 const TREE_UP_TO = 1024;
 
+/**
+ * How much longer than the window's end a row must be for Rank-K to select rather than sort (and
+ * rows at least a selection tile long): on the H200 (GPU timestamps, median of 15) the selection
+ * took top-k of [1024, 4096] k = 32 in 0.169 ms (radix sort 0.257), [64, 65536] k = 64 in 0.139
+ * (0.288), [1, 16 Mi] k = 100 in 0.412 (0.979) and k = 4000 in 0.497 (0.981), but [8, 65536]
+ * k = 1024 (64 times) in 0.092 against 0.077, and [16384, 1024] k = 8 (a quarter of a tile a
+ * row) in 1.83 against 1.42.
+ */
+const SELECT_RATIO = 128;
+/** Keys a workgroup of the selection's passes and compaction takes (16 an invocation). */
+export const SELECT_TILE = 4096;
+/** Rows shorter than a selection tile leave it idle. */
+const SELECT_ROW_FROM = SELECT_TILE;
+
 /** Segments of the bitonic tree, largest first (keys and indices: 8 bytes a pair). */
 const TREE_TILES = [4096, 2048, 1024, 512];
 
@@ -168,17 +186,27 @@ export function planSort(
     "radix-ballot": wide && subgroups && forms.length > 0,
     select: wide && problem.select !== undefined && problem.select <= MAX_SELECT_TARGETS,
     "bitonic-tree": false,
+    "radix-select": false,
   };
   // The tree keeps the window's end of each segment: at most half a tile of it.
   const keep = problem.keep ?? problem.length;
   const trees = TREE_TILES.filter((t) => 8 * t <= storage && 2 * keep <= t);
   allowed["bitonic-tree"] = wide && problem.select === undefined && trees.length > 0;
+  // The selection's candidates are sorted by one segment: the window's end must fit one.
+  const segments = TREE_TILES.filter((t) => 8 * t <= storage && keep <= t);
+  allowed["radix-select"] = wide && problem.select === undefined && segments.length > 0;
   let variant: SortVariant = allowed["bitonic-local"] ? "bitonic-local" : "bitonic";
   if (padded > BALLOT_FROM && allowed["radix-ballot"]) variant = "radix-ballot";
   else if (padded > RADIX_FROM && allowed.radix) variant = "radix";
   if (allowed.select && problem.length >= SELECT_FROM) variant = "select";
   // The tree in one stage: rows of up to TREE_UP_TO in one dispatch.
   if (allowed["bitonic-tree"] && problem.length <= TREE_UP_TO) variant = "bitonic-tree";
+  else if (
+    allowed["radix-select"] && problem.length >= SELECT_RATIO * keep &&
+    problem.length >= SELECT_ROW_FROM
+  ) {
+    variant = "radix-select";
+  }
   if (override?.variant && allowed[override.variant]) variant = override.variant;
   // The padding follows the row; the variant, the ballot tile and counters (among the forms
   // that fit) and (off) subgroups can be forced.
@@ -188,6 +216,10 @@ export function planSort(
   ) ?? forms[0] ?? { tile: SPLIT_TILE, counters: "packed" as const };
   const ballot = variant === "radix-ballot";
   let tile = ballot ? form.tile : SPLIT_TILE;
+  if (variant === "radix-select") {
+    // The segment that sorts the candidates: the smallest that holds them.
+    tile = [...segments].reverse().find((t) => t >= keep) ?? segments[0];
+  }
   if (variant === "bitonic-tree") {
     // The smallest segment that holds the row, else the largest (fewest stages); or as forced.
     tile = [...trees].reverse().find((t) => t >= problem.length) ?? trees[0];
@@ -204,20 +236,21 @@ export interface RankKChoice {
   kernel: "rankK";
   /**
    * The merge kind: "tree" (segments sorted in workgroup memory, each keeping the window's end,
-   * merged stage by stage), "radix" (each row radix-sorted, the window written by the last
-   * pass), "bitonic" (each row through a bitonic network, the window gathered), or "select"
-   * (never for Rank-K; quantiles).
+   * merged stage by stage), "select" (the threshold key by radix selection, the keys up to it
+   * compacted tile by tile, then sorted in one segment), "radix" (each row radix-sorted, the
+   * window written by the last pass) or "bitonic" (each row through a bitonic network, the
+   * window gathered).
    */
   mk: "tree" | "radix" | "bitonic" | "select";
   /** Its sub-strategy: the sort plan's variant. */
   mkd: SortVariant;
-  /** Pairs a workgroup takes (a tree's segment, a radix tile; bitonic: a local tile). */
+  /** Pairs a workgroup takes (a tree's or the candidates' segment, a radix tile). */
   tile: number;
-  /** The compaction tile: 0, as no variant compacts (the tree keeps whole windows). */
+  /** The compaction tile of "select" (keys a workgroup counts and compacts); else 0. */
   ctile: number;
   /** Whether candidates are found per tile and merged in later passes (a tree of stages). */
   twoStage: boolean;
-  /** The tree's stages (1 for the other kinds). */
+  /** The tree's stages; 2 for "select" (compaction, then the candidates' sort); else 1. */
   stages: number;
 }
 
@@ -246,19 +279,22 @@ export function planRankK(
       stages++;
     }
   }
+  // The selection: its passes and compaction over tiles, then one sort of the candidates.
+  const selecting = choice.variant === "radix-select";
+  if (selecting) stages = 2;
   const mk = choice.variant === "bitonic-tree"
     ? "tree"
+    : selecting
+    ? "select"
     : choice.variant.startsWith("radix")
     ? "radix"
-    : choice.variant === "select"
-    ? "select"
     : "bitonic";
   return {
     kernel: "rankK",
     mk,
     mkd: choice.variant,
     tile: choice.tile,
-    ctile: 0,
+    ctile: selecting ? SELECT_TILE : 0,
     twoStage: stages > 1,
     stages,
   };
