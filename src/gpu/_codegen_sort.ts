@@ -196,7 +196,8 @@ function inclusiveScan(indent: string): string[] {
  */
 function compareExchange(indent: string, at: string): string[] {
   return [
-    "let a = (q / j) * 2u * j + q % j;",
+    // j is a power of two: q's bits above j's moved up one (no division).
+    "let a = ((q & ~(j - 1u)) << 1u) | (q & (j - 1u));",
     "let b = a + j;",
     "let ka = sk[a];",
     "let kb = sk[b];",
@@ -294,7 +295,7 @@ export function generateSort(stage: SortStage, options: SortKernelOptions = {}):
         `    for (var j = min(k, ${SORT_TILE}u) / 2u; j >= 1u; j = j / 2u) {`,
         `      for (var e = 0u; e < ${SORT_TILE / 2 / SORT_WORKGROUP}u; e++) {`,
         `        let q = l + e * ${SORT_WORKGROUP}u;`,
-        ...compareExchange("        ", "((base + a) % p.padded)"),
+        ...compareExchange("        ", "((base + a) & (p.padded - 1u))"),
         "      }",
         "      workgroupBarrier();",
         "    }",

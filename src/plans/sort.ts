@@ -109,9 +109,12 @@ const LOCAL_INVOCATIONS = 256;
  */
 const BALLOT_FROM = 1024;
 /**
- * Rows the bitonic tree takes by default: those that fit one segment of up to 1024 pairs (one
- * dispatch, where bitonic-local takes three); longer rows and more stages lost to the radix sort
- * on the H200 (bench/results/sort-nvidia-h200.md).
+ * Rows the bitonic tree takes by default: those that fit one segment of up to 1024 pairs that
+ * also holds twice the window (one dispatch, where bitonic-local takes three). On the H200 top-k
+ * of [16384, 1024] k = 8 took 0.86 ms so (radix 1.41); with k = 1024 (segments of 2048, half
+ * padding) 2.05 against bitonic-local's 1.10; longer rows and more stages lost to the radix sort
+ * and selection: [8, 65536] k = 1024 0.195 ms against 0.077, [1024, 4096] k = 32 0.248 against
+ * the selection's 0.163 (bench/results/sort-nvidia-h200.md).
  */
 const TREE_UP_TO = 1024;
 
@@ -154,7 +157,8 @@ const SELECT_FROM = RADIX_FROM;
  * @example
  * ```ts
  * import { planSort } from "@gyre/gyre/tuning";
- * planSort(undefined, { rows: 8, length: 1000 }).variant; // "bitonic-tree"
+ * planSort(undefined, { rows: 8, length: 1000 }).variant; // "bitonic-local"
+ * planSort(undefined, { rows: 8, length: 100 }).variant; // "bitonic-tree"
  * ```
  */
 export function planSort(
@@ -200,7 +204,10 @@ export function planSort(
   else if (padded > RADIX_FROM && allowed.radix) variant = "radix";
   if (allowed.select && problem.length >= SELECT_FROM) variant = "select";
   // The tree in one stage: rows of up to TREE_UP_TO in one dispatch.
-  if (allowed["bitonic-tree"] && problem.length <= TREE_UP_TO) variant = "bitonic-tree";
+  if (
+    allowed["bitonic-tree"] && problem.length <= TREE_UP_TO &&
+    trees.some((t) => t >= problem.length && t <= TREE_UP_TO)
+  ) variant = "bitonic-tree";
   else if (
     allowed["radix-select"] && problem.length >= SELECT_RATIO * keep &&
     problem.length >= SELECT_ROW_FROM
