@@ -5,6 +5,7 @@
  *
  * Usage: deno run -A bench/sort_dispatches.ts [--length N] [--variant radix-ballot|radix|...]
  *   [--tile 2048|4096] [--indices] (sort with indices, as `argsort` and `topk` take them)
+ *   [--k K] (with --indices: the bottom K only)
  * @module
  */
 import * as gyre from "../src/mod.ts";
@@ -20,13 +21,15 @@ const length = Number(flag("length", String(1 << 24)));
 const variant = flag("variant", "radix-ballot") as tuning.SortVariant;
 const tile = Number(flag("tile", "0")) || undefined;
 const withIndices = args.includes("--indices");
+// --k K: the bottom K with indices (Rank-K) instead of the whole sort.
+const k = Number(flag("k", "0")) || length;
 const rt = await gyre.init({ device: "gpu" });
 const profiler = new GpuProfiler(rt.gpu!);
 const x = gyre.random.uniform([length], { seed: 1, low: -2, high: 2 }).realize();
 tuning.setPlanOverride("sort", { variant, tile });
 const sortOnce = () => {
   if (!withIndices) return gyre.sort(x).realize().dispose();
-  for (const t of gyre.rankK(x, length, { kind: "bottom" })) t.realize().dispose();
+  for (const t of gyre.rankK(x, k, { kind: "bottom" })) t.realize().dispose();
 };
 for (let round = 0; round < 3; round++) {
   sortOnce();
