@@ -938,13 +938,11 @@ function selectHist(subgroups: boolean, targets: number): string {
     "    let high = p.shift + 8u;",
     `    for (var t = 0u; t < ${targets}u; t++) {`,
     "      let want = prefix[t] >> high;",
-    ...each((e) =>
-      add(
-        `t * 256u + ((k${e} >> p.shift) & 0xffu)`,
-        `((k${e} >> p.shift) & 0xffu)`,
-        `i${e} < p.len && (k${e} >> high) == want`,
-      )
-    ),
+    // Few keys match a prefix past the first pass: plain atomics, without the subgroup
+    // reductions each key would cost (they made these passes slower than the first).
+    ...each((e) => [
+      `      if (i${e} < p.len && (k${e} >> high) == want) { atomicAdd(&h[t * 256u + ((k${e} >> p.shift) & 0xffu)], 1u); }`,
+    ]),
     "    }",
     "  }",
     "  workgroupBarrier();",
@@ -1193,29 +1191,25 @@ function rankCount(): string {
  * tile writes its keys below the threshold at the scanned offset of those (their order does not
  * matter: the candidates are sorted next) and its keys equal to the threshold at the offset of
  * those past all of the row's keys below it, the first `keep` minus those below in index order
- * only (ties go to the lower index), as (key, index) candidates, `keep` a row. Positions within
- * the tile come from one workgroup scan a round of flags (both counts in 16-bit halves).
+ * only (ties go to the lower index), as (key, index) candidates, `keep` a row. Each invocation
+ * takes 16 consecutive keys, so one workgroup scan of the invocations' counts (both in 16-bit
+ * halves) places them all (sixteen scans, one a round of strided keys, took three times as long).
  */
 function rankCompact(subgroups: boolean): string {
   const E = SELECT_TILE / SORT_WORKGROUP;
+  const each = (f: (e: number) => string[]) => Array.from({ length: E }, (_, e) => f(e)).flat();
   const scan = subgroups
     ? [
-      "    var before = subgroupExclusiveAdd(flags);",
-      "    if (sg_lane == sg_size - 1u) { sums[l / sg_size] = before + flags; }",
-      "    workgroupBarrier();",
-      "    var total = 0u;",
-      `    for (var g = 0u; g < ${SORT_WORKGROUP}u / sg_size; g++) {`,
-      "      let c = sums[g];",
-      "      if (g < l / sg_size) { before += c; }",
-      "      total += c;",
-      "    }",
+      "  var before = subgroupExclusiveAdd(flags);",
+      "  if (sg_lane == sg_size - 1u) { sums[l / sg_size] = before + flags; }",
+      "  workgroupBarrier();",
+      `  for (var g = 0u; g < l / sg_size; g++) { before += sums[g]; }`,
     ]
     : [
-      "    sums[l] = flags;",
-      "    workgroupBarrier();",
-      ...inclusiveScan("    "),
-      "    let before = sums[l] - flags;",
-      `    let total = sums[${SORT_WORKGROUP - 1}u];`,
+      "  sums[l] = flags;",
+      "  workgroupBarrier();",
+      ...inclusiveScan("  "),
+      "  let before = sums[l] - flags;",
     ];
   return [
     RANK_PARAMS,
@@ -1232,30 +1226,32 @@ function rankCompact(subgroups: boolean): string {
     // The threshold's rank within its equals: take that many plus one of them.
     "  let take = state[row * p.state + 1u] + 1u;",
     "  let lessCount = p.keep - take;",
-    "  var lessAt = offsets[2u * row * p.tiles + tile];",
-    "  var tieAt = offsets[(2u * row + 1u) * p.tiles + tile];",
-    `  for (var e = 0u; e < ${E}u; e++) {`,
-    `    let i = tile * ${SELECT_TILE}u + e * ${SORT_WORKGROUP}u + l;`,
-    "    let key = ordered_key(x[p.off + row * p.len + i], p.kind) ^ p.flip;",
-    "    let isLess = i < p.len && key < threshold;",
-    "    let isTie = i < p.len && key == threshold;",
-    "    let flags = select(0u, 1u, isLess) | select(0u, 0x10000u, isTie);",
+    `  let first = tile * ${SELECT_TILE}u + l * ${E}u;`,
+    "  var flags = 0u;",
+    ...each((e) => [
+      `  let k${e} = ordered_key(x[p.off + row * p.len + first + ${e}u], p.kind) ^ p.flip;`,
+      `  let ok${e} = first + ${e}u < p.len;`,
+      `  flags += select(0u, 1u, ok${e} && k${e} < threshold) + select(0u, 0x10000u, ok${e} && k${e} == threshold);`,
+    ]),
     ...scan,
-    "    if (isLess) {",
-    "      let o = row * p.keep + lessAt + (before & 0xffffu);",
-    "      outKeys[o] = key;",
-    "      outOrder[o] = i;",
-    "    }",
-    "    let tieRank = tieAt + (before >> 16u);",
-    "    if (isTie && tieRank < take) {",
-    "      let o = row * p.keep + lessCount + tieRank;",
-    "      outKeys[o] = key;",
-    "      outOrder[o] = i;",
-    "    }",
-    "    lessAt += total & 0xffffu;",
-    "    tieAt += total >> 16u;",
-    "    workgroupBarrier();",
-    "  }",
+    "  var lessAt = offsets[2u * row * p.tiles + tile] + (before & 0xffffu);",
+    "  var tieAt = offsets[(2u * row + 1u) * p.tiles + tile] + (before >> 16u);",
+    ...each((e) => [
+      `  if (ok${e} && k${e} < threshold) {`,
+      "    let o = row * p.keep + lessAt;",
+      `    outKeys[o] = k${e};`,
+      `    outOrder[o] = first + ${e}u;`,
+      "    lessAt += 1u;",
+      "  }",
+      `  if (ok${e} && k${e} == threshold) {`,
+      "    if (tieAt < take) {",
+      "      let o = row * p.keep + lessCount + tieAt;",
+      `      outKeys[o] = k${e};`,
+      `      outOrder[o] = first + ${e}u;`,
+      "    }",
+      "    tieAt += 1u;",
+      "  }",
+    ]),
     "}",
   ].join("\n");
 }
