@@ -120,13 +120,14 @@ const TREE_UP_TO = 1024;
 
 /**
  * How much longer than the window's end a row must be for Rank-K to select rather than sort (and
- * rows at least a selection tile long): on the H200 (GPU timestamps, median of 15) the selection
- * took top-k of [1024, 4096] k = 32 in 0.169 ms (radix sort 0.257), [64, 65536] k = 64 in 0.139
- * (0.288), [1, 16 Mi] k = 100 in 0.412 (0.979) and k = 4000 in 0.497 (0.981), but [8, 65536]
- * k = 1024 (64 times) in 0.092 against 0.077, and [16384, 1024] k = 8 (a quarter of a tile a
- * row) in 1.83 against 1.42.
+ * rows at least a selection tile long). On the H200 at 370157d (GPU timestamps, median of 15)
+ * the selection took top-k of [8, 65536] k = 1024 (64 times) in 0.066 ms (radix sort 0.076),
+ * k = 256 0.058 (0.076), [64, 16384] k = 256 0.061 (0.097), [4096, 4096] k = 64 0.38 (0.84),
+ * [1, 1 Mi] k = 4096 (256 times, where the candidates' segment sort is long) 0.118 (0.121). Before
+ * its histogram and compaction were made cheaper (366d498) it lost at 64 times (0.092 against
+ * 0.077) and won from 128.
  */
-const SELECT_RATIO = 128;
+const SELECT_RATIO = 64;
 /** Keys a workgroup of the selection's passes and compaction takes (16 an invocation). */
 export const SELECT_TILE = 4096;
 /** Rows shorter than a selection tile leave it idle. */
@@ -269,7 +270,7 @@ export interface RankKChoice {
  * @example
  * ```ts
  * import { planRankK } from "@gyre/gyre/tuning";
- * planRankK(undefined, { kind: "top", rows: 8, cols: 65536, k: 1024 }).mk; // "radix"
+ * planRankK(undefined, { kind: "top", rows: 8, cols: 65536, k: 1024 }).mk; // "select"
  * ```
  */
 export function planRankK(
