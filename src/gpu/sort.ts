@@ -300,6 +300,31 @@ function treeSort(
 }
 
 /**
+ * The exclusive scan of `counts` ([rows, width], contiguous) along each row, by the scan
+ * family's kernels: each tile's offsets. The caller frees the result.
+ */
+function scanCounts(
+  gpu: GpuHost,
+  op: string,
+  counts: GpuStorage,
+  rows: number,
+  width: number,
+): GpuStorage {
+  const { output } = runScanGpu(gpu, {
+    overrides: NO_OVERRIDES,
+    op,
+    scan: "sum",
+    type: "u32",
+    x: { storage: counts, dtype: "uint32", shape: [rows, width], strides: [width, 1], offset: 0 },
+    axis: 1,
+    exclusive: true,
+    reverse: false,
+    outDtype: "uint32",
+  });
+  return output as GpuStorage;
+}
+
+/**
  * Rank-K by radix selection: the key of rank keep - 1 of each row (keep = start + count) by the
  * selection's passes (histograms of one digit among the keys matching the prefix so far, and a
  * pick each), then each tile's keys below and equal to it counted, the counts scanned along the
@@ -362,24 +387,7 @@ function selectWindow(
     const uniforms = words([n, tiles, r.offset, w.kind, flip, r.rows, stateWords, keep]);
     const count = gpu.pipeline(sortKey("rank-count"), 3, () => generateSort("rank-count"));
     gpu.dispatch(op, count, [r.storage.buffer, state.buffer, counts.buffer], uniforms, grid);
-    const { output } = runScanGpu(gpu, {
-      overrides: NO_OVERRIDES,
-      op,
-      scan: "sum",
-      type: "u32",
-      x: {
-        storage: counts,
-        dtype: "uint32",
-        shape: [2 * r.rows, tiles],
-        strides: [tiles, 1],
-        offset: 0,
-      },
-      axis: 1,
-      exclusive: true,
-      reverse: false,
-      outDtype: "uint32",
-    });
-    const offsets = output as GpuStorage;
+    const offsets = scanCounts(gpu, op, counts, 2 * r.rows, tiles);
     try {
       const compact = gpu.pipeline(
         sortKey("rank-compact", { subgroups }),
@@ -510,24 +518,7 @@ function radixSort(
       ]);
       const src = first ? x : keys.buffer;
       gpu.dispatch(op, count, [src, counts.buffer], uniforms, grid);
-      const { output } = runScanGpu(gpu, {
-        overrides: NO_OVERRIDES,
-        op,
-        scan: "sum",
-        type: "u32",
-        x: {
-          storage: counts,
-          dtype: "uint32",
-          shape: [r.rows, 256 * tiles],
-          strides: [256 * tiles, 1],
-          offset: 0,
-        },
-        axis: 1,
-        exclusive: true,
-        reverse: false,
-        outDtype: "uint32",
-      });
-      const offsets = output as GpuStorage;
+      const offsets = scanCounts(gpu, op, counts, r.rows, 256 * tiles);
       try {
         gpu.dispatch(
           op,
