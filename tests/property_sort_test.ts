@@ -19,6 +19,7 @@
  * @module
  */
 import fc from "fast-check";
+import { SORT_VARIANTS, type SortVariant } from "../src/tuning.ts";
 import * as gyre from "../src/mod.ts";
 import {
   Bag,
@@ -54,14 +55,7 @@ interface Case {
   values: "full" | "duplicates";
   order: "random" | "sorted" | "reversed";
   right: boolean;
-  variant:
-    | "bitonic"
-    | "bitonic-local"
-    | "radix"
-    | "radix-ballot"
-    | "select"
-    | "bitonic-tree"
-    | "radix-select";
+  variant: SortVariant;
   /** The bitonic tree's segments: 512 pairs (many stages) or the plan's. */
   smallTile: boolean;
   /** false: the radix scatter's workgroup-memory scan even where subgroups exist. */
@@ -211,6 +205,12 @@ async function check(c: Case): Promise<void> {
   }
 }
 
+/** The sort plan's forms that make windows of rows' orders (sort, argsort, Rank-K). */
+const WINDOW_FORMS = SORT_VARIANTS.filter((v) => v !== "select").map((v) => `sort/${v}`);
+/** The forms quantiles run here: sorts, and the selection of their order statistics. */
+const QUANTILE_FORMS = SORT_VARIANTS.filter((v) => v !== "bitonic-tree" && v !== "radix-select")
+  .map((v) => `sort/${v}`);
+
 /** Rows of 1, odd, prime and power-of-two lengths, and a few long ones. */
 const LENGTHS = [1, 2, 3, 5, 7, 8, 13, 16, 31, 33, 64, 97, 128, 257, 1000, 4099];
 
@@ -236,15 +236,7 @@ function cases(ops: readonly Op[]): fc.Arbitrary<Case> {
     values: fc.constantFrom<Case["values"]>("full", "full", "duplicates"),
     order: fc.constantFrom<Case["order"]>("random", "random", "sorted", "reversed"),
     right: fc.boolean(),
-    variant: fc.constantFrom<Case["variant"]>(
-      "bitonic",
-      "bitonic-local",
-      "radix",
-      "radix-ballot",
-      "select",
-      "bitonic-tree",
-      "radix-select",
-    ),
+    variant: fc.constantFrom(...SORT_VARIANTS),
     smallTile: fc.boolean(),
     subgroups: fc.boolean(),
     counters: fc.constantFrom<Case["counters"]>("plain", "packed"),
@@ -259,14 +251,7 @@ property(
   check,
   {
     numRuns: 60,
-    variants: [
-      "sort/bitonic",
-      "sort/bitonic-local",
-      "sort/radix",
-      "sort/radix-ballot",
-      "sort/bitonic-tree",
-      "sort/radix-select",
-    ],
+    variants: WINDOW_FORMS,
   },
 );
 
@@ -277,14 +262,7 @@ property(
   check,
   {
     numRuns: 60,
-    variants: [
-      "sort/bitonic",
-      "sort/bitonic-local",
-      "sort/radix",
-      "sort/radix-ballot",
-      "sort/bitonic-tree",
-      "sort/radix-select",
-    ],
+    variants: WINDOW_FORMS,
   },
 );
 
@@ -295,13 +273,7 @@ property(
   check,
   {
     numRuns: 60,
-    variants: [
-      "sort/bitonic",
-      "sort/bitonic-local",
-      "sort/radix",
-      "sort/radix-ballot",
-      "sort/select",
-    ],
+    variants: QUANTILE_FORMS,
   },
 );
 

@@ -105,8 +105,9 @@ export function sortKey(stage: SortStage, options: SortKernelOptions = {}): stri
 
 /**
  * WGSL: the ordered key of 32-bit words of type `kind` (0 float32, 1 int32, 2 uint32, 3 float32
- * in total order: -0 below +0), by selects: branches on loaded words make each load wait for the one before (a radix pass over
- * 16 Mi floats took 0.35 ms with them, 0.2 without, on the H200).
+ * in total order: -0 below +0), by selects: branches on loaded words make each load wait for
+ * the one before (a radix pass over 16 Mi floats took 0.35 ms with them, 0.2 without, on the
+ * H200); and its inverse.
  */
 const ORDERED_KEY = [
   "fn ordered_key(b: u32, kind: u32) -> u32 {",
@@ -114,6 +115,15 @@ const ORDERED_KEY = [
   "  var f = select(v ^ 0x80000000u, ~v, (v >> 31u) != 0u);",
   "  f = select(f, 0xffffffffu, (b & 0x7fffffffu) > 0x7f800000u);",
   "  return select(select(f, b, kind == 2u), b ^ 0x80000000u, kind == 1u);",
+  "}",
+  // The inverse, where the key stands for one word: floats' -0 (kind 0) and NaN (kinds 0 and 3)
+  // share their keys, so callers read those words from x (`merged_key`).
+  "fn key_word(key: u32, kind: u32) -> u32 {",
+  "  let float = select(~key, key ^ 0x80000000u, key >= 0x80000000u);",
+  "  return select(select(float, key, kind == 2u), key ^ 0x80000000u, kind == 1u);",
+  "}",
+  "fn merged_key(key: u32, kind: u32) -> bool {",
+  "  return (kind == 0u && key == 0x80000000u) || ((kind == 0u || kind == 3u) && key == 0xffffffffu);",
   "}",
 ].join("\n");
 
@@ -458,13 +468,13 @@ export function generateSort(stage: SortStage, options: SortKernelOptions = {}):
 }
 
 /**
- * The radix passes' parameters: row length, tiles a row, the digit's shift, `mode` (4: the last
- * pass writes indices too), x's words' key `kind`, complemented by `flip` for descending, at
+ * The radix passes' parameters: row length, tiles a row, the digit's shift, `indices` (1: the
+ * last pass writes indices too), x's words' key `kind`, complemented by `flip` for descending, at
  * offset `off` (the first pass reads x, the last writes each row's window [start, start +
  * count)), and the rows.
  */
 const RADIX_PARAMS =
-  "struct Params { len: u32, tiles: u32, shift: u32, mode: u32, kind: u32, flip: u32, off: u32, start: u32, count: u32, rows: u32 }";
+  "struct Params { len: u32, tiles: u32, shift: u32, indices: u32, kind: u32, flip: u32, off: u32, start: u32, count: u32, rows: u32 }";
 
 /**
  * WGSL: the key and index of a row's element i (the pass's source: x in the `first` pass, else
@@ -490,6 +500,19 @@ function radixLoad(first: boolean, indices: boolean): string {
 }
 
 /**
+ * WGSL: the word of x a pair's key (complemented by `flip`) stands for, x's rows `rowLength`
+ * long: the key's inverse, or x's own word where keys merge words (zeros and NaN).
+ */
+const valueOfKey = (rowLength: string) =>
+  [
+    "fn value_of(row: u32, k: u32, v: u32) -> u32 {",
+    "  let key = k ^ p.flip;",
+    `  if (merged_key(key, p.kind)) { return x[p.off + row * ${rowLength} + v]; }`,
+    "  return key_word(key, p.kind);",
+    "}",
+  ].join("\n");
+
+/**
  * WGSL: writes the pair (k, v) at sorted position `to` of its row. The `last` pass writes the
  * value the key stands for (the inverse of `ordered_key`; zeros and NaN, whose keys merge -0
  * with +0 and every NaN payload, read from x) and the index, inside the window only.
@@ -504,19 +527,12 @@ function radixStore(last: boolean): string {
     ].join("\n");
   }
   return [
-    "fn value_of(row: u32, k: u32, v: u32) -> u32 {",
-    "  let key = k ^ p.flip;",
-    "  if ((p.kind == 0u && key == 0x80000000u) || (p.kind != 1u && p.kind != 2u && key == 0xffffffffu)) {",
-    "    return x[p.off + row * p.len + v];",
-    "  }",
-    "  let float = select(~key, key ^ 0x80000000u, key >= 0x80000000u);",
-    "  return select(select(float, key, p.kind == 2u), key ^ 0x80000000u, p.kind == 1u);",
-    "}",
+    valueOfKey("p.len"),
     "fn store(row: u32, to: u32, k: u32, v: u32) {",
     "  if (to >= p.start && to - p.start < p.count) {",
     "    let o = row * p.count + to - p.start;",
     "    outKeys[o] = value_of(row, k, v);",
-    "    if ((p.mode & 4u) != 0u) { outOrder[o] = v; }",
+    "    if (p.indices != 0u) { outOrder[o] = v; }",
     "  }",
     "}",
   ].join("\n");
@@ -981,6 +997,7 @@ function selectPick(targets: number, rankMode: boolean): string {
     "@group(0) @binding(4) var<uniform> p: Params;",
     QUANTILE_INDEX,
     INTERPOLATE,
+    ORDERED_KEY,
     `var<workgroup> sums: array<u32, ${SORT_WORKGROUP}>;`,
     `var<workgroup> prefix: array<u32, ${targets}>;`,
     `var<workgroup> rank: array<u32, ${targets}>;`,
@@ -1059,8 +1076,8 @@ function selectPick(targets: number, rankMode: boolean): string {
     // Keys back to values (total order is a bijection but for NaN, which no statistic is).
     "    let ka = prefix[2u * l];",
     "    let kb = prefix[2u * l + 1u];",
-    "    let a = bitcast<f32>(select(~ka, ka ^ 0x80000000u, ka >= 0x80000000u));",
-    "    let b = bitcast<f32>(select(~kb, kb ^ 0x80000000u, kb >= 0x80000000u));",
+    "    let a = bitcast<f32>(key_word(ka, 3u));",
+    "    let b = bitcast<f32>(key_word(kb, 3u));",
     `    let lo = state[s + ${2 * targets + 2 + qn}u + l];`,
     `    out[row * ${qn}u + l] = interpolate(a, b, gb, lo, p.method);`,
     "  }",
@@ -1081,7 +1098,7 @@ function rankTile(tile: number, first: boolean, last: boolean): string {
   const steps = tile / 2 / SORT_WORKGROUP;
   const loads = tile / SORT_WORKGROUP;
   return [
-    "struct Params { len: u32, tiles: u32, keep: u32, kind: u32, flip: u32, off: u32, xlen: u32, rows: u32, start: u32, count: u32, mode: u32 }",
+    "struct Params { len: u32, tiles: u32, keep: u32, kind: u32, flip: u32, off: u32, xlen: u32, rows: u32, start: u32, count: u32, indices: u32 }",
     "@group(0) @binding(0) var<storage, read> src: array<u32>;",
     "@group(0) @binding(1) var<storage, read> order: array<u32>;",
     "@group(0) @binding(2) var<storage, read> x: array<u32>;",
@@ -1089,6 +1106,7 @@ function rankTile(tile: number, first: boolean, last: boolean): string {
     "@group(0) @binding(4) var<storage, read_write> outOrder: array<u32>;",
     "@group(0) @binding(5) var<uniform> p: Params;",
     ORDERED_KEY,
+    valueOfKey("p.xlen"),
     `var<workgroup> sk: array<u32, ${tile}>;`,
     `var<workgroup> si: array<u32, ${tile}>;`,
     ...tileEntry(false),
@@ -1118,19 +1136,11 @@ function rankTile(tile: number, first: boolean, last: boolean): string {
     "  }",
     ...(last
       ? [
-        // Keys back to x's words (zeros and NaN, which keys merge, read from x).
         "  for (var j = p.start + l; j < p.start + p.count; j += " + SORT_WORKGROUP + "u) {",
-        "    let k = sk[j];",
         "    let v = si[j];",
-        "    let key = k ^ p.flip;",
-        "    var word = select(select(~key, key ^ 0x80000000u, key >= 0x80000000u), key, p.kind == 2u);",
-        "    if (p.kind == 1u) { word = key ^ 0x80000000u; }",
-        "    if ((p.kind == 0u && key == 0x80000000u) || (p.kind != 1u && p.kind != 2u && key == 0xffffffffu)) {",
-        "      word = x[p.off + row * p.xlen + v];",
-        "    }",
         "    let o = row * p.count + j - p.start;",
-        "    outKeys[o] = word;",
-        "    if ((p.mode & 4u) != 0u) { outOrder[o] = v; }",
+        "    outKeys[o] = value_of(row, sk[j], v);",
+        "    if (p.indices != 0u) { outOrder[o] = v; }",
         "  }",
       ]
       : [

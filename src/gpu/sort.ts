@@ -195,10 +195,13 @@ function sortRows(
         2,
       );
       const groups = total / SORT_TILE;
-      gpu.dispatch(op, pipeline, [keys.buffer, order.buffer], words([padded, kLo, kHi]), [
-        Math.min(groups, 32768),
-        Math.ceil(groups / 32768),
-      ]);
+      gpu.dispatch(
+        op,
+        pipeline,
+        [keys.buffer, order.buffer],
+        words([padded, kLo, kHi]),
+        workgroups(gpu, groups),
+      );
     };
     if (local) {
       // Every stage up to a tile in one dispatch; then each longer stage's steps down to a
@@ -285,9 +288,9 @@ function treeSort(
           r.rows,
           w.start,
           w.count,
-          w.indices ? 4 : 0,
+          w.indices ? 1 : 0,
         ]),
-        [Math.min(groups, 32768), Math.ceil(groups / 32768)],
+        workgroups(gpu, groups),
       );
       if (!next) return;
       src = next[0].buffer;
@@ -296,6 +299,70 @@ function treeSort(
     }
   } finally {
     for (const storage of held) gpu.free(storage);
+  }
+}
+
+/** The workgroups for `groups` tiles, folded into two dimensions as the device allows. */
+function workgroups(gpu: GpuHost, groups: number): [number, number] {
+  return gpu.grid(groups * SORT_WORKGROUP, SORT_WORKGROUP);
+}
+
+/**
+ * The radix selection's four passes over the rows of `r`: each a histogram of one 8-bit digit
+ * of the keys (kind `kind`, complemented by `flip`) among those matching each target's prefix
+ * so far (SELECT_TILE keys a workgroup, into a scratch buffer the picks leave cleared), then a
+ * pick of the digit per row (one workgroup a row), which leaves each target's key and rank in
+ * `state`: quantiles' (the last pick writing them to `out`, from `table`) or, in rank mode
+ * (`targets` 1, `pick.rank` set), one rank's.
+ */
+function selectionPasses(
+  gpu: GpuHost,
+  op: string,
+  r: Rows,
+  s: {
+    targets: number;
+    kind: number;
+    flip: number;
+    subgroups: boolean;
+    state: GpuStorage;
+    stateWords: number;
+    table: GPUBuffer;
+    out: GPUBuffer;
+    pick: { method: number; skip: number; bits: number; rank: number };
+  },
+): void {
+  const n = r.length;
+  const tiles = Math.ceil(n / SELECT_TILE);
+  const hist = gpu.scratch("sort selection histograms", r.rows * selectHistWords(s.targets));
+  const histOptions = { subgroups: s.subgroups, targets: s.targets };
+  const histKernel = gpu.pipeline(
+    sortKey("select-hist", histOptions),
+    3,
+    () => generateSort("select-hist", histOptions),
+  );
+  const pickOptions = s.targets === 1 ? { targets: 1, rank: true } : { targets: s.targets };
+  const pick = gpu.pipeline(
+    sortKey("select-pick", pickOptions),
+    4,
+    () => generateSort("select-pick", pickOptions),
+    3,
+  );
+  const { method, skip, bits, rank } = s.pick;
+  for (let shift = 24; shift >= 0; shift -= 8) {
+    gpu.dispatch(
+      op,
+      histKernel,
+      [r.storage.buffer, s.state.buffer, hist],
+      words([n, tiles, shift, r.offset, s.stateWords, r.rows, s.kind, s.flip]),
+      workgroups(gpu, r.rows * tiles),
+    );
+    gpu.dispatch(
+      op,
+      pick,
+      [s.table, hist, s.state.buffer, s.out],
+      words([n, r.rows, shift, method, skip, bits, rank]),
+      workgroups(gpu, r.rows),
+    );
   }
 }
 
@@ -344,46 +411,27 @@ function selectWindow(
   const n = r.length;
   const tiles = Math.ceil(n / SELECT_TILE);
   const groups = r.rows * tiles;
-  const grid: [number, number] = [Math.min(groups, 32768), Math.ceil(groups / 32768)];
+  const grid = workgroups(gpu, groups);
   const stateWords = selectStateWords(1, 0);
   const flip = w.descending ? 0xffffffff : 0;
   const state = gpu.alloc(op, "uint32", r.rows * stateWords);
   const counts = gpu.alloc(op, "uint32", 2 * r.rows * tiles);
   const keys = gpu.alloc(op, "uint32", r.rows * keep);
   const order = gpu.alloc(op, "uint32", r.rows * keep);
-  const hist = gpu.scratch("sort selection histograms", r.rows * selectHistWords(1));
   const subgroups = choice.subgroups;
   try {
-    const histOptions = { subgroups, targets: 1 };
-    const histKernel = gpu.pipeline(
-      sortKey("select-hist", histOptions),
-      3,
-      () => generateSort("select-hist", histOptions),
-    );
-    const pickOptions = { targets: 1, rank: true };
-    const pick = gpu.pipeline(
-      sortKey("select-pick", pickOptions),
-      4,
-      () => generateSort("select-pick", pickOptions),
-      3,
-    );
-    for (let shift = 24; shift >= 0; shift -= 8) {
-      gpu.dispatch(
-        op,
-        histKernel,
-        [r.storage.buffer, state.buffer, hist],
-        words([n, tiles, shift, r.offset, stateWords, r.rows, w.kind, flip]),
-        grid,
-      );
-      gpu.dispatch(
-        op,
-        pick,
-        // No table in rank mode (x stands in) and no quantiles written (counts stand in).
-        [r.storage.buffer, hist, state.buffer, counts.buffer],
-        words([n, r.rows, shift, 0, 0, 0, keep - 1]),
-        gpu.grid(r.rows * SORT_WORKGROUP, SORT_WORKGROUP),
-      );
-    }
+    // No table in rank mode (x stands in) and no quantiles written (counts stand in).
+    selectionPasses(gpu, op, r, {
+      targets: 1,
+      kind: w.kind,
+      flip,
+      subgroups,
+      state,
+      stateWords,
+      table: r.storage.buffer,
+      out: counts.buffer,
+      pick: { method: 0, skip: 0, bits: 0, rank: keep - 1 },
+    });
     const uniforms = words([n, tiles, r.offset, w.kind, flip, r.rows, stateWords, keep]);
     const count = gpu.pipeline(sortKey("rank-count"), 3, () => generateSort("rank-count"));
     gpu.dispatch(op, count, [r.storage.buffer, state.buffer, counts.buffer], uniforms, grid);
@@ -428,9 +476,9 @@ function selectWindow(
         r.rows,
         w.start,
         w.count,
-        w.indices ? 4 : 0,
+        w.indices ? 1 : 0,
       ]),
-      [Math.min(r.rows, 32768), Math.ceil(r.rows / 32768)],
+      workgroups(gpu, r.rows),
     );
   } finally {
     gpu.free(state);
@@ -463,7 +511,7 @@ function radixSort(
   const perInvocation = tile / SORT_WORKGROUP;
   const tiles = Math.ceil(n / tile);
   const groups = r.rows * tiles;
-  const grid: [number, number] = [Math.min(groups, 32768), Math.ceil(groups / 32768)];
+  const grid = workgroups(gpu, groups);
   const subgroups = choice.subgroups;
   const packed = choice.counters === "packed";
   const stage = ballot ? "radix-ballot" : "radix-scatter";
@@ -508,7 +556,7 @@ function radixSort(
         n,
         tiles,
         shift,
-        w.indices ? 4 : 0,
+        w.indices ? 1 : 0,
         w.kind,
         w.descending ? 0xffffffff : 0,
         r.offset,
@@ -783,49 +831,27 @@ function selectQuantiles(
   const r = rowsOf(gpu, op, view, job.axis, job.overrides);
   const targets = 2 * qn;
   const n = r.length;
-  const tiles = Math.ceil(n / SELECT_TILE);
-  const groups = r.rows * tiles;
   const stateWords = selectStateWords(targets, qn);
   const out = gpu.alloc(op, "float32", r.rows * qn);
   const state = gpu.alloc(op, "uint32", r.rows * stateWords);
-  const hist = gpu.scratch("sort selection histograms", r.rows * selectHistWords(targets));
   const { table, bits } = quantileTable(gpu, job, n, qn);
   try {
-    const histOptions = { subgroups: choice.subgroups, targets };
-    const histKernel = gpu.pipeline(
-      sortKey("select-hist", histOptions),
-      3,
-      () => generateSort("select-hist", histOptions),
-    );
-    const pick = gpu.pipeline(
-      sortKey("select-pick", { targets }),
-      4,
-      () => generateSort("select-pick", { targets }),
-      3,
-    );
-    for (let shift = 24; shift >= 0; shift -= 8) {
-      gpu.dispatch(
-        op,
-        histKernel,
-        [r.storage.buffer, state.buffer, hist],
-        words([n, tiles, shift, r.offset, stateWords, r.rows, TOTAL_ORDER_KIND, 0]),
-        [Math.min(groups, 32768), Math.ceil(groups / 32768)],
-      );
-      gpu.dispatch(
-        op,
-        pick,
-        [table.buffer, hist, state.buffer, out.buffer],
-        words([
-          n,
-          r.rows,
-          shift,
-          QUANTILE_METHOD_CODE[job.method],
-          job.skipNaN ? 1 : 0,
-          bits ? 1 : 0,
-        ]),
-        gpu.grid(r.rows * SORT_WORKGROUP, SORT_WORKGROUP),
-      );
-    }
+    selectionPasses(gpu, op, r, {
+      targets,
+      kind: TOTAL_ORDER_KIND,
+      flip: 0,
+      subgroups: choice.subgroups,
+      state,
+      stateWords,
+      table: table.buffer,
+      out: out.buffer,
+      pick: {
+        method: QUANTILE_METHOD_CODE[job.method],
+        skip: job.skipNaN ? 1 : 0,
+        bits: bits ? 1 : 0,
+        rank: 0,
+      },
+    });
   } catch (e) {
     gpu.free(out);
     throw e;
