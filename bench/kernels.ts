@@ -555,6 +555,50 @@ await bench(`cummax ${big / Mi}Mi f32`, big, 2 * 4 * big, () => gyre.cummax(a));
   );
 }
 
+// --rankk: Rank-K of issue 22's cases and more under each variant that allows them (the
+// plan's default first), to place the plan's thresholds. Bytes: the input read.
+if (args.includes("--rankk")) {
+  const settings: [string, tuning.PlanOverrides["sort"] | null][] = [
+    ["default", null],
+    ["radix-select", { variant: "radix-select" }],
+    ["radix-ballot", { variant: "radix-ballot" }],
+    ["bitonic-tree", { variant: "bitonic-tree" }],
+    ["subgroup", { variant: "subgroup" }],
+    ["merge", { variant: "merge" }],
+    ["subgroup 4096", { variant: "subgroup", tile: 4096 }],
+    ["subgroup seg 16Ki", { variant: "subgroup", segment: 16384 }],
+    ["subgroup seg 64Ki", { variant: "subgroup", segment: 65536 }],
+  ];
+  const cases: [number, number, number][] = scale === "full"
+    ? [
+      [8, 65536, 1024],
+      [8, 65536, 256],
+      [1024, 4096, 32],
+      [1, 16 * Mi, 100],
+      [16384, 1024, 8],
+      [64, 16384, 256],
+      [4096, 4096, 64],
+    ]
+    : [[2, 65536, 1024], [64, 4096, 32], [1, Mi / 4, 100]];
+  for (const [rows, cols, k] of cases) {
+    const x = a.slice([0, rows * cols]).reshape([rows, cols]);
+    for (const [label, override] of settings) {
+      const plan = tuning.planSort(caps, { rows, length: cols, keep: k }, override);
+      if (override && plan.variant !== override.variant) continue;
+      const name = `rankk [${rows},${cols}] k=${k} ${label} (${plan.variant} ${plan.tile}${
+        plan.segment ? ` seg ${plan.segment}` : ""
+      })`;
+      tuning.setPlanOverride("sort", override);
+      await bench(name, rows * cols, 4 * rows * cols, () => {
+        const [values, indices] = gyre.topk(x, k);
+        indices.dispose();
+        return values;
+      });
+      tuning.setPlanOverride("sort", null);
+    }
+  }
+}
+
 // --transpose: the tiled transposing copy (matmul's copy of A into [K, M] order, clones of
 // transposed matrices) by form and tile shape, a transposed view cloned under the plan, and the
 // same forced through the elementwise kernel (a strided gather).

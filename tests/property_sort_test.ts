@@ -252,6 +252,8 @@ property(
       "sort/radix-ballot",
       "sort/bitonic-tree",
       "sort/radix-select",
+      "sort/subgroup",
+      "sort/merge",
     ],
   },
 );
@@ -270,6 +272,8 @@ property(
       "sort/radix-ballot",
       "sort/bitonic-tree",
       "sort/radix-select",
+      "sort/subgroup",
+      "sort/merge",
     ],
   },
 );
@@ -304,7 +308,7 @@ property(
  * of the radix selection's passes and compaction.
  */
 interface TreeCase {
-  variant: "bitonic-tree" | "radix-select";
+  variant: "bitonic-tree" | "radix-select" | "subgroup" | "merge";
   dtype: DType;
   rows: number;
   length: number;
@@ -312,6 +316,9 @@ interface TreeCase {
   kPick: number;
   kind: "top" | "bottom" | "mid";
   values: "full" | "duplicates";
+  order: "random" | "sorted" | "reversed";
+  /** The streaming forms' segment (used where it is at least twice the window's end). */
+  segment: number;
   seed: number;
 }
 
@@ -320,7 +327,7 @@ async function checkTree(c: TreeCase): Promise<void> {
   try {
     const rng = mulberry32(c.seed);
     const base = data(
-      { dtype: c.dtype, values: c.values, order: "random" } as Case,
+      { dtype: c.dtype, values: c.values, order: c.order } as Case,
       rng,
       c.rows * c.length,
     );
@@ -331,7 +338,11 @@ async function checkTree(c: TreeCase): Promise<void> {
     };
     forcePlan(
       "sort",
-      c.variant === "bitonic-tree" ? { variant: c.variant, tile: 512 } : { variant: c.variant },
+      c.variant === "bitonic-tree"
+        ? { variant: c.variant, tile: 512 }
+        : c.variant === "radix-select"
+        ? { variant: c.variant }
+        : { variant: c.variant, segment: c.segment },
     );
     const got = run("gpu");
     forcePlan("sort", null);
@@ -353,17 +364,27 @@ async function checkTree(c: TreeCase): Promise<void> {
 
 property(
   "sort/rankK",
-  "the bitonic tree over many stages (segments of 512) and the radix selection over many tiles equal the WASM reference",
+  "the bitonic tree over many stages (segments of 512), the radix selection over many tiles and the streaming forms over many segments equal the WASM reference",
   fc.record({
-    variant: fc.constantFrom<TreeCase["variant"]>("bitonic-tree", "radix-select"),
+    variant: fc.constantFrom<TreeCase["variant"]>(
+      "bitonic-tree",
+      "radix-select",
+      "subgroup",
+      "merge",
+    ),
     dtype: fc.constantFrom<DType>("float32", "float16", "int32", "uint32"),
     rows: fc.integer({ min: 1, max: 3 }),
     length: fc.integer({ min: 513, max: 20000 }),
     kPick: fc.double({ min: 0, max: 1, noNaN: true }),
     kind: fc.constantFrom<TreeCase["kind"]>("top", "bottom", "mid"),
     values: fc.constantFrom<TreeCase["values"]>("full", "duplicates"),
+    order: fc.constantFrom<TreeCase["order"]>("random", "random", "sorted", "reversed"),
+    segment: fc.constantFrom(512, 1024, 3000, 8192),
     seed: fc.integer(),
   }),
   checkTree,
-  { numRuns: 40, variants: ["sort/bitonic-tree", "sort/radix-select"] },
+  {
+    numRuns: 48,
+    variants: ["sort/bitonic-tree", "sort/radix-select", "sort/subgroup", "sort/merge"],
+  },
 );

@@ -26,9 +26,9 @@
  * @module
  */
 
-import { ballotPoolWords, SELECT_TILE, SORT_WORKGROUP } from "../plans/sort.ts";
+import { ballotPoolWords, SELECT_TILE, SORT_WORKGROUP, STREAM_CHUNK } from "../plans/sort.ts";
 
-export { SELECT_TILE, SORT_WORKGROUP };
+export { SELECT_TILE, SORT_WORKGROUP, STREAM_CHUNK };
 
 /** The kernels of the sort family. */
 export type SortStage =
@@ -45,6 +45,7 @@ export type SortStage =
   | "rank-tile"
   | "rank-count"
   | "rank-compact"
+  | "rank-stream"
   | "search";
 
 /** Elements a workgroup of the one-bit-split radix scatter takes (4 per invocation). */
@@ -442,6 +443,13 @@ export function generateSort(stage: SortStage, options: SortKernelOptions = {}):
       return rankCompact(options.subgroups ?? false);
     case "rank-tile":
       return rankTile(options.tile ?? 2048, options.first ?? false, options.last ?? false);
+    case "rank-stream":
+      return rankStream(
+        options.tile ?? 2048,
+        options.subgroups ?? false,
+        options.first ?? false,
+        options.last ?? false,
+      );
     case "search":
       return [
         "struct Params { total: u32, n: u32, kind: u32, right: u32, soff: u32, voff: u32 }",
@@ -1098,15 +1106,7 @@ function rankTile(tile: number, first: boolean, last: boolean): string {
   const steps = tile / 2 / SORT_WORKGROUP;
   const loads = tile / SORT_WORKGROUP;
   return [
-    "struct Params { len: u32, tiles: u32, keep: u32, kind: u32, flip: u32, off: u32, xlen: u32, rows: u32, start: u32, count: u32, indices: u32 }",
-    "@group(0) @binding(0) var<storage, read> src: array<u32>;",
-    "@group(0) @binding(1) var<storage, read> order: array<u32>;",
-    "@group(0) @binding(2) var<storage, read> x: array<u32>;",
-    "@group(0) @binding(3) var<storage, read_write> outKeys: array<u32>;",
-    "@group(0) @binding(4) var<storage, read_write> outOrder: array<u32>;",
-    "@group(0) @binding(5) var<uniform> p: Params;",
-    ORDERED_KEY,
-    valueOfKey("p.xlen"),
+    ...stageBindings(),
     `var<workgroup> sk: array<u32, ${tile}>;`,
     `var<workgroup> si: array<u32, ${tile}>;`,
     ...tileEntry(false),
@@ -1134,22 +1134,155 @@ function rankTile(tile: number, first: boolean, last: boolean): string {
     "      workgroupBarrier();",
     "    }",
     "  }",
-    ...(last
-      ? [
-        "  for (var j = p.start + l; j < p.start + p.count; j += " + SORT_WORKGROUP + "u) {",
-        "    let v = si[j];",
-        "    let o = row * p.count + j - p.start;",
-        "    outKeys[o] = value_of(row, sk[j], v);",
-        "    if (p.indices != 0u) { outOrder[o] = v; }",
-        "  }",
-      ]
-      : [
-        "  for (var j = l; j < p.keep; j += " + SORT_WORKGROUP + "u) {",
-        "    let o = row * p.tiles * p.keep + tile * p.keep + j;",
-        "    outKeys[o] = sk[j];",
-        "    outOrder[o] = si[j];",
-        "  }",
-      ]),
+    ...stageOutput(last, "p.keep"),
+    "}",
+  ].join("\n");
+}
+
+/**
+ * WGSL: the bindings of a stage of the bitonic tree or the streaming forms (the last stage's
+ * rows `src` and `order`, or x in the first; the next stage's rows, or the window's values and
+ * indices in the last) and their Params (`seg` the streaming forms' segment).
+ */
+function stageBindings(): string[] {
+  return [
+    "struct Params { len: u32, tiles: u32, keep: u32, kind: u32, flip: u32, off: u32, xlen: u32, rows: u32, start: u32, count: u32, indices: u32, seg: u32 }",
+    "@group(0) @binding(0) var<storage, read> src: array<u32>;",
+    "@group(0) @binding(1) var<storage, read> order: array<u32>;",
+    "@group(0) @binding(2) var<storage, read> x: array<u32>;",
+    "@group(0) @binding(3) var<storage, read_write> outKeys: array<u32>;",
+    "@group(0) @binding(4) var<storage, read_write> outOrder: array<u32>;",
+    "@group(0) @binding(5) var<uniform> p: Params;",
+    ORDERED_KEY,
+    valueOfKey("p.xlen"),
+  ];
+}
+
+/**
+ * WGSL: a stage's output from its sorted pairs in workgroup memory: the window of the row's
+ * order (the last stage) or the first keep pairs, those past `held` as padding (the largest key
+ * and index, which sort last).
+ */
+function stageOutput(last: boolean, held: string): string[] {
+  if (last) {
+    return [
+      "  for (var j = p.start + l; j < p.start + p.count; j += " + SORT_WORKGROUP + "u) {",
+      "    let v = si[j];",
+      "    let o = row * p.count + j - p.start;",
+      "    outKeys[o] = value_of(row, sk[j], v);",
+      "    if (p.indices != 0u) { outOrder[o] = v; }",
+      "  }",
+    ];
+  }
+  return [
+    "  for (var j = l; j < p.keep; j += " + SORT_WORKGROUP + "u) {",
+    "    let o = row * p.tiles * p.keep + tile * p.keep + j;",
+    `    outKeys[o] = select(0xffffffffu, sk[j], j < ${held});`,
+    `    outOrder[o] = select(0xffffffffu, si[j], j < ${held});`,
+    "  }",
+  ];
+}
+
+/**
+ * Rank-K by streaming ("subgroup" and "merge"): one workgroup a segment of `p.seg` elements of
+ * its row, loaded STREAM_CHUNK a round (4 an invocation). A pair (key, index) that precedes the
+ * running threshold (the buffer's pair of rank keep - 1 at its last sort; at first the largest
+ * key and index, which every real pair precedes) is appended to a buffer of `tile` pairs in
+ * workgroup memory: by a subgroup scan and one atomic a subgroup (`subgroups`), else by a
+ * workgroup atomic a pair. Before a round that could overflow it, the buffer is sorted (a
+ * bitonic network over the next power of two of its pairs, padded with the largest pair) and
+ * cut to its first keep; the threshold is then the pair of rank keep - 1. The pairs are compared
+ * whole, so later stages, whose rows are the segments' kept pairs (not in index order), filter
+ * rightly. The order of appends does not matter: every sort is a total order on distinct pairs.
+ */
+function rankStream(tile: number, subgroups: boolean, first: boolean, last: boolean): string {
+  const E = STREAM_CHUNK / SORT_WORKGROUP;
+  const sort = [
+    "    var size = 2u;",
+    "    while (size < n) { size = size * 2u; }",
+    `    for (var q = n + l; q < size; q += ${SORT_WORKGROUP}u) { sk[q] = 0xffffffffu; si[q] = 0xffffffffu; }`,
+    "    workgroupBarrier();",
+    "    for (var k = 2u; k <= size; k = k * 2u) {",
+    "      for (var j = k / 2u; j >= 1u; j = j / 2u) {",
+    `        for (var q = l; q < size / 2u; q += ${SORT_WORKGROUP}u) {`,
+    ...compareExchange("          ", "a"),
+    "        }",
+    "        workgroupBarrier();",
+    "      }",
+    "    }",
+    "    if (l == 0u) {",
+    "      if (n >= p.keep) { limitKey = sk[p.keep - 1u]; limitIndex = si[p.keep - 1u]; }",
+    "      let kept = min(n, p.keep);",
+    "      atomicStore(&slots, kept);",
+    "      held = kept;",
+    "    }",
+    "    workgroupBarrier();",
+  ];
+  const load = first
+    ? [
+      "      let key = ordered_key(x[p.off + row * p.xlen + i], p.kind) ^ p.flip;",
+      "      let index = i;",
+    ]
+    : ["      let key = src[row * p.len + i];", "      let index = order[row * p.len + i];"];
+  const append = subgroups
+    ? [
+      "    let before = subgroupExclusiveAdd(wanted);",
+      "    let total = subgroupShuffle(before + wanted, sg_size - 1u);",
+      "    var at = 0u;",
+      "    if (sg_lane == 0u && total != 0u) { at = atomicAdd(&slots, total); }",
+      "    at = subgroupShuffle(at, 0u) + before;",
+      ...Array.from({ length: E }, (_, e) => [
+        `    if (want${e}) { sk[at] = key${e}; si[at] = index${e}; at += 1u; }`,
+      ]).flat(),
+    ]
+    : Array.from({ length: E }, (_, e) => [
+      `    if (want${e}) { let at = atomicAdd(&slots, 1u); sk[at] = key${e}; si[at] = index${e}; }`,
+    ]).flat();
+  return [
+    ...stageBindings(),
+    `var<workgroup> sk: array<u32, ${tile}>;`,
+    `var<workgroup> si: array<u32, ${tile}>;`,
+    "var<workgroup> slots: atomic<u32>;",
+    "var<workgroup> held: u32;",
+    "var<workgroup> limitKey: u32;",
+    "var<workgroup> limitIndex: u32;",
+    ...tileEntry(subgroups),
+    "  let begin = tile * p.seg;",
+    "  let end = min(begin + p.seg, p.len);",
+    "  if (l == 0u) {",
+    "    atomicStore(&slots, 0u);",
+    "    held = 0u;",
+    "    limitKey = 0xffffffffu;",
+    "    limitIndex = 0xffffffffu;",
+    "  }",
+    `  for (var c = begin; c < end; c += ${STREAM_CHUNK}u) {`,
+    "    let n = workgroupUniformLoad(&held);",
+    `    if (n + ${STREAM_CHUNK}u > ${tile}u) {`,
+    ...sort,
+    "    }",
+    "    let lk = limitKey;",
+    "    let li = limitIndex;",
+    "    var wanted = 0u;",
+    ...Array.from({ length: E }, (_, e) => [
+      `    var key${e} = 0xffffffffu;`,
+      `    var index${e} = 0xffffffffu;`,
+      "    {",
+      `      let i = c + ${e * SORT_WORKGROUP}u + l;`,
+      ...load,
+      `      if (i < end) { key${e} = key; index${e} = index; }`,
+      "    }",
+      `    let want${e} = key${e} < lk || (key${e} == lk && index${e} < li);`,
+      `    wanted += select(0u, 1u, want${e});`,
+    ]).flat(),
+    ...append,
+    "    workgroupBarrier();",
+    "    if (l == 0u) { held = atomicLoad(&slots); }",
+    "  }",
+    "  {",
+    "    let n = workgroupUniformLoad(&held);",
+    ...sort,
+    "  }",
+    ...stageOutput(last, "held"),
     "}",
   ].join("\n");
 }

@@ -153,7 +153,17 @@ function sortRows(
     return;
   }
   if (choice.variant === "bitonic-tree") {
-    treeSort(gpu, op, r, w, choice.tile, values, indices);
+    stagedSort(gpu, op, r, w, { stage: "rank-tile", tile: choice.tile }, values, indices);
+    return;
+  }
+  if (choice.variant === "subgroup" || choice.variant === "merge") {
+    const stream = {
+      stage: "rank-stream" as const,
+      tile: choice.tile,
+      segment: choice.segment,
+      subgroups: choice.variant === "subgroup",
+    };
+    stagedSort(gpu, op, r, w, stream, values, indices);
     return;
   }
   if (choice.variant === "radix-select") {
@@ -231,34 +241,51 @@ function sortRows(
   }
 }
 
+/** A form that works in stages over segments of rows, each keeping the window's end. */
+interface Stages {
+  /**
+   * "rank-tile": the bitonic tree (segments of `tile` pairs sorted in workgroup memory);
+   * "rank-stream": the streaming forms (segments of `segment` streamed through a buffer of
+   * `tile` pairs, candidates appended by subgroup scans where `subgroups`).
+   */
+  stage: "rank-tile" | "rank-stream";
+  tile: number;
+  segment?: number;
+  subgroups?: boolean;
+}
+
 /**
- * The bitonic tree: each stage sorts segments of `tile` pairs of every row in workgroup memory
- * and keeps each segment's first start + count pairs (at most half a tile); the kept pairs are
- * the next stage's rows until one segment is left, whose window the last stage writes.
+ * The bitonic tree and the streaming forms: each stage reduces segments of every row to their
+ * first start + count pairs (in order); the kept pairs are the next stage's rows until one
+ * segment is left, whose window the last stage writes.
  */
-function treeSort(
+function stagedSort(
   gpu: GpuHost,
   op: string,
   r: Rows,
   w: Window,
-  tile: number,
+  form: Stages,
   values: GpuStorage,
   indices: GpuStorage,
 ): void {
   const keep = w.start + w.count;
+  const { stage, tile } = form;
+  const segment = form.segment ?? tile;
   const held: GpuStorage[] = [];
   try {
     let length = r.length;
     let src: GPUBuffer = r.storage.buffer;
     let order: GPUBuffer = r.storage.buffer;
     for (let first = true;; first = false) {
-      const tiles = Math.ceil(length / tile);
+      const tiles = Math.ceil(length / segment);
       const last = tiles === 1;
-      const options = { tile, first, last };
+      const options = form.subgroups
+        ? { tile, first, last, subgroups: true }
+        : { tile, first, last };
       const kernel = gpu.pipeline(
-        sortKey("rank-tile", options),
+        sortKey(stage, options),
         5,
-        () => generateSort("rank-tile", options),
+        () => generateSort(stage, options),
         2,
       );
       const groups = r.rows * tiles;
@@ -289,6 +316,7 @@ function treeSort(
           w.start,
           w.count,
           w.indices ? 1 : 0,
+          segment,
         ]),
         workgroups(gpu, groups),
       );

@@ -13,6 +13,8 @@ export const SORT_VARIANTS = [
   "select",
   "bitonic-tree",
   "radix-select",
+  "subgroup",
+  "merge",
 ] as const;
 /** One of {@link SORT_VARIANTS}. */
 export type SortVariant = (typeof SORT_VARIANTS)[number];
@@ -43,6 +45,13 @@ export interface SortChoice {
    * "radix-select" (windows whose end `keep` fits a segment): the key of rank keep - 1 found by
    * the selection's four passes, each tile's keys below and equal to it counted, scanned and
    * compacted (ties in index order) into keep candidates a row, which one tree stage sorts.
+   * "subgroup" and "merge" (windows whose end leaves a chunk of STREAM_CHUNK free in the
+   * buffer): one pass a stage; each workgroup streams a segment of its row in chunks, appends the pairs that beat
+   * the running threshold (the pair of rank keep - 1 so far) to a buffer of `tile` pairs in
+   * workgroup memory and, when the buffer could overflow, sorts it (a bitonic network) and keeps
+   * its first keep; "subgroup" appends by subgroup scans (one atomic a subgroup), "merge" by a
+   * workgroup atomic a pair (no subgroups needed). Rows longer than `segment` take more stages
+   * over the segments' kept pairs, as the tree does.
    */
   variant: SortVariant;
   /**
@@ -62,6 +71,8 @@ export interface SortChoice {
   padded: number;
   /** The radix scatter's prefix sums by subgroup operations (where the device has them). */
   subgroups: boolean;
+  /** The streaming forms' first-stage segment (elements of a row a workgroup takes); else 0. */
+  segment: number;
 }
 
 /**
@@ -136,6 +147,18 @@ const SELECT_ROW_FROM = SELECT_TILE;
 /** Segments of the bitonic tree, largest first (keys and indices: 8 bytes a pair). */
 const TREE_TILES = [4096, 2048, 1024, 512];
 
+/** Elements the streaming forms load a round (4 an invocation). */
+export const STREAM_CHUNK = 1024;
+/** The streaming forms' buffers, smallest first (fewer candidates to sort at the end). */
+const STREAM_TILES = [2048, 4096];
+/** The streaming forms' shortest segment (four chunks). */
+const STREAM_SEGMENT = 4096;
+/**
+ * Workgroups past which the streaming forms' segments grow (longer segments, fewer stages):
+ * enough to fill a large GPU several times over.
+ */
+const STREAM_GROUPS = 1024;
+
 /** Order statistics a row the selection finds at once (two a quantile; more sort instead). */
 export const MAX_SELECT_TARGETS = 8;
 /**
@@ -192,6 +215,8 @@ export function planSort(
     select: wide && problem.select !== undefined && problem.select <= MAX_SELECT_TARGETS,
     "bitonic-tree": false,
     "radix-select": false,
+    subgroup: false,
+    merge: false,
   };
   // The tree keeps the window's end of each segment: at most half a tile of it.
   const keep = problem.keep ?? problem.length;
@@ -200,6 +225,11 @@ export function planSort(
   // The selection's candidates are sorted by one segment: the window's end must fit one.
   const segments = TREE_TILES.filter((t) => 8 * t <= storage && keep <= t);
   allowed["radix-select"] = wide && problem.select === undefined && segments.length > 0;
+  // The streaming forms: a buffer that holds the window's end and a chunk of candidates.
+  const buffers = STREAM_TILES.filter((t) => 8 * t + 16 <= storage && keep + STREAM_CHUNK <= t);
+  const streams = wide && problem.select === undefined && buffers.length > 0;
+  allowed.subgroup = streams && subgroups;
+  allowed.merge = streams;
   let variant: SortVariant = allowed["bitonic-local"] ? "bitonic-local" : "bitonic";
   if (padded > BALLOT_FROM && allowed["radix-ballot"]) variant = "radix-ballot";
   else if (padded > RADIX_FROM && allowed.radix) variant = "radix";
@@ -233,9 +263,28 @@ export function planSort(
     tile = [...trees].reverse().find((t) => t >= problem.length) ?? trees[0];
     if (override?.tile && trees.includes(override.tile)) tile = override.tile;
   }
+  let segment = 0;
+  if (variant === "subgroup" || variant === "merge") {
+    tile = override?.tile && buffers.includes(override.tile) ? override.tile : buffers[0];
+    segment = streamSegment(problem.rows, problem.length, keep, override?.segment);
+  }
   const counters = ballot ? form.counters : "packed";
   const words = (caps?.subgroupMaxSize ?? 32) <= 32 ? 1 : 4;
-  return { kernel: "sort", variant, padded, subgroups, tile, words, counters };
+  return { kernel: "sort", variant, padded, subgroups, tile, words, counters, segment };
+}
+
+/**
+ * The streaming forms' first-stage segment: a power of two of at least STREAM_SEGMENT and 8
+ * times the window's end (so each stage shrinks the rows eightfold), doubled while the rows'
+ * segments exceed STREAM_GROUPS workgroups; or as forced, where it is at least twice the window's
+ * end (each stage at least halves the rows).
+ */
+function streamSegment(rows: number, length: number, keep: number, forced?: number): number {
+  if (forced !== undefined && forced >= 2 * keep && forced >= 1) return forced;
+  let segment = STREAM_SEGMENT;
+  while (segment < 8 * keep) segment *= 2;
+  while (rows * Math.ceil(length / segment) > STREAM_GROUPS && segment < length) segment *= 2;
+  return segment;
 }
 
 /** Rank-K's choice, as issue 22 names its parts (the sort plan's decision for the window). */
@@ -247,14 +296,20 @@ export interface RankKChoice {
    * merged stage by stage), "select" (the threshold key by radix selection, the keys up to it
    * compacted tile by tile, then sorted in one segment), "radix" (each row radix-sorted, the
    * window written by the last pass) or "bitonic" (each row through a bitonic network, the
-   * window gathered).
+   * window gathered), "subgroup" or "merge" (each segment of a row streamed through a buffer in
+   * workgroup memory, candidates that beat the running threshold appended by subgroup scans or
+   * by workgroup atomics, the buffer sorted when full; later stages over the segments' kept
+   * pairs).
    */
-  mk: "tree" | "radix" | "bitonic" | "select";
+  mk: "tree" | "radix" | "bitonic" | "select" | "subgroup" | "merge";
   /** Its sub-strategy: the sort plan's variant. */
   mkd: SortVariant;
   /** Pairs a workgroup takes (a tree's or the candidates' segment, a radix tile). */
   tile: number;
-  /** The compaction tile of "select" (keys a workgroup counts and compacts); else 0. */
+  /**
+   * The compaction tile: of "select" (keys a workgroup counts and compacts), of the streaming
+   * forms (the keys a workgroup filters and appends a round); else 0.
+   */
   ctile: number;
   /** Whether candidates are found per tile and merged in later passes (a tree of stages). */
   twoStage: boolean;
@@ -290,10 +345,14 @@ export function planRankK(
   // The selection: its passes and compaction over tiles, then one sort of the candidates.
   const selecting = choice.variant === "radix-select";
   if (selecting) stages = 2;
+  const streaming = choice.variant === "subgroup" || choice.variant === "merge";
+  if (streaming) stages = streamStages(cols, choice.segment, keep);
   const mk = choice.variant === "bitonic-tree"
     ? "tree"
     : selecting
     ? "select"
+    : streaming
+    ? choice.variant as "subgroup" | "merge"
     : choice.variant.startsWith("radix")
     ? "radix"
     : "bitonic";
@@ -302,8 +361,18 @@ export function planRankK(
     mk,
     mkd: choice.variant,
     tile: choice.tile,
-    ctile: selecting ? SELECT_TILE : 0,
+    ctile: selecting ? SELECT_TILE : streaming ? STREAM_CHUNK : 0,
     twoStage: stages > 1,
     stages,
   };
+}
+
+/**
+ * Stages of the streaming forms over rows of `length`: one a pass over `segment`-long segments
+ * of the last stage's rows (each keeping `keep` pairs) until one segment is a row.
+ */
+function streamStages(length: number, segment: number, keep: number): number {
+  let stages = 1;
+  for (; length > segment; length = Math.ceil(length / segment) * keep) stages++;
+  return stages;
 }
