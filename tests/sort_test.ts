@@ -263,6 +263,26 @@ test("quantiles read order statistics in total order (-0 below +0), by selection
   x.dispose();
 });
 
+test("quantiles between normal neighbours whose difference is subnormal round it as float32 does", async (device) => {
+  // a and b five units apart near 2^-121: b - a is below 2^-126, which a GPU that flushes
+  // subnormals loses (the H200 gave a for the linear quantile). The reference rounds (b - a) w
+  // to a multiple of 2^-149, then adds a (each step exact in float64 before its rounding).
+  const bits = new Uint32Array([0x8340_0123, 0x8340_0123 - 5]);
+  const [a, b] = new Float32Array(bits.buffer);
+  const x = gyre.tensor([b, a], { device });
+  const lerp = (w: number) =>
+    w < 0.5
+      ? Math.fround(a + Math.fround((b - a) * Math.fround(w)))
+      : Math.fround(b - Math.fround((b - a) * Math.fround(1 - w)));
+  const qs = [0.3, 0.7, 0.5, 0.1];
+  const linear = gyre.quantile(x, qs);
+  const midpoint = gyre.quantile(x, qs, { method: "midpoint" });
+  assert.deepEqual(Array.from(await linear.data()), qs.map(lerp));
+  assert.deepEqual(Array.from(await midpoint.data()), qs.map(() => lerp(0.5)));
+  assert.notEqual(lerp(0.3), a);
+  for (const t of [x, linear, midpoint]) t.dispose();
+});
+
 test("searchsorted, left and right", async (device) => {
   const s = gyre.tensor([1, 2, 2, 3, NaN], { device });
   const v = gyre.tensor([[2, 0], [5, NaN]], { device });

@@ -191,8 +191,29 @@ export const QUANTILE_INDEX = [
  * The weight is read by its bits: a subnormal g (q near 2^-140) would be flushed to zero by GPUs
  * that flush (the H200 does) where the reference keeps it; diff g for a subnormal g (linear only)
  * is (diff (g 2^64)) 2^-64 with g 2^64 made from its bits, rounded as diff g wherever normal.
+ * Where b - a is subnormal (a and b normal, within 2^-126 of each other), the reference rounds
+ * diff w to a multiple of 2^-149 and adds it to a: the same here in integers (diff 2^149 times
+ * w's mantissa, shifted with rounding to even) and in values scaled by 2^64, which are normal
+ * (the H200 flushed diff to zero, and the test drew such a pair).
  */
 const INTERPOLATE = [
+  // 2^64 times the float32 rounding of diff w below the normal range (to a multiple of 2^-149),
+  // d = diff 2^64 < 2^-62 (so diff 2^149 is an integer below 2^23) and w in [0, 1].
+  "fn tiny_product(d: f32, w: f32) -> f32 {",
+  "  let wb = bitcast<u32>(w);",
+  "  let e = wb >> 23u;",
+  "  let s = 150u - max(e, 1u);",
+  "  if (s >= 64u) { return 0.0; }",
+  "  let m = select(wb & 0x7fffffu, (wb & 0x7fffffu) | 0x800000u, e != 0u);",
+  "  let prod = mul_wide(u32(d * 0x1p85f), m);",
+  "  var r = shr_wide(prod, s).x;",
+  "  let dropped = low_wide(prod, s);",
+  "  let half = select(vec2<u32>(0u, 1u << (s - 33u)), vec2<u32>(1u << (s - 1u), 0u), s <= 32u);",
+  "  let above = dropped.y > half.y || (dropped.y == half.y && dropped.x > half.x);",
+  "  let tie = dropped.x == half.x && dropped.y == half.y;",
+  "  if (above || (tie && (r & 1u) == 1u)) { r += 1u; }",
+  "  return f32(r) * 0x1p-85f;",
+  "}",
   "fn interpolate(a: f32, b: f32, gb: u32, lo: u32, method: u32) -> f32 {",
   "  let g = bitcast<f32>(gb);",
   "  let some = gb != 0u;",
@@ -202,6 +223,13 @@ const INTERPOLATE = [
   "  if (method == 5u) { return select(a, (a + b) / 2.0, some); }",
   "  var w = g;",
   "  if (method == 4u) { w = select(0.0, 0.5, some); }",
+  "  let sa = a * 0x1p64f;",
+  "  let sb = b * 0x1p64f;",
+  "  let sd = sb - sa;",
+  "  if (sd > 0.0 && sd < 0x1p-62f && abs(sa) >= 0x1p-62f && abs(sb) >= 0x1p-62f) {",
+  "    if (w >= 0.5) { return (sb - tiny_product(sd, 1.0 - w)) * 0x1p-64f; }",
+  "    return (sa + tiny_product(sd, w)) * 0x1p-64f;",
+  "  }",
   "  let diff = b - a;",
   "  var low = diff * w;",
   "  if (method != 4u && some && gb < 0x00800000u) { low = (diff * (f32(gb) * 0x1p-85f)) * 0x1p-64f; }",
