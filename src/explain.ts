@@ -2,7 +2,12 @@
  * `explain`: which kernels a computation runs, one line each, with the ops fused into each.
  * @module
  */
-import { kernelObservers, type KernelRecord } from "./contract/backend.ts";
+import {
+  kernelObservers,
+  type KernelRecord,
+  planObservers,
+  type PlanRecord,
+} from "./contract/backend.ts";
 import { fusedLabel } from "./_lazy.ts";
 import { sizeOf } from "./core/shape.ts";
 import { metaOf, pendingOf, Tensor, viewOf } from "./tensor.ts";
@@ -13,7 +18,12 @@ import { describe, ValueError } from "./core/errors.ts";
 export interface Explanation {
   /** One entry per kernel launch, in order. */
   kernels: KernelRecord[];
-  /** The same, one line each, as printed. */
+  /**
+   * Given a function: each plan a device took while it ran (the kernel family, the variant and
+   * its parameters, the op it served), in order; the same choices `gyre/tuning`'s overrides force.
+   */
+  plans: PlanRecord[];
+  /** The kernels, one line each, then the plans, as printed. */
   text: string;
   /**
    * Given a function: the tensors it returned, now computed. They are the caller's to use and
@@ -30,15 +40,25 @@ function collectTensors(value: unknown, into: Tensor[]): void {
   }
 }
 
-function format(kernels: KernelRecord[]): string {
+function format(kernels: KernelRecord[], plans: PlanRecord[]): string {
   if (!kernels.length) return "no kernels";
-  return kernels.map((k, i) => `${String(i + 1).padStart(3)}. ${k.device} ${k.kernel}`).join("\n");
+  const lines = kernels.map((k, i) => `${String(i + 1).padStart(3)}. ${k.device} ${k.kernel}`);
+  if (plans.length) lines.push("plans:");
+  for (const p of plans) {
+    const params = Object.entries(p.choice as unknown as Record<string, unknown>)
+      .filter(([key]) => key !== "kernel")
+      .map(([key, value]) => `${key} ${JSON.stringify(value)}`)
+      .join(", ");
+    lines.push(`  ${p.device} ${p.family} for ${p.op}: ${params}`);
+  }
+  return lines.join("\n");
 }
 
 /**
  * Explains a computation. Given a tensor: the kernel that would compute it (nothing runs); a
  * pending tensor lists the ops fused into it. Given a function: runs it once, computes what it
- * returns, and lists every kernel launched, in order (on WASM each primitive is its own kernel).
+ * returns, and lists every kernel launched, in order (on WASM each primitive is its own kernel),
+ * then every plan a device took (which variant of a kernel family ran, with its parameters).
  * Prints the lines unless `{ print: false }`.
  *
  * @example
@@ -48,6 +68,10 @@ function format(kernels: KernelRecord[]): string {
  * gyre.explain(() => gyre.relu(a.mul(b).add(c))); // 1 kernel: ones+...+mul+add+relu
  * const { outputs } = gyre.explain(() => a.exp(), { print: false });
  * outputs.forEach((t) => t.dispose());
+ * // Top 3 of each row: on a GPU, `plans` shows the sort plan's variant (e.g. "bitonic-tree").
+ * const top = gyre.explain(() => gyre.topk(gyre.ones([8, 100]), 3), { print: false });
+ * console.log(top.plans.map((p) => `${p.family}: ${JSON.stringify(p.choice)}`));
+ * top.outputs.forEach((t) => t.dispose());
  * ```
  */
 export function explain(
@@ -64,6 +88,7 @@ export function explain(
     });
   }
   const kernels: KernelRecord[] = [];
+  const plans: PlanRecord[] = [];
   const outputs: Tensor[] = [];
   if (target instanceof Tensor) {
     const pending = pendingOf(target, "explain", "target");
@@ -76,17 +101,20 @@ export function explain(
     }
   } else {
     const observer = (r: KernelRecord) => kernels.push(r);
+    const planObserver = (r: PlanRecord) => plans.push(r);
     kernelObservers.add(observer);
+    planObservers.add(planObserver);
     try {
       collectTensors(target(), outputs);
       for (const t of outputs) viewOf(t, "explain");
     } finally {
       kernelObservers.delete(observer);
+      planObservers.delete(planObserver);
     }
   }
   const text = target instanceof Tensor && !kernels.length
     ? "computed already: no kernel"
-    : format(kernels);
+    : format(kernels, plans);
   if (options.print ?? true) console.log(text);
-  return { kernels, text, outputs };
+  return { kernels, plans, text, outputs };
 }

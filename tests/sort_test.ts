@@ -283,6 +283,28 @@ test("quantiles between normal neighbours whose difference is subnormal round it
   for (const t of [x, linear, midpoint]) t.dispose();
 });
 
+Deno.test({
+  name: "explain shows the plan a GPU Rank-K took, as planRankK describes it",
+  ignore: !DEVICES.includes("gpu"),
+  fn() {
+    const x = gyre.random.uniform([8, 5000], { seed: 3, device: "gpu" });
+    const { plans, text, outputs } = gyre.explain(() => gyre.topk(x, 10), { print: false });
+    const sort = plans.filter((p) => p.family === "sort" && p.op === "topk");
+    assert.equal(sort.length, 1);
+    const choice = sort[0].choice as tuning.SortChoice;
+    const rankK = tuning.planRankK(gyre.runtime().caps ?? undefined, {
+      kind: "top",
+      rows: 8,
+      cols: 5000,
+      k: 10,
+    });
+    assert.equal(choice.variant, rankK.mkd);
+    assert.match(text, new RegExp(`\\n  gpu sort for topk: variant "${rankK.mkd}"`));
+    assert.match(text, /\nplans:\n/);
+    for (const t of [x, ...outputs]) t.dispose();
+  },
+});
+
 test("searchsorted, left and right", async (device) => {
   const s = gyre.tensor([1, 2, 2, 3, NaN], { device });
   const v = gyre.tensor([[2, 0], [5, NaN]], { device });
@@ -489,4 +511,62 @@ Deno.test({
     assert.deepEqual(Array.from(two.data), Array.from(one.data));
     x.dispose();
   },
+});
+
+Deno.test("the sort plan allows the streaming forms where they fit, and stages rows that leave a GPU idle", () => {
+  const caps = (subgroups: boolean, bytes: number): tuning.DeviceCaps => ({
+    description: "test",
+    vendor: "test",
+    isFallbackAdapter: false,
+    subgroupMinSize: subgroups ? 32 : 0,
+    subgroupMaxSize: subgroups ? 32 : 0,
+    features: subgroups ? ["subgroups"] : [],
+    subgroups,
+    shaderF16: false,
+    timestampQuery: false,
+    float32Atomics: false,
+    int64Atomics: false,
+    limits: {
+      maxStorageBufferBindingSize: 2 ** 30,
+      maxBufferSize: 2 ** 30,
+      maxComputeWorkgroupStorageSize: bytes,
+      maxComputeInvocationsPerWorkgroup: 256,
+      maxComputeWorkgroupSizeX: 256,
+      maxComputeWorkgroupsPerDimension: 65535,
+      maxStorageBuffersPerShaderStage: 8,
+      minUniformBufferOffsetAlignment: 256,
+    },
+  });
+  const plan = (
+    c: tuning.DeviceCaps,
+    variant: tuning.SortVariant,
+    rows: number,
+    length: number,
+    keep: number,
+  ) => tuning.planSort(c, { rows, length, keep }, { variant });
+  const full = caps(true, 32768);
+  // Subgroup appends need subgroups; the atomic ones do not.
+  assert.equal(plan(full, "subgroup", 8, 65536, 1024).variant, "subgroup");
+  assert.equal(plan(caps(false, 32768), "subgroup", 8, 65536, 1024).variant, "radix-select");
+  assert.equal(plan(caps(false, 32768), "merge", 8, 65536, 1024).variant, "merge");
+  // The buffer holds the window's end and a round of candidates: 2048 pairs (16 KiB and its
+  // counters) do not fit WebGPU's default 16 KiB; a window past 3072 fits no buffer.
+  assert.notEqual(plan(caps(true, 16384), "merge", 8, 65536, 1024).variant, "merge");
+  assert.notEqual(plan(full, "merge", 1, 1 << 20, 3073).variant, "merge");
+  // Few rows: segments of a row, at least eight windows long, as many as fill 256 workgroups.
+  assert.equal(plan(full, "subgroup", 8, 65536, 1024).segment, 8192);
+  assert.equal(plan(full, "subgroup", 1, 1 << 24, 100).segment, 65536);
+  assert.equal(tuning.twoStagesPay(full, { rows: 8, cols: 65536, keep: 1024 }), true);
+  // Many rows fill the device: one workgroup a row.
+  assert.equal(plan(full, "subgroup", 1024, 4096, 32).segment, 4096);
+  assert.equal(tuning.twoStagesPay(full, { rows: 1024, cols: 4096, keep: 32 }), false);
+  const rankK = tuning.planRankK(full, { kind: "top", rows: 8, cols: 65536, k: 1024 }, {
+    variant: "subgroup",
+  });
+  assert.deepEqual([rankK.mk, rankK.stages, rankK.twoStage, rankK.ctile], [
+    "subgroup",
+    2,
+    true,
+    1024,
+  ]);
 });

@@ -111,7 +111,6 @@ const SPLIT_TILE = 1024;
  * timestamps, before loads were made branch-free; 2048 then took 0.19-0.21).
  */
 const BALLOT_TILES = [2048, 4096, 1024];
-const LOCAL_INVOCATIONS = 256;
 /**
  * Row lengths from which the ballot radix sort takes over where the device allows it: on the
  * H200 it took the rows of [4096, 4096] and top-k of [8, 65536] and [1024, 4096] (0.08 and 0.25
@@ -154,10 +153,12 @@ const STREAM_TILES = [2048, 4096];
 /** The streaming forms' shortest segment (four chunks). */
 const STREAM_SEGMENT = 4096;
 /**
- * Workgroups past which the streaming forms' segments grow (longer segments, fewer stages):
- * enough to fill a large GPU several times over.
+ * Workgroups past which the streaming forms' segments grow (longer segments, fewer stages). On
+ * the H200 (bench/kernels.ts --rankk, GPU timestamps) top-k of [1, 16 Mi] k = 100 took 0.25 ms
+ * in segments of 64 Ki (256 workgroups, two stages) against 0.39 in segments of 16 Ki (1024,
+ * three stages); [64, 16384] k = 256 0.084 ms in segments of 4096 (256) against 0.090 in one.
  */
-const STREAM_GROUPS = 1024;
+const STREAM_GROUPS = 256;
 
 /** Order statistics a row the selection finds at once (two a quantile; more sort instead). */
 export const MAX_SELECT_TARGETS = 8;
@@ -166,6 +167,72 @@ export const MAX_SELECT_TARGETS = 8;
  * passes (12 dispatches over pairs), the selection's 8 dispatches read the row 4 times.
  */
 const SELECT_FROM = RADIX_FROM;
+
+/**
+ * What the sort family's plans read of a device, in one place (the GPU host takes the tiles
+ * from the plans' choices): the invocations a workgroup of its kernels takes (SORT_WORKGROUP, or 0 where the device
+ * allows fewer: then only the global bitonic network runs), workgroup memory, subgroups, and
+ * the tiles its sweeps and compactions take.
+ *
+ * @example
+ * ```ts
+ * import { sortDevice } from "@gyre/gyre/tuning";
+ * sortDevice(undefined).workgroupBytes; // 16384: WebGPU's default where no device is known
+ * ```
+ */
+export function sortDevice(caps: DeviceCaps | undefined): {
+  /** Invocations of a workgroup: SORT_WORKGROUP where the device allows it, else 0. */
+  workgroupSize: number;
+  /** Workgroup memory in bytes. */
+  workgroupBytes: number;
+  /** Subgroup operations. */
+  subgroups: boolean;
+  /** The smallest subgroup the device may run (0 when unknown). */
+  minSubgroup: number;
+  /** A subgroup barrier (`wgpu-subgroup-barrier`). */
+  subgroupBarrier: boolean;
+  /** Keys a workgroup of the selection's histogram passes sweeps. */
+  sweepTile: number;
+  /** Keys a workgroup of the selection's compaction takes; the streaming forms' round. */
+  compactionTile: number;
+  /** Keys a round of the streaming forms loads. */
+  streamChunk: number;
+} {
+  const invocations = caps?.limits?.maxComputeInvocationsPerWorkgroup ?? 256;
+  return {
+    workgroupSize: invocations >= SORT_WORKGROUP ? SORT_WORKGROUP : 0,
+    workgroupBytes: caps?.limits?.maxComputeWorkgroupStorageSize ?? 16384,
+    subgroups: caps?.subgroups ?? false,
+    minSubgroup: caps?.subgroupMinSize ?? 0,
+    subgroupBarrier: caps?.features?.includes("wgpu-subgroup-barrier") ?? false,
+    sweepTile: SELECT_TILE,
+    compactionTile: SELECT_TILE,
+    streamChunk: STREAM_CHUNK,
+  };
+}
+
+/**
+ * Whether Rank-K's staged forms (the tree, the streaming forms) pay for splitting rows into
+ * segments that a second stage merges, rather than giving each row one workgroup: where the
+ * rows alone fill fewer than STREAM_GROUPS workgroups and a row holds more than one shortest
+ * segment (on the H200 top-k of [8, 65536] k = 1024 took 0.42 ms in two stages against 1.8 in
+ * one; [1024, 4096] k = 32 is one stage either way).
+ *
+ * @example
+ * ```ts
+ * import { twoStagesPay } from "@gyre/gyre/tuning";
+ * twoStagesPay(undefined, { rows: 8, cols: 65536, keep: 1024 }); // true
+ * twoStagesPay(undefined, { rows: 4096, cols: 4096, keep: 64 }); // false
+ * ```
+ */
+export function twoStagesPay(
+  caps: DeviceCaps | undefined,
+  problem: { rows: number; cols: number; keep: number },
+): boolean {
+  const { rows, cols, keep } = problem;
+  return sortDevice(caps).workgroupSize > 0 && rows < STREAM_GROUPS &&
+    cols > Math.max(STREAM_SEGMENT, 8 * keep);
+}
 
 /**
  * Sorting rows on the GPU: rows longer than RADIX_FROM by the radix sort, ranked by subgroup
@@ -192,11 +259,12 @@ export function planSort(
 ): SortChoice {
   let padded = 1;
   while (padded < problem.length) padded *= 2;
-  const storage = caps?.limits?.maxComputeWorkgroupStorageSize ?? 16384;
-  const wide = (caps?.limits?.maxComputeInvocationsPerWorkgroup ?? 256) >= LOCAL_INVOCATIONS;
-  const subgroups = (caps?.subgroups ?? false) && override?.subgroups !== false;
-  const minSubgroup = caps?.subgroupMinSize ?? 0;
-  const barrier = caps?.features?.includes("wgpu-subgroup-barrier") ?? false;
+  const device = sortDevice(caps);
+  const storage = device.workgroupBytes;
+  const wide = device.workgroupSize === SORT_WORKGROUP;
+  const subgroups = device.subgroups && override?.subgroups !== false;
+  const minSubgroup = device.minSubgroup;
+  const barrier = device.subgroupBarrier;
   // The ballot forms that fit: tiles in order of preference, plain counters first.
   const fits = (tile: number, counters: SortChoice["counters"]) =>
     minSubgroup >= 8 && (counters === "packed" || barrier) &&
@@ -266,7 +334,7 @@ export function planSort(
   let segment = 0;
   if (variant === "subgroup" || variant === "merge") {
     tile = override?.tile && buffers.includes(override.tile) ? override.tile : buffers[0];
-    segment = streamSegment(problem.rows, problem.length, keep, override?.segment);
+    segment = streamSegment(caps, problem.rows, problem.length, keep, override?.segment);
   }
   const counters = ballot ? form.counters : "packed";
   const words = (caps?.subgroupMaxSize ?? 32) <= 32 ? 1 : 4;
@@ -279,8 +347,15 @@ export function planSort(
  * segments exceed STREAM_GROUPS workgroups; or as forced, where it is at least twice the window's
  * end (each stage at least halves the rows).
  */
-function streamSegment(rows: number, length: number, keep: number, forced?: number): number {
+function streamSegment(
+  caps: DeviceCaps | undefined,
+  rows: number,
+  length: number,
+  keep: number,
+  forced?: number,
+): number {
   if (forced !== undefined && forced >= 2 * keep && forced >= 1) return forced;
+  if (!twoStagesPay(caps, { rows, cols: length, keep })) return Math.max(length, 1);
   let segment = STREAM_SEGMENT;
   while (segment < 8 * keep) segment *= 2;
   while (rows * Math.ceil(length / segment) > STREAM_GROUPS && segment < length) segment *= 2;
