@@ -561,6 +561,7 @@ if (args.includes("--rankk")) {
   const settings: [string, tuning.PlanOverrides["sort"] | null][] = [
     ["default", null],
     ["radix-select", { variant: "radix-select" }],
+    ["radix-select one-pass", { variant: "radix-select", compaction: "one-pass" }],
     ["radix-ballot", { variant: "radix-ballot" }],
     ["bitonic-tree", { variant: "bitonic-tree" }],
     ["subgroup", { variant: "subgroup" }],
@@ -585,7 +586,8 @@ if (args.includes("--rankk")) {
     for (const [label, override] of settings) {
       const plan = tuning.planSort(caps, { rows, length: cols, keep: k }, override);
       if (override && plan.variant !== override.variant) continue;
-      const name = `rankk [${rows},${cols}] k=${k} ${label} (${plan.variant} ${plan.tile}${
+      const form = plan.variant === "radix-select" ? ` ${plan.compaction}` : "";
+      const name = `rankk [${rows},${cols}] k=${k} ${label} (${plan.variant} ${plan.tile}${form}${
         plan.segment ? ` seg ${plan.segment}` : ""
       })`;
       tuning.setPlanOverride("sort", override);

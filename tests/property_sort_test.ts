@@ -19,7 +19,8 @@
  * @module
  */
 import fc from "fast-check";
-import { SORT_VARIANTS, type SortVariant } from "../src/tuning.ts";
+import { SORT_VARIANTS, type SortChoice, type SortVariant } from "../src/tuning.ts";
+import { equal as assertEqual } from "node:assert/strict";
 import * as gyre from "../src/mod.ts";
 import {
   Bag,
@@ -30,6 +31,7 @@ import {
   makeLayout,
   MAX_F32,
   mulberry32,
+  plansRan,
   property,
   shapeArb,
   sizeOf,
@@ -52,7 +54,7 @@ interface Case {
   /** nanquantile and nanmedian instead. */
   skipNaN: boolean;
   layout: LayoutKind;
-  values: "full" | "duplicates";
+  values: "full" | "duplicates" | "rare";
   order: "random" | "sorted" | "reversed";
   right: boolean;
   variant: SortVariant;
@@ -72,6 +74,12 @@ const FULL: FloatDomain = {
   specials: [NaN, -NaN, Infinity, -Infinity, 0, -0, MAX_F32, -MAX_F32, 2 ** -149],
   pSpecial: 0.15,
 };
+/**
+ * The whole domain with specials rare: in long rows, FULL's 15% of specials (NaN, infinities,
+ * extremes) put every top or bottom window's threshold on a special value, so the keys strictly
+ * beyond it (the selection's and the streaming forms' main path) would go untested.
+ */
+const RARE: FloatDomain = { ...FULL, pSpecial: 0.0005 };
 const FEW: FloatDomain = {
   kind: "uniform",
   lo: -2,
@@ -84,7 +92,7 @@ const FEW: FloatDomain = {
 function data(c: Case, rng: () => number, n: number): gyre.TypedArray {
   const few = c.values === "duplicates";
   const range = few ? { lo: -2, hi: 2 } : undefined;
-  const out = hostData(rng, c.dtype, n, few ? FEW : FULL, range);
+  const out = hostData(rng, c.dtype, n, few ? FEW : c.values === "rare" ? RARE : FULL, range);
   if (c.order !== "random") {
     // Sorted by the order the kernels use (NaN last), or reversed.
     const sorted = Array.from(out).sort((a, b) =>
@@ -315,10 +323,13 @@ interface TreeCase {
   /** k as a fraction of the most a 512-pair segment keeps (256). */
   kPick: number;
   kind: "top" | "bottom" | "mid";
-  values: "full" | "duplicates";
+  values: "full" | "duplicates" | "rare";
   order: "random" | "sorted" | "reversed";
   /** The streaming forms' segment (used where it is at least twice the window's end). */
   segment: number;
+  /** The radix selection's compaction, and its look-back's reads before counting a tile. */
+  compaction: "one-pass" | "two-pass";
+  lookbackSpin: number;
   seed: number;
 }
 
@@ -341,12 +352,19 @@ async function checkTree(c: TreeCase): Promise<void> {
       c.variant === "bitonic-tree"
         ? { variant: c.variant, tile: 512 }
         : c.variant === "radix-select"
-        ? { variant: c.variant }
+        ? { variant: c.variant, compaction: c.compaction, lookbackSpin: c.lookbackSpin }
         : { variant: c.variant, segment: c.segment },
     );
     const got = run("gpu");
     forcePlan("sort", null);
     const want = run("wasm");
+    // The compaction forced is the one that ran (the variant is counted by the harness).
+    for (const record of plansRan("sort")) {
+      const choice = record.choice as SortChoice;
+      if (choice.variant === "radix-select" && c.variant === "radix-select") {
+        assertEqual(choice.compaction, c.compaction, "the compaction that ran");
+      }
+    }
     for (let i = 0; i < 2; i++) {
       const [g, w] = await Promise.all([got[i].data(), want[i].data()]);
       expectSame(
@@ -377,9 +395,11 @@ property(
     length: fc.integer({ min: 513, max: 20000 }),
     kPick: fc.double({ min: 0, max: 1, noNaN: true }),
     kind: fc.constantFrom<TreeCase["kind"]>("top", "bottom", "mid"),
-    values: fc.constantFrom<TreeCase["values"]>("full", "duplicates"),
+    values: fc.constantFrom<TreeCase["values"]>("full", "duplicates", "rare", "rare"),
     order: fc.constantFrom<TreeCase["order"]>("random", "random", "sorted", "reversed"),
     segment: fc.constantFrom(512, 1024, 3000, 8192),
+    compaction: fc.constantFrom<TreeCase["compaction"]>("one-pass", "two-pass"),
+    lookbackSpin: fc.constantFrom(0, 128),
     seed: fc.integer(),
   }),
   checkTree,
@@ -387,4 +407,80 @@ property(
     numRuns: 48,
     variants: ["sort/bitonic-tree", "sort/radix-select", "sort/subgroup", "sort/merge"],
   },
+);
+
+/** The radix selection's compaction over rows of many tiles (both forms, the look-back's fallback). */
+interface CompactionCase {
+  rows: number;
+  length: number;
+  /** k as a fraction of the most the candidates' segment holds (4096). */
+  kPick: number;
+  kind: "top" | "bottom" | "mid";
+  dtype: DType;
+  values: "full" | "duplicates" | "rare";
+  compaction: "one-pass" | "two-pass";
+  lookbackSpin: number;
+  seed: number;
+}
+
+property(
+  "sort/rankK",
+  "the radix selection's one-pass (look-back, its fallback forced at times) and two-pass compactions over many tiles equal the WASM reference",
+  fc.record({
+    rows: fc.integer({ min: 1, max: 3 }),
+    length: fc.integer({ min: 4097, max: 40000 }),
+    kPick: fc.double({ min: 0, max: 1, noNaN: true }),
+    kind: fc.constantFrom<CompactionCase["kind"]>("top", "bottom", "mid"),
+    dtype: fc.constantFrom<DType>("float32", "float32", "int32", "float16"),
+    values: fc.constantFrom<CompactionCase["values"]>("rare", "rare", "full", "duplicates"),
+    compaction: fc.constantFrom<CompactionCase["compaction"]>("one-pass", "two-pass"),
+    lookbackSpin: fc.constantFrom(0, 128),
+    seed: fc.integer(),
+  }),
+  async (c: CompactionCase) => {
+    const bag = new Bag();
+    try {
+      // The window's end fits the candidates' segment (keep <= 4096): mid windows take rows of
+      // fewer than 7600 (keep = floor((n - k) / 2) + k) and k up to 8191 - n.
+      const length = c.kind === "mid" ? 4097 + (c.length % 3500) : c.length;
+      const most = c.kind === "mid" ? 8191 - length : 4096;
+      const k = Math.max(1, Math.round(c.kPick * most));
+      const rng = mulberry32(c.seed);
+      const base = data(
+        { dtype: c.dtype, values: c.values, order: "random" } as Case,
+        rng,
+        c.rows * length,
+      );
+      const run = (device: gyre.DeviceName) => {
+        const x = bag.add(gyre.tensor(base, { shape: [c.rows, length], dtype: c.dtype, device }));
+        return gyre.rankK(x, k, { kind: c.kind }).map((t) => bag.add(t));
+      };
+      forcePlan("sort", {
+        variant: "radix-select",
+        compaction: c.compaction,
+        lookbackSpin: c.lookbackSpin,
+      });
+      const got = run("gpu");
+      forcePlan("sort", null);
+      for (const record of plansRan("sort")) {
+        const choice = record.choice as SortChoice;
+        assertEqual(choice.variant, "radix-select", "the variant that ran");
+        assertEqual(choice.compaction, c.compaction, "the compaction that ran");
+      }
+      const want = run("wasm");
+      for (let i = 0; i < 2; i++) {
+        const [g, w] = await Promise.all([got[i].data(), want[i].data()]);
+        expectSame(
+          `${c.kind} k ${k} of [${c.rows}, ${length}] ${c.dtype}: output ${i}`,
+          g,
+          w,
+          c.dtype,
+        );
+      }
+    } finally {
+      forcePlan("sort", null);
+      bag.dispose();
+    }
+  },
+  { numRuns: 30, variants: ["sort/radix-select"] },
 );

@@ -70,6 +70,8 @@ export interface SortKernelOptions {
   tile?: number;
   /** The selection's pick finds one rank a row (Rank-K's threshold), not quantiles. */
   rank?: boolean;
+  /** Rank-K's compaction in one pass: each tile's offsets by a look-back over its row's tiles. */
+  lookback?: boolean;
 }
 
 /** Elements a workgroup of `bitonic-local` sorts in workgroup memory (8 KiB of keys and indices). */
@@ -87,6 +89,7 @@ const OPTION_FIELDS: Record<keyof SortKernelOptions, true> = {
   targets: true,
   tile: true,
   rank: true,
+  lookback: true,
 };
 const OPTION_NAMES = Object.keys(OPTION_FIELDS) as (keyof SortKernelOptions)[];
 
@@ -468,7 +471,7 @@ export function generateSort(stage: SortStage, options: SortKernelOptions = {}):
     case "rank-count":
       return rankCount();
     case "rank-compact":
-      return rankCompact(options.subgroups ?? false);
+      return rankCompact(options.subgroups ?? false, options.lookback ?? false);
     case "rank-tile":
       return rankTile(options.tile ?? 2048, options.first ?? false, options.last ?? false);
     case "rank-stream":
@@ -1025,7 +1028,7 @@ function selectPick(targets: number, rankMode: boolean): string {
   const qn = rankMode ? 0 : targets / 2;
   const stateWords = selectStateWords(targets, qn);
   return [
-    "struct Params { len: u32, rows: u32, shift: u32, method: u32, skip: u32, bits: u32, rank: u32 }",
+    "struct Params { len: u32, rows: u32, shift: u32, method: u32, skip: u32, bits: u32, rank: u32, tiles: u32 }",
     "@group(0) @binding(0) var<storage, read> table: array<u32>;",
     "@group(0) @binding(1) var<storage, read_write> hist: array<u32>;",
     "@group(0) @binding(2) var<storage, read_write> state: array<u32>;",
@@ -1046,7 +1049,13 @@ function selectPick(targets: number, rankMode: boolean): string {
     `  let hb = row * ${selectHistWords(targets)}u;`,
     "  if (p.shift == 24u) {",
     // Rank mode: one target, the rank p.rank of the row's keys.
-    ...(rankMode ? ["    if (l == 0u) { rank[0] = p.rank; prefix[0] = 0u; }"] : []),
+    ...(rankMode
+      ? [
+        "    if (l == 0u) { rank[0] = p.rank; prefix[0] = 0u; }",
+        // The one-pass compaction's look-back states of the row's tiles start empty.
+        `    for (var t = l; t < p.tiles; t += ${SORT_WORKGROUP}u) { out[row * p.tiles + t] = 0.0; }`,
+      ]
+      : []),
     `    if (l < ${qn}u) {`,
     `      let nan = hist[hb + ${256 * targets}u];`,
     "      let count = select(p.len, p.len - nan, p.skip == 1u);",
@@ -1315,9 +1324,72 @@ function rankStream(tile: number, subgroups: boolean, first: boolean, last: bool
   ].join("\n");
 }
 
+/**
+ * WGSL of the one-pass compaction's look-back, run by the whole workgroup in step (its branches
+ * depend on uniform values only). A tile's state is one word: its status (1 its own counts, 2
+ * its row's inclusive counts) in bits 30 and 31, its count of keys below the threshold in bits 0
+ * to 12 (a row has fewer than keep <= 4096 of them) and of keys equal to it in bits 13 to 25,
+ * saturating at 8191 (no tie past keep is taken, so a saturated count places none). The tile
+ * publishes its counts, walks back to the nearest inclusive state adding counts, and publishes
+ * its inclusive counts. A predecessor still silent after `p.spin` reads of its state (0 in
+ * tests: every tile counts all of its predecessors) is counted from x by the whole workgroup,
+ * 16 keys an invocation, so no tile waits on a workgroup that may not be running, and the loops
+ * stay short (lavapipe ends an invocation's loops after 65535 iterations in all). Leaves the
+ * tile's exclusive counts, below | ties << 16, in `base`.
+ */
+function lookbackCounts(): string[] {
+  const E = SELECT_TILE / SORT_WORKGROUP;
+  return [
+    `  if (l == ${SORT_WORKGROUP - 1}u) { tileTotal = before + flags; }`,
+    "  workgroupBarrier();",
+    "  let total = tileTotal;",
+    "  let own = pack_counts(total & 0xffffu, total >> 16u);",
+    "  let at = row * p.tiles;",
+    "  if (l == 0u) { atomicStore(&states[at + tile], own | select(0x40000000u, 0x80000000u, tile == 0u)); }",
+    "  var below = 0u;",
+    "  var ties = 0u;",
+    "  if (tile > 0u) {",
+    "    var j = tile;",
+    "    loop {",
+    "      j -= 1u;",
+    "      if (l == 0u) {",
+    "        var st = 0u;",
+    "        for (var k = 0u; k < p.spin && st == 0u; k++) { st = atomicOr(&states[at + j], 0u); }",
+    "        seen = st;",
+    "        atomicStore(&part, 0u);",
+    "      }",
+    "      let st = workgroupUniformLoad(&seen);",
+    "      if (st == 0u) {",
+    "        var mine = 0u;",
+    `        for (var e = 0u; e < ${E}u; e++) {`,
+    `          let i = j * ${SELECT_TILE}u + e * ${SORT_WORKGROUP}u + l;`,
+    "          let key = ordered_key(x[p.off + row * p.len + i], p.kind) ^ p.flip;",
+    "          if (i < p.len) { mine += select(0u, 1u, key < threshold) + select(0u, 0x10000u, key == threshold); }",
+    "        }",
+    "        if (mine != 0u) { atomicAdd(&part, mine); }",
+    "        workgroupBarrier();",
+    "        let c = atomicLoad(&part);",
+    "        workgroupBarrier();",
+    "        below += c & 0xffffu;",
+    "        ties = min(ties + (c >> 16u), 8191u);",
+    "        if (j == 0u) { break; }",
+    "        continue;",
+    "      }",
+    "      below += st & 0x1fffu;",
+    "      ties = min(ties + ((st >> 13u) & 0x1fffu), 8191u);",
+    "      if ((st >> 30u) == 2u || j == 0u) { break; }",
+    "    }",
+    "    if (l == 0u) {",
+    "      atomicStore(&states[at + tile], pack_counts(below + (total & 0xffffu), ties + (total >> 16u)) | 0x80000000u);",
+    "    }",
+    "  }",
+    "  let base = below | (ties << 16u);",
+  ];
+}
+
 /** Parameters of Rank-K's count and compaction by threshold (rank-count, rank-compact). */
 const RANK_PARAMS =
-  "struct Params { len: u32, tiles: u32, off: u32, kind: u32, flip: u32, rows: u32, state: u32, keep: u32 }";
+  "struct Params { len: u32, tiles: u32, off: u32, kind: u32, flip: u32, rows: u32, state: u32, keep: u32, spin: u32 }";
 
 /**
  * Rank-K by selection, step 2: each tile's count of keys below the row's threshold K (the key of
@@ -1366,7 +1438,7 @@ function rankCount(): string {
  * takes 16 consecutive keys, so one workgroup scan of the invocations' counts (both in 16-bit
  * halves) places them all (sixteen scans, one a round of strided keys, took three times as long).
  */
-function rankCompact(subgroups: boolean): string {
+function rankCompact(subgroups: boolean, lookback: boolean): string {
   const E = SELECT_TILE / SORT_WORKGROUP;
   const each = (f: (e: number) => string[]) => Array.from({ length: E }, (_, e) => f(e)).flat();
   const scan = subgroups
@@ -1386,12 +1458,22 @@ function rankCompact(subgroups: boolean): string {
     RANK_PARAMS,
     "@group(0) @binding(0) var<storage, read> x: array<u32>;",
     "@group(0) @binding(1) var<storage, read> state: array<u32>;",
-    "@group(0) @binding(2) var<storage, read> offsets: array<u32>;",
+    lookback
+      ? "@group(0) @binding(2) var<storage, read_write> states: array<atomic<u32>>;"
+      : "@group(0) @binding(2) var<storage, read> offsets: array<u32>;",
     "@group(0) @binding(3) var<storage, read_write> outKeys: array<u32>;",
     "@group(0) @binding(4) var<storage, read_write> outOrder: array<u32>;",
     "@group(0) @binding(5) var<uniform> p: Params;",
     ORDERED_KEY,
     `var<workgroup> sums: array<u32, ${SORT_WORKGROUP}>;`,
+    ...(lookback
+      ? [
+        "var<workgroup> tileTotal: u32;",
+        "var<workgroup> seen: u32;",
+        "var<workgroup> part: atomic<u32>;",
+        "fn pack_counts(below: u32, ties: u32) -> u32 { return below | (min(ties, 8191u) << 13u); }",
+      ]
+      : []),
     ...tileEntry(subgroups),
     "  let threshold = state[row * p.state];",
     // The threshold's rank within its equals: take that many plus one of them.
@@ -1405,8 +1487,16 @@ function rankCompact(subgroups: boolean): string {
       `  flags += select(0u, 1u, ok${e} && k${e} < threshold) + select(0u, 0x10000u, ok${e} && k${e} == threshold);`,
     ]),
     ...scan,
-    "  var lessAt = offsets[2u * row * p.tiles + tile] + (before & 0xffffu);",
-    "  var tieAt = offsets[(2u * row + 1u) * p.tiles + tile] + (before >> 16u);",
+    ...(lookback
+      ? [
+        ...lookbackCounts(),
+        "  var lessAt = (base & 0xffffu) + (before & 0xffffu);",
+        "  var tieAt = (base >> 16u) + (before >> 16u);",
+      ]
+      : [
+        "  var lessAt = offsets[2u * row * p.tiles + tile] + (before & 0xffffu);",
+        "  var tieAt = offsets[(2u * row + 1u) * p.tiles + tile] + (before >> 16u);",
+      ]),
     ...each((e) => [
       `  if (ok${e} && k${e} < threshold) {`,
       "    let o = row * p.keep + lessAt;",

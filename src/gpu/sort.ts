@@ -341,7 +341,8 @@ function workgroups(gpu: GpuHost, groups: number): [number, number] {
  * so far (SELECT_TILE keys a workgroup, into a scratch buffer the picks leave cleared), then a
  * pick of the digit per row (one workgroup a row), which leaves each target's key and rank in
  * `state`: quantiles' (the last pick writing them to `out`, from `table`) or, in rank mode
- * (`targets` 1, `pick.rank` set), one rank's.
+ * (`targets` 1, `pick.rank` set), one rank's, the first pick clearing each row's tiles' words
+ * of `out` (the one-pass compaction's look-back states).
  */
 function selectionPasses(
   gpu: GpuHost,
@@ -388,7 +389,7 @@ function selectionPasses(
       op,
       pick,
       [s.table, hist, s.state.buffer, s.out],
-      words([n, r.rows, shift, method, skip, bits, rank]),
+      words([n, r.rows, shift, method, skip, bits, rank, s.targets === 1 ? tiles : 0]),
       workgroups(gpu, r.rows),
     );
   }
@@ -460,26 +461,45 @@ function selectWindow(
       out: counts.buffer,
       pick: { method: 0, skip: 0, bits: 0, rank: keep - 1 },
     });
-    const uniforms = words([n, tiles, r.offset, w.kind, flip, r.rows, stateWords, keep]);
-    const count = gpu.pipeline(sortKey("rank-count"), 3, () => generateSort("rank-count"));
-    gpu.dispatch(op, count, [r.storage.buffer, state.buffer, counts.buffer], uniforms, grid);
-    const offsets = scanCounts(gpu, op, counts, 2 * r.rows, tiles);
-    try {
+    const uniforms = words([
+      n,
+      tiles,
+      r.offset,
+      w.kind,
+      flip,
+      r.rows,
+      stateWords,
+      keep,
+      choice.lookbackSpin,
+    ]);
+    const compaction = (lookback: boolean, offsets: GPUBuffer) => {
+      const options = { subgroups, lookback };
       const compact = gpu.pipeline(
-        sortKey("rank-compact", { subgroups }),
+        sortKey("rank-compact", options),
         5,
-        () => generateSort("rank-compact", { subgroups }),
-        2,
+        () => generateSort("rank-compact", options),
+        lookback ? 3 : 2,
       );
       gpu.dispatch(
         op,
         compact,
-        [r.storage.buffer, state.buffer, offsets.buffer, keys.buffer, order.buffer],
+        [r.storage.buffer, state.buffer, offsets, keys.buffer, order.buffer],
         uniforms,
         grid,
       );
-    } finally {
-      gpu.free(offsets);
+    };
+    if (choice.compaction === "one-pass") {
+      // Offsets by a look-back over the row's tiles (their states cleared by the first pick).
+      compaction(true, counts.buffer);
+    } else {
+      const count = gpu.pipeline(sortKey("rank-count"), 3, () => generateSort("rank-count"));
+      gpu.dispatch(op, count, [r.storage.buffer, state.buffer, counts.buffer], uniforms, grid);
+      const offsets = scanCounts(gpu, op, counts, 2 * r.rows, tiles);
+      try {
+        compaction(false, offsets.buffer);
+      } finally {
+        gpu.free(offsets);
+      }
     }
     // The candidates' sort: one segment, the window written.
     const options = { tile: choice.tile, first: false, last: true };

@@ -73,6 +73,18 @@ export interface SortChoice {
   subgroups: boolean;
   /** The streaming forms' first-stage segment (elements of a row a workgroup takes); else 0. */
   segment: number;
+  /**
+   * How "radix-select" compacts its candidates: "two-pass" counts each tile's keys below and
+   * equal to the threshold, scans the counts along the row and then compacts; "one-pass" takes
+   * each tile's offsets by a look-back over its row's tiles' published counts in the compaction
+   * itself (a silent predecessor counted by the reader: no forward progress needed).
+   */
+  compaction: "one-pass" | "two-pass";
+  /**
+   * Reads of a silent predecessor's state before the one-pass compaction counts that tile
+   * itself (the scan's bound); 0 makes every tile count all of its predecessors (tests).
+   */
+  lookbackSpin: number;
 }
 
 /**
@@ -159,6 +171,11 @@ const STREAM_SEGMENT = 4096;
  * three stages); [64, 16384] k = 256 0.084 ms in segments of 4096 (256) against 0.090 in one.
  */
 const STREAM_GROUPS = 256;
+
+/** Rank-K's compaction by default (see SortChoice.compaction). */
+const COMPACTION: SortChoice["compaction"] = "two-pass";
+/** Reads of a silent predecessor's look-back state before counting its tile (as the scan). */
+const LOOKBACK_SPIN = 128;
 
 /** Order statistics a row the selection finds at once (two a quantile; more sort instead). */
 export const MAX_SELECT_TARGETS = 8;
@@ -338,7 +355,20 @@ export function planSort(
   }
   const counters = ballot ? form.counters : "packed";
   const words = (caps?.subgroupMaxSize ?? 32) <= 32 ? 1 : 4;
-  return { kernel: "sort", variant, padded, subgroups, tile, words, counters, segment };
+  const compaction = override?.compaction ?? COMPACTION;
+  const lookbackSpin = override?.lookbackSpin ?? LOOKBACK_SPIN;
+  return {
+    kernel: "sort",
+    variant,
+    padded,
+    subgroups,
+    tile,
+    words,
+    counters,
+    segment,
+    compaction,
+    lookbackSpin,
+  };
 }
 
 /**
