@@ -195,20 +195,39 @@ export const QUANTILE_INDEX = [
  * that flush (the H200 does) where the reference keeps it; diff g for a subnormal g (linear only)
  * is (diff (g 2^64)) 2^-64 with g 2^64 made from its bits, rounded as diff g wherever normal.
  * Where b - a is subnormal (a and b normal, within 2^-126 of each other), the reference rounds
- * diff w to a multiple of 2^-149 and adds it to a: the same here in integers (diff 2^149 times
- * w's mantissa, shifted with rounding to even) and in values scaled by 2^64, which are normal
- * (the H200 flushed diff to zero, and the test drew such a pair).
+ * diff w to a multiple of 2^-149 and adds it to a: here the gap diff 2^149 is taken from the
+ * words in integers, diff w rounded in integers (the gap times w's mantissa, shifted with
+ * rounding to even), and the sum made on values whose exponents are raised by 64 in their words
+ * (normal there, so rounded as the reference rounds). Float arithmetic did not do: the H200
+ * flushed b - a to zero (the property test drew such a pair), and the same steps on values
+ * scaled by float multiplies by 2^64 still gave a there (its compiler may fold the scaling).
  */
 const INTERPOLATE = [
-  // 2^64 times the float32 rounding of diff w below the normal range (to a multiple of 2^-149),
-  // d = diff 2^64 < 2^-62 (so diff 2^149 is an integer below 2^23) and w in [0, 1].
-  "fn tiny_product(d: f32, w: f32) -> f32 {",
+  // diff 2^149 for normal a <= b of one sign whose difference is below 2^-126 (exponents within
+  // one of each other, at most 23), else 0xffffffff.
+  "fn subnormal_gap(a: f32, b: f32) -> u32 {",
+  "  let ab = bitcast<u32>(a);",
+  "  let bb = bitcast<u32>(b);",
+  "  let ea = (ab >> 23u) & 0xffu;",
+  "  let eb = (bb >> 23u) & 0xffu;",
+  "  if (((ab ^ bb) >> 31u) != 0u || ea == 0u || eb == 0u || ea > 23u || eb > 23u) { return 0xffffffffu; }",
+  "  if (ea > eb + 1u || eb > ea + 1u) { return 0xffffffffu; }",
+  "  let e0 = min(ea, eb);",
+  "  let ma = ((ab & 0x7fffffu) | 0x800000u) << (ea - e0);",
+  "  let mb = ((bb & 0x7fffffu) | 0x800000u) << (eb - e0);",
+  "  let inner = select(ma - mb, mb - ma, mb >= ma);",
+  "  if (inner >= (0x800000u >> (e0 - 1u))) { return 0xffffffffu; }",
+  "  return inner << (e0 - 1u);",
+  "}",
+  // 2^64 times the float32 rounding of diff w (to a multiple of 2^-149), gap = diff 2^149 < 2^23
+  // and w in [0, 1].
+  "fn tiny_product(gap: u32, w: f32) -> f32 {",
   "  let wb = bitcast<u32>(w);",
   "  let e = wb >> 23u;",
   "  let s = 150u - max(e, 1u);",
   "  if (s >= 64u) { return 0.0; }",
   "  let m = select(wb & 0x7fffffu, (wb & 0x7fffffu) | 0x800000u, e != 0u);",
-  "  let prod = mul_wide(u32(d * 0x1p85f), m);",
+  "  let prod = mul_wide(gap, m);",
   "  var r = shr_wide(prod, s).x;",
   "  let dropped = low_wide(prod, s);",
   "  let half = select(vec2<u32>(0u, 1u << (s - 33u)), vec2<u32>(1u << (s - 1u), 0u), s <= 32u);",
@@ -216,6 +235,13 @@ const INTERPOLATE = [
   "  let tie = dropped.x == half.x && dropped.y == half.y;",
   "  if (above || (tie && (r & 1u) == 1u)) { r += 1u; }",
   "  return f32(r) * 0x1p-85f;",
+  "}",
+  // v 2^64 and v 2^-64 by the exponent field (v normal; a result below the normal range is 0).
+  "fn scale_up(v: f32) -> f32 { return bitcast<f32>(bitcast<u32>(v) + 0x20000000u); }",
+  "fn scale_down(v: f32) -> f32 {",
+  "  let bits = bitcast<u32>(v);",
+  "  if (((bits >> 23u) & 0xffu) <= 64u) { return bitcast<f32>(bits & 0x80000000u); }",
+  "  return bitcast<f32>(bits - 0x20000000u);",
   "}",
   "fn interpolate(a: f32, b: f32, gb: u32, lo: u32, method: u32) -> f32 {",
   "  let g = bitcast<f32>(gb);",
@@ -226,12 +252,10 @@ const INTERPOLATE = [
   "  if (method == 5u) { return select(a, (a + b) / 2.0, some); }",
   "  var w = g;",
   "  if (method == 4u) { w = select(0.0, 0.5, some); }",
-  "  let sa = a * 0x1p64f;",
-  "  let sb = b * 0x1p64f;",
-  "  let sd = sb - sa;",
-  "  if (sd > 0.0 && sd < 0x1p-62f && abs(sa) >= 0x1p-62f && abs(sb) >= 0x1p-62f) {",
-  "    if (w >= 0.5) { return (sb - tiny_product(sd, 1.0 - w)) * 0x1p-64f; }",
-  "    return (sa + tiny_product(sd, w)) * 0x1p-64f;",
+  "  let gap = subnormal_gap(a, b);",
+  "  if (gap != 0xffffffffu && gap != 0u) {",
+  "    if (w >= 0.5) { return scale_down(scale_up(b) - tiny_product(gap, 1.0 - w)); }",
+  "    return scale_down(scale_up(a) + tiny_product(gap, w));",
   "  }",
   "  let diff = b - a;",
   "  var low = diff * w;",
