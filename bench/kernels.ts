@@ -599,6 +599,27 @@ if (args.includes("--rankk")) {
       tuning.setPlanOverride("sort", null);
     }
   }
+  // The ballot radix sort's offsets: one look-back dispatch a pass, or count, scan, scatter.
+  const sorts: [number, number][] = scale === "full"
+    ? [[1, mid], [1, big], [4096, 4096]]
+    : [[1, Mi / 4], [64, 4096]];
+  for (const [rows, cols] of sorts) {
+    const x = a.slice([0, rows * cols]).reshape([rows, cols]);
+    for (const prefix of ["multipass", "lookback"] as const) {
+      tuning.setPlanOverride("sort", { variant: "radix-ballot", prefix });
+      await bench(
+        `rankk sort [${rows},${cols}] with indices, ${prefix}`,
+        rows * cols,
+        12 * rows * cols,
+        () => {
+          const [values, indices] = gyre.rankK(x, cols, { kind: "bottom" });
+          indices.dispose();
+          return values;
+        },
+      );
+      tuning.setPlanOverride("sort", null);
+    }
+  }
 }
 
 // --transpose: the tiled transposing copy (matmul's copy of A into [K, M] order, clones of

@@ -64,6 +64,8 @@ interface Case {
   subgroups: boolean;
   /** The ballot scatter's counters (plain where the device allows them, else packed). */
   counters: "plain" | "packed";
+  /** The ballot radix sort's digit offsets: onesweep's look-back or the multipass scan. */
+  prefix: "lookback" | "multipass";
   seed: number;
 }
 
@@ -191,6 +193,7 @@ async function check(c: Case): Promise<void> {
       variant: c.variant,
       subgroups: c.subgroups,
       counters: c.counters,
+      prefix: c.prefix,
       ...(c.smallTile && c.variant === "bitonic-tree" ? { tile: 512 } : {}),
     });
     const got = run(gx).map((t) => bag.add(t));
@@ -242,6 +245,7 @@ function cases(ops: readonly Op[]): fc.Arbitrary<Case> {
     smallTile: fc.boolean(),
     subgroups: fc.boolean(),
     counters: fc.constantFrom<Case["counters"]>("plain", "packed"),
+    prefix: fc.constantFrom<Case["prefix"]>("lookback", "multipass"),
     seed: fc.integer(),
   });
 }
@@ -483,4 +487,75 @@ property(
     }
   },
   { numRuns: 30, variants: ["sort/radix-select"] },
+);
+
+/** The ballot radix sort over rows of many tiles: onesweep (its fallback forced at times) or not. */
+interface OnesweepCase {
+  rows: number;
+  length: number;
+  dtype: DType;
+  values: "full" | "duplicates" | "rare";
+  order: "random" | "sorted" | "reversed";
+  descending: boolean;
+  /** A whole sort with indices, or the bottom k (the last pass writes a window). */
+  kPick: number;
+  prefix: "lookback" | "multipass";
+  lookbackSpin: number;
+  seed: number;
+}
+
+property(
+  "sort/argsort",
+  "the ballot radix sort in one dispatch a pass (look-back offsets, the fallback forced at times) and in three equals the WASM reference over rows of many tiles",
+  fc.record({
+    rows: fc.integer({ min: 1, max: 3 }),
+    length: fc.integer({ min: 2049, max: 30000 }),
+    dtype: fc.constantFrom<DType>("float32", "float32", "int32", "uint32", "float16"),
+    values: fc.constantFrom<OnesweepCase["values"]>("rare", "full", "duplicates"),
+    order: fc.constantFrom<OnesweepCase["order"]>("random", "random", "sorted", "reversed"),
+    descending: fc.boolean(),
+    kPick: fc.constantFrom(1, 1, 0.01, 0.5),
+    prefix: fc.constantFrom<OnesweepCase["prefix"]>("lookback", "lookback", "multipass"),
+    lookbackSpin: fc.constantFrom(0, 128),
+    seed: fc.integer(),
+  }),
+  async (c: OnesweepCase) => {
+    const bag = new Bag();
+    try {
+      const base = data(c as unknown as Case, mulberry32(c.seed), c.rows * c.length);
+      const k = Math.max(1, Math.round(c.kPick * c.length));
+      const run = (device: gyre.DeviceName) => {
+        const x = bag.add(gyre.tensor(base, { shape: [c.rows, c.length], dtype: c.dtype, device }));
+        return gyre.rankK(x, k, { kind: c.descending ? "top" : "bottom" }).map((t) => bag.add(t));
+      };
+      forcePlan("sort", {
+        variant: "radix-ballot",
+        prefix: c.prefix,
+        lookbackSpin: c.lookbackSpin,
+      });
+      const got = run("gpu");
+      forcePlan("sort", null);
+      for (const record of plansRan("sort")) {
+        const choice = record.choice as SortChoice;
+        assertEqual(choice.variant, "radix-ballot", "the variant that ran");
+        assertEqual(choice.prefix, c.prefix, "the offsets that ran");
+      }
+      const want = run("wasm");
+      for (let i = 0; i < 2; i++) {
+        const [g, w] = await Promise.all([got[i].data(), want[i].data()]);
+        expectSame(
+          `${
+            c.descending ? "top" : "bottom"
+          } ${k} of [${c.rows}, ${c.length}] ${c.dtype} ${c.prefix}: output ${i}`,
+          g,
+          w,
+          c.dtype,
+        );
+      }
+    } finally {
+      forcePlan("sort", null);
+      bag.dispose();
+    }
+  },
+  { numRuns: 30, variants: ["sort/radix-ballot"] },
 );

@@ -38,6 +38,8 @@ export type SortStage =
   | "radix-count"
   | "radix-scatter"
   | "radix-ballot"
+  | "radix-hist"
+  | "radix-zero"
   | "gather"
   | "quantile"
   | "select-hist"
@@ -415,7 +417,19 @@ export function generateSort(stage: SortStage, options: SortKernelOptions = {}):
         options.minSubgroup ?? 8,
         options.first ?? false,
         options.last ?? false,
+        options.lookback ?? false,
       );
+    case "radix-hist":
+      return radixHist(options.subgroups ?? false, options.perInvocation ?? 8);
+    case "radix-zero":
+      return [
+        "struct Params { n: u32 }",
+        "@group(0) @binding(0) var<storage, read_write> words: array<u32>;",
+        "@group(0) @binding(1) var<uniform> p: Params;",
+        ...MAIN,
+        "  if (t < p.n) { words[t] = 0u; }",
+        "}",
+      ].join("\n");
     case "gather":
       return [
         "struct Params { total: u32, len: u32, padded: u32, start: u32, count: u32, off: u32 }",
@@ -618,6 +632,155 @@ function radixScatterBindings(first: boolean, last: boolean): string[] {
   ];
 }
 
+/**
+ * Bindings of the single-pass (onesweep) ballot scatter: the sources, the rows' digit
+ * histograms of every pass (radix-hist), x, the outputs, the tiles' look-back states, Params
+ * (with the look-back's reads before counting a silent tile itself).
+ */
+function onesweepBindings(first: boolean, last: boolean): string[] {
+  return [
+    "struct Params { len: u32, tiles: u32, shift: u32, indices: u32, kind: u32, flip: u32, off: u32, start: u32, count: u32, rows: u32, spin: u32 }",
+    "@group(0) @binding(0) var<storage, read> src: array<u32>;",
+    "@group(0) @binding(1) var<storage, read> order: array<u32>;",
+    "@group(0) @binding(2) var<storage, read> hist: array<u32>;",
+    "@group(0) @binding(3) var<storage, read> x: array<u32>;",
+    "@group(0) @binding(4) var<storage, read_write> outKeys: array<u32>;",
+    "@group(0) @binding(5) var<storage, read_write> outOrder: array<u32>;",
+    "@group(0) @binding(6) var<storage, read_write> states: array<atomic<u32>>;",
+    "@group(0) @binding(7) var<uniform> p: Params;",
+    ORDERED_KEY,
+    radixLoad(first, true),
+    radixStore(last),
+    "var<workgroup> fallback: array<atomic<u32>, 256>;",
+    "var<workgroup> silentFlag: u32;",
+    "var<workgroup> moreFlag: u32;",
+  ];
+}
+
+/**
+ * WGSL of the onesweep scatter's digit offsets (invocation l for digit l, after the tile's digit
+ * totals `total` and starts `start`): the digit's base in the row (an exclusive scan of the
+ * row's histogram over the digits) plus its count in the row's earlier tiles, by a decoupled
+ * look-back. A tile's state for a digit is one word: a tag in bits 28 to 31 (2 pass + 1 its own
+ * count, 2 pass + 2 the row's inclusive count through it; another pass's tag reads as silent)
+ * over the count. The workgroup looks back in step (its branches depend on uniform values): a
+ * tile still silent after `p.spin` reads for some digit is counted by the whole workgroup from
+ * the pass's source (`perInvocation` keys an invocation), so no tile waits on one that may not
+ * be running and the loops stay short (lavapipe ends an invocation's loops after 65535
+ * iterations in all).
+ */
+function onesweepPrefix(perInvocation: number): string[] {
+  const T = perInvocation * SORT_WORKGROUP;
+  return [
+    // The digit's base in the row: an exclusive scan of the row's histogram (sums reused).
+    "  workgroupBarrier();",
+    "  var base = subgroupExclusiveAdd(rowCount);",
+    "  let rowSum = subgroupAdd(rowCount);",
+    "  if (sg_lane == 0u) { sums[sg] = rowSum; }",
+    "  workgroupBarrier();",
+    "  for (var g = 0u; g < sg; g++) { base += sums[g]; }",
+    "  let round = p.shift / 8u;",
+    "  let tagOwn = (2u * round + 1u) << 28u;",
+    "  let tagAll = (2u * round + 2u) << 28u;",
+    "  let at = (row * p.tiles + tile) * 256u + l;",
+    "  atomicStore(&states[at], select(tagOwn, tagAll, tile == 0u) | total);",
+    "  var prefix = 0u;",
+    "  var done = tile == 0u;",
+    "  if (tile > 0u) {",
+    "    var j = tile;",
+    "    loop {",
+    "      j -= 1u;",
+    "      if (l == 0u) { silentFlag = 0u; moreFlag = 0u; }",
+    "      workgroupBarrier();",
+    "      var st = 0u;",
+    "      if (!done) {",
+    "        let word = (row * p.tiles + j) * 256u + l;",
+    "        for (var k = 0u; k < p.spin; k++) {",
+    "          st = atomicOr(&states[word], 0u);",
+    "          if ((st & 0xf0000000u) == tagOwn || (st & 0xf0000000u) == tagAll) { break; }",
+    "        }",
+    "        if ((st & 0xf0000000u) != tagOwn && (st & 0xf0000000u) != tagAll) { silentFlag = 1u; }",
+    "      }",
+    "      let silent = workgroupUniformLoad(&silentFlag);",
+    "      if (silent != 0u) {",
+    "        atomicStore(&fallback[l], 0u);",
+    "        workgroupBarrier();",
+    `        for (var e = 0u; e < ${perInvocation}u; e++) {`,
+    `          let i = j * ${T}u + e * ${SORT_WORKGROUP}u + l;`,
+    "          if (i < p.len) { atomicAdd(&fallback[(load_key(row, i) >> p.shift) & 0xffu], 1u); }",
+    "        }",
+    "        workgroupBarrier();",
+    "        if (!done) { prefix += atomicLoad(&fallback[l]); }",
+    "        if (j == 0u) { done = true; }",
+    "      } else if (!done) {",
+    "        prefix += st & 0x0fffffffu;",
+    "        if ((st & 0xf0000000u) == tagAll) { done = true; }",
+    "      }",
+    "      if (!done) { moreFlag = 1u; }",
+    "      let more = workgroupUniformLoad(&moreFlag);",
+    "      workgroupBarrier();",
+    "      if (more == 0u) { break; }",
+    "    }",
+    "    atomicStore(&states[at], tagAll | (prefix + total));",
+    "  }",
+    "  globalStart[l] = base + prefix - start;",
+  ];
+}
+
+/**
+ * The onesweep sort's histograms: each tile adds its counts of every pass's digit (4 x 256 a
+ * row, hist[(row * 4 + pass) * 256 + digit], zeroed before) and clears its look-back states.
+ * Two copies of the tally, taken by subgroup (or invocation), and one atomic where a subgroup's
+ * lanes share a digit (the high bytes of floats of one magnitude), as the radix count.
+ */
+function radixHist(subgroups: boolean, perInvocation: number): string {
+  const E = perInvocation;
+  const copies = 2;
+  const add = (digit: string, pass: number) =>
+    subgroups
+      ? [
+        `    { let d = ${
+          pass * 256
+        }u + ${digit}; let low = subgroupMin(select(2048u, d, ok)); let high = subgroupMax(select(0u, d, ok));`,
+        "      let lanes = subgroupAdd(select(0u, 1u, ok));",
+        "      if (ok) { if (low == high) { if (sg_lane == firstOk) { atomicAdd(&tally[copy + d], lanes); } } else { atomicAdd(&tally[copy + d], 1u); } } }",
+      ]
+      : [`    if (ok) { atomicAdd(&tally[copy + ${pass * 256}u + ${digit}], 1u); }`];
+  return [
+    RADIX_PARAMS,
+    "@group(0) @binding(0) var<storage, read> src: array<u32>;",
+    "@group(0) @binding(1) var<storage, read_write> hist: array<atomic<u32>>;",
+    "@group(0) @binding(2) var<storage, read_write> states: array<u32>;",
+    "@group(0) @binding(3) var<uniform> p: Params;",
+    ORDERED_KEY,
+    radixLoad(true, false),
+    `var<workgroup> tally: array<atomic<u32>, ${1024 * copies}>;`,
+    ...tileEntry(subgroups),
+    `  for (var c = l; c < ${
+      1024 * copies
+    }u; c += ${SORT_WORKGROUP}u) { atomicStore(&tally[c], 0u); }`,
+    "  states[(row * p.tiles + tile) * 256u + l] = 0u;",
+    "  workgroupBarrier();",
+    subgroups
+      ? `  let copy = ((l / sg_size) % ${copies}u) * 1024u;`
+      : `  let copy = (l % ${copies}u) * 1024u;`,
+    `  for (var e = 0u; e < ${E}u; e++) {`,
+    `    let i = tile * ${E * SORT_WORKGROUP}u + e * ${SORT_WORKGROUP}u + l;`,
+    "    let ok = i < p.len;",
+    "    let key = load_key(row, i);",
+    ...(subgroups ? ["    let firstOk = subgroupMin(select(0xffffffffu, sg_lane, ok));"] : []),
+    ...[0, 1, 2, 3].flatMap((pass) => add(`((key >> ${8 * pass}u) & 0xffu)`, pass)),
+    "  }",
+    "  workgroupBarrier();",
+    `  for (var d = l; d < 1024u; d += ${SORT_WORKGROUP}u) {`,
+    "    var total = 0u;",
+    `    for (var c = 0u; c < ${copies}u; c++) { total += atomicLoad(&tally[c * 1024u + d]); }`,
+    "    if (total != 0u) { atomicAdd(&hist[row * 1024u + d], total); }",
+    "  }",
+    "}",
+  ].join("\n");
+}
+
 /** Pairs each invocation of the one-bit-split scatter holds (consecutive in the tile). */
 const SPLIT_PER_INVOCATION = RADIX_TILE / SORT_WORKGROUP;
 
@@ -735,6 +898,7 @@ function radixBallot(
   minSubgroup: number,
   first: boolean,
   last: boolean,
+  lookback: boolean,
 ): string {
   const E = perInvocation;
   const T = E * SORT_WORKGROUP;
@@ -755,7 +919,7 @@ function radixBallot(
       `sg * 256u + ${d}`,
     );
   return [
-    ...radixScatterBindings(first, last),
+    ...(lookback ? onesweepBindings(first, last) : radixScatterBindings(first, last)),
     `var<workgroup> pool: array<${packed ? "atomic<u32>" : "u32"}, ${pool}>;`,
     "var<workgroup> digitStart: array<u32, 256>;",
     "var<workgroup> globalStart: array<u32, 256>;",
@@ -794,7 +958,9 @@ function radixBallot(
       `  let v${e} = load_index(row, i${e});`,
       `  let d${e} = (k${e} >> p.shift) & 0xffu;`,
     ]),
-    "  globalStart[l] = offsets[(row * 256u + l) * p.tiles + tile];",
+    lookback
+      ? "  let rowCount = hist[(row * 4u + p.shift / 8u) * 256u + l];"
+      : "  globalStart[l] = offsets[(row * 256u + l) * p.tiles + tile];",
     `  for (var w = l; w < subgroups * ${per}u; w += ${SORT_WORKGROUP}u) { ${put("w", "0u")} }`,
     "  workgroupBarrier();",
     "  let lower = below(sg_lane);",
@@ -849,7 +1015,7 @@ function radixBallot(
     "  workgroupBarrier();",
     "  for (var g = 0u; g < sg; g++) { start += sums[g]; }",
     "  digitStart[l] = start;",
-    "  globalStart[l] -= start;",
+    ...(lookback ? onesweepPrefix(E) : ["  globalStart[l] -= start;"]),
     "  workgroupBarrier();",
     ...each((e) => [
       `  var to${e} = 0u;`,

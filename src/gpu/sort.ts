@@ -396,6 +396,99 @@ function selectionPasses(
 }
 
 /**
+ * The ballot radix sort in one dispatch a pass (onesweep): the rows' histograms of all four
+ * digits in one read of x (after a dispatch that zeroes them; it also clears the tiles'
+ * look-back states), then four passes of the ballot scatter, each tile's digit offsets by a
+ * look-back over the row's earlier tiles.
+ */
+function onesweepSort(
+  gpu: GpuHost,
+  op: string,
+  r: Rows,
+  w: Window,
+  choice: SortChoice,
+  values: GpuStorage,
+  indices: GpuStorage,
+): void {
+  const n = r.length;
+  const total = r.rows * n;
+  const tile = choice.tile;
+  const perInvocation = tile / SORT_WORKGROUP;
+  const tiles = Math.ceil(n / tile);
+  const grid = workgroups(gpu, r.rows * tiles);
+  const x = r.storage.buffer;
+  const hist = gpu.alloc(op, "uint32", r.rows * 1024);
+  const states = gpu.alloc(op, "uint32", r.rows * tiles * 256);
+  let keys = gpu.alloc(op, "uint32", total);
+  let order = gpu.alloc(op, "uint32", total);
+  let spareKeys = gpu.alloc(op, "uint32", total);
+  let spareOrder = gpu.alloc(op, "uint32", total);
+  const uniforms = (shift: number) =>
+    words([
+      n,
+      tiles,
+      shift,
+      w.indices ? 1 : 0,
+      w.kind,
+      w.descending ? 0xffffffff : 0,
+      r.offset,
+      w.start,
+      w.count,
+      r.rows,
+      choice.lookbackSpin,
+    ]);
+  try {
+    run(gpu, op, "radix-zero", [hist.buffer], 1, [r.rows * 1024], r.rows * 1024);
+    const histOptions = { subgroups: true, perInvocation };
+    const histKernel = gpu.pipeline(
+      sortKey("radix-hist", histOptions),
+      3,
+      () => generateSort("radix-hist", histOptions),
+      2,
+    );
+    gpu.dispatch(op, histKernel, [x, hist.buffer, states.buffer], uniforms(0), grid);
+    for (let shift = 0; shift < 32; shift += 8) {
+      const first = shift === 0;
+      const last = shift === 24;
+      const options = {
+        perInvocation,
+        words: choice.words,
+        packed: choice.counters === "packed",
+        minSubgroup: gpu.caps.subgroupMinSize,
+        first,
+        last,
+        lookback: true,
+      };
+      const scatter = gpu.pipeline(
+        sortKey("radix-ballot", options),
+        7,
+        () => generateSort("radix-ballot", options),
+        3,
+      );
+      gpu.dispatch(
+        op,
+        scatter,
+        [
+          first ? x : keys.buffer,
+          first ? x : order.buffer,
+          hist.buffer,
+          x,
+          last ? values.buffer : spareKeys.buffer,
+          last ? indices.buffer : spareOrder.buffer,
+          states.buffer,
+        ],
+        uniforms(shift),
+        grid,
+      );
+      [keys, spareKeys] = [spareKeys, keys];
+      [order, spareOrder] = [spareOrder, order];
+    }
+  } finally {
+    for (const storage of [hist, states, keys, order, spareKeys, spareOrder]) gpu.free(storage);
+  }
+}
+
+/**
  * The exclusive scan of `counts` ([rows, width], contiguous) along each row, by the scan
  * family's kernels: each tile's offsets. The caller frees the result.
  */
@@ -563,6 +656,10 @@ function radixSort(
   const subgroups = choice.subgroups;
   const packed = choice.counters === "packed";
   const stage = ballot ? "radix-ballot" : "radix-scatter";
+  if (ballot && choice.prefix === "lookback") {
+    onesweepSort(gpu, op, r, w, choice, values, indices);
+    return;
+  }
   const pipelines = (first: boolean, last: boolean) => {
     const countOptions = { subgroups, perInvocation, first };
     const scatterOptions = ballot

@@ -85,6 +85,13 @@ export interface SortChoice {
    * itself (the scan's bound); 0 makes every tile count all of its predecessors (tests).
    */
   lookbackSpin: number;
+  /**
+   * How "radix-ballot" finds each tile's digit offsets: "multipass" counts every tile's digits,
+   * scans the counts along the row and then scatters (three steps a pass); "lookback" (onesweep)
+   * takes one histogram of all four digits up front and, in each pass's scatter, the digit's
+   * count in the row's earlier tiles by a decoupled look-back (one dispatch a pass).
+   */
+  prefix: "lookback" | "multipass";
 }
 
 /**
@@ -179,6 +186,8 @@ const STREAM_GROUPS = 256;
  * [4096, 4096] k = 64 0.342 (0.385), [64, 16384] k = 256 0.053 (0.061).
  */
 const COMPACTION: SortChoice["compaction"] = "one-pass";
+/** The ballot radix sort's digit offsets by default (see SortChoice.prefix). */
+const PREFIX: SortChoice["prefix"] = "multipass";
 /** Reads of a silent predecessor's look-back state before counting its tile (as the scan). */
 const LOOKBACK_SPIN = 128;
 
@@ -362,6 +371,8 @@ export function planSort(
   const words = (caps?.subgroupMaxSize ?? 32) <= 32 ? 1 : 4;
   const compaction = override?.compaction ?? COMPACTION;
   const lookbackSpin = override?.lookbackSpin ?? LOOKBACK_SPIN;
+  // The look-back's counts hold 28 bits.
+  const prefix = problem.rows * problem.length < 2 ** 28 ? override?.prefix ?? PREFIX : "multipass";
   return {
     kernel: "sort",
     variant,
@@ -373,6 +384,7 @@ export function planSort(
     segment,
     compaction,
     lookbackSpin,
+    prefix,
   };
 }
 
