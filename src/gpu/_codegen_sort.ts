@@ -203,8 +203,61 @@ export const QUANTILE_INDEX = [
  * (normal there, so rounded as the reference rounds). Float arithmetic did not do: the H200
  * flushed b - a to zero (the property test drew such a pair), and the same steps on values
  * scaled by float multiplies by 2^64 still gave a there (its compiler may fold the scaling).
+ * Where both a and b are below 2^-120 (a subnormal one among them, which the H200 flushes), the
+ * whole lerp runs in integers of 2^-149 (`tiny_lerp`), each rounding as float32's.
  */
 const INTERPOLATE = [
+  // x 2^149, an integer, for |x| < 2^-120 (exponent field at most 7).
+  "fn units(x: f32) -> i32 {",
+  "  let b = bitcast<u32>(x);",
+  "  let e = (b >> 23u) & 0xffu;",
+  "  let m = b & 0x7fffffu;",
+  "  let mag = select((m | 0x800000u) << (e - 1u), m, e == 0u);",
+  "  return select(i32(mag), -i32(mag), (b >> 31u) != 0u);",
+  "}",
+  // v / 2^t rounded to nearest, ties to even.
+  "fn round_wide(v: vec2<u32>, t: u32) -> u32 {",
+  "  if (t == 0u) { return v.x; }",
+  "  if (t >= 64u) { return 0u; }",
+  "  var r = shr_wide(v, t).x;",
+  "  let dropped = low_wide(v, t);",
+  "  let half = select(vec2<u32>(0u, 1u << (t - 33u)), vec2<u32>(1u << (t - 1u), 0u), t <= 32u);",
+  "  let above = dropped.y > half.y || (dropped.y == half.y && dropped.x > half.x);",
+  "  let tie = dropped.x == half.x && dropped.y == half.y;",
+  "  if (above || (tie && (r & 1u) == 1u)) { r += 1u; }",
+  "  return r;",
+  "}",
+  // An integer below 2^31 rounded to 24 significant bits (float32's).
+  "fn round24(n: u32) -> u32 {",
+  "  if (n < 0x1000000u) { return n; }",
+  "  let t = firstLeadingBit(n) - 23u;",
+  "  return round_wide(vec2<u32>(n, 0u), t) << t;",
+  "}",
+  // The reference's lerp where |a|, |b| < 2^-120, all in integers of 2^-149: diff = b - a and
+  // diff w (w by its bits; 1 - w from b where `from_b`) rounded as float32 rounds them (24 bits,
+  // or to whole units below 2^-126), then a + low or b - low, and its float32 word (subnormal
+  // results written by their bits: no float operation here flushes).
+  "fn tiny_lerp(a: f32, b: f32, wb: u32, from_b: bool) -> f32 {",
+  "  let ua = units(a);",
+  "  let ub = units(b);",
+  "  let diff = round24(u32(ub - ua));",
+  "  let e = wb >> 23u;",
+  "  let s = 150u - max(e, 1u);",
+  "  let m = select(wb & 0x7fffffu, (wb & 0x7fffffu) | 0x800000u, e != 0u);",
+  "  let prod = mul_wide(diff, m);",
+  "  var low = 0u;",
+  "  if (prod.x != 0u || prod.y != 0u) {",
+  "    let lead = select(firstLeadingBit(prod.x), 32u + firstLeadingBit(prod.y), prod.y != 0u);",
+  "    let t = max(s, max(lead, 23u) - 23u);",
+  "    if (t < 64u) { low = round_wide(prod, t) << (t - s); }",
+  "  }",
+  "  let r = select(ua + i32(low), ub - i32(low), from_b);",
+  "  let mag = round24(u32(abs(r)));",
+  "  let sign = select(0u, 0x80000000u, r < 0);",
+  "  if (mag < 0x800000u) { return bitcast<f32>(mag | sign); }",
+  "  let top = firstLeadingBit(mag);",
+  "  return bitcast<f32>(((top - 22u) << 23u) | ((mag >> (top - 23u)) & 0x7fffffu) | sign);",
+  "}",
   // diff 2^149 for normal a <= b of one sign whose difference is below 2^-126 (exponents within
   // one of each other, at most 23), else 0xffffffff.
   "fn subnormal_gap(a: f32, b: f32) -> u32 {",
@@ -254,6 +307,12 @@ const INTERPOLATE = [
   "  if (method == 5u) { return select(a, (a + b) / 2.0, some); }",
   "  var w = g;",
   "  if (method == 4u) { w = select(0.0, 0.5, some); }",
+  "  let ea = (bitcast<u32>(a) >> 23u) & 0xffu;",
+  "  let eb = (bitcast<u32>(b) >> 23u) & 0xffu;",
+  "  if (ea <= 7u && eb <= 7u && units(a) != units(b)) {",
+  "    if (w >= 0.5) { return tiny_lerp(a, b, bitcast<u32>(1.0 - w), true); }",
+  "    return tiny_lerp(a, b, select(gb, select(0u, 0x3f000000u, some), method == 4u), false);",
+  "  }",
   "  let gap = subnormal_gap(a, b);",
   "  if (gap != 0xffffffffu && gap != 0u) {",
   "    if (w >= 0.5) { return scale_down(scale_up(b) - tiny_product(gap, 1.0 - w)); }",
