@@ -188,6 +188,8 @@ const STREAM_GROUPS = 256;
 const COMPACTION: SortChoice["compaction"] = "one-pass";
 /** The ballot radix sort's digit offsets by default (see SortChoice.prefix). */
 const PREFIX: SortChoice["prefix"] = "multipass";
+/** Tiles a row of the onesweep sort may have on a software adapter (see SortChoice.prefix). */
+const LOOKBACK_SOFT_TILES = 16;
 /** Reads of a silent predecessor's look-back state before counting its tile (as the scan). */
 const LOOKBACK_SPIN = 128;
 
@@ -371,8 +373,12 @@ export function planSort(
   const words = (caps?.subgroupMaxSize ?? 32) <= 32 ? 1 : 4;
   const compaction = override?.compaction ?? COMPACTION;
   const lookbackSpin = override?.lookbackSpin ?? LOOKBACK_SPIN;
-  // The look-back's counts hold 28 bits.
-  const prefix = problem.rows * problem.length < 2 ** 28 ? override?.prefix ?? PREFIX : "multipass";
+  // The look-back's counts hold 28 bits; on a software adapter (lavapipe ends an invocation's
+  // loops after 65535 iterations in all) a walk may count at most LOOKBACK_SOFT_TILES silent
+  // tiles itself.
+  const lookbackFits = problem.rows * problem.length < 2 ** 28 &&
+    (!caps?.isFallbackAdapter || Math.ceil(problem.length / form.tile) <= LOOKBACK_SOFT_TILES);
+  const prefix = lookbackFits ? override?.prefix ?? PREFIX : "multipass";
   return {
     kernel: "sort",
     variant,
