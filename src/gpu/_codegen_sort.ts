@@ -196,15 +196,12 @@ export const QUANTILE_INDEX = [
  * The weight is read by its bits: a subnormal g (q near 2^-140) would be flushed to zero by GPUs
  * that flush (the H200 does) where the reference keeps it; diff g for a subnormal g (linear only)
  * is (diff (g 2^64)) 2^-64 with g 2^64 made from its bits, rounded as diff g wherever normal.
- * Where b - a is subnormal (a and b normal, within 2^-126 of each other), the reference rounds
- * diff w to a multiple of 2^-149 and adds it to a: here the gap diff 2^149 is taken from the
- * words in integers, diff w rounded in integers (the gap times w's mantissa, shifted with
- * rounding to even), and the sum made on values whose exponents are raised by 64 in their words
- * (normal there, so rounded as the reference rounds). Float arithmetic did not do: the H200
- * flushed b - a to zero (the property test drew such a pair), and the same steps on values
- * scaled by float multiplies by 2^64 still gave a there (its compiler may fold the scaling).
- * Where both a and b are below 2^-120 (a subnormal one among them, which the H200 flushes), the
- * whole lerp runs in integers of 2^-149 (`tiny_lerp`), each rounding as float32's.
+ * Below 2^-102 a subnormal term (a, b, b - a or (b - a) w) moves the result, and the H200
+ * flushes them (the property test drew each case: b - a, a, (b - a) / 2). Where both a and b are
+ * below 2^-120, the whole lerp runs in integers of 2^-149 (`tiny_lerp`), each rounding as
+ * float32's; elsewhere below 2^-102 the same float steps run on words whose exponents are raised
+ * by 64 (subnormals normalized; no float multiply, which the H200's compiler may fold), with
+ * the product rounded from the significands' exact product as the reference rounds it.
  */
 const INTERPOLATE = [
   // x 2^149, an integer, for |x| < 2^-120 (exponent field at most 7).
@@ -258,45 +255,41 @@ const INTERPOLATE = [
   "  let top = firstLeadingBit(mag);",
   "  return bitcast<f32>(((top - 22u) << 23u) | ((mag >> (top - 23u)) & 0x7fffffu) | sign);",
   "}",
-  // diff 2^149 for normal a <= b of one sign whose difference is below 2^-126 (exponents within
-  // one of each other, at most 23), else 0xffffffff.
-  "fn subnormal_gap(a: f32, b: f32) -> u32 {",
-  "  let ab = bitcast<u32>(a);",
-  "  let bb = bitcast<u32>(b);",
-  "  let ea = (ab >> 23u) & 0xffu;",
-  "  let eb = (bb >> 23u) & 0xffu;",
-  "  if (((ab ^ bb) >> 31u) != 0u || ea == 0u || eb == 0u || ea > 23u || eb > 23u) { return 0xffffffffu; }",
-  "  if (ea > eb + 1u || eb > ea + 1u) { return 0xffffffffu; }",
-  "  let e0 = min(ea, eb);",
-  "  let ma = ((ab & 0x7fffffu) | 0x800000u) << (ea - e0);",
-  "  let mb = ((bb & 0x7fffffu) | 0x800000u) << (eb - e0);",
-  "  let inner = select(ma - mb, mb - ma, mb >= ma);",
-  "  if (inner >= (0x800000u >> (e0 - 1u))) { return 0xffffffffu; }",
-  "  return inner << (e0 - 1u);",
+  // v 2^64 by its word, for |v| < 2^-102 (subnormals normalized; zeros kept).
+  "fn scale_up(v: f32) -> f32 {",
+  "  let bits = bitcast<u32>(v);",
+  "  let m = bits & 0x7fffffu;",
+  "  if ((bits & 0x7f800000u) != 0u) { return bitcast<f32>(bits + 0x20000000u); }",
+  "  if (m == 0u) { return v; }",
+  "  let top = firstLeadingBit(m);",
+  "  return bitcast<f32>((bits & 0x80000000u) | ((top + 42u) << 23u) | ((m << (23u - top)) & 0x7fffffu));",
   "}",
-  // 2^64 times the float32 rounding of diff w (to a multiple of 2^-149), gap = diff 2^149 < 2^23
-  // and w in [0, 1].
-  "fn tiny_product(gap: u32, w: f32) -> f32 {",
-  "  let wb = bitcast<u32>(w);",
-  "  let e = wb >> 23u;",
-  "  let s = 150u - max(e, 1u);",
-  "  if (s >= 64u) { return 0.0; }",
-  "  let m = select(wb & 0x7fffffu, (wb & 0x7fffffu) | 0x800000u, e != 0u);",
-  "  let prod = mul_wide(gap, m);",
-  "  var r = shr_wide(prod, s).x;",
-  "  let dropped = low_wide(prod, s);",
-  "  let half = select(vec2<u32>(0u, 1u << (s - 33u)), vec2<u32>(1u << (s - 1u), 0u), s <= 32u);",
-  "  let above = dropped.y > half.y || (dropped.y == half.y && dropped.x > half.x);",
-  "  let tie = dropped.x == half.x && dropped.y == half.y;",
-  "  if (above || (tie && (r & 1u) == 1u)) { r += 1u; }",
-  "  return f32(r) * 0x1p-85f;",
-  "}",
-  // v 2^64 and v 2^-64 by the exponent field (v normal; a result below the normal range is 0).
-  "fn scale_up(v: f32) -> f32 { return bitcast<f32>(bitcast<u32>(v) + 0x20000000u); }",
+  // v 2^-64 by its word (v normal; a result below the normal range is a signed zero, the
+  // flushing the tests allow).
   "fn scale_down(v: f32) -> f32 {",
   "  let bits = bitcast<u32>(v);",
   "  if (((bits >> 23u) & 0xffu) <= 64u) { return bitcast<f32>(bits & 0x80000000u); }",
   "  return bitcast<f32>(bits - 0x20000000u);",
+  "}",
+  // The float32 rounding of d w for d = diff 2^64 (positive, normal) and w by its bits, as the
+  // reference rounds diff w (24 bits, or whole units of 2^-149 below 2^-126), times 2^64: from
+  // the exact product of the significands.
+  "fn scaled_product(d: f32, wb: u32) -> f32 {",
+  "  let db = bitcast<u32>(d);",
+  "  let ed = db >> 23u;",
+  "  let e = wb >> 23u;",
+  "  let s = 150u - max(e, 1u);",
+  "  let mw = select(wb & 0x7fffffu, (wb & 0x7fffffu) | 0x800000u, e != 0u);",
+  "  let prod = mul_wide((db & 0x7fffffu) | 0x800000u, mw);",
+  "  if (prod.x == 0u && prod.y == 0u) { return 0.0; }",
+  "  let lead = select(firstLeadingBit(prod.x), 32u + firstLeadingBit(prod.y), prod.y != 0u);",
+  // prod 2^(ed - 150 - s): 24 bits kept, or whole units of 2^-85 (2^-149 before scaling).
+  "  let t = max(max(i32(lead) - 23, 65 + i32(s) - i32(ed)), 0);",
+  "  if (t >= 64) { return 0.0; }",
+  "  let r = round_wide(prod, u32(t));",
+  "  if (r == 0u) { return 0.0; }",
+  // r 2^(t + ed - 150 - s), built on f32(r) (exact: r <= 2^24) by its exponent field.
+  "  return bitcast<f32>(u32(i32(bitcast<u32>(f32(r))) + ((t + i32(ed) - 150 - i32(s)) << 23u)));",
   "}",
   "fn interpolate(a: f32, b: f32, gb: u32, lo: u32, method: u32) -> f32 {",
   "  let g = bitcast<f32>(gb);",
@@ -313,10 +306,16 @@ const INTERPOLATE = [
   "    if (w >= 0.5) { return tiny_lerp(a, b, bitcast<u32>(1.0 - w), true); }",
   "    return tiny_lerp(a, b, select(gb, select(0u, 0x3f000000u, some), method == 4u), false);",
   "  }",
-  "  let gap = subnormal_gap(a, b);",
-  "  if (gap != 0xffffffffu && gap != 0u) {",
-  "    if (w >= 0.5) { return scale_down(scale_up(b) - tiny_product(gap, 1.0 - w)); }",
-  "    return scale_down(scale_up(a) + tiny_product(gap, w));",
+  // Below 2^-102 (a flushed subnormal term would move the result): the same steps on words
+  // scaled by 2^64, each product rounded as the reference rounds it.
+  "  if (ea <= 24u && eb <= 24u && bitcast<u32>(a) != bitcast<u32>(b)) {",
+  "    let sa = scale_up(a);",
+  "    let sb = scale_up(b);",
+  "    let d = sb - sa;",
+  "    if (d > 0.0) {",
+  "      if (w >= 0.5) { return scale_down(sb - scaled_product(d, bitcast<u32>(1.0 - w))); }",
+  "      return scale_down(sa + scaled_product(d, select(gb, select(0u, 0x3f000000u, some), method == 4u)));",
+  "    }",
   "  }",
   "  let diff = b - a;",
   "  var low = diff * w;",
