@@ -201,7 +201,8 @@ export const QUANTILE_INDEX = [
  * below 2^-120, the whole lerp runs in integers of 2^-149 (`tiny_lerp`), each rounding as
  * float32's; elsewhere below 2^-102 the same float steps run on words whose exponents are raised
  * by 64 (subnormals normalized; no float multiply, which the H200's compiler may fold), with
- * the product rounded from the significands' exact product as the reference rounds it.
+ * the product rounded from the significands' exact product as the reference rounds it; so does
+ * a below 2^-102 with b far above it where (b - a) w is below 2^-100 (a tiny weight).
  */
 const INTERPOLATE = [
   // x 2^149, an integer, for |x| < 2^-120 (exponent field at most 7).
@@ -271,25 +272,22 @@ const INTERPOLATE = [
   "  if (((bits >> 23u) & 0xffu) <= 64u) { return bitcast<f32>(bits & 0x80000000u); }",
   "  return bitcast<f32>(bits - 0x20000000u);",
   "}",
-  // The float32 rounding of d w for d = diff 2^64 (positive, normal) and w by its bits, as the
-  // reference rounds diff w (24 bits, or whole units of 2^-149 below 2^-126), times 2^64: from
-  // the exact product of the significands.
-  "fn scaled_product(d: f32, wb: u32) -> f32 {",
-  "  let db = bitcast<u32>(d);",
-  "  let ed = db >> 23u;",
+  // The reference's float32 rounding of v w (24 bits, or whole units of 2^-149 below 2^-126),
+  // times 2^up, for v = (the normal positive float of word vb) 2^-down and w by its bits: from
+  // the exact product of the significands, built on f32(r) by its exponent field.
+  "fn ref_product(vb: u32, down: i32, wb: u32, up: i32) -> f32 {",
+  "  let ev = i32(vb >> 23u) - down;",
   "  let e = wb >> 23u;",
-  "  let s = 150u - max(e, 1u);",
+  "  let s = i32(150u - max(e, 1u));",
   "  let mw = select(wb & 0x7fffffu, (wb & 0x7fffffu) | 0x800000u, e != 0u);",
-  "  let prod = mul_wide((db & 0x7fffffu) | 0x800000u, mw);",
+  "  let prod = mul_wide((vb & 0x7fffffu) | 0x800000u, mw);",
   "  if (prod.x == 0u && prod.y == 0u) { return 0.0; }",
-  "  let lead = select(firstLeadingBit(prod.x), 32u + firstLeadingBit(prod.y), prod.y != 0u);",
-  // prod 2^(ed - 150 - s): 24 bits kept, or whole units of 2^-85 (2^-149 before scaling).
-  "  let t = max(max(i32(lead) - 23, 65 + i32(s) - i32(ed)), 0);",
+  "  let lead = i32(select(firstLeadingBit(prod.x), 32u + firstLeadingBit(prod.y), prod.y != 0u));",
+  "  let t = max(max(lead - 23, 1 + s - ev), 0);",
   "  if (t >= 64) { return 0.0; }",
   "  let r = round_wide(prod, u32(t));",
   "  if (r == 0u) { return 0.0; }",
-  // r 2^(t + ed - 150 - s), built on f32(r) (exact: r <= 2^24) by its exponent field.
-  "  return bitcast<f32>(u32(i32(bitcast<u32>(f32(r))) + ((t + i32(ed) - 150 - i32(s)) << 23u)));",
+  "  return bitcast<f32>(u32(i32(bitcast<u32>(f32(r))) + ((t + ev - 150 - s + up) << 23u)));",
   "}",
   "fn interpolate(a: f32, b: f32, gb: u32, lo: u32, method: u32) -> f32 {",
   "  let g = bitcast<f32>(gb);",
@@ -300,11 +298,12 @@ const INTERPOLATE = [
   "  if (method == 5u) { return select(a, (a + b) / 2.0, some); }",
   "  var w = g;",
   "  if (method == 4u) { w = select(0.0, 0.5, some); }",
+  "  let wbits = select(gb, select(0u, 0x3f000000u, some), method == 4u);",
   "  let ea = (bitcast<u32>(a) >> 23u) & 0xffu;",
   "  let eb = (bitcast<u32>(b) >> 23u) & 0xffu;",
   "  if (ea <= 7u && eb <= 7u && units(a) != units(b)) {",
   "    if (w >= 0.5) { return tiny_lerp(a, b, bitcast<u32>(1.0 - w), true); }",
-  "    return tiny_lerp(a, b, select(gb, select(0u, 0x3f000000u, some), method == 4u), false);",
+  "    return tiny_lerp(a, b, wbits, false);",
   "  }",
   // Below 2^-102 (a flushed subnormal term would move the result): the same steps on words
   // scaled by 2^64, each product rounded as the reference rounds it.
@@ -313,12 +312,17 @@ const INTERPOLATE = [
   "    let sb = scale_up(b);",
   "    let d = sb - sa;",
   "    if (d > 0.0) {",
-  "      if (w >= 0.5) { return scale_down(sb - scaled_product(d, bitcast<u32>(1.0 - w))); }",
-  "      return scale_down(sa + scaled_product(d, select(gb, select(0u, 0x3f000000u, some), method == 4u)));",
+  "      if (w >= 0.5) { return scale_down(sb - ref_product(bitcast<u32>(d), 64, bitcast<u32>(1.0 - w), 64)); }",
+  "      return scale_down(sa + ref_product(bitcast<u32>(d), 64, wbits, 64));",
   "    }",
   "  }",
   "  let diff = b - a;",
   "  var low = diff * w;",
+  // a below 2^-102 and b far above it: a product below 2^-100, which may be subnormal, added to
+  // a on exponent-raised words.
+  "  if (ea <= 24u && w < 0.5 && diff > 0.0 && abs(low) < 0x1p-100f) {",
+  "    return scale_down(scale_up(a) + ref_product(bitcast<u32>(diff), 0, wbits, 64));",
+  "  }",
   "  if (method != 4u && some && gb < 0x00800000u) { low = (diff * (f32(gb) * 0x1p-85f)) * 0x1p-64f; }",
   "  return select(a + low, b - diff * (1.0 - w), w >= 0.5);",
   "}",
