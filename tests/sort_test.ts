@@ -263,7 +263,7 @@ test("quantiles read order statistics in total order (-0 below +0), by selection
   x.dispose();
 });
 
-test("quantiles of tiny values (subnormal ones, or a subnormal gap) round as float32 does", async (device) => {
+test("quantiles round each step of the lerp as float32 does (tiny values, subnormal terms, cancellation)", async (device) => {
   // A GPU that flushes subnormals loses b - a when it is subnormal (the H200 gave a), and a
   // subnormal a itself. The reference rounds b - a, (b - a) w and the sum to float32 in turn.
   const f32 = (words: number[]) => new Float32Array(new Uint32Array(words).buffer);
@@ -275,6 +275,8 @@ test("quantiles of tiny values (subnormal ones, or a subnormal gap) round as flo
     f32([0x8800_0007, 0x8800_0000]), // 7 units apart near -2^-111: half the gap below 2^-126
     f32([0x0000_0123, 0x0600_0000]), // a subnormal a below b = 2^-115
     f32([0x8500_1234, 0x1a80_0000]), // a near -2^-117, b = 2^-74: at q = 2^-60, (b - a) q ~ 2^-134
+    // Cancellation: b - (b - a) 0.3 fused into one multiply-add misses the reference by 2 units.
+    Float32Array.of(-60.15060043334961, 31.523324966430664),
   ];
   const qs = [0.3, 0.7, 0.5, 0.1, 2 ** -60];
   for (const [a, b] of pairs) {

@@ -289,7 +289,14 @@ const INTERPOLATE = [
   "  if (r == 0u) { return 0.0; }",
   "  return bitcast<f32>(u32(i32(bitcast<u32>(f32(r))) + ((t + ev - 150 - s + up) << 23u)));",
   "}",
+  // x as a float32 value (rounded): `zero` is 0 at run time, unknown to the compiler, so a
+  // product passed through here cannot be fused into the add that follows (the H200 fused
+  // b - diff (1 - w) into one multiply-add: 0.7 of [-60.15, 31.52] came out 4.0211458 for the
+  // reference's 4.0211449).
+  "fn rounded(x: f32, zero: u32) -> f32 { return bitcast<f32>(bitcast<u32>(x) | zero); }",
   "fn interpolate(a: f32, b: f32, gb: u32, lo: u32, method: u32) -> f32 {",
+  // lo, an order statistic's index, is below 2^31.
+  "  let zero = lo >> 31u;",
   "  let g = bitcast<f32>(gb);",
   "  let some = gb != 0u;",
   "  if (method == 1u) { return a; }",
@@ -317,14 +324,14 @@ const INTERPOLATE = [
   "    }",
   "  }",
   "  let diff = b - a;",
-  "  var low = diff * w;",
+  "  var low = rounded(diff * w, zero);",
   // a below 2^-102 and b far above it: a product below 2^-100, which may be subnormal, added to
   // a on exponent-raised words.
   "  if (ea <= 24u && w < 0.5 && diff > 0.0 && abs(low) < 0x1p-100f) {",
   "    return scale_down(scale_up(a) + ref_product(bitcast<u32>(diff), 0, wbits, 64));",
   "  }",
-  "  if (method != 4u && some && gb < 0x00800000u) { low = (diff * (f32(gb) * 0x1p-85f)) * 0x1p-64f; }",
-  "  return select(a + low, b - diff * (1.0 - w), w >= 0.5);",
+  "  if (method != 4u && some && gb < 0x00800000u) { low = rounded((diff * (f32(gb) * 0x1p-85f)) * 0x1p-64f, zero); }",
+  "  return select(a + low, b - rounded(diff * (1.0 - w), zero), w >= 0.5);",
   "}",
 ].join("\n");
 
