@@ -275,16 +275,18 @@ test("quantiles round each step of the lerp as float32 does (tiny values, subnor
     f32([0x8800_0007, 0x8800_0000]), // 7 units apart near -2^-111: half the gap below 2^-126
     f32([0x0000_0123, 0x0600_0000]), // a subnormal a below b = 2^-115
     f32([0x8500_1234, 0x1a80_0000]), // a near -2^-117, b = 2^-74: at q = 2^-60, (b - a) q ~ 2^-134
+    // A subnormal b far above a: b - (b - a)(1 - q) at q = 0.999 keeps b's term.
+    f32([0x902e_ed41, 0x8038_d594]),
     // Cancellation: b - (b - a) 0.3 fused into one multiply-add misses the reference by 2 units.
     Float32Array.of(-60.15060043334961, 31.523324966430664),
   ];
-  const qs = [0.3, 0.7, 0.5, 0.1, 2 ** -60];
+  const qs = [0.3, 0.7, 0.5, 0.1, 2 ** -60, 0.999];
   for (const [a, b] of pairs) {
     const lerp = (w: number) => {
       const diff = Math.fround(b - a);
       return w < 0.5
         ? Math.fround(a + Math.fround(diff * Math.fround(w)))
-        : Math.fround(b - Math.fround(diff * Math.fround(1 - w)));
+        : Math.fround(b - Math.fround(diff * Math.fround(1 - Math.fround(w))));
     };
     const x = gyre.tensor([b, a], { device });
     const linear = gyre.quantile(x, qs);

@@ -202,7 +202,8 @@ export const QUANTILE_INDEX = [
  * float32's; elsewhere below 2^-102 the same float steps run on words whose exponents are raised
  * by 64 (subnormals normalized; no float multiply, which the H200's compiler may fold), with
  * the product rounded from the significands' exact product as the reference rounds it; so does
- * a below 2^-102 with b far above it where (b - a) w is below 2^-100 (a tiny weight).
+ * a below 2^-102 with b far above it where (b - a) w is below 2^-100 (a tiny weight), and b
+ * below 2^-102 with a far below it where (b - a)(1 - w) is.
  */
 const INTERPOLATE = [
   // x 2^149, an integer, for |x| < 2^-120 (exponent field at most 7).
@@ -330,8 +331,13 @@ const INTERPOLATE = [
   "  if (ea <= 24u && w < 0.5 && diff > 0.0 && abs(low) < 0x1p-100f) {",
   "    return scale_down(scale_up(a) + ref_product(bitcast<u32>(diff), 0, wbits, 64));",
   "  }",
+  // The same from b: b below 2^-102 and a far below it (w near 1).
+  "  let high = rounded(diff * (1.0 - w), zero);",
+  "  if (eb <= 24u && w >= 0.5 && diff > 0.0 && high < 0x1p-100f) {",
+  "    return scale_down(scale_up(b) - ref_product(bitcast<u32>(diff), 0, bitcast<u32>(1.0 - w), 64));",
+  "  }",
   "  if (method != 4u && some && gb < 0x00800000u) { low = rounded((diff * (f32(gb) * 0x1p-85f)) * 0x1p-64f, zero); }",
-  "  return select(a + low, b - rounded(diff * (1.0 - w), zero), w >= 0.5);",
+  "  return select(a + low, b - high, w >= 0.5);",
   "}",
 ].join("\n");
 
