@@ -274,6 +274,7 @@ test("quantiles round each step of the lerp as float32 does (tiny values, subnor
     f32([0x0780_0123, 0x0780_0128]), // normal neighbours near 2^-112: the gap below 2^-126
     f32([0x8800_0007, 0x8800_0000]), // 7 units apart near -2^-111: half the gap below 2^-126
     f32([0x0000_0123, 0x0600_0000]), // a subnormal a below b = 2^-115
+    f32([0x007f_ffff, 0x0380_0000]), // the largest subnormal and 2^-120: their mean keeps a
     f32([0x8500_1234, 0x1a80_0000]), // a near -2^-117, b = 2^-74: at q = 2^-60, (b - a) q ~ 2^-134
     // A subnormal b far above a: b - (b - a)(1 - q) at q = 0.999 keeps b's term.
     f32([0x902e_ed41, 0x8038_d594]),
@@ -291,6 +292,7 @@ test("quantiles round each step of the lerp as float32 does (tiny values, subnor
     const x = gyre.tensor([b, a], { device });
     const linear = gyre.quantile(x, qs);
     const midpoint = gyre.quantile(x, qs, { method: "midpoint" });
+    const median = gyre.median(x);
     const label = `a ${a}, b ${b}`;
     // Exact, but for a subnormal result, which the GPU may flush to zero (the stated tolerance).
     const same = (got: ArrayLike<number>, want: number[]) =>
@@ -302,9 +304,10 @@ test("quantiles round each step of the lerp as float32 does (tiny values, subnor
       );
     same(await linear.data(), qs.map(lerp));
     same(await midpoint.data(), qs.map(() => lerp(0.5)));
+    same(await median.data(), [Math.fround(Math.fround(a + b) / 2)]);
     // Each pair tells the exact lerp from one that loses a subnormal term (giving a or b).
     assert.ok(qs.some((q) => lerp(q) !== a && lerp(q) !== b), label);
-    for (const t of [x, linear, midpoint]) t.dispose();
+    for (const t of [x, linear, midpoint, median]) t.dispose();
   }
 });
 

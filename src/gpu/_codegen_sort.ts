@@ -202,8 +202,9 @@ export const QUANTILE_INDEX = [
  * float32's; elsewhere below 2^-102 the same float steps run on words whose exponents are raised
  * by 64 (subnormals normalized; no float multiply, which the H200's compiler may fold), with
  * the product rounded from the significands' exact product as the reference rounds it; so does
- * a below 2^-102 with b far above it where (b - a) w is below 2^-100 (a tiny weight), and b
- * below 2^-102 with a far below it where (b - a)(1 - w) is.
+ * a below 2^-102 with b far above it where (b - a) w is below 2^-100 (a tiny weight), b
+ * below 2^-102 with a far below it where (b - a)(1 - w) is, and the median's mean of two values
+ * below 2^-102.
  */
 const INTERPOLATE = [
   // x 2^149, an integer, for |x| < 2^-120 (exponent field at most 7).
@@ -303,6 +304,9 @@ const INTERPOLATE = [
   "  if (method == 1u) { return a; }",
   "  if (method == 2u) { return select(a, b, some); }",
   "  if (method == 3u) { return select(a, b, g > 0.5 || (g == 0.5 && (lo & 1u) == 1u)); }",
+  "  let small = ((bitcast<u32>(a) >> 23u) & 0xffu) <= 24u && ((bitcast<u32>(b) >> 23u) & 0xffu) <= 24u;",
+  // The median's mean below 2^-102 on exponent-raised words (a subnormal term kept).
+  "  if (method == 5u && small) { return select(a, scale_down((scale_up(a) + scale_up(b)) * 0.5), some); }",
   "  if (method == 5u) { return select(a, (a + b) / 2.0, some); }",
   "  var w = g;",
   "  if (method == 4u) { w = select(0.0, 0.5, some); }",
