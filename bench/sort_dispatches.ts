@@ -5,7 +5,8 @@
  *
  * Usage: deno run -A bench/sort_dispatches.ts [--length N] [--variant radix-ballot|radix|...]
  *   [--tile 2048|4096] [--indices] (sort with indices, as `argsort` and `topk` take them)
- *   [--k K] (with --indices: the bottom K only)
+ *   [--k K] (with --indices: the bottom K only) [--compaction one-pass|two-pass]
+ *   [--prefix lookback|multipass]
  * @module
  */
 import * as gyre from "../src/mod.ts";
@@ -26,7 +27,15 @@ const k = Number(flag("k", "0")) || length;
 const rt = await gyre.init({ device: "gpu" });
 const profiler = new GpuProfiler(rt.gpu!);
 const x = gyre.random.uniform([length], { seed: 1, low: -2, high: 2 }).realize();
-tuning.setPlanOverride("sort", { variant, tile });
+// --compaction one-pass|two-pass (radix-select), --prefix lookback|multipass (radix-ballot).
+const compaction = flag("compaction", "") as tuning.SortChoice["compaction"] | "";
+const prefix = flag("prefix", "") as tuning.SortChoice["prefix"] | "";
+tuning.setPlanOverride("sort", {
+  variant,
+  tile,
+  ...(compaction ? { compaction } : {}),
+  ...(prefix ? { prefix } : {}),
+});
 const sortOnce = () => {
   if (!withIndices) return gyre.sort(x).realize().dispose();
   for (const t of gyre.rankK(x, k, { kind: "bottom" })) t.realize().dispose();

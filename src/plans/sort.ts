@@ -180,13 +180,23 @@ const STREAM_SEGMENT = 4096;
 const STREAM_GROUPS = 256;
 
 /**
- * Rank-K's compaction by default (see SortChoice.compaction): on the H200 (bench/kernels.ts
- * --rankk, GPU timestamps, medians) the one pass took top-k of [8, 65536] k = 1024 in 0.057 ms
- * (two passes 0.066), [1024, 4096] k = 32 0.107 (0.122), [1, 16 Mi] k = 100 0.222 (0.264),
- * [4096, 4096] k = 64 0.342 (0.385), [64, 16384] k = 256 0.053 (0.061).
+ * Tiles a row may have for Rank-K to compact in one pass by default (see
+ * SortChoice.compaction): on the H200 (bench/kernels.ts --rankk, GPU timestamps, medians) the
+ * one pass took top-k of [8, 65536] k = 1024 (16 tiles a row) in 0.059 ms (two passes 0.066),
+ * [1024, 4096] k = 32 0.108 (0.122), [4096, 4096] k = 64 0.345 (0.385), [64, 16384] k = 256
+ * 0.055 (0.061); but one row of 16 Mi (4096 tiles) 0.31 against 0.26 (its compaction 132 us
+ * against 99 for count, scan and compact: the look-back's walks are long there;
+ * bench/sort_dispatches.ts). Between 16 and 4096 tiles it is not measured.
  */
-const COMPACTION: SortChoice["compaction"] = "one-pass";
-/** The ballot radix sort's digit offsets by default (see SortChoice.prefix). */
+const ONE_PASS_TILES = 64;
+/**
+ * The ballot radix sort's digit offsets by default (see SortChoice.prefix): the multipass form.
+ * On the H200 at a21cbf1 (GPU timestamps, medians) onesweep took 16 Mi with indices in 1.51 ms
+ * against 1.00, 64 Mi in 5.88 against 3.87 and rows of [4096, 4096] in 0.93 against 0.87: its
+ * histogram of all four digits took 129 us (shared-memory atomics of every key's four digits),
+ * each pass 337-352 us against the multipass form's 192 + 54 + 15 (scatter, count, scan;
+ * bench/sort_dispatches.ts): the look-back's walks, one state an invocation a step, are long.
+ */
 const PREFIX: SortChoice["prefix"] = "multipass";
 /** Tiles a row of the onesweep sort may have on a software adapter (see SortChoice.prefix). */
 const LOOKBACK_SOFT_TILES = 16;
@@ -371,7 +381,8 @@ export function planSort(
   }
   const counters = ballot ? form.counters : "packed";
   const words = (caps?.subgroupMaxSize ?? 32) <= 32 ? 1 : 4;
-  const compaction = override?.compaction ?? COMPACTION;
+  const compaction = override?.compaction ??
+    (Math.ceil(problem.length / SELECT_TILE) <= ONE_PASS_TILES ? "one-pass" : "two-pass");
   const lookbackSpin = override?.lookbackSpin ?? LOOKBACK_SPIN;
   // The look-back's counts hold 28 bits; on a software adapter (lavapipe ends an invocation's
   // loops after 65535 iterations in all) a walk may count at most LOOKBACK_SOFT_TILES silent
