@@ -363,13 +363,6 @@ async function checkTree(c: TreeCase): Promise<void> {
     const got = run("gpu");
     forcePlan("sort", null);
     const want = run("wasm");
-    // The compaction forced is the one that ran (the variant is counted by the harness).
-    for (const record of plansRan("sort")) {
-      const choice = record.choice as SortChoice;
-      if (choice.variant === "radix-select" && c.variant === "radix-select") {
-        assertEqual(choice.compaction, c.compaction, "the compaction that ran");
-      }
-    }
     for (let i = 0; i < 2; i++) {
       const [g, w] = await Promise.all([got[i].data(), want[i].data()]);
       expectSame(
@@ -378,6 +371,14 @@ async function checkTree(c: TreeCase): Promise<void> {
         w,
         c.dtype,
       );
+    }
+    // The compaction forced is the one that ran (read after the results: lazy work runs then;
+    // the variant is counted by the harness).
+    for (const record of plansRan("sort")) {
+      const choice = record.choice as SortChoice;
+      if (choice.variant === "radix-select" && c.variant === "radix-select") {
+        assertEqual(choice.compaction, c.compaction, "the compaction that ran");
+      }
     }
   } finally {
     forcePlan("sort", null);
@@ -413,6 +414,44 @@ property(
     variants: ["sort/bitonic-tree", "sort/radix-select", "sort/subgroup", "sort/merge"],
   },
 );
+
+/**
+ * Rank-K of `base` (shape [rows, n]) on the GPU under the forced `plan`, then on WASM: the same
+ * values and indices bit for bit, and every GPU plan that ran (after the results, as lazy work
+ * runs then) was the forced one in each of its fields.
+ */
+async function forcedRankK(
+  bag: Bag,
+  c: {
+    base: gyre.TypedArray;
+    dtype: DType;
+    shape: number[];
+    k: number;
+    kind: "top" | "mid" | "bottom";
+    plan: Partial<SortChoice>;
+    label: string;
+  },
+): Promise<void> {
+  const run = (device: gyre.DeviceName) => {
+    const x = bag.add(gyre.tensor(c.base, { shape: c.shape, dtype: c.dtype, device }));
+    return gyre.rankK(x, c.k, { kind: c.kind }).map((t) => bag.add(t));
+  };
+  forcePlan("sort", c.plan);
+  const got = run("gpu");
+  forcePlan("sort", null);
+  const want = run("wasm");
+  for (let i = 0; i < 2; i++) {
+    const [g, w] = await Promise.all([got[i].data(), want[i].data()]);
+    expectSame(`${c.label}: output ${i}`, g, w, c.dtype);
+  }
+  const ran = plansRan("sort");
+  assertEqual(ran.length > 0, true, "a GPU sort plan ran");
+  for (const record of ran) {
+    for (const [field, value] of Object.entries(c.plan)) {
+      assertEqual((record.choice as unknown as Record<string, unknown>)[field], value, field);
+    }
+  }
+}
 
 /** The radix selection's compaction over rows of many tiles (both forms, the look-back's fallback). */
 interface CompactionCase {
@@ -456,32 +495,15 @@ property(
         rng,
         c.rows * length,
       );
-      const run = (device: gyre.DeviceName) => {
-        const x = bag.add(gyre.tensor(base, { shape: [c.rows, length], dtype: c.dtype, device }));
-        return gyre.rankK(x, k, { kind: c.kind }).map((t) => bag.add(t));
-      };
-      forcePlan("sort", {
-        variant: "radix-select",
-        compaction: c.compaction,
-        lookbackSpin: c.lookbackSpin,
+      await forcedRankK(bag, {
+        base,
+        dtype: c.dtype,
+        shape: [c.rows, length],
+        k,
+        kind: c.kind,
+        plan: { variant: "radix-select", compaction: c.compaction, lookbackSpin: c.lookbackSpin },
+        label: `${c.kind} k ${k} of [${c.rows}, ${length}] ${c.dtype} ${c.compaction}`,
       });
-      const got = run("gpu");
-      forcePlan("sort", null);
-      for (const record of plansRan("sort")) {
-        const choice = record.choice as SortChoice;
-        assertEqual(choice.variant, "radix-select", "the variant that ran");
-        assertEqual(choice.compaction, c.compaction, "the compaction that ran");
-      }
-      const want = run("wasm");
-      for (let i = 0; i < 2; i++) {
-        const [g, w] = await Promise.all([got[i].data(), want[i].data()]);
-        expectSame(
-          `${c.kind} k ${k} of [${c.rows}, ${length}] ${c.dtype}: output ${i}`,
-          g,
-          w,
-          c.dtype,
-        );
-      }
     } finally {
       forcePlan("sort", null);
       bag.dispose();
@@ -525,34 +547,16 @@ property(
     try {
       const base = data(c as unknown as Case, mulberry32(c.seed), c.rows * c.length);
       const k = Math.max(1, Math.round(c.kPick * c.length));
-      const run = (device: gyre.DeviceName) => {
-        const x = bag.add(gyre.tensor(base, { shape: [c.rows, c.length], dtype: c.dtype, device }));
-        return gyre.rankK(x, k, { kind: c.descending ? "top" : "bottom" }).map((t) => bag.add(t));
-      };
-      forcePlan("sort", {
-        variant: "radix-ballot",
-        prefix: c.prefix,
-        lookbackSpin: c.lookbackSpin,
+      const kind = c.descending ? "top" : "bottom";
+      await forcedRankK(bag, {
+        base,
+        dtype: c.dtype,
+        shape: [c.rows, c.length],
+        k,
+        kind,
+        plan: { variant: "radix-ballot", prefix: c.prefix, lookbackSpin: c.lookbackSpin },
+        label: `${kind} ${k} of [${c.rows}, ${c.length}] ${c.dtype} ${c.prefix}`,
       });
-      const got = run("gpu");
-      forcePlan("sort", null);
-      for (const record of plansRan("sort")) {
-        const choice = record.choice as SortChoice;
-        assertEqual(choice.variant, "radix-ballot", "the variant that ran");
-        assertEqual(choice.prefix, c.prefix, "the offsets that ran");
-      }
-      const want = run("wasm");
-      for (let i = 0; i < 2; i++) {
-        const [g, w] = await Promise.all([got[i].data(), want[i].data()]);
-        expectSame(
-          `${
-            c.descending ? "top" : "bottom"
-          } ${k} of [${c.rows}, ${c.length}] ${c.dtype} ${c.prefix}: output ${i}`,
-          g,
-          w,
-          c.dtype,
-        );
-      }
     } finally {
       forcePlan("sort", null);
       bag.dispose();

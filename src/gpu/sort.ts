@@ -411,7 +411,6 @@ function onesweepSort(
   indices: GpuStorage,
 ): void {
   const n = r.length;
-  const total = r.rows * n;
   const tile = choice.tile;
   const perInvocation = tile / SORT_WORKGROUP;
   const tiles = Math.ceil(n / tile);
@@ -419,24 +418,6 @@ function onesweepSort(
   const x = r.storage.buffer;
   const hist = gpu.alloc(op, "uint32", r.rows * 1024);
   const states = gpu.alloc(op, "uint32", r.rows * tiles * 256);
-  let keys = gpu.alloc(op, "uint32", total);
-  let order = gpu.alloc(op, "uint32", total);
-  let spareKeys = gpu.alloc(op, "uint32", total);
-  let spareOrder = gpu.alloc(op, "uint32", total);
-  const uniforms = (shift: number) =>
-    words([
-      n,
-      tiles,
-      shift,
-      w.indices ? 1 : 0,
-      w.kind,
-      w.descending ? 0xffffffff : 0,
-      r.offset,
-      w.start,
-      w.count,
-      r.rows,
-      choice.lookbackSpin,
-    ]);
   try {
     run(gpu, op, "radix-zero", [hist.buffer], 1, [r.rows * 1024], r.rows * 1024);
     const histOptions = { subgroups: true, perInvocation };
@@ -446,10 +427,10 @@ function onesweepSort(
       () => generateSort("radix-hist", histOptions),
       2,
     );
-    gpu.dispatch(op, histKernel, [x, hist.buffer, states.buffer], uniforms(0), grid);
-    for (let shift = 0; shift < 32; shift += 8) {
-      const first = shift === 0;
-      const last = shift === 24;
+    const histUniforms = radixUniforms(r, w, tiles, 0, choice.lookbackSpin);
+    gpu.dispatch(op, histKernel, [x, hist.buffer, states.buffer], histUniforms, grid);
+    radixPasses(gpu, op, r, w, tiles, choice.lookbackSpin, (pass) => {
+      const { first, last } = pass;
       const options = {
         perInvocation,
         words: choice.words,
@@ -469,22 +450,91 @@ function onesweepSort(
         op,
         scatter,
         [
-          first ? x : keys.buffer,
-          first ? x : order.buffer,
+          pass.keys,
+          pass.order,
           hist.buffer,
           x,
-          last ? values.buffer : spareKeys.buffer,
-          last ? indices.buffer : spareOrder.buffer,
+          last ? values.buffer : pass.outKeys,
+          last ? indices.buffer : pass.outOrder,
           states.buffer,
         ],
-        uniforms(shift),
+        pass.uniforms,
         grid,
       );
+    });
+  } finally {
+    gpu.free(hist);
+    gpu.free(states);
+  }
+}
+
+/** One of the radix sort's four passes, as `radixPasses` hands it out. */
+interface RadixPass {
+  first: boolean;
+  last: boolean;
+  /** The pass's Params (RADIX_PARAMS, and the look-back's reads where given). */
+  uniforms: Uint32Array;
+  /** The pass's source keys and indices (x in the first pass). */
+  keys: GPUBuffer;
+  order: GPUBuffer;
+  /** Where the pass writes its pairs (unless the last pass writes the window). */
+  outKeys: GPUBuffer;
+  outOrder: GPUBuffer;
+}
+
+/** The radix passes' Params: RADIX_PARAMS, then the onesweep look-back's reads where given. */
+function radixUniforms(r: Rows, w: Window, tiles: number, shift: number, spin?: number) {
+  return words([
+    r.length,
+    tiles,
+    shift,
+    w.indices ? 1 : 0,
+    w.kind,
+    w.descending ? 0xffffffff : 0,
+    r.offset,
+    w.start,
+    w.count,
+    r.rows,
+    ...(spin === undefined ? [] : [spin]),
+  ]);
+}
+
+/**
+ * Runs `pass` for the four 8-bit digits, low first, over two pairs of (keys, indices) buffers
+ * that the passes write in turn (freed after the last).
+ */
+function radixPasses(
+  gpu: GpuHost,
+  op: string,
+  r: Rows,
+  w: Window,
+  tiles: number,
+  spin: number | undefined,
+  pass: (p: RadixPass) => void,
+): void {
+  const total = r.rows * r.length;
+  const x = r.storage.buffer;
+  let keys = gpu.alloc(op, "uint32", total);
+  let order = gpu.alloc(op, "uint32", total);
+  let spareKeys = gpu.alloc(op, "uint32", total);
+  let spareOrder = gpu.alloc(op, "uint32", total);
+  try {
+    for (let shift = 0; shift < 32; shift += 8) {
+      const first = shift === 0;
+      pass({
+        first,
+        last: shift === 24,
+        uniforms: radixUniforms(r, w, tiles, shift, spin),
+        keys: first ? x : keys.buffer,
+        order: first ? x : order.buffer,
+        outKeys: spareKeys.buffer,
+        outOrder: spareOrder.buffer,
+      });
       [keys, spareKeys] = [spareKeys, keys];
       [order, spareOrder] = [spareOrder, order];
     }
   } finally {
-    for (const storage of [hist, states, keys, order, spareKeys, spareOrder]) gpu.free(storage);
+    for (const storage of [keys, order, spareKeys, spareOrder]) gpu.free(storage);
   }
 }
 
@@ -646,7 +696,6 @@ function radixSort(
   indices: GpuStorage,
 ): void {
   const n = r.length;
-  const total = r.rows * n;
   const ballot = choice.variant === "radix-ballot";
   const tile = ballot ? choice.tile : RADIX_TILE;
   const perInvocation = tile / SORT_WORKGROUP;
@@ -687,57 +736,32 @@ function radixSort(
     };
   };
   const x = r.storage.buffer;
-  let keys = gpu.alloc(op, "uint32", total);
-  let order = gpu.alloc(op, "uint32", total);
-  let spareKeys = gpu.alloc(op, "uint32", total);
-  let spareOrder = gpu.alloc(op, "uint32", total);
   const counts = gpu.alloc(op, "uint32", r.rows * 256 * tiles);
   try {
-    for (let shift = 0; shift < 32; shift += 8) {
-      const first = shift === 0;
-      const last = shift === 24;
-      const { count, scatter } = pipelines(first, last);
-      const uniforms = words([
-        n,
-        tiles,
-        shift,
-        w.indices ? 1 : 0,
-        w.kind,
-        w.descending ? 0xffffffff : 0,
-        r.offset,
-        w.start,
-        w.count,
-        r.rows,
-      ]);
-      const src = first ? x : keys.buffer;
-      gpu.dispatch(op, count, [src, counts.buffer], uniforms, grid);
+    radixPasses(gpu, op, r, w, tiles, undefined, (pass) => {
+      const { count, scatter } = pipelines(pass.first, pass.last);
+      gpu.dispatch(op, count, [pass.keys, counts.buffer], pass.uniforms, grid);
       const offsets = scanCounts(gpu, op, counts, r.rows, 256 * tiles);
       try {
         gpu.dispatch(
           op,
           scatter,
           [
-            src,
-            first ? x : order.buffer,
+            pass.keys,
+            pass.order,
             offsets.buffer,
             x,
-            last ? values.buffer : spareKeys.buffer,
-            last ? indices.buffer : spareOrder.buffer,
+            pass.last ? values.buffer : pass.outKeys,
+            pass.last ? indices.buffer : pass.outOrder,
           ],
-          uniforms,
+          pass.uniforms,
           grid,
         );
       } finally {
         gpu.free(offsets);
       }
-      [keys, spareKeys] = [spareKeys, keys];
-      [order, spareOrder] = [spareOrder, order];
-    }
+    });
   } finally {
-    gpu.free(keys);
-    gpu.free(order);
-    gpu.free(spareKeys);
-    gpu.free(spareOrder);
     gpu.free(counts);
   }
 }
