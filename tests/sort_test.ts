@@ -575,4 +575,18 @@ Deno.test("the sort plan allows the streaming forms where they fit, and stages r
     true,
     1024,
   ]);
+  // Rank-K compacts in one pass up to 64 selection tiles a row, in two past them.
+  const select = (length: number) =>
+    tuning.planSort(full, { rows: 1, length, keep: 100 }, { variant: "radix-select" }).compaction;
+  assert.deepEqual([select(64 * 4096), select(64 * 4096 + 1)], ["one-pass", "two-pass"]);
+  // Onesweep where forced, but on a software adapter (lavapipe's loop limit) only up to 16
+  // tiles of 2048 a row; its look-back counts hold 28 bits.
+  const onesweep = (c: tuning.DeviceCaps, rows: number, length: number) =>
+    tuning.planSort(c, { rows, length }, { variant: "radix-ballot", prefix: "lookback" }).prefix;
+  const soft = { ...full, isFallbackAdapter: true };
+  assert.deepEqual(
+    [onesweep(full, 1, 1 << 20), onesweep(soft, 1, 16 * 2048), onesweep(soft, 1, 16 * 2048 + 1)],
+    ["lookback", "lookback", "multipass"],
+  );
+  assert.equal(onesweep(full, 16, 1 << 24), "multipass");
 });
