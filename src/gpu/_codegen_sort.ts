@@ -13,11 +13,18 @@
  *   digit-major, with the scan family's kernels; then each tile ranks its pairs by the digit in
  *   workgroup memory, by nine one-bit splits or by subgroup ballots, and writes each pair at its
  *   digit's offset plus its rank among the tile's pairs of that digit); the first pass makes
- *   the keys from x, the last writes the window's values and indices;
+ *   the keys from x, the last writes the window's values and indices; with `lookback`
+ *   (onesweep) the ballot scatter finds each tile's digit offsets itself, by a look-back over
+ *   the row's tiles, after `radix-zero` and `radix-hist` (every pass's digit histogram at once);
  * - `rank-tile`: one stage of the bitonic tree (segments sorted in workgroup memory, each
  *   keeping the window's end);
+ * - `rank-stream`: one stage of the streaming forms (segments streamed through a buffer in
+ *   workgroup memory against a running threshold, each keeping the window's end);
  * - `select-hist` and `select-pick`: one pass of the radix selection of quantiles' order
- *   statistics (a digit's histogram among keys matching each prefix; the digit picked);
+ *   statistics or of Rank-K's threshold (a digit's histogram among keys matching each prefix;
+ *   the digit picked);
+ * - `rank-count` and `rank-compact`: Rank-K's candidates below and at the threshold, counted per
+ *   tile and compacted after a scan of the counts, or (`lookback`) compacted in one pass;
  * - `gather`: the window [start, start + count) of each sorted row: values by index, and the
  *   indices;
  * - `quantile`: each row's quantiles from its sorted values, at order statistics and weights the
