@@ -13,6 +13,25 @@ import { sizeOf } from "./core/shape.ts";
 import { metaOf, pendingOf, Tensor, viewOf } from "./tensor.ts";
 import { checkOptions } from "./core/options.ts";
 import { describe, ValueError } from "./core/errors.ts";
+import type { DeviceName } from "./core/view.ts";
+
+/**
+ * A plan a device took, as `explain` shows it: the kernel family, the op it served, the variants
+ * that ran and the plan's whole choice (`@gyre/gyre/tuning` types each family's choice and
+ * forces any of it by `setPlanOverride`).
+ */
+export interface ExplainedPlan {
+  /** The device that ran it. */
+  device: DeviceName;
+  /** The kernel family, e.g. "sort" or "reduce". */
+  family: string;
+  /** The op the work was issued as. */
+  op: string;
+  /** The named variants that ran, e.g. ["radix-select"]. */
+  variants: readonly string[];
+  /** The plan's choice, field by field (the override applied). */
+  choice: Readonly<Record<string, unknown>>;
+}
 
 /** What `explain` found. */
 export interface Explanation {
@@ -22,7 +41,7 @@ export interface Explanation {
    * Given a function: each plan a device took while it ran (the kernel family, the variant and
    * its parameters, the op it served), in order; the same choices `gyre/tuning`'s overrides force.
    */
-  plans: PlanRecord[];
+  plans: ExplainedPlan[];
   /** The kernels, one line each, then the plans, as printed. */
   text: string;
   /**
@@ -40,12 +59,12 @@ function collectTensors(value: unknown, into: Tensor[]): void {
   }
 }
 
-function format(kernels: KernelRecord[], plans: PlanRecord[]): string {
+function format(kernels: KernelRecord[], plans: ExplainedPlan[]): string {
   if (!kernels.length) return "no kernels";
   const lines = kernels.map((k, i) => `${String(i + 1).padStart(3)}. ${k.device} ${k.kernel}`);
   if (plans.length) lines.push("plans:");
   for (const p of plans) {
-    const params = Object.entries(p.choice as unknown as Record<string, unknown>)
+    const params = Object.entries(p.choice)
       .filter(([key]) => key !== "kernel")
       .map(([key, value]) => `${key} ${JSON.stringify(value)}`)
       .join(", ");
@@ -88,7 +107,7 @@ export function explain(
     });
   }
   const kernels: KernelRecord[] = [];
-  const plans: PlanRecord[] = [];
+  const plans: ExplainedPlan[] = [];
   const outputs: Tensor[] = [];
   if (target instanceof Tensor) {
     const pending = pendingOf(target, "explain", "target");
@@ -101,7 +120,14 @@ export function explain(
     }
   } else {
     const observer = (r: KernelRecord) => kernels.push(r);
-    const planObserver = (r: PlanRecord) => plans.push(r);
+    const planObserver = (r: PlanRecord) =>
+      plans.push({
+        device: r.device,
+        family: r.family,
+        op: r.op,
+        variants: r.variants,
+        choice: r.choice as unknown as Readonly<Record<string, unknown>>,
+      });
     kernelObservers.add(observer);
     planObservers.add(planObserver);
     try {

@@ -30,7 +30,7 @@ export {
   wasmThreadCount,
 } from "./runtime.ts";
 export { tidy } from "./tidy.ts";
-export { explain, type Explanation } from "./explain.ts";
+export { explain, type ExplainedPlan, type Explanation } from "./explain.ts";
 export { jit, type JittedFunction } from "./jit.ts";
 export {
   arange,
