@@ -453,7 +453,10 @@ async function forcedRankK(
   }
 }
 
-/** The radix selection's compaction over rows of many tiles (both forms, the look-back's fallback). */
+/**
+ * The radix selection's compaction over rows of many tiles (both forms, the look-back's
+ * fallback).
+ */
 interface CompactionCase {
   rows: number;
   length: number;
@@ -512,7 +515,10 @@ property(
   { numRuns: 30, variants: ["sort/radix-select"] },
 );
 
-/** The ballot radix sort over rows of many tiles: onesweep (its fallback forced at times) or not. */
+/**
+ * The ballot radix sort over rows of many tiles: onesweep (its fallback forced at times) or
+ * not.
+ */
 interface OnesweepCase {
   rows: number;
   length: number;

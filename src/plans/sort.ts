@@ -46,12 +46,12 @@ export interface SortChoice {
    * the selection's four passes, each tile's keys below and equal to it counted, scanned and
    * compacted (ties in index order) into keep candidates a row, which one tree stage sorts.
    * "subgroup" and "merge" (windows whose end leaves a chunk of STREAM_CHUNK free in the
-   * buffer): one pass a stage; each workgroup streams a segment of its row in chunks, appends the pairs that beat
-   * the running threshold (the pair of rank keep - 1 so far) to a buffer of `tile` pairs in
-   * workgroup memory and, when the buffer could overflow, sorts it (a bitonic network) and keeps
-   * its first keep; "subgroup" appends by subgroup scans (one atomic a subgroup), "merge" by a
-   * workgroup atomic a pair (no subgroups needed). Rows longer than `segment` take more stages
-   * over the segments' kept pairs, as the tree does.
+   * buffer): one pass a stage; each workgroup streams a segment of its row in chunks, appends
+   * the pairs that beat the running threshold (the pair of rank keep - 1 so far) to a buffer of
+   * `tile` pairs in workgroup memory and, when the buffer could overflow, sorts it (a bitonic
+   * network) and keeps its first keep; "subgroup" appends by subgroup scans (one atomic a
+   * subgroup), "merge" by a workgroup atomic a pair (no subgroups needed). Rows longer than
+   * `segment` take more stages over the segments' kept pairs, as the tree does.
    */
   variant: SortVariant;
   /**
@@ -213,9 +213,9 @@ const SELECT_FROM = RADIX_FROM;
 
 /**
  * What the sort family's plans read of a device, in one place (the GPU host takes the tiles
- * from the plans' choices): the invocations a workgroup of its kernels takes (SORT_WORKGROUP, or 0 where the device
- * allows fewer: then only the global bitonic network runs), workgroup memory, subgroups, and
- * the tiles its sweeps and compactions take.
+ * from the plans' choices): the invocations a workgroup of its kernels takes (SORT_WORKGROUP,
+ * or 0 where the device allows fewer: then only the global bitonic network runs), workgroup
+ * memory, subgroups, and the tiles its sweeps and compactions take.
  *
  * @example
  * ```ts
@@ -236,7 +236,7 @@ export function sortDevice(caps: DeviceCaps | undefined): {
   subgroupBarrier: boolean;
   /** Keys a workgroup of the selection's histogram passes sweeps. */
   sweepTile: number;
-  /** Keys a workgroup of the selection's compaction takes; the streaming forms' round. */
+  /** Keys a workgroup of the selection's compaction takes. */
   compactionTile: number;
   /** Keys a round of the streaming forms loads. */
   streamChunk: number;
