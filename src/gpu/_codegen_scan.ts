@@ -1037,18 +1037,3 @@ function outputBlock(s: ScanSpec, firstOut: string | null): string[] {
   }
   return out;
 }
-
-/** A kernel that zeroes `p.n` u32 words (the look-back's tile states). */
-export function generateZero(): string {
-  return [
-    "struct Params { n: u32 }",
-    "@group(0) @binding(0) var<storage, read_write> words: array<u32>;",
-    "@group(0) @binding(1) var<uniform> p: Params;",
-    "@compute @workgroup_size(256)",
-    "fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {",
-    "  let i = gid.x + gid.y * nwg.x * 256u;",
-    "  if (i < p.n) { words[i] = 0u; }",
-    "}",
-    "",
-  ].join("\n");
-}

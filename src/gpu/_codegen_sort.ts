@@ -15,7 +15,8 @@
  *   digit's offset plus its rank among the tile's pairs of that digit); the first pass makes
  *   the keys from x, the last writes the window's values and indices; with `lookback`
  *   (onesweep) the ballot scatter finds each tile's digit offsets itself, by a look-back over
- *   the row's tiles, after `radix-zero` and `radix-hist` (every pass's digit histogram at once);
+ *   the row's tiles, after `radix-hist` (every pass's digit histogram at once, into words
+ *   zeroed by `GpuHost.zero`);
  * - `rank-tile`: one stage of the bitonic tree (segments sorted in workgroup memory, each
  *   keeping the window's end);
  * - `rank-stream`: one stage of the streaming forms (segments streamed through a buffer in
@@ -46,7 +47,6 @@ export type SortStage =
   | "radix-scatter"
   | "radix-ballot"
   | "radix-hist"
-  | "radix-zero"
   | "gather"
   | "quantile"
   | "select-hist"
@@ -164,6 +164,18 @@ export const QUANTILE_INDEX = [
   "  if (n >= 32u) { return vec2<u32>(v.x, select(v.y & ((1u << (n - 32u)) - 1u), 0u, n == 32u)); }",
   "  return vec2<u32>(select(v.x & ((1u << n) - 1u), 0u, n == 0u), 0u);",
   "}",
+  // v / 2^t rounded to nearest, ties to even.
+  "fn round_wide(v: vec2<u32>, t: u32) -> u32 {",
+  "  if (t == 0u) { return v.x; }",
+  "  if (t >= 64u) { return 0u; }",
+  "  var r = shr_wide(v, t).x;",
+  "  let dropped = low_wide(v, t);",
+  "  let half = select(vec2<u32>(0u, 1u << (t - 33u)), vec2<u32>(1u << (t - 1u), 0u), t <= 32u);",
+  "  let above = dropped.y > half.y || (dropped.y == half.y && dropped.x > half.x);",
+  "  let tie = dropped.x == half.x && dropped.y == half.y;",
+  "  if (above || (tie && (r & 1u) == 1u)) { r += 1u; }",
+  "  return r;",
+  "}",
   "fn quantile_index(a: u32, qb: u32) -> vec2<u32> {",
   "  if (qb == 0u || a == 0u) { return vec2<u32>(0u, 0u); }",
   "  if (qb == 0x3f800000u) { return vec2<u32>(a, 0u); }",
@@ -184,13 +196,7 @@ export const QUANTILE_INDEX = [
   "  if (lead <= 23u) {",
   "    mant = rem.x << (23u - lead);",
   "  } else {",
-  "    let d = lead - 23u;",
-  "    mant = shr_wide(rem, d).x;",
-  "    let dropped = low_wide(rem, d);",
-  "    let half = select(vec2<u32>(0u, 1u << (d - 33u)), vec2<u32>(1u << (d - 1u), 0u), d <= 32u);",
-  "    let above = dropped.y > half.y || (dropped.y == half.y && dropped.x > half.x);",
-  "    let tie = dropped.x == half.x && dropped.y == half.y;",
-  "    if (above || (tie && (mant & 1u) == 1u)) { mant += 1u; }",
+  "    mant = round_wide(rem, lead - 23u);",
   "    if (mant == 0x1000000u) { mant = 0x800000u; exponent += 1u; }",
   "  }",
   "  return vec2<u32>(whole, (exponent << 23u) | (mant & 0x7fffffu));",
@@ -221,18 +227,6 @@ const INTERPOLATE = [
   "  let m = b & 0x7fffffu;",
   "  let mag = select((m | 0x800000u) << (e - 1u), m, e == 0u);",
   "  return select(i32(mag), -i32(mag), (b >> 31u) != 0u);",
-  "}",
-  // v / 2^t rounded to nearest, ties to even.
-  "fn round_wide(v: vec2<u32>, t: u32) -> u32 {",
-  "  if (t == 0u) { return v.x; }",
-  "  if (t >= 64u) { return 0u; }",
-  "  var r = shr_wide(v, t).x;",
-  "  let dropped = low_wide(v, t);",
-  "  let half = select(vec2<u32>(0u, 1u << (t - 33u)), vec2<u32>(1u << (t - 1u), 0u), t <= 32u);",
-  "  let above = dropped.y > half.y || (dropped.y == half.y && dropped.x > half.x);",
-  "  let tie = dropped.x == half.x && dropped.y == half.y;",
-  "  if (above || (tie && (r & 1u) == 1u)) { r += 1u; }",
-  "  return r;",
   "}",
   // An integer below 2^31 rounded to 24 significant bits (float32's).
   "fn round24(n: u32) -> u32 {",
@@ -507,15 +501,6 @@ export function generateSort(stage: SortStage, options: SortKernelOptions = {}):
       );
     case "radix-hist":
       return radixHist(options.subgroups ?? false, options.perInvocation ?? 8);
-    case "radix-zero":
-      return [
-        "struct Params { n: u32 }",
-        "@group(0) @binding(0) var<storage, read_write> words: array<u32>;",
-        "@group(0) @binding(1) var<uniform> p: Params;",
-        ...MAIN,
-        "  if (t < p.n) { words[t] = 0u; }",
-        "}",
-      ].join("\n");
     case "gather":
       return [
         "struct Params { total: u32, len: u32, padded: u32, start: u32, count: u32, off: u32 }",

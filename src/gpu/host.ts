@@ -35,6 +35,18 @@ import { CommandBatch, type Kernel, type TimestampSlot } from "./batch.ts";
 import type { AcquiredDevice, DeviceCaps } from "./device.ts";
 import { BufferPool } from "./buffer_pool.ts";
 
+/** WGSL: zeroes p.n u32 words (GpuHost.zero). */
+const ZERO_WGSL = [
+  "struct Params { n: u32 }",
+  "@group(0) @binding(0) var<storage, read_write> words: array<u32>;",
+  "@group(0) @binding(1) var<uniform> p: Params;",
+  "@compute @workgroup_size(256)",
+  "fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {",
+  "  let i = gid.x + gid.y * nwg.x * 256u;",
+  "  if (i < p.n) { words[i] = 0u; }",
+  "}",
+].join("\n");
+
 /** GPU storage: one pooled buffer. */
 export class GpuStorage implements Storage {
   refs = 0;
@@ -231,6 +243,21 @@ export abstract class GpuHost {
     if (kernelObservers.size) observeKernel("gpu", kernel);
     this.recorder?.dispatched({ label: kernel, kernel: pipeline, buffers, uniforms, grid });
     this.batch.dispatch(pipeline, buffers, uniforms, grid, this.profiler?.(kernel));
+  }
+
+  /**
+   * Records a dispatch that zeroes the first `words` u32 words of `buffer` (look-back states,
+   * histograms: scratch a family's kernels read before they write it). For the family modules.
+   */
+  zero(kernel: string, buffer: GPUBuffer, words: number): void {
+    const pipeline = this.pipeline("zero", 1, () => ZERO_WGSL);
+    this.dispatch(
+      kernel,
+      pipeline,
+      [buffer],
+      Uint32Array.of(words, 0, 0, 0),
+      this.grid(words, 256),
+    );
   }
 
   upload(dtype: DType, data: TypedArray): Storage {

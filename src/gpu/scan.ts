@@ -22,7 +22,6 @@ import type { GpuHost, GpuStorage } from "./host.ts";
 import {
   accumulatorDtype,
   generateScan,
-  generateZero,
   SCAN_EPOCHS,
   scanKey,
   type ScanParams,
@@ -75,9 +74,7 @@ function stateBuffer(gpu: GpuHost, words: number): { buffer: GPUBuffer; epoch: n
   gpu.batch.open();
   let epoch = (_scanEpochs.get(gpu) ?? 0) + 1;
   if (epoch >= SCAN_EPOCHS) {
-    const all = buffer.size / 4;
-    const zero = gpu.pipeline("scan-zero", 1, generateZero);
-    gpu.dispatch("scan-zero", zero, [buffer], Uint32Array.of(all), gpu.grid(all, 256));
+    gpu.zero("scan-zero", buffer, buffer.size / 4);
     epoch = 1;
   }
   _scanEpochs.set(gpu, epoch);

@@ -419,7 +419,7 @@ function onesweepSort(
   const hist = gpu.alloc(op, "uint32", r.rows * 1024);
   const states = gpu.alloc(op, "uint32", r.rows * tiles * 256);
   try {
-    run(gpu, op, "radix-zero", [hist.buffer], 1, [r.rows * 1024], r.rows * 1024);
+    gpu.zero(op, hist.buffer, r.rows * 1024);
     const histOptions = { subgroups: true, perInvocation };
     const histKernel = gpu.pipeline(
       sortKey("radix-hist", histOptions),
