@@ -622,7 +622,7 @@ export function generateSort(stage: SortStage, options: SortKernelOptions = {}):
  * count)), and the rows.
  */
 const RADIX_PARAMS =
-  "struct Params { len: u32, tiles: u32, shift: u32, indices: u32, kind: u32, flip: u32, off: u32, start: u32, count: u32, rows: u32 }";
+  "struct Params { len: u32, tiles: u32, shift: u32, indices: u32, kind: u32, flip: u32, off: u32, start: u32, count: u32, rows: u32, spin: u32 }";
 
 /**
  * WGSL: the key and index of a row's element i (the pass's source: x in the `first` pass, else
@@ -686,39 +686,27 @@ function radixStore(last: boolean): string {
   ].join("\n");
 }
 
-/** Bindings of both radix scatters: sources, the scanned counts, x, the outputs, Params. */
-function radixScatterBindings(first: boolean, last: boolean): string[] {
+/**
+ * Bindings of the radix scatters: sources, the scanned counts (or, `lookback`, the rows' digit
+ * histograms of every pass), x, the outputs, (`lookback`) the tiles' look-back states, Params.
+ */
+function radixScatterBindings(first: boolean, last: boolean, lookback = false): string[] {
   return [
     RADIX_PARAMS,
     "@group(0) @binding(0) var<storage, read> src: array<u32>;",
     "@group(0) @binding(1) var<storage, read> order: array<u32>;",
-    "@group(0) @binding(2) var<storage, read> offsets: array<u32>;",
+    lookback
+      ? "@group(0) @binding(2) var<storage, read> hist: array<u32>;"
+      : "@group(0) @binding(2) var<storage, read> offsets: array<u32>;",
     "@group(0) @binding(3) var<storage, read> x: array<u32>;",
     "@group(0) @binding(4) var<storage, read_write> outKeys: array<u32>;",
     "@group(0) @binding(5) var<storage, read_write> outOrder: array<u32>;",
-    "@group(0) @binding(6) var<uniform> p: Params;",
-    ORDERED_KEY,
-    radixLoad(first, true),
-    radixStore(last),
-  ];
-}
-
-/**
- * Bindings of the single-pass (onesweep) ballot scatter: the sources, the rows' digit
- * histograms of every pass (radix-hist), x, the outputs, the tiles' look-back states, Params
- * (with the look-back's reads before counting a silent tile itself).
- */
-function onesweepBindings(first: boolean, last: boolean): string[] {
-  return [
-    "struct Params { len: u32, tiles: u32, shift: u32, indices: u32, kind: u32, flip: u32, off: u32, start: u32, count: u32, rows: u32, spin: u32 }",
-    "@group(0) @binding(0) var<storage, read> src: array<u32>;",
-    "@group(0) @binding(1) var<storage, read> order: array<u32>;",
-    "@group(0) @binding(2) var<storage, read> hist: array<u32>;",
-    "@group(0) @binding(3) var<storage, read> x: array<u32>;",
-    "@group(0) @binding(4) var<storage, read_write> outKeys: array<u32>;",
-    "@group(0) @binding(5) var<storage, read_write> outOrder: array<u32>;",
-    "@group(0) @binding(6) var<storage, read_write> states: array<atomic<u32>>;",
-    "@group(0) @binding(7) var<uniform> p: Params;",
+    ...(lookback
+      ? [
+        "@group(0) @binding(6) var<storage, read_write> states: array<atomic<u32>>;",
+        "@group(0) @binding(7) var<uniform> p: Params;",
+      ]
+      : ["@group(0) @binding(6) var<uniform> p: Params;"]),
     ORDERED_KEY,
     radixLoad(first, true),
     radixStore(last),
@@ -974,7 +962,7 @@ function radixBallot(
       `sg * 256u + ${d}`,
     );
   return [
-    ...(lookback ? onesweepBindings(first, last) : radixScatterBindings(first, last)),
+    ...radixScatterBindings(first, last, lookback),
     `var<workgroup> pool: array<${packed ? "atomic<u32>" : "u32"}, ${pool}>;`,
     "var<workgroup> digitStart: array<u32, 256>;",
     "var<workgroup> globalStart: array<u32, 256>;",

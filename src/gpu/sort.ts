@@ -482,8 +482,8 @@ interface RadixPass {
   outOrder: GPUBuffer;
 }
 
-/** The radix passes' Params: RADIX_PARAMS, then the onesweep look-back's reads where given. */
-function radixUniforms(r: Rows, w: Window, tiles: number, shift: number, spin?: number) {
+/** The radix passes' Params (RADIX_PARAMS; `spin` the onesweep look-back's reads). */
+function radixUniforms(r: Rows, w: Window, tiles: number, shift: number, spin = 0) {
   return words([
     r.length,
     tiles,
@@ -495,7 +495,7 @@ function radixUniforms(r: Rows, w: Window, tiles: number, shift: number, spin?: 
     w.start,
     w.count,
     r.rows,
-    ...(spin === undefined ? [] : [spin]),
+    spin,
   ]);
 }
 
@@ -509,7 +509,7 @@ function radixPasses(
   r: Rows,
   w: Window,
   tiles: number,
-  spin: number | undefined,
+  spin: number,
   pass: (p: RadixPass) => void,
 ): void {
   const total = r.rows * r.length;
@@ -738,7 +738,7 @@ function radixSort(
   const x = r.storage.buffer;
   const counts = gpu.alloc(op, "uint32", r.rows * 256 * tiles);
   try {
-    radixPasses(gpu, op, r, w, tiles, undefined, (pass) => {
+    radixPasses(gpu, op, r, w, tiles, 0, (pass) => {
       const { count, scatter } = pipelines(pass.first, pass.last);
       gpu.dispatch(op, count, [pass.keys, counts.buffer], pass.uniforms, grid);
       const offsets = scanCounts(gpu, op, counts, r.rows, 256 * tiles);
