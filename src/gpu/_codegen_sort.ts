@@ -346,6 +346,30 @@ const INTERPOLATE = [
   "}",
 ].join("\n");
 
+/**
+ * WGSL: adds 1 at `counter(index)` (an atomic in workgroup memory) for this invocation where
+ * `ok`. With subgroups, a subgroup whose lanes all hold one index (the high bytes of floats of
+ * one magnitude, which would make every invocation hit one counter) adds them with one atomic.
+ */
+function tallyAdd(
+  subgroups: boolean,
+  counter: (index: string) => string,
+  index: string,
+  ok: string,
+): string[] {
+  if (!subgroups) return [`  if (${ok}) { atomicAdd(${counter(index)}, 1u); }`];
+  return [
+    `  { let d = select(0xffffffffu, ${index}, ${ok});`,
+    "    let low = subgroupMin(d);",
+    "    let high = subgroupMax(d);",
+    "    let lanes = subgroupAdd(1u);",
+    "    if (d != 0xffffffffu) {",
+    `      if (low == high) { if (sg_lane == 0u) { atomicAdd(${counter("d")}, lanes); } }`,
+    `      else { atomicAdd(${counter("d")}, 1u); }`,
+    "    } }",
+  ];
+}
+
 /** WGSL: an inclusive scan of `sums` (one word an invocation) by Hillis and Steele. */
 function inclusiveScan(indent: string): string[] {
   return [
@@ -779,16 +803,6 @@ function onesweepPrefix(perInvocation: number): string[] {
 function radixHist(subgroups: boolean, perInvocation: number): string {
   const E = perInvocation;
   const copies = 2;
-  const add = (digit: string, pass: number) =>
-    subgroups
-      ? [
-        `    { let d = ${
-          pass * 256
-        }u + ${digit}; let low = subgroupMin(select(2048u, d, ok)); let high = subgroupMax(select(0u, d, ok));`,
-        "      let lanes = subgroupAdd(select(0u, 1u, ok));",
-        "      if (ok) { if (low == high) { if (sg_lane == firstOk) { atomicAdd(&tally[copy + d], lanes); } } else { atomicAdd(&tally[copy + d], 1u); } } }",
-      ]
-      : [`    if (ok) { atomicAdd(&tally[copy + ${pass * 256}u + ${digit}], 1u); }`];
   return [
     RADIX_PARAMS,
     "@group(0) @binding(0) var<storage, read> src: array<u32>;",
@@ -811,8 +825,14 @@ function radixHist(subgroups: boolean, perInvocation: number): string {
     `    let i = tile * ${E * SORT_WORKGROUP}u + e * ${SORT_WORKGROUP}u + l;`,
     "    let ok = i < p.len;",
     "    let key = load_key(row, i);",
-    ...(subgroups ? ["    let firstOk = subgroupMin(select(0xffffffffu, sg_lane, ok));"] : []),
-    ...[0, 1, 2, 3].flatMap((pass) => add(`((key >> ${8 * pass}u) & 0xffu)`, pass)),
+    ...[0, 1, 2, 3].flatMap((pass) =>
+      tallyAdd(
+        subgroups,
+        (d) => `&tally[copy + ${d}]`,
+        `${pass * 256}u + ((key >> ${8 * pass}u) & 0xffu)`,
+        "ok",
+      )
+    ),
     "  }",
     "  workgroupBarrier();",
     `  for (var d = l; d < 1024u; d += ${SORT_WORKGROUP}u) {`,
@@ -1094,22 +1114,6 @@ const TALLY_COPIES = 8;
 function radixCount(subgroups: boolean, perInvocation: number, first: boolean): string {
   const E = perInvocation;
   const each = (f: (e: number) => string[]) => Array.from({ length: E }, (_, e) => f(e)).flat();
-  // Every lane reaches the subgroup operations (lanes past the row's end hold digit 256).
-  const add = (digit: string) =>
-    subgroups
-      ? [
-        `  { let low = subgroupMin(${digit});`,
-        `    let high = subgroupMax(${digit});`,
-        "    let lanes = subgroupAdd(1u);",
-        `    if (${digit} < 256u) {`,
-        "      if (low == high) {",
-        `        if (sg_lane == 0u) { atomicAdd(&tally[copy + ${digit}], lanes); }`,
-        "      } else {",
-        `        atomicAdd(&tally[copy + ${digit}], 1u);`,
-        "      }",
-        "    } }",
-      ]
-      : [`  if (${digit} < 256u) { atomicAdd(&tally[copy + ${digit}], 1u); }`];
   return [
     RADIX_PARAMS,
     "@group(0) @binding(0) var<storage, read> src: array<u32>;",
@@ -1131,7 +1135,9 @@ function radixCount(subgroups: boolean, perInvocation: number, first: boolean): 
     subgroups
       ? `  let copy = ((l / sg_size) % ${TALLY_COPIES}u) * 256u;`
       : `  let copy = (l % ${TALLY_COPIES}u) * 256u;`,
-    ...each((e) => add(`digit${e}`)),
+    ...each((e) =>
+      tallyAdd(subgroups, (d) => `&tally[copy + ${d}]`, `digit${e}`, `digit${e} < 256u`)
+    ),
     "  workgroupBarrier();",
     "  var total = 0u;",
     `  for (var c = 0u; c < ${TALLY_COPIES}u; c++) { total += atomicLoad(&tally[c * 256u + l]); }`,
@@ -1185,19 +1191,6 @@ export function selectHistWords(targets: number): number {
 function selectHist(subgroups: boolean, targets: number): string {
   const E = SELECT_TILE / SORT_WORKGROUP;
   const each = (f: (e: number) => string[]) => Array.from({ length: E }, (_, e) => f(e)).flat();
-  const add = (slot: string, digit: string, ok: string) =>
-    subgroups
-      ? [
-        `  { let d = select(256u, ${digit}, ${ok});`,
-        "    let low = subgroupMin(d);",
-        "    let high = subgroupMax(d);",
-        "    let lanes = subgroupAdd(1u);",
-        "    if (d < 256u) {",
-        `      if (low == high) { if (sg_lane == 0u) { atomicAdd(&h[${slot}], lanes); } }`,
-        `      else { atomicAdd(&h[${slot}], 1u); }`,
-        "    } }",
-      ]
-      : [`  if (${ok}) { atomicAdd(&h[${slot}], 1u); }`];
   return [
     "struct Params { len: u32, tiles: u32, shift: u32, off: u32, state: u32, rows: u32, kind: u32, flip: u32 }",
     "@group(0) @binding(0) var<storage, read> x: array<u32>;",
@@ -1219,7 +1212,7 @@ function selectHist(subgroups: boolean, targets: number): string {
     "  workgroupBarrier();",
     "  if (p.shift == 24u) {",
     ...each((e) => [
-      ...add(`(k${e} >> 24u)`, `(k${e} >> 24u)`, `i${e} < p.len`),
+      ...tallyAdd(subgroups, (d) => `&h[${d}]`, `(k${e} >> 24u)`, `i${e} < p.len`),
       `  if (i${e} < p.len && k${e} == 0xffffffffu) { atomicAdd(&nans, 1u); }`,
     ]),
     "  } else {",
