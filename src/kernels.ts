@@ -113,6 +113,27 @@ export const KERNELS: readonly KernelEntry[] = [
     gpu: family("sort", "gpu/_codegen_sort.ts"),
     plan: "planSort",
   })),
+  ...["gather", "takeAlongAxis", "take", "indexSelect", "at"].map((op) => ({
+    id: `indexing/${op}`,
+    wasmReference: "indexing_gather",
+    gpu: family("indexing", "gpu/_codegen_indexing.ts"),
+    plan: "planGather",
+  })),
+  ...[
+    "scatter",
+    "scatterAdd",
+    "segmentSum",
+    "segmentMean",
+    "segmentMax",
+    "segmentMin",
+    "segmentProd",
+    "bincount",
+  ].map((op) => ({
+    id: `indexing/${op}`,
+    wasmReference: "indexing_scatter",
+    gpu: family("indexing", "gpu/_codegen_indexing.ts"),
+    plan: "planScatter",
+  })),
   ...["sum", "prod", "max", "min"].map((op) => ({
     id: `scan/cum${op}`,
     wasmReference: `scan_${op}_`,

@@ -80,6 +80,7 @@ export { readAll } from "./ops/read.ts";
 export * from "./ops/pool.ts";
 export * from "./ops/scan.ts";
 export * from "./ops/sort.ts";
+export * from "./ops/indexing.ts";
 export * from "./ops/matmul.ts";
 export type { NestedArray, TensorLike } from "./ops/_dispatch.ts";
 export type { BinaryOp, UnaryOp } from "./ir/elementwise_table.ts";
@@ -92,6 +93,7 @@ export {
   GpuError,
   GyreError,
   type GyreErrorDetails,
+  IndexError,
   OutOfMemoryError,
   ShapeError,
   ValueError,

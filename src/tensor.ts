@@ -17,6 +17,7 @@ import type * as pool from "./ops/pool.ts";
 import type * as norm from "./ops/rows.ts";
 import type * as scan from "./ops/scan.ts";
 import type * as sort from "./ops/sort.ts";
+import type * as idx from "./ops/indexing.ts";
 import type * as mm from "./ops/matmul.ts";
 import type * as sh from "./ops/shape.ts";
 import type * as read from "./ops/read.ts";
@@ -1344,6 +1345,95 @@ export class Tensor {
     return ops.sort.searchsorted(this, values, options);
   }
 
+  // Integer-array indexing.
+  /**
+   * The method form of `gyre.at(this, ...ranges)`: NumPy indexing with one int32 index tensor
+   * among basic ranges; see `at`.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const rows = gyre.arange(6).reshape([3, 2]).at(gyre.tensor([2, 0], { dtype: "int32" })); // [[4, 5], [0, 1]]
+   * ```
+   */
+  at(...ranges: idx.AtRange[]): Tensor {
+    return ops.idx.at(this, ...ranges);
+  }
+  /**
+   * The method form of `gyre.gather(this, indices, options)` (PyTorch's gather); see `gather`.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const g = gyre.tensor([[1, 2], [3, 4]]).gather(gyre.tensor([[1], [0]], { dtype: "int32" })); // [[2], [3]]
+   * ```
+   */
+  gather(indices: Tensor, options?: idx.AxisOption): Tensor {
+    return ops.idx.gather(this, indices, options);
+  }
+  /**
+   * The method form of `gyre.takeAlongAxis(this, indices, options)` (NumPy's); see `takeAlongAxis`.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const x = gyre.tensor([3, 1, 2]);
+   * const sorted = x.takeAlongAxis(x.argsort()); // [1, 2, 3]
+   * ```
+   */
+  takeAlongAxis(indices: Tensor, options?: idx.AxisOption): Tensor {
+    return ops.idx.takeAlongAxis(this, indices, options);
+  }
+  /**
+   * The method form of `gyre.take(this, indices, options)` (NumPy's); see `take`.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const t = gyre.tensor([5, 6, 7]).take(gyre.tensor([-1, 0], { dtype: "int32" })); // [7, 5]
+   * ```
+   */
+  take(indices: Tensor, options?: idx.TakeOptions): Tensor {
+    return ops.idx.take(this, indices, options);
+  }
+  /**
+   * The method form of `gyre.indexSelect(this, indices, options)` (PyTorch's index_select); see
+   * `indexSelect`.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const r = gyre.eye(3).indexSelect(gyre.tensor([2], { dtype: "int32" })); // [[0, 0, 1]]
+   * ```
+   */
+  indexSelect(indices: Tensor, options?: idx.TakeOptions): Tensor {
+    return ops.idx.indexSelect(this, indices, options);
+  }
+  /**
+   * The method form of `gyre.scatter(this, indices, updates, options)`; see `scatter`.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.zeros([3]).scatter(gyre.tensor([2], { dtype: "int32" }), 9); // [0, 0, 9]
+   * ```
+   */
+  scatter(indices: Tensor, updates: Tensor | number, options?: idx.ScatterOptions): Tensor {
+    return ops.idx.scatter(this, indices, updates, options);
+  }
+  /**
+   * The method form of `gyre.scatterAdd(this, indices, updates, options)`; see `scatterAdd`.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const y = gyre.zeros([2]).scatterAdd(gyre.tensor([1, 1], { dtype: "int32" }), 1); // [0, 2]
+   * ```
+   */
+  scatterAdd(indices: Tensor, updates: Tensor | number, options?: idx.AxisOption): Tensor {
+    return ops.idx.scatterAdd(this, indices, updates, options);
+  }
+
   // Matrix products.
   /**
    * The method form of `gyre.matmul(this, ...)`: see `matmul` for the semantics and options.
@@ -1560,6 +1650,7 @@ export interface TensorOps {
   norm: typeof norm;
   scan: typeof scan;
   sort: typeof sort;
+  idx: typeof idx;
   mm: typeof mm;
   sh: typeof sh;
   read: typeof read;

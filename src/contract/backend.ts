@@ -24,6 +24,7 @@ import type {
   SortJob,
   SortResult,
 } from "./sort.ts";
+import type { GatherJob, GatherResult, ScatterJob, ScatterResult } from "./indexing.ts";
 import type { DeviceName, Storage, StorageOwner, View } from "../core/view.ts";
 
 export type { DeviceName, Storage, View };
@@ -71,6 +72,10 @@ export interface Backend extends StorageOwner {
   quantile(job: QuantileJob): QuantileResult;
   /** Runs a search job (searchsorted). */
   searchsorted(job: SearchJob): SearchResult;
+  /** Runs a gather job (takeAlongAxis, take, indexSelect, `at`). */
+  gather(job: GatherJob): GatherResult;
+  /** Runs a scatter job (scatter, scatterAdd, the segment reductions, bincount). */
+  scatter(job: ScatterJob): ScatterResult;
   /** Runs a pooling job (2-D max and average pooling, regular and adaptive). */
   pool(job: PoolJob): PoolResult;
   /**

@@ -14,3 +14,4 @@ export * from "./reduce.ts";
 export * from "./rows.ts";
 export * from "./scan.ts";
 export * from "./sort.ts";
+export * from "./indexing.ts";

@@ -90,6 +90,20 @@ export class DTypeError extends GyreError {}
 export class ValueError extends GyreError {}
 
 /**
+ * An index outside its axis: a gather's, a scatter's or a segment id. The WASM device throws it
+ * when the op runs; the GPU finds it while the kernel runs and throws it from the next read of
+ * any result (as a CUDA device assert does), naming the op; the results of that op are then
+ * unspecified, and the runtime stays usable.
+ *
+ * @example
+ * ```ts
+ * import { IndexError } from "@gyre/gyre";
+ * const e = new IndexError({ op: "take", argument: "indices", expected: "indices in [-3, 3)", received: "5" });
+ * ```
+ */
+export class IndexError extends GyreError {}
+
+/**
  * Use of a tensor after `dispose()`.
  *
  * @example

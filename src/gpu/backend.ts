@@ -33,6 +33,8 @@ import type {
   SortResult,
 } from "../contract/sort.ts";
 import { runQuantileGpu, runSearchGpu, runSortGpu } from "./sort.ts";
+import type { GatherJob, GatherResult, ScatterJob, ScatterResult } from "../contract/indexing.ts";
+import { runGatherGpu, runScatterGpu } from "./indexing.ts";
 
 /** The GPU backend over one WebGPU device. */
 export class GpuBackend extends GpuHost implements Backend {
@@ -59,6 +61,12 @@ export class GpuBackend extends GpuHost implements Backend {
   }
   searchsorted(job: SearchJob): SearchResult {
     return runSearchGpu(this, job);
+  }
+  gather(job: GatherJob): GatherResult {
+    return runGatherGpu(this, job);
+  }
+  scatter(job: ScatterJob): ScatterResult {
+    return runScatterGpu(this, job);
   }
   matmul(job: MatmulJob): MatmulResult | null {
     return runMatmulGpu(this, job);

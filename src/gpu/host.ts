@@ -25,7 +25,7 @@ import {
   storageBytes,
   type TypedArray,
 } from "../core/dtype.ts";
-import { DTypeError, GpuError } from "../core/errors.ts";
+import { DTypeError, GpuError, IndexError } from "../core/errors.ts";
 import { E } from "../ir/expr.ts";
 
 import { NO_OVERRIDES } from "../plans/overrides.ts";
@@ -46,6 +46,9 @@ const ZERO_WGSL = [
   "  if (i < p.n) { words[i] = 0u; }",
   "}",
 ].join("\n");
+
+/** Index checks one read-back reports (see `GpuHost.indexCheck`). */
+export const INDEX_CHECK_SLOTS = 1024;
 
 /** GPU storage: one pooled buffer. */
 export class GpuStorage implements Storage {
@@ -224,6 +227,21 @@ export abstract class GpuHost {
   }
   #scratch = new Map<string, GPUBuffer>();
 
+  /**
+   * A slot where a kernel reports an index outside its axis (words 2k and 2k + 1 of the
+   * "index-checks" scratch: a flag and the index), read with the next read-back, which throws an
+   * IndexError naming `op` if the flag is set. Past {@link INDEX_CHECK_SLOTS} checks between two
+   * reads the last slot is shared. For the family modules.
+   */
+  indexCheck(op: string, argument: string, expected: string): { buffer: GPUBuffer; slot: number } {
+    const buffer = this.scratch("index-checks", 2 * INDEX_CHECK_SLOTS);
+    if (this.#indexChecks.length < INDEX_CHECK_SLOTS) {
+      this.#indexChecks.push({ op, argument, expected });
+    } else this.#indexChecks[INDEX_CHECK_SLOTS - 1].op += ` (or ${op})`;
+    return { buffer, slot: Math.min(this.#indexChecks.length, INDEX_CHECK_SLOTS) - 1 };
+  }
+  #indexChecks: { op: string; argument: string; expected: string }[] = [];
+
   /** Workgroup grid for `invocations`, folded into two dimensions past the per-dimension limit. */
   grid(invocations: number, workgroupSize: number): [number, number] {
     const groups = Math.max(1, Math.ceil(invocations / workgroupSize));
@@ -313,6 +331,14 @@ export abstract class GpuHost {
       regions.push({ buffer: storage.buffer, byteOffset: offset * elementBytes, bytes, temp });
       total += Math.ceil(bytes / 16) * 16;
     }
+    // The index checks of the work since the last read ride along (see `indexCheck`).
+    const checks = this.#indexChecks;
+    this.#indexChecks = [];
+    if (checks.length) {
+      const bytes = 8 * checks.length;
+      regions.push({ buffer: this.scratch("index-checks", 0), byteOffset: 0, bytes });
+      total += Math.ceil(bytes / 16) * 16;
+    }
     if (total === 0) {
       this.flush();
       await this.batch.checkErrors("read");
@@ -337,10 +363,30 @@ export abstract class GpuHost {
       await staging.mapAsync(GPUMapMode.READ);
       await this.batch.checkErrors("read");
       const mapped = staging.getMappedRange();
+      if (checks.length) this.#throwIndexErrors(checks, mapped, starts[views.length]);
       return views.map((view, k) => toHost(view.dtype, mapped, starts[k], sizeOf(view.shape)));
     } finally {
       staging.destroy();
     }
+  }
+
+  /** Clears the reported slots and throws for the first one set. */
+  #throwIndexErrors(
+    checks: { op: string; argument: string; expected: string }[],
+    mapped: ArrayBuffer,
+    byteOffset: number,
+  ): void {
+    const words = new Int32Array(mapped, byteOffset, 2 * checks.length);
+    const bad = checks.findIndex((_, k) => words[2 * k] !== 0);
+    if (bad < 0) return;
+    // Written before any later work runs (the queue orders it before the next submission).
+    this.device.queue.writeBuffer(
+      this.scratch("index-checks", 0),
+      0,
+      new Uint32Array(2 * checks.length),
+    );
+    const { op, argument, expected } = checks[bad];
+    throw new IndexError({ op, argument, expected, received: `index ${words[2 * bad + 1]}` });
   }
 
   free(storage: Storage): void {

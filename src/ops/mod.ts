@@ -13,8 +13,9 @@ import * as pool from "./pool.ts";
 import * as norm from "./rows.ts";
 import * as scan from "./scan.ts";
 import * as sort from "./sort.ts";
+import * as idx from "./indexing.ts";
 import * as mm from "./matmul.ts";
 import * as sh from "./shape.ts";
 import * as read from "./read.ts";
 
-installTensorOps({ ew, act, red, pool, norm, scan, sort, mm, sh, read });
+installTensorOps({ ew, act, red, pool, norm, scan, sort, idx, mm, sh, read });

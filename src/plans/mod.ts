@@ -13,6 +13,7 @@ import type { ReduceChoice } from "./reduce.ts";
 import type { RowsChoice } from "./rows.ts";
 import type { ScanChoice } from "./scan.ts";
 import type { SortChoice } from "./sort.ts";
+import type { IndexingChoice } from "./indexing.ts";
 import type { WasmThreadsChoice } from "./wasm_threads.ts";
 
 export * from "./elementwise.ts";
@@ -20,6 +21,7 @@ export * from "./reduce.ts";
 export * from "./pool.ts";
 export * from "./scan.ts";
 export * from "./sort.ts";
+export * from "./indexing.ts";
 export * from "./rows.ts";
 export * from "./matmul.ts";
 export * from "./overrides.ts";
@@ -34,6 +36,7 @@ export type Choice =
   | RowsChoice
   | MatmulChoice
   | SortChoice
+  | IndexingChoice
   | WasmGemmChoice
   | WasmElementwiseChoice
   | WasmThreadsChoice

@@ -13,6 +13,7 @@ import type { ReduceChoice } from "./reduce.ts";
 import type { RowsChoice } from "./rows.ts";
 import type { ScanChoice } from "./scan.ts";
 import type { SortChoice } from "./sort.ts";
+import type { IndexingChoice } from "./indexing.ts";
 import type { WasmThreadsChoice } from "./wasm_threads.ts";
 
 /** The override of each plan, by kernel family. */
@@ -31,6 +32,8 @@ export interface PlanOverrides {
   matmul?: Partial<MatmulChoice>;
   /** Fields forced in the sort plan. */
   sort?: Partial<SortChoice>;
+  /** Fields forced in the gather and scatter plans. */
+  indexing?: Partial<IndexingChoice>;
   /** Fields forced in the WASM GEMM plan. */
   wasmGemm?: Partial<WasmGemmChoice>;
   /** Fields forced in the WASM elementwise plan. */
@@ -52,6 +55,7 @@ const FAMILIES: readonly PlanFamily[] = [
   "rows",
   "matmul",
   "sort",
+  "indexing",
   "wasmGemm",
   "wasmElementwise",
   "wasmThreads",

@@ -12,6 +12,7 @@ import { REDUCE_COMBINES, type ReduceChoice } from "./reduce.ts";
 import { ROWS_COMBINES, ROWS_VARIANTS, type RowsChoice } from "./rows.ts";
 import { SCAN_LAYOUTS, SCAN_VARIANTS, type ScanChoice } from "./scan.ts";
 import { SORT_VARIANTS, type SortChoice } from "./sort.ts";
+import { INDEXING_VARIANTS, type IndexingChoice } from "./indexing.ts";
 
 /** How a workgroup reduction combines: through subgroup operations or shared memory. */
 const REDUCE_FORMS = ["workgroup-subgroup", "workgroup-shared", "thread"] as const;
@@ -25,6 +26,7 @@ export const FAMILY_VARIANTS = {
   rows: [...ROWS_VARIANTS, ...ROWS_COMBINES],
   matmul: MATMUL_VARIANTS,
   sort: SORT_VARIANTS,
+  indexing: INDEXING_VARIANTS,
 } as const;
 
 /** A GPU kernel family with named variants. */
@@ -46,6 +48,8 @@ export interface FamilyChoice {
   matmul: MatmulChoice;
   /** The sort plan's choice. */
   sort: SortChoice;
+  /** The gather or scatter plan's choice. */
+  indexing: IndexingChoice;
 }
 
 /**
@@ -84,6 +88,9 @@ export function variantsOf<F extends GpuFamily>(
       return [c.variant, c.combine];
     }
     default:
-      return [(choice as ElementwiseChoice | PoolChoice | MatmulChoice | SortChoice).variant];
+      return [
+        (choice as ElementwiseChoice | PoolChoice | MatmulChoice | SortChoice | IndexingChoice)
+          .variant,
+      ];
   }
 }

@@ -29,6 +29,8 @@ import type {
   SortResult,
 } from "../contract/sort.ts";
 import { runQuantileWasm, runSearchWasm, runSortWasm } from "./sort.ts";
+import type { GatherJob, GatherResult, ScatterJob, ScatterResult } from "../contract/indexing.ts";
+import { runGatherWasm, runScatterWasm } from "./indexing.ts";
 
 /** The WASM backend over one instance of the kernel module. */
 export class WasmBackend extends WasmHost implements Backend {
@@ -55,6 +57,12 @@ export class WasmBackend extends WasmHost implements Backend {
   }
   searchsorted(job: SearchJob): SearchResult {
     return runSearchWasm(this, job);
+  }
+  gather(job: GatherJob): GatherResult {
+    return runGatherWasm(this, job);
+  }
+  scatter(job: ScatterJob): ScatterResult {
+    return runScatterWasm(this, job);
   }
   matmul(job: MatmulJob): MatmulResult {
     return runMatmulWasm(this, job);

@@ -1,0 +1,352 @@
+/**
+ * WGSL of the indexing family: the gather, the scatter's combine in each form (store, one atomic
+ * instruction, a compare-and-swap loop) and the scatter's finishing passes (float max and min
+ * through order-preserving integer keys, means divided by their counts). Every kernel walks its
+ * iteration space by decomposing the invocation's index over the job's shape, unrolled for its
+ * rank; strides are signed element counts.
+ * @module
+ */
+import type { DType } from "../core/dtype.ts";
+import type { ScatterReduce } from "../contract/indexing.ts";
+import type { IndexingVariant } from "../plans/indexing.ts";
+import { preludeFor } from "./_wgsl_types.ts";
+
+/** One kernel of the family. */
+export type IndexingStage = "gather" | "scatter" | "keys" | "unkeys" | "mean";
+
+/** What a kernel's code depends on; {@link indexingKey} of it keys the pipeline cache. */
+export interface IndexingSpec {
+  stage: IndexingStage;
+  /** The axes its iteration space decomposes (1 to 8; finishing passes: 0). */
+  rank: number;
+  /** The gathered or scattered dtype. */
+  dtype: DType;
+  /** Scatters: the form and the reduction. */
+  variant?: IndexingVariant;
+  reduce?: ScatterReduce;
+  workgroupSize: number;
+}
+
+/** Cache key of a spec. */
+export function indexingKey(s: IndexingSpec): string {
+  return `indexing|${s.stage}|r${s.rank}|${s.dtype}|${s.variant ?? ""}|${
+    s.reduce ?? ""
+  }|wg${s.workgroupSize}`;
+}
+
+/**
+ * Uniform words: a header of 8 (n, rank, the axis' stride and length, two operand offsets, the
+ * negative-index rule, the index check's slot), the shape (8), then 8 signed strides for each
+ * operand (gather: x, indices; scatter: updates, indices, output).
+ */
+export function indexingUniforms(
+  header: readonly number[],
+  shape: readonly number[],
+  strides: readonly (readonly number[])[],
+): Uint32Array {
+  const words = new Uint32Array(40);
+  words.set(header.map((v) => v >>> 0));
+  words.set(shape, 8);
+  strides.forEach((s, k) => words.set(s.map((v) => v >>> 0), 16 + 8 * k));
+  return words;
+}
+
+const PARAMS = [
+  "struct Params {",
+  "  n: u32, rank: u32, axis_stride: i32, axis_length: i32,",
+  "  off0: i32, off1: i32, negative: u32, slot: u32,",
+  "  shape: array<vec4<u32>, 2>,",
+  "  strides: array<array<vec4<i32>, 2>, 3>,",
+  "}",
+].join("\n");
+
+/** The index check and the resolution of a raw index (see IndexedAxis). */
+const RESOLVE = `
+// The raw index made non-negative; -1 to drop the element; -2 when out of range, reported in the
+// check's slot for the next read-back's IndexError.
+fn resolve(raw: i32) -> i32 {
+  var i = raw;
+  if (i < 0) {
+    if (p.negative == 1u) { return -1; }
+    if (p.negative == 0u) { i = i + p.axis_length; }
+  }
+  if (i < 0 || i >= p.axis_length) {
+    atomicMax(&checks[2u * p.slot], 1u);
+    atomicStore(&checks[2u * p.slot + 1u], bitcast<u32>(raw));
+    return -2;
+  }
+  return i;
+}`;
+
+function main(workgroupSize: number): string[] {
+  return [
+    `@compute @workgroup_size(${workgroupSize})`,
+    "fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {",
+    `  let t = gid.x + gid.y * nwg.x * ${workgroupSize}u;`,
+  ];
+}
+
+/** Code giving each operand's offset (o0, o1, ...) for the iteration index `t`. */
+function offsets(rank: number, operands: number): string[] {
+  const lines = ["  var rest = t;"];
+  for (let k = 0; k < operands; k++) lines.push(`  var o${k} = 0;`);
+  for (let d = rank - 1; d >= 0; d--) {
+    const at = `[${d >> 2}][${d & 3}]`;
+    lines.push(
+      d > 0
+        ? `  let c${d} = i32(rest % p.shape${at}); rest = rest / p.shape${at};`
+        : `  let c${d} = i32(rest);`,
+    );
+    for (let k = 0; k < operands; k++) {
+      lines.push(`  o${k} = o${k} + c${d} * p.strides[${k}]${at};`);
+    }
+  }
+  return lines;
+}
+
+/** The half at element e of a u32 array. */
+const HALF =
+  "fn half_at(words: u32, e: i32) -> u32 { return (words >> (u32(e & 1) * 16u)) & 0xffffu; }";
+
+/** The WGSL of one kernel. Bindings: storage buffers (the last ones writable), then Params. */
+export function generateIndexing(s: IndexingSpec): string {
+  switch (s.stage) {
+    case "gather":
+      return gather(s);
+    case "scatter":
+      return scatter(s);
+    default:
+      return finish(s);
+  }
+}
+
+function gather(s: IndexingSpec): string {
+  const half = s.dtype === "float16";
+  const body = half
+    ? [
+      // Two outputs an invocation: one word written whole.
+      "  let first = 2u * t;",
+      "  if (first >= p.n) { return; }",
+      "  var word = 0u;",
+      "  for (var h = 0u; h < 2u; h++) {",
+      "    let e = first + h;",
+      "    if (e >= p.n) { break; }",
+      "    let v = element(e);",
+      "    word = word | (v << (16u * h));",
+      "  }",
+      "  out[t] = word;",
+      "}",
+      "fn element(t: u32) -> u32 {",
+      ...offsets(s.rank, 2),
+      "  let i = resolve(indices[p.off1 + o1]);",
+      "  if (i < 0) { return 0u; }",
+      "  let e = p.off0 + o0 + i * p.axis_stride;",
+      "  return half_at(x[e >> 1u], e);",
+      "}",
+    ]
+    : [
+      "  if (t >= p.n) { return; }",
+      ...offsets(s.rank, 2),
+      "  let i = resolve(indices[p.off1 + o1]);",
+      "  out[t] = select(0u, x[p.off0 + o0 + max(i, 0) * p.axis_stride], i >= 0);",
+      "}",
+    ];
+  return [
+    PARAMS,
+    "@group(0) @binding(0) var<storage, read> x: array<u32>;",
+    "@group(0) @binding(1) var<storage, read> indices: array<i32>;",
+    "@group(0) @binding(2) var<storage, read_write> checks: array<atomic<u32>>;",
+    "@group(0) @binding(3) var<storage, read_write> out: array<u32>;",
+    "@group(0) @binding(4) var<uniform> p: Params;",
+    RESOLVE,
+    HALF,
+    ...main(s.workgroupSize),
+    ...body,
+  ].join("\n");
+}
+
+/** The element type the scatter's output is bound as. */
+function outAtomic(s: IndexingSpec): string {
+  if (s.variant !== "atomic") return "u32";
+  if (s.dtype === "float32") return s.reduce === "max" || s.reduce === "min" ? "i32" : "f32";
+  return s.dtype === "int32" && (s.reduce === "max" || s.reduce === "min") ? "i32" : "u32";
+}
+
+/** Order-preserving integer keys of float32 bits (NaN made the largest for max, least for min). */
+const KEYS = `
+fn to_key(bits: u32, largest_nan: bool) -> i32 {
+  var b = bits;
+  if ((b & 0x7fffffffu) > 0x7f800000u) { b = select(0xffc00000u, 0x7fc00000u, largest_nan); }
+  let k = bitcast<i32>(b);
+  return select(k, k ^ 0x7fffffff, k < 0);
+}
+fn from_key(k: i32) -> u32 {
+  return bitcast<u32>(select(k, k ^ 0x7fffffff, k < 0));
+}`;
+
+/** The combine of two values' bits in the dtype (a compare-and-swap loop's new word). */
+function merged(dtype: DType, reduce: ScatterReduce, a: string, b: string): string {
+  if (reduce === "none") return b;
+  const f = (x: string) => `bitcast<f32>(${x})`;
+  switch (dtype) {
+    case "float32":
+    case "float16": {
+      const x = dtype === "float16" ? `unpack2x16float(${a}).x` : f(a);
+      const y = dtype === "float16" ? `unpack2x16float(${b}).x` : f(b);
+      const v = reduce === "max"
+        ? `g_max_f32(${x}, ${y})`
+        : reduce === "min"
+        ? `g_min_f32(${x}, ${y})`
+        : reduce === "prod"
+        ? `(${x} * ${y})`
+        : `(${x} + ${y})`;
+      return dtype === "float16"
+        ? `(pack2x16float(vec2<f32>(g_round_f16(${v}), 0.0)) & 0xffffu)`
+        : `bitcast<u32>(${v})`;
+    }
+    case "int32": {
+      const x = `bitcast<i32>(${a})`;
+      const y = `bitcast<i32>(${b})`;
+      const v = reduce === "max"
+        ? `max(${x}, ${y})`
+        : reduce === "min"
+        ? `min(${x}, ${y})`
+        : reduce === "prod"
+        ? `(${x} * ${y})`
+        : `(${x} + ${y})`;
+      return `bitcast<u32>(${v})`;
+    }
+    default:
+      return reduce === "max"
+        ? `max(${a}, ${b})`
+        : reduce === "min"
+        ? `min(${a}, ${b})`
+        : reduce === "prod"
+        ? `(${a} * ${b})`
+        : `(${a} + ${b})`;
+  }
+}
+
+function scatter(s: IndexingSpec): string {
+  const half = s.dtype === "float16";
+  const reduce = s.reduce ?? "none";
+  const type = outAtomic(s);
+  const lines = [
+    "  if (t >= p.n) { return; }",
+    ...offsets(s.rank, 3),
+    "  let i = resolve(indices[p.off1 + o1]);",
+    "  if (i < 0) { return; }",
+    "  let o = o2 + i * p.axis_stride;",
+    half
+      ? "  let v = half_at(updates[(p.off0 + o0) >> 1u], p.off0 + o0);"
+      : "  let v = updates[p.off0 + o0];",
+  ];
+  if (reduce === "mean") lines.push("  atomicAdd(&counts[o], 1u);");
+  if (s.variant === "store" && !half) {
+    lines.push("  atomicStore(&out[o], v);");
+  } else if (s.variant === "atomic") {
+    const op = reduce === "max" ? "atomicMax" : reduce === "min" ? "atomicMin" : "atomicAdd";
+    const value = type === "f32"
+      ? "bitcast<f32>(v)"
+      : s.dtype === "float32"
+      ? `to_key(v, ${reduce === "max"})`
+      : type === "i32"
+      ? "bitcast<i32>(v)"
+      : "v";
+    lines.push(`  ${op}(&out[o], ${value});`);
+  } else {
+    // A compare-and-swap loop on the word holding the element: each failure means another
+    // invocation's update landed, so the loop ends.
+    const word = half ? "o >> 1u" : "o";
+    const next = half
+      ? `(old & ~(0xffffu << shift)) | (${
+        merged(s.dtype, reduce, "half_at(old, o)", "v")
+      } << shift)`
+      : merged(s.dtype, reduce, "old", "v");
+    lines.push(
+      `  let w = ${word};`,
+      "  let shift = u32(o & 1) * 16u;",
+      "  var old = atomicLoad(&out[w]);",
+      "  loop {",
+      `    let next = ${next};`,
+      "    let r = atomicCompareExchangeWeak(&out[w], old, next);",
+      "    if (r.exchanged) { break; }",
+      "    old = r.old_value;",
+      "  }",
+    );
+  }
+  lines.push("}");
+  const code = [
+    PARAMS,
+    "@group(0) @binding(0) var<storage, read> updates: array<u32>;",
+    "@group(0) @binding(1) var<storage, read> indices: array<i32>;",
+    "@group(0) @binding(2) var<storage, read_write> checks: array<atomic<u32>>;",
+    "@group(0) @binding(3) var<storage, read_write> counts: array<atomic<u32>>;",
+    `@group(0) @binding(4) var<storage, read_write> out: array<atomic<${type}>>;`,
+    "@group(0) @binding(5) var<uniform> p: Params;",
+    RESOLVE,
+    HALF,
+    KEYS,
+    ...main(s.workgroupSize),
+    ...lines,
+  ].join("\n");
+  return `${code}\n${preludeFor(code)}`;
+}
+
+/**
+ * The finishing passes over the output's p.n elements: float32 bits to keys ("keys", before a
+ * max or min) and back ("unkeys"); a mean's sums divided by their counts plus p.negative (1 with
+ * a base), a slot with neither being 0 ("mean"; floor division for int32).
+ */
+function finish(s: IndexingSpec): string {
+  const half = s.dtype === "float16";
+  let body: string[];
+  if (s.stage === "keys") {
+    body = [`  out[t] = bitcast<u32>(to_key(out[t], ${s.reduce === "max"}));`];
+  } else if (s.stage === "unkeys") {
+    body = ["  out[t] = from_key(bitcast<i32>(out[t]));"];
+  } else {
+    const divide = (sum: string, c: string): string => {
+      switch (s.dtype) {
+        case "int32":
+          return `bitcast<u32>(g_floordiv_i32(bitcast<i32>(${sum}), i32(${c})))`;
+        case "uint32":
+        case "bool":
+          return `${sum} / ${c}`;
+        case "float16":
+          return `(pack2x16float(vec2<f32>(g_round_f16(unpack2x16float(${sum}).x / f32(${c})), 0.0)) & 0xffffu)`;
+        default:
+          return `bitcast<u32>(bitcast<f32>(${sum}) / f32(${c}))`;
+      }
+    };
+    const one = (e: string, sum: string) => [
+      `  let c${e} = counts[${e}] + p.negative;`,
+      `  let m${e} = select(0u, ${divide(sum, `c${e}`)}, c${e} > 0u);`,
+    ];
+    body = half
+      ? [
+        "  let e0 = 2u * t;",
+        "  let e1 = e0 + 1u;",
+        ...one("e0", "(out[t] & 0xffffu)"),
+        "  var word = me0;",
+        "  if (e1 < p.n) {",
+        ...one("e1", "(out[t] >> 16u)").map((l) => `  ${l}`),
+        "    word = word | (me1 << 16u);",
+        "  }",
+        "  out[t] = word;",
+      ]
+      : [...one("t", "out[t]"), "  out[t] = mt;"];
+  }
+  const code = [
+    PARAMS,
+    "@group(0) @binding(0) var<storage, read> counts: array<u32>;",
+    "@group(0) @binding(1) var<storage, read_write> out: array<u32>;",
+    "@group(0) @binding(2) var<uniform> p: Params;",
+    KEYS,
+    ...main(s.workgroupSize),
+    `  if (t >= ${half ? "(p.n + 1u) / 2u" : "p.n"}) { return; }`,
+    ...body,
+    "}",
+  ].join("\n");
+  return `${code}\n${preludeFor(code)}`;
+}

@@ -1,0 +1,195 @@
+/**
+ * The indexing family on the GPU: host code for the kernels _codegen_indexing.ts generates. A
+ * gather is one dispatch; a scatter starts its output from a copy of the base (or the
+ * reduction's identity), combines the updates in one dispatch of the plan's form, and finishes
+ * float max and min (keys back to floats) and means (sums divided by counts). Indices out of range
+ * are reported through `GpuHost.indexCheck` and thrown by the next read-back.
+ * @module
+ */
+import { sizeOf } from "../core/shape.ts";
+import type { View } from "../core/view.ts";
+import { E } from "../ir/expr.ts";
+import { observePlan } from "../contract/backend.ts";
+import {
+  type GatherJob,
+  type GatherResult,
+  indexRange,
+  NEGATIVE_INDEX_CODE,
+  scatterIdentity,
+  type ScatterJob,
+  type ScatterResult,
+} from "../contract/indexing.ts";
+import { planGather, planScatter } from "../plans/indexing.ts";
+import type { GpuHost, GpuStorage } from "./host.ts";
+import {
+  generateIndexing,
+  indexingKey,
+  type IndexingSpec,
+  indexingUniforms,
+} from "./_codegen_indexing.ts";
+
+function run(
+  gpu: GpuHost,
+  op: string,
+  spec: IndexingSpec,
+  buffers: GPUBuffer[],
+  writable: number,
+  uniforms: Uint32Array,
+  invocations: number,
+): void {
+  const pipeline = gpu.pipeline(
+    indexingKey(spec),
+    buffers.length,
+    () => generateIndexing(spec),
+    writable,
+  );
+  gpu.dispatch(op, pipeline, buffers, uniforms, gpu.grid(invocations, spec.workgroupSize));
+}
+
+/** The buffer under a view (offsets go in the uniforms, in elements). */
+function buffer(view: View): GPUBuffer {
+  return (view.storage as GpuStorage).buffer;
+}
+
+/** Runs a gather job (see `Backend.gather`). */
+export function runGatherGpu(gpu: GpuHost, job: GatherJob): GatherResult {
+  const { op, x, indices, shape, axis } = job;
+  gpu.checkLive(op, [x.dtype]);
+  const n = sizeOf(shape);
+  const out = gpu.alloc(op, x.dtype, n);
+  if (n === 0) return { output: out };
+  const choice = observePlan(
+    "gpu",
+    "indexing",
+    op,
+    planGather(job.overrides.indexing),
+    job.overrides.indexing,
+  );
+  const check = gpu.indexCheck(op, "indices", indexRange(axis));
+  const spec: IndexingSpec = {
+    stage: "gather",
+    rank: shape.length,
+    dtype: x.dtype,
+    workgroupSize: choice.workgroupSize,
+  };
+  const half = x.dtype === "float16";
+  run(
+    gpu,
+    op,
+    spec,
+    [buffer(x), buffer(indices), check.buffer, out.buffer],
+    2,
+    indexingUniforms(
+      [
+        n,
+        shape.length,
+        axis.stride,
+        axis.length,
+        x.offset,
+        indices.offset,
+        NEGATIVE_INDEX_CODE[axis.negative],
+        check.slot,
+      ],
+      shape,
+      [job.xStrides, job.indexStrides],
+    ),
+    half ? Math.ceil(n / 2) : n,
+  );
+  return { output: out };
+}
+
+/** Runs a scatter job (see `Backend.scatter`). */
+export function runScatterGpu(gpu: GpuHost, job: ScatterJob): ScatterResult {
+  const { op, dtype, reduce, axis } = job;
+  gpu.checkLive(op, [dtype]);
+  const length = sizeOf(job.outShape);
+  const out = (job.base
+    ? gpu.evaluate({
+      op,
+      expr: E.cast(E.input(0, job.base.dtype), dtype),
+      inputs: [job.base],
+      shape: job.outShape,
+      overrides: job.overrides,
+    })
+    : gpu.evaluate({
+      op,
+      expr: E.constant(scatterIdentity(reduce, dtype), dtype),
+      inputs: [],
+      shape: job.outShape,
+      overrides: job.overrides,
+    })) as GpuStorage;
+  const n = sizeOf(job.shape);
+  if (n === 0 && reduce !== "mean") return { output: out };
+  const choice = observePlan(
+    "gpu",
+    "indexing",
+    op,
+    planScatter(gpu.caps, job, job.overrides.indexing),
+    job.overrides.indexing,
+  );
+  const counts = reduce === "mean" ? gpu.alloc(op, "uint32", Math.max(length, 1)) : null;
+  const half = dtype === "float16";
+  const finishWords = half ? Math.ceil(length / 2) : length;
+  const finish = (stage: "keys" | "unkeys" | "mean") =>
+    run(
+      gpu,
+      op,
+      { stage, rank: 0, dtype, reduce, workgroupSize: choice.workgroupSize },
+      [counts?.buffer ?? gpu.scratch("indexing-none", 4), out.buffer],
+      1,
+      indexingUniforms([length, 0, 0, 0, 0, 0, job.base ? 1 : 0, 0], [], []),
+      finishWords,
+    );
+  const keyed = choice.variant === "atomic" && dtype === "float32" &&
+    (reduce === "max" || reduce === "min");
+  try {
+    if (counts) gpu.zero(op, counts.buffer, length);
+    if (keyed) finish("keys");
+    if (n > 0) {
+      const check = gpu.indexCheck(op, "indices", indexRange(axis));
+      run(
+        gpu,
+        op,
+        {
+          stage: "scatter",
+          rank: job.shape.length,
+          dtype,
+          variant: choice.variant,
+          reduce,
+          workgroupSize: choice.workgroupSize,
+        },
+        [
+          buffer(job.updates),
+          buffer(job.indices),
+          check.buffer,
+          counts?.buffer ?? gpu.scratch("indexing-none", 4),
+          out.buffer,
+        ],
+        3,
+        indexingUniforms(
+          [
+            n,
+            job.shape.length,
+            axis.stride,
+            axis.length,
+            job.updates.offset,
+            job.indices.offset,
+            NEGATIVE_INDEX_CODE[axis.negative],
+            check.slot,
+          ],
+          job.shape,
+          [job.updateStrides, job.indexStrides, job.outStrides],
+        ),
+        n,
+      );
+    }
+    if (keyed) finish("unkeys");
+    if (counts) finish("mean");
+  } catch (e) {
+    gpu.free(out);
+    throw e;
+  } finally {
+    if (counts) gpu.free(counts);
+  }
+  return { output: out };
+}

@@ -1,0 +1,868 @@
+/**
+ * Integer-array indexing: gathers (`takeAlongAxis`, `gather`, `take`, `indexSelect`, `at`),
+ * scatters (`scatter` with a reduction, `scatterAdd`), segment reductions (`segmentSum`,
+ * `segmentMean`, `segmentMax`, `segmentMin`, `segmentProd`) and counting (`bincount`,
+ * `histogram`, `oneHot`), with NumPy/PyTorch semantics. Indices are int32 tensors on the
+ * operand's device; negative ones count from the end of their axis (segment ids: negative ones
+ * are dropped, as TensorFlow's; bincount: an error). An index outside its axis is an
+ * IndexError: on WASM when the op runs, on the GPU from the next read of any result.
+ *
+ * Each op describes its work as one iteration space with a stride list per operand (a gather or
+ * a scatter job, src/contract/indexing.ts), so one kernel a device serves them all.
+ * @module
+ */
+import type { View } from "../core/view.ts";
+import { checkDType, type DType } from "../core/dtype.ts";
+import { contiguousStrides, normalizeAxis, sizeOf } from "../core/shape.ts";
+import { describe, DTypeError, ShapeError, ValueError } from "../core/errors.ts";
+import { checkOptions } from "../core/options.ts";
+import { E } from "../ir/expr.ts";
+import type { IndexedAxis, ScatterReduce } from "../contract/indexing.ts";
+import { mergeAxes } from "../plans/indexing.ts";
+import { planOverrides } from "../plans/overrides.ts";
+import { backendFor } from "../runtime.ts";
+import { metaOf, Tensor, tensorFromStorage, viewOf } from "../tensor.ts";
+import { runElementwise } from "./_dispatch.ts";
+import { where } from "./elementwise.ts";
+import { arange, full } from "../creation.ts";
+
+// Re-exported so that this module's `export *` in mod.ts makes it public with the options.
+export type { ScatterReduce } from "../contract/indexing.ts";
+
+/** Options of {@link takeAlongAxis}, {@link gather}, {@link scatterAdd}. */
+export interface AxisOption {
+  /** The indexed axis (negative counts from the end). Default -1, the last. */
+  axis?: number;
+}
+
+/** Options of {@link take} and {@link indexSelect}. */
+export interface TakeOptions {
+  /** The indexed axis; `take` without one indexes x flattened, `indexSelect`'s default is 0. */
+  axis?: number;
+}
+
+/** Options of {@link scatter}. */
+export interface ScatterOptions extends AxisOption {
+  /**
+   * How updates meeting at one element combine with it and each other: "none" (the default)
+   * writes them (which of several duplicates wins is unspecified, as in PyTorch), "sum", "prod",
+   * "max", "min" or "mean" (x's value counts as one of the terms: PyTorch's `include_self`).
+   */
+  reduce?: ScatterReduce;
+}
+
+/** Options of the segment reductions. */
+export interface SegmentOptions {
+  /** The number of segments: the output's first axis. Ids at or past it are an IndexError. */
+  numSegments: number;
+  /** Whether the ids are sorted ascending (accepted for TensorFlow parity; unused so far). */
+  sorted?: boolean;
+}
+
+/** Options of {@link bincount}. */
+export interface BincountOptions {
+  /** A weight per value (float32): the counts become sums of weights. */
+  weights?: Tensor;
+  /**
+   * The output's length, which must be known without reading x: values must lie in
+   * [0, minlength) (else an IndexError); within that, the result is NumPy's.
+   */
+  minlength: number;
+}
+
+/** Options of {@link histogram}. */
+export interface HistogramOptions {
+  /** Number of equal-width bins. Default 10. */
+  bins?: number;
+  /** The lower and upper edges; default x's minimum and maximum (computed on the device). */
+  range?: readonly [number, number];
+}
+
+/** Options of {@link oneHot}. */
+export interface OneHotOptions {
+  /** The result's dtype. Default "int32" (PyTorch's integer one-hot). */
+  dtype?: DType;
+}
+
+function tensorArg(op: string, argument: string, value: unknown): Tensor {
+  if (!(value instanceof Tensor)) {
+    throw new ValueError({ op, argument, expected: "a Tensor", received: describe(value) });
+  }
+  return value;
+}
+
+function optionsOf<T extends string>(
+  op: string,
+  value: unknown,
+  keys: readonly T[],
+): Partial<Record<T, unknown>> {
+  if (value === undefined || value === null) return {};
+  if (typeof value !== "object" || Array.isArray(value)) {
+    throw new ValueError({
+      op,
+      argument: "options",
+      expected: `an object { ${keys.join(", ")} }`,
+      received: describe(value),
+    });
+  }
+  return checkOptions(op, value as Record<string, unknown>, keys) as Partial<Record<T, unknown>>;
+}
+
+function integerOption(op: string, argument: string, value: unknown, min: number): number {
+  if (typeof value !== "number" || !Number.isInteger(value) || value < min || value >= 2 ** 31) {
+    throw new ValueError({
+      op,
+      argument,
+      expected: `an integer of at least ${min}`,
+      received: describe(value),
+    });
+  }
+  return value;
+}
+
+/** An int32 index tensor's view on `device`. */
+function indexView(op: string, argument: string, indices: unknown, device: string): View {
+  const t = tensorArg(op, argument, indices);
+  const meta = metaOf(t, op, argument);
+  if (meta.dtype !== "int32") {
+    throw new DTypeError({
+      op,
+      argument,
+      expected: 'int32 indices (cast with .cast("int32"))',
+      received: meta.dtype,
+    });
+  }
+  if (meta.device !== device) {
+    throw new ValueError({
+      op,
+      argument,
+      expected: `a tensor on x's device (${device})`,
+      received: meta.device,
+    });
+  }
+  return viewOf(t, op, argument);
+}
+
+function rankError(op: string, argument: string, expected: string, shape: readonly number[]) {
+  return new ShapeError({ op, argument, expected, received: `shape ${describe(shape)}` });
+}
+
+/** Runs a gather over `shape` with the operands' strides merged where they allow. */
+function runGather(
+  op: string,
+  x: View,
+  indices: View,
+  shape: readonly number[],
+  xStrides: readonly number[],
+  indexStrides: readonly number[],
+  axis: IndexedAxis,
+): Tensor {
+  const merged = mergeAxes(shape, [xStrides, indexStrides]);
+  checkRank(op, merged.shape);
+  const { output } = backendFor(x.storage.backend.name, op).gather({
+    overrides: planOverrides(),
+    op,
+    x,
+    indices,
+    shape: merged.shape,
+    xStrides: merged.strides[0],
+    indexStrides: merged.strides[1],
+    axis,
+  });
+  return tensorFromStorage(output, x.dtype, shape);
+}
+
+function checkRank(op: string, shape: readonly number[]): void {
+  if (shape.length > 8) {
+    throw new ShapeError({
+      op,
+      argument: "x",
+      expected: "at most 8 axes that do not merge (after dropping length-1 axes)",
+      received: `${shape.length}`,
+    });
+  }
+}
+
+/** x's view, at least 1-d. */
+function operandView(op: string, x: unknown, argument = "x"): View {
+  const view = viewOf(tensorArg(op, argument, x), op, argument);
+  return view.shape.length === 0 ? { ...view, shape: [1], strides: [1] } : view;
+}
+
+/**
+ * NumPy's `take_along_axis`: out[..., j, ...] = x[..., indices[..., j, ...], ...] along `axis`,
+ * indices of x's rank broadcasting with x on the other axes. Negative indices count from the end.
+ *
+ * @example
+ * ```ts
+ * import * as gyre from "@gyre/gyre";
+ * const x = gyre.tensor([[10, 30, 20], [60, 40, 50]]);
+ * const order = x.argsort({ axis: 1 });
+ * const sorted = gyre.takeAlongAxis(x, order, { axis: 1 }); // [[10, 20, 30], [40, 50, 60]]
+ * ```
+ */
+export function takeAlongAxis(x: Tensor, indices: Tensor, options?: AxisOption): Tensor {
+  const op = "takeAlongAxis";
+  const o = optionsOf(op, options, ["axis"]);
+  const xv = operandView(op, x);
+  const iv = indexView(op, "indices", indices, xv.storage.backend.name);
+  const rank = xv.shape.length;
+  const axis = normalizeAxis(op, (o.axis as number | undefined) ?? -1, rank, "options.axis");
+  if (iv.shape.length !== rank) {
+    throw rankError(op, "indices", `${rank} axes, as x`, iv.shape);
+  }
+  const shape = xv.shape.map((d, k) => {
+    const e = iv.shape[k];
+    if (k === axis) return e;
+    if (d !== e && d !== 1 && e !== 1) {
+      throw rankError(
+        op,
+        "indices",
+        `a shape that broadcasts with x's ${describe(xv.shape)}`,
+        iv.shape,
+      );
+    }
+    return d === 1 ? e : d;
+  });
+  return runGather(
+    op,
+    xv,
+    iv,
+    shape,
+    xv.strides.map((s, k) => (k === axis || xv.shape[k] === 1 ? 0 : s)),
+    iv.strides.map((s, k) => (iv.shape[k] === 1 ? 0 : s)),
+    { stride: xv.strides[axis], length: xv.shape[axis], negative: "wrap" },
+  );
+}
+
+/**
+ * PyTorch's `gather`: out[i][j][k] = x[i][indices[i][j][k]][k] along `axis`; the output has the
+ * indices' shape, which may be smaller than x's on every axis but `axis`'s. Negative indices
+ * count from the end.
+ *
+ * @example
+ * ```ts
+ * import * as gyre from "@gyre/gyre";
+ * const logits = gyre.tensor([[0.1, 0.9], [0.8, 0.2]]);
+ * const labels = gyre.tensor([[1], [0]], { dtype: "int32" });
+ * const picked = gyre.gather(logits, labels, { axis: 1 }); // [[0.9], [0.8]]
+ * ```
+ */
+export function gather(x: Tensor, indices: Tensor, options?: AxisOption): Tensor {
+  const op = "gather";
+  const o = optionsOf(op, options, ["axis"]);
+  const xv = operandView(op, x);
+  const iv = indexView(op, "indices", indices, xv.storage.backend.name);
+  const rank = xv.shape.length;
+  const axis = normalizeAxis(op, (o.axis as number | undefined) ?? -1, rank, "options.axis");
+  if (iv.shape.length !== rank || iv.shape.some((e, k) => k !== axis && e > xv.shape[k])) {
+    throw rankError(
+      op,
+      "indices",
+      `${rank} axes, each but axis ${axis} at most x's ${describe(xv.shape)}`,
+      iv.shape,
+    );
+  }
+  return runGather(
+    op,
+    xv,
+    iv,
+    iv.shape,
+    xv.strides.map((s, k) => (k === axis ? 0 : s)),
+    iv.strides,
+    { stride: xv.strides[axis], length: xv.shape[axis], negative: "wrap" },
+  );
+}
+
+/** A take along `axis`: the indices' axes replace it. */
+function takeAlong(op: string, xv: View, iv: View, axis: number): Tensor {
+  const before = xv.shape.slice(0, axis);
+  const after = xv.shape.slice(axis + 1);
+  const zeros = (n: number) => new Array<number>(n).fill(0);
+  return runGather(
+    op,
+    xv,
+    iv,
+    [...before, ...iv.shape, ...after],
+    [...xv.strides.slice(0, axis), ...zeros(iv.shape.length), ...xv.strides.slice(axis + 1)],
+    [...zeros(axis), ...iv.strides, ...zeros(after.length)],
+    { stride: xv.strides[axis], length: xv.shape[axis], negative: "wrap" },
+  );
+}
+
+/**
+ * NumPy's `take`: the elements of x at `indices` along `axis` (the indices' axes replace it), or
+ * of x flattened without an axis. Negative indices count from the end.
+ *
+ * @example
+ * ```ts
+ * import * as gyre from "@gyre/gyre";
+ * const x = gyre.tensor([[1, 2], [3, 4]]);
+ * const i = gyre.tensor([3, 0], { dtype: "int32" });
+ * const flat = gyre.take(x, i); // [4, 1]
+ * const rows = gyre.take(x, gyre.tensor([1, 1], { dtype: "int32" }), { axis: 0 }); // [[3, 4], [3, 4]]
+ * ```
+ */
+export function take(x: Tensor, indices: Tensor, options?: TakeOptions): Tensor {
+  const op = "take";
+  const o = optionsOf(op, options, ["axis"]);
+  let xv = operandView(op, x);
+  const iv = indexView(op, "indices", indices, xv.storage.backend.name);
+  if (o.axis === undefined) xv = operandView(op, tensorArg(op, "x", x).reshape([-1]));
+  const axis = normalizeAxis(
+    op,
+    (o.axis as number | undefined) ?? 0,
+    xv.shape.length,
+    "options.axis",
+  );
+  return takeAlong(op, xv, iv, axis);
+}
+
+/**
+ * PyTorch's `index_select`: the slices of x at the 1-d `indices` along `axis` (default 0).
+ * Negative indices count from the end.
+ *
+ * @example
+ * ```ts
+ * import * as gyre from "@gyre/gyre";
+ * const table = gyre.tensor([[0, 0], [1, 1], [2, 2]]);
+ * const rows = gyre.indexSelect(table, gyre.tensor([2, 0], { dtype: "int32" })); // [[2, 2], [0, 0]]
+ * ```
+ */
+export function indexSelect(x: Tensor, indices: Tensor, options?: TakeOptions): Tensor {
+  const op = "indexSelect";
+  const o = optionsOf(op, options, ["axis"]);
+  const xv = operandView(op, x);
+  const iv = indexView(op, "indices", indices, xv.storage.backend.name);
+  if (iv.shape.length > 1) throw rankError(op, "indices", "a 1-d tensor", iv.shape);
+  const axis = normalizeAxis(
+    op,
+    (o.axis as number | undefined) ?? 0,
+    xv.shape.length,
+    "options.axis",
+  );
+  const flat = iv.shape.length === 0 ? { ...iv, shape: [1], strides: [1] } : iv;
+  return takeAlong(op, xv, flat, axis);
+}
+
+/** One axis of {@link at}: a range as `slice` takes it, or an int32 tensor of indices. */
+export type AtRange = number | null | undefined | readonly (number | null)[] | Tensor;
+
+/**
+ * NumPy indexing with one integer array: `at(x, null, idx)` is `x[:, idx]`, `at(x, 0, idx)` is
+ * `x[0, idx]`. Every range but the tensor is basic indexing (see `slice`); the tensor's axes
+ * replace its axis, or come first when numbers and the tensor are not next to each other (NumPy's
+ * rule for separated advanced indices).
+ *
+ * @example
+ * ```ts
+ * import * as gyre from "@gyre/gyre";
+ * const x = gyre.arange(12).reshape([3, 4]);
+ * const cols = gyre.at(x, [1, 3], gyre.tensor([0, 3], { dtype: "int32" })); // [[4, 7], [8, 11]]
+ * ```
+ */
+export function at(x: Tensor, ...ranges: AtRange[]): Tensor {
+  const op = "at";
+  const t = tensorArg(op, "x", x);
+  const positions = ranges.flatMap((r, k) => (r instanceof Tensor ? [k] : []));
+  if (positions.length === 0) return t.slice(...(ranges as never[]));
+  if (positions.length > 1) {
+    throw new ValueError({
+      op,
+      argument: "ranges",
+      expected: "at most one index tensor",
+      received: `${positions.length}`,
+    });
+  }
+  const p = positions[0];
+  const basic = ranges.map((r, k) => (k === p ? null : r)) as never[];
+  const sliced = t.slice(...basic);
+  // The tensor's axis among those the numbers leave.
+  const dropped = (k: number) => typeof ranges[k] === "number";
+  let axis = 0;
+  for (let k = 0; k < p; k++) if (!dropped(k)) axis++;
+  const indices = ranges[p] as Tensor;
+  const result = indexSelectAlong(op, sliced, indices, axis);
+  const numbers = ranges.flatMap((r, k) => (typeof r === "number" ? [k] : []));
+  const advanced = [...numbers, p].sort((a, b) => a - b);
+  const adjacent = advanced.every((k, i) => i === 0 || k === advanced[i - 1] + 1);
+  if (adjacent || axis === 0) return result;
+  const rank = result.shape.length;
+  const r = metaOf(indices, op, "indices").shape.length;
+  const front = Array.from({ length: r }, (_, i) => axis + i);
+  const rest = Array.from({ length: rank }, (_, i) => i).filter((i) => i < axis || i >= axis + r);
+  return result.transpose([...front, ...rest]);
+}
+
+function indexSelectAlong(op: string, x: Tensor, indices: Tensor, axis: number): Tensor {
+  const xv = operandView(op, x);
+  const iv = indexView(op, "indices", indices, xv.storage.backend.name);
+  return takeAlong(op, xv, iv, normalizeAxis(op, axis, xv.shape.length, "ranges"));
+}
+
+const REDUCES: readonly ScatterReduce[] = ["none", "sum", "prod", "max", "min", "mean"];
+
+/** An operand of x's dtype and device: a tensor, or a number filling `shape`. */
+function updatesView(op: string, updates: unknown, x: View, shape: readonly number[]): View {
+  if (typeof updates === "number") {
+    const device = x.storage.backend.name;
+    const one = viewOf(full([1], updates, { dtype: x.dtype, device }), op, "updates");
+    return { ...one, shape: [...shape], strides: shape.map(() => 0) };
+  }
+  const t = tensorArg(op, "updates", updates);
+  const meta = metaOf(t, op, "updates");
+  if (meta.dtype !== x.dtype) {
+    throw new DTypeError({
+      op,
+      argument: "updates",
+      expected: `x's dtype (${x.dtype})`,
+      received: meta.dtype,
+    });
+  }
+  if (meta.device !== x.storage.backend.name) {
+    throw new ValueError({
+      op,
+      argument: "updates",
+      expected: `a tensor on x's device (${x.storage.backend.name})`,
+      received: meta.device,
+    });
+  }
+  return viewOf(t, op, "updates");
+}
+
+function checkReduceDType(op: string, reduce: ScatterReduce, dtype: DType): void {
+  if (dtype === "bool" && reduce !== "none" && reduce !== "max" && reduce !== "min") {
+    throw new DTypeError({
+      op,
+      argument: "x",
+      expected: `a numeric dtype for reduce "${reduce}" (bool takes "none", "max" or "min")`,
+      received: dtype,
+    });
+  }
+}
+
+/** Runs a scatter over `shape` with the operands' strides merged where they allow. */
+function runScatter(
+  op: string,
+  base: View | null,
+  outShape: readonly number[],
+  dtype: DType,
+  updates: View,
+  indices: View,
+  shape: readonly number[],
+  strides: [readonly number[], readonly number[], readonly number[]],
+  axis: IndexedAxis,
+  reduce: ScatterReduce,
+): Tensor {
+  const merged = mergeAxes(shape, strides);
+  checkRank(op, merged.shape);
+  const { output } = backendFor(indices.storage.backend.name, op).scatter({
+    overrides: planOverrides(),
+    op,
+    base,
+    outShape,
+    dtype,
+    updates,
+    indices,
+    shape: sizeOf(shape) === 0 ? [0] : merged.shape,
+    updateStrides: merged.strides[0],
+    indexStrides: merged.strides[1],
+    outStrides: merged.strides[2],
+    axis,
+    reduce,
+  });
+  return tensorFromStorage(output, dtype, outShape);
+}
+
+/**
+ * PyTorch's `scatter` and `scatter_reduce` (with `include_self`), returning a new tensor: for
+ * every position of `indices` (x's rank, no larger than `updates` anywhere nor than x off the
+ * axis), the update there meets x's element at the index along `axis` (default -1). Negative
+ * indices count from the end. `updates` may be a number. With float sums, means and products on
+ * the GPU the order in which updates meet varies, so results can differ in their last bits
+ * between runs; max, min and integer results do not.
+ *
+ * @example
+ * ```ts
+ * import * as gyre from "@gyre/gyre";
+ * const x = gyre.zeros([2, 3]);
+ * const i = gyre.tensor([[0, 2], [1, 1]], { dtype: "int32" });
+ * const y = gyre.scatter(x, i, gyre.tensor([[5, 6], [7, 8]]), { axis: 1, reduce: "sum" });
+ * // [[5, 0, 6], [0, 15, 0]]
+ * ```
+ */
+export function scatter(
+  x: Tensor,
+  indices: Tensor,
+  updates: Tensor | number,
+  options?: ScatterOptions,
+): Tensor {
+  return scatterAlong("scatter", x, indices, updates, options);
+}
+
+/**
+ * `scatter` with `reduce: "sum"` (PyTorch's `scatter_add`).
+ *
+ * @example
+ * ```ts
+ * import * as gyre from "@gyre/gyre";
+ * const bins = gyre.scatterAdd(gyre.zeros([3]), gyre.tensor([0, 2, 2], { dtype: "int32" }), gyre.ones([3]));
+ * // [1, 0, 2]
+ * ```
+ */
+export function scatterAdd(
+  x: Tensor,
+  indices: Tensor,
+  updates: Tensor | number,
+  options?: AxisOption,
+): Tensor {
+  const o = optionsOf("scatterAdd", options, ["axis"]);
+  return scatterAlong("scatterAdd", x, indices, updates, {
+    axis: o.axis as number | undefined,
+    reduce: "sum",
+  });
+}
+
+function scatterAlong(
+  op: string,
+  x: Tensor,
+  indices: Tensor,
+  updates: Tensor | number,
+  options?: ScatterOptions,
+): Tensor {
+  const o = optionsOf(op, options, ["axis", "reduce"]);
+  const reduce = (o.reduce ?? "none") as ScatterReduce;
+  if (!REDUCES.includes(reduce)) {
+    throw new ValueError({
+      op,
+      argument: "options.reduce",
+      expected: REDUCES.map((r) => `"${r}"`).join(", "),
+      received: describe(o.reduce),
+    });
+  }
+  const xv = operandView(op, x);
+  const iv = indexView(op, "indices", indices, xv.storage.backend.name);
+  const rank = xv.shape.length;
+  const axis = normalizeAxis(op, (o.axis as number | undefined) ?? -1, rank, "options.axis");
+  checkReduceDType(op, reduce, xv.dtype);
+  if (iv.shape.length !== rank || iv.shape.some((e, k) => k !== axis && e > xv.shape[k])) {
+    throw rankError(
+      op,
+      "indices",
+      `${rank} axes, each but axis ${axis} at most x's ${describe(xv.shape)}`,
+      iv.shape,
+    );
+  }
+  const uv = updatesView(op, updates, xv, iv.shape);
+  if (uv.shape.length !== rank || uv.shape.some((e, k) => e < iv.shape[k])) {
+    throw rankError(
+      op,
+      "updates",
+      `${rank} axes, each at least the indices' ${describe(iv.shape)}`,
+      uv.shape,
+    );
+  }
+  const outStrides = contiguousStrides(xv.shape);
+  return runScatter(
+    op,
+    xv,
+    xv.shape,
+    xv.dtype,
+    uv,
+    iv,
+    iv.shape,
+    [uv.strides, iv.strides, outStrides.map((s, k) => (k === axis ? 0 : s))],
+    { stride: outStrides[axis], length: xv.shape[axis], negative: "wrap" },
+    reduce,
+  );
+}
+
+/** A segment reduction of data's leading axes (the ids' shape) into `numSegments` rows. */
+function segmentReduce(
+  op: string,
+  reduce: ScatterReduce,
+  data: Tensor,
+  segmentIds: Tensor,
+  options: SegmentOptions,
+): Tensor {
+  const o = optionsOf(op, options, ["numSegments", "sorted"]);
+  if (o.numSegments === undefined) {
+    throw new ValueError({
+      op,
+      argument: "options.numSegments",
+      expected: "the number of segments (the output's first axis)",
+      received: "undefined",
+    });
+  }
+  const segments = integerOption(op, "options.numSegments", o.numSegments, 0);
+  if (o.sorted !== undefined && typeof o.sorted !== "boolean") {
+    throw new ValueError({
+      op,
+      argument: "options.sorted",
+      expected: "a boolean",
+      received: describe(o.sorted),
+    });
+  }
+  const dv = viewOf(tensorArg(op, "data", data), op, "data");
+  const iv = indexView(op, "segmentIds", segmentIds, dv.storage.backend.name);
+  checkReduceDType(op, reduce, dv.dtype);
+  const k = iv.shape.length;
+  if (k === 0 || k > dv.shape.length || iv.shape.some((e, d) => e !== dv.shape[d])) {
+    throw rankError(
+      op,
+      "segmentIds",
+      `the leading axes of data's shape ${describe(dv.shape)}`,
+      iv.shape,
+    );
+  }
+  const rest = dv.shape.slice(k);
+  const inner = sizeOf(rest);
+  const restStrides = contiguousStrides(rest);
+  return runScatter(
+    op,
+    null,
+    [segments, ...rest],
+    dv.dtype,
+    dv,
+    iv,
+    dv.shape,
+    [dv.strides, [...iv.strides, ...rest.map(() => 0)], [...iv.shape.map(() => 0), ...restStrides]],
+    { stride: inner, length: segments, negative: "drop" },
+    reduce,
+  );
+}
+
+/**
+ * TensorFlow's `unsorted_segment_sum`: out[s] = the sum of data's slices whose id is s; ids
+ * (int32) cover data's leading axes; negative ids are dropped; an empty segment is 0. Float sums
+ * on the GPU can differ in their last bits between runs (see `scatter`).
+ *
+ * @example
+ * ```ts
+ * import * as gyre from "@gyre/gyre";
+ * const data = gyre.tensor([[1, 2], [3, 4], [5, 6]]);
+ * const ids = gyre.tensor([0, 2, 0], { dtype: "int32" });
+ * const s = gyre.segmentSum(data, ids, { numSegments: 3 }); // [[6, 8], [0, 0], [3, 4]]
+ * ```
+ */
+export function segmentSum(data: Tensor, segmentIds: Tensor, options: SegmentOptions): Tensor {
+  return segmentReduce("segmentSum", "sum", data, segmentIds, options);
+}
+
+/**
+ * The mean of each segment (see {@link segmentSum}); an empty segment is 0 (integers: the floor of
+ * the mean).
+ *
+ * @example
+ * ```ts
+ * import * as gyre from "@gyre/gyre";
+ * const m = gyre.segmentMean(gyre.tensor([1, 3, 10]), gyre.tensor([0, 0, 1], { dtype: "int32" }), { numSegments: 2 });
+ * // [2, 10]
+ * ```
+ */
+export function segmentMean(data: Tensor, segmentIds: Tensor, options: SegmentOptions): Tensor {
+  return segmentReduce("segmentMean", "mean", data, segmentIds, options);
+}
+
+/**
+ * The maximum of each segment (see {@link segmentSum}); NaN wins; an empty segment holds the
+ * identity: -Infinity for floats, the least value for integers (TensorFlow gives the least finite
+ * float instead).
+ *
+ * @example
+ * ```ts
+ * import * as gyre from "@gyre/gyre";
+ * const m = gyre.segmentMax(gyre.tensor([1, 3, 10]), gyre.tensor([0, 0, 1], { dtype: "int32" }), { numSegments: 2 });
+ * // [3, 10]
+ * ```
+ */
+export function segmentMax(data: Tensor, segmentIds: Tensor, options: SegmentOptions): Tensor {
+  return segmentReduce("segmentMax", "max", data, segmentIds, options);
+}
+
+/**
+ * The minimum of each segment (see {@link segmentMax}); an empty segment holds +Infinity or the
+ * integer dtype's greatest value.
+ *
+ * @example
+ * ```ts
+ * import * as gyre from "@gyre/gyre";
+ * const m = gyre.segmentMin(gyre.tensor([1, 3, 10]), gyre.tensor([0, 0, 1], { dtype: "int32" }), { numSegments: 2 });
+ * // [1, 10]
+ * ```
+ */
+export function segmentMin(data: Tensor, segmentIds: Tensor, options: SegmentOptions): Tensor {
+  return segmentReduce("segmentMin", "min", data, segmentIds, options);
+}
+
+/**
+ * The product of each segment (see {@link segmentSum}); an empty segment is 1.
+ *
+ * @example
+ * ```ts
+ * import * as gyre from "@gyre/gyre";
+ * const p = gyre.segmentProd(gyre.tensor([2, 3, 10]), gyre.tensor([0, 0, 1], { dtype: "int32" }), { numSegments: 2 });
+ * // [6, 10]
+ * ```
+ */
+export function segmentProd(data: Tensor, segmentIds: Tensor, options: SegmentOptions): Tensor {
+  return segmentReduce("segmentProd", "prod", data, segmentIds, options);
+}
+
+/**
+ * NumPy's `bincount` with a length known up front: out[v] counts the values equal to v (or sums
+ * their weights) for v in [0, minlength); a value outside that range is an IndexError.
+ *
+ * @example
+ * ```ts
+ * import * as gyre from "@gyre/gyre";
+ * const counts = gyre.bincount(gyre.tensor([0, 1, 1, 3], { dtype: "int32" }), { minlength: 4 });
+ * // [1, 2, 0, 1]
+ * ```
+ */
+export function bincount(x: Tensor, options: BincountOptions): Tensor {
+  const op = "bincount";
+  const o = optionsOf(op, options, ["weights", "minlength"]);
+  const length = integerOption(op, "options.minlength", o.minlength, 0);
+  const iv = viewOf(tensorArg(op, "x", x), op, "x");
+  const device = iv.storage.backend.name;
+  indexView(op, "x", x, device);
+  if (iv.shape.length !== 1) throw rankError(op, "x", "a 1-d tensor", iv.shape);
+  let updates: View;
+  let dtype: DType = "int32";
+  if (o.weights !== undefined) {
+    const w = viewOf(tensorArg(op, "options.weights", o.weights), op, "options.weights");
+    if (w.dtype !== "float32") {
+      throw new DTypeError({
+        op,
+        argument: "options.weights",
+        expected: "float32",
+        received: w.dtype,
+      });
+    }
+    if (w.shape.length !== 1 || w.shape[0] !== iv.shape[0]) {
+      throw rankError(op, "options.weights", `x's shape ${describe(iv.shape)}`, w.shape);
+    }
+    updates = w;
+    dtype = "float32";
+  } else {
+    const one = viewOf(full([1], 1, { dtype: "int32", device }), op, "x");
+    updates = { ...one, shape: [...iv.shape], strides: [0] };
+  }
+  return runScatter(
+    op,
+    null,
+    [length],
+    dtype,
+    updates,
+    iv,
+    iv.shape,
+    [updates.strides, iv.strides, [0]],
+    { stride: 1, length, negative: "error" },
+    "sum",
+  );
+}
+
+/**
+ * NumPy's `histogram`: counts (int32) of x's values in `bins` equal-width bins over `range`
+ * (default x's minimum and maximum, found on the device: no read-back), and the bins' edges
+ * (float32, bins + 1 of them). The last bin includes its upper edge; values outside the range and
+ * NaN are not counted. A value's bin is floor((v - lo) * bins / (hi - lo)), without NumPy's
+ * correction against the rounded edges, so a value within an ULP of an inner edge may land in the
+ * neighbouring bin.
+ *
+ * @example
+ * ```ts
+ * import * as gyre from "@gyre/gyre";
+ * const [counts, edges] = gyre.histogram(gyre.tensor([0, 1, 1, 2, 4]), { bins: 4 });
+ * // counts [1, 2, 1, 1], edges [0, 1, 2, 3, 4]
+ * ```
+ */
+export function histogram(x: Tensor, options?: HistogramOptions): [Tensor, Tensor] {
+  const op = "histogram";
+  const o = optionsOf(op, options, ["bins", "range"]);
+  const bins = integerOption(op, "options.bins", o.bins ?? 10, 1);
+  const t = tensorArg(op, "x", x);
+  const meta = metaOf(t, op, "x");
+  if (meta.dtype === "bool") {
+    throw new DTypeError({ op, argument: "x", expected: "a numeric dtype", received: "bool" });
+  }
+  const v = (meta.dtype === "float32" ? t : t.cast("float32")).reshape([-1]);
+  let lo: Tensor | number, hi: Tensor | number;
+  if (o.range !== undefined) {
+    const r = o.range as unknown;
+    if (
+      !Array.isArray(r) || r.length !== 2 || !r.every((e) =>
+        typeof e === "number" && Number.isFinite(e)
+      ) ||
+      r[0] > r[1]
+    ) {
+      throw new ValueError({
+        op,
+        argument: "options.range",
+        expected: "[lo, hi] with finite lo <= hi",
+        received: describe(r),
+      });
+    }
+    [lo, hi] = r[0] === r[1] ? [r[0] - 0.5, r[1] + 0.5] : [r[0], r[1]];
+  } else if (meta.shape.length === 0 || sizeOf(meta.shape) > 0) {
+    const min = v.min();
+    const max = v.max();
+    // NumPy widens an empty range by 0.5 each way.
+    const same = min.equal(max);
+    lo = min.sub(same.cast("float32").mul(0.5));
+    hi = max.add(same.cast("float32").mul(0.5));
+  } else [lo, hi] = [0, 1];
+  const width = runElementwise(
+    "histogram",
+    [hi, lo],
+    ["hi", "lo"],
+    ([h, l]) => E.binary("sub", h, l, "float32"),
+  );
+  const scaled = v.sub(lo).mul(width.reciprocal().mul(bins)).floor();
+  const inRange = v.greaterEqual(lo).logicalAnd(v.lessEqual(hi));
+  const bin = scaled.minimum(bins - 1).cast("int32");
+  const ids = where(inRange, bin, -1);
+  const counts = segmentReduce(
+    op,
+    "sum",
+    full([sizeOf(meta.shape)], 1, { dtype: "int32", device: meta.device }),
+    ids,
+    {
+      numSegments: bins,
+    },
+  );
+  const edges = arange(bins + 1, undefined, 1, { device: meta.device }).mul(width.div(bins)).add(
+    lo,
+  );
+  return [counts, edges];
+}
+
+/**
+ * One-hot rows: out[..., c] = 1 where indices[...] == c, for c in [0, numClasses); an index
+ * outside that range gives a row of zeros (TensorFlow's rule). An elementwise expression, so
+ * `oneHot(labels, n).mul(w).sum({ axis: -1 })` fuses into one kernel and never materialises the
+ * one-hot matrix.
+ *
+ * @example
+ * ```ts
+ * import * as gyre from "@gyre/gyre";
+ * const h = gyre.oneHot(gyre.tensor([0, 2], { dtype: "int32" }), 3); // [[1, 0, 0], [0, 0, 1]]
+ * ```
+ */
+export function oneHot(indices: Tensor, numClasses: number, options?: OneHotOptions): Tensor {
+  const op = "oneHot";
+  const o = optionsOf(op, options, ["dtype"]);
+  const t = tensorArg(op, "indices", indices);
+  const meta = metaOf(t, op, "indices");
+  indexView(op, "indices", t, meta.device);
+  const classes = integerOption(op, "numClasses", numClasses, 0);
+  const dtype = o.dtype === undefined ? "int32" : checkDType(op, "options.dtype", o.dtype);
+  const iota = arange(classes, undefined, 1, { dtype: "int32", device: meta.device });
+  return runElementwise(
+    op,
+    [t.expandDims(-1), iota],
+    ["indices", "numClasses"],
+    ([i, c]) => E.cast(E.binary("equal", i, c, "bool"), dtype),
+  );
+}
