@@ -430,11 +430,11 @@ function updatesView(op: string, updates: unknown, x: View, shape: readonly numb
   return viewOf(t, op, "updates");
 }
 
-function checkReduceDType(op: string, reduce: ScatterReduce, dtype: DType): void {
+function checkReduceDType(op: string, argument: string, reduce: ScatterReduce, dtype: DType): void {
   if (dtype === "bool" && reduce !== "none" && reduce !== "max" && reduce !== "min") {
     throw new DTypeError({
       op,
-      argument: "x",
+      argument,
       expected: `a numeric dtype for reduce "${reduce}" (bool takes "none", "max" or "min")`,
       received: dtype,
     });
@@ -544,7 +544,7 @@ function scatterAlong(
   const iv = indexView(op, "indices", indices, xv.storage.backend.name);
   const rank = xv.shape.length;
   const axis = normalizeAxis(op, (o.axis as number | undefined) ?? -1, rank, "options.axis");
-  checkReduceDType(op, reduce, xv.dtype);
+  checkReduceDType(op, "x", reduce, xv.dtype);
   if (iv.shape.length !== rank || iv.shape.some((e, k) => k !== axis && e > xv.shape[k])) {
     throw rankError(
       op,
@@ -605,7 +605,7 @@ function segmentReduce(
   }
   const dv = viewOf(tensorArg(op, "data", data), op, "data");
   const iv = indexView(op, "segmentIds", segmentIds, dv.storage.backend.name);
-  checkReduceDType(op, reduce, dv.dtype);
+  checkReduceDType(op, "data", reduce, dv.dtype);
   const k = iv.shape.length;
   if (k === 0 || k > dv.shape.length || iv.shape.some((e, d) => e !== dv.shape[d])) {
     throw rankError(
@@ -813,13 +813,11 @@ export function histogram(x: Tensor, options?: HistogramOptions): [Tensor, Tenso
     lo = min.sub(same.cast("float32").mul(0.5));
     hi = max.add(same.cast("float32").mul(0.5));
   } else [lo, hi] = [0, 1];
-  const width = runElementwise(
-    "histogram",
-    [hi, lo],
-    ["hi", "lo"],
-    ([h, l]) => E.binary("sub", h, l, "float32"),
-  );
-  const scaled = v.sub(lo).mul(width.reciprocal().mul(bins)).floor();
+  const width = typeof hi === "number" && typeof lo === "number"
+    ? hi - lo
+    : runElementwise(op, [hi, lo], ["hi", "lo"], ([h, l]) => E.binary("sub", h, l, "float32"));
+  const step = typeof width === "number" ? bins / width : width.reciprocal().mul(bins);
+  const scaled = v.sub(lo).mul(step).floor();
   const inRange = v.greaterEqual(lo).logicalAnd(v.lessEqual(hi));
   const bin = scaled.minimum(bins - 1).cast("int32");
   const ids = where(inRange, bin, -1);
@@ -832,9 +830,9 @@ export function histogram(x: Tensor, options?: HistogramOptions): [Tensor, Tenso
       numSegments: bins,
     },
   );
-  const edges = arange(bins + 1, undefined, 1, { device: meta.device }).mul(width.div(bins)).add(
-    lo,
-  );
+  const edges = arange(bins + 1, undefined, 1, { dtype: "float32", device: meta.device })
+    .mul(typeof width === "number" ? width / bins : width.div(bins))
+    .add(lo);
   return [counts, edges];
 }
 

@@ -1,0 +1,381 @@
+/**
+ * The indexing family with hand-computed values on every device: gathers (NumPy's take and
+ * take_along_axis, PyTorch's gather and index_select, `at` with NumPy's placement of separated
+ * advanced indices), scatters under every reduction with duplicates, segment reductions (empty
+ * segments, NaN, dropped negative ids), bincount, histogram and oneHot (fused, never
+ * materialised), empty index lists, and typed errors: out-of-range indices (thrown by the GPU's
+ * next read-back, after which the runtime works), float indices, wrong shapes; nothing leaks.
+ * @module
+ */
+import assert from "node:assert/strict";
+import * as gyre from "../src/mod.ts";
+import { devices, expectTensor, liveCounts } from "./_devices.ts";
+
+const DEVICES = await devices();
+
+function test(name: string, fn: (device: gyre.DeviceName) => Promise<void> | void): void {
+  for (const device of DEVICES) {
+    Deno.test({
+      name: `${name} [${device}]`,
+      sanitizeOps: false,
+      sanitizeResources: false,
+      fn: () => fn(device),
+    });
+  }
+}
+
+const int = (v: number[] | number[][], device: gyre.DeviceName, shape?: number[]) =>
+  gyre.tensor(v as number[], { dtype: "int32", device, shape });
+
+test("take, takeAlongAxis, gather, indexSelect: NumPy and PyTorch semantics", async (device) => {
+  const x = gyre.tensor([[1, 2, 3], [4, 5, 6]], { device });
+  // take: flattened without an axis; negative indices from the end; the indices' shape inserted.
+  await expectTensor(gyre.take(x, int([5, -6, 0], device)), [3], "float32", [6, 1, 1]);
+  await expectTensor(
+    gyre.take(x, int([[2, 0], [1, 1]], device), { axis: 1 }),
+    [2, 2, 2],
+    "float32",
+    [3, 1, 2, 2, 6, 4, 5, 5],
+  );
+  // A 0-d index drops the axis.
+  await expectTensor(gyre.take(x, int([1], device, []), { axis: 0 }), [3], "float32", [4, 5, 6]);
+  // takeAlongAxis broadcasts indices of length 1 on the other axes.
+  await expectTensor(
+    gyre.takeAlongAxis(x, int([[2, -3]], device), { axis: 1 }),
+    [2, 2],
+    "float32",
+    [3, 1, 6, 4],
+  );
+  // gather: the output has the indices' shape, smaller than x off the axis.
+  await expectTensor(gyre.gather(x, int([[1], [2]], device), { axis: 1 }), [2, 1], "float32", [
+    2,
+    6,
+  ]);
+  await expectTensor(gyre.gather(x, int([[1, 0, 1]], device), { axis: 0 }), [1, 3], "float32", [
+    4,
+    2,
+    6,
+  ]);
+  await expectTensor(
+    gyre.indexSelect(x, int([1, 1, 0], device)),
+    [3, 3],
+    "float32",
+    [4, 5, 6, 4, 5, 6, 1, 2, 3],
+  );
+  // Empty index lists give empty results of the right shape.
+  await expectTensor(gyre.indexSelect(x, int([], device), { axis: 1 }), [2, 0], "float32", []);
+  await expectTensor(gyre.take(x, int([], device)), [0], "float32", []);
+  // Strided x (a transpose and a reversed slice) and every dtype.
+  await expectTensor(gyre.take(x.transpose(), int([0, 5], device)), [2], "float32", [1, 6]);
+  await expectTensor(
+    gyre.take(x.slice(null, [null, null, -1]), int([0, 4], device)),
+    [2],
+    "float32",
+    [3, 5],
+  );
+  await expectTensor(gyre.take(x.cast("float16"), int([1, 4, 5], device)), [3], "float16", [
+    2,
+    5,
+    6,
+  ]);
+  await expectTensor(gyre.take(int([-7, 8], device), int([1, 0, 1], device)), [3], "int32", [
+    8,
+    -7,
+    8,
+  ]);
+  await expectTensor(gyre.take(x.greater(3), int([0, 3], device)), [2], "bool", [0, 1]);
+  x.dispose();
+});
+
+test("at: one index tensor among basic ranges, as NumPy places it", async (device) => {
+  const x = gyre.arange(24, undefined, 1, { device, dtype: "float32" }).reshape([2, 3, 4]);
+  const i = int([3, 0], device);
+  // x[:, :, i]: the index axis stays in place.
+  await expectTensor(x.at(null, null, i), [2, 3, 2], "float32", [
+    3,
+    0,
+    7,
+    4,
+    11,
+    8,
+    15,
+    12,
+    19,
+    16,
+    23,
+    20,
+  ]);
+  // x[1, :, i]: a number and the tensor separated by a slice put the tensor's axes first.
+  await expectTensor(x.at(1, null, i), [2, 3], "float32", [15, 19, 23, 12, 16, 20]);
+  // x[:, 2, i]: adjacent advanced indices keep the place.
+  await expectTensor(x.at(null, 2, i), [2, 2], "float32", [11, 8, 23, 20]);
+  x.dispose();
+  i.dispose();
+});
+
+test("scatter: every reduction with duplicates, include_self semantics", async (device) => {
+  const x = gyre.tensor([1, 2, 3, 4], { device });
+  const i = int([0, 0, 3, -3], device);
+  const u = gyre.tensor([5, -6, 7, 8], { device });
+  const expected: Record<gyre.ScatterReduce, number[]> = {
+    sum: [0, 10, 3, 11],
+    prod: [-30, 16, 3, 28],
+    max: [5, 8, 3, 7],
+    min: [-6, 2, 3, 4],
+    // (x + the updates) / (1 + their count).
+    mean: [0, 5, 3, 5.5],
+    none: [],
+  };
+  for (const reduce of ["sum", "prod", "max", "min", "mean"] as const) {
+    await expectTensor(
+      gyre.scatter(x, i, u, { axis: 0, reduce }),
+      [4],
+      "float32",
+      expected[reduce],
+    );
+  }
+  // Plain stores of duplicates: one of the updates wins.
+  const stored = await gyre.scatter(x, i, u, { axis: 0 }).data();
+  assert.ok([5, -6].includes(stored[0]) && stored[1] === 8 && stored[3] === 7, String(stored));
+  // A number as the updates; integers wrap; integer means take the floor.
+  await expectTensor(gyre.scatterAdd(x, i, 1, { axis: 0 }), [4], "float32", [3, 3, 3, 5]);
+  const big = int([2147483647, -5], device);
+  await expectTensor(
+    gyre.scatter(big, int([0, 1, 1], device), int([1, -2, 0], device), { reduce: "sum" }),
+    [2],
+    "int32",
+    [-2147483648, -7],
+  );
+  await expectTensor(
+    gyre.scatter(big, int([1], device), int([-2], device), { reduce: "mean" }),
+    [2],
+    "int32",
+    [2147483647, -4],
+  );
+  // 2-d along axis 1, updates larger than the indices.
+  const z = gyre.zeros([2, 3], { device });
+  await expectTensor(
+    gyre.scatter(
+      z,
+      int([[0, 2], [1, 1]], device),
+      gyre.tensor([[5, 6, 9], [7, 8, 9]], { device }),
+      {
+        axis: 1,
+        reduce: "sum",
+      },
+    ),
+    [2, 3],
+    "float32",
+    [5, 0, 6, 0, 15, 0],
+  );
+  // NaN wins max and min.
+  await expectTensor(
+    gyre.scatter(x, int([1, 1], device), gyre.tensor([NaN, 9], { device }), { reduce: "max" }),
+    [4],
+    "float32",
+    [1, NaN, 3, 4],
+  );
+  for (const t of [x, i, u, big, z]) t.dispose();
+});
+
+test("segment reductions: empty segments, NaN, dropped negative ids, trailing axes", async (device) => {
+  const data = gyre.tensor([[1, 2], [3, 4], [5, 6], [NaN, 1]], { device });
+  const ids = int([0, 2, 0, -1], device);
+  const opts = { numSegments: 4 };
+  await expectTensor(gyre.segmentSum(data, ids, opts), [4, 2], "float32", [6, 8, 0, 0, 3, 4, 0, 0]);
+  await expectTensor(gyre.segmentMean(data, ids, opts), [4, 2], "float32", [
+    3,
+    4,
+    0,
+    0,
+    3,
+    4,
+    0,
+    0,
+  ]);
+  await expectTensor(gyre.segmentProd(data, ids, opts), [4, 2], "float32", [
+    5,
+    12,
+    1,
+    1,
+    3,
+    4,
+    1,
+    1,
+  ]);
+  await expectTensor(gyre.segmentMax(data, ids, opts), [4, 2], "float32", [
+    5,
+    6,
+    -Infinity,
+    -Infinity,
+    3,
+    4,
+    -Infinity,
+    -Infinity,
+  ]);
+  // The NaN row's id is -1 (dropped); with id 1 it wins its segment.
+  await expectTensor(gyre.segmentMin(data, int([0, 2, 0, 1], device), opts), [4, 2], "float32", [
+    1,
+    2,
+    NaN,
+    1,
+    3,
+    4,
+    Infinity,
+    Infinity,
+  ]);
+  // Integer identities for empty segments.
+  const ints = int([5, -3], device);
+  await expectTensor(
+    gyre.segmentMax(ints, int([0, 0], device), { numSegments: 2 }),
+    [2],
+    "int32",
+    [5, -2147483648],
+  );
+  // Ids covering two leading axes.
+  await expectTensor(
+    gyre.segmentSum(data.reshape([2, 2, 2]), int([[1, 0], [1, 1]], device), { numSegments: 2 }),
+    [2, 2],
+    "float32",
+    [3, 4, NaN, 9],
+  );
+  // No data: every segment empty.
+  await expectTensor(
+    gyre.segmentSum(gyre.zeros([0, 2], { device }), int([], device), { numSegments: 2 }),
+    [2, 2],
+    "float32",
+    [0, 0, 0, 0],
+  );
+  await expectTensor(
+    gyre.segmentMean(gyre.zeros([0], { device }), int([], device), { numSegments: 1 }),
+    [1],
+    "float32",
+    [0],
+  );
+  for (const t of [data, ids, ints]) t.dispose();
+});
+
+test("bincount, histogram and oneHot", async (device) => {
+  const v = int([0, 1, 1, 3, 1], device);
+  await expectTensor(gyre.bincount(v, { minlength: 5 }), [5], "int32", [1, 3, 0, 1, 0]);
+  const w = gyre.tensor([0.5, 1, 2, 4, 8], { device });
+  await expectTensor(gyre.bincount(v, { minlength: 4, weights: w }), [4], "float32", [
+    0.5,
+    11,
+    0,
+    4,
+  ]);
+  // NumPy: np.histogram([0, 1, 1, 2, 4], bins=4) and with a range (values outside not counted).
+  const x = gyre.tensor([0, 1, 1, 2, 4], { device });
+  const [counts, edges] = gyre.histogram(x, { bins: 4 });
+  await expectTensor(counts, [4], "int32", [1, 2, 1, 1]);
+  await expectTensor(edges, [5], "float32", [0, 1, 2, 3, 4]);
+  const [c2, e2] = gyre.histogram(gyre.tensor([-1, 0.5, 1, NaN, 3], { device }), {
+    bins: 2,
+    range: [0, 1],
+  });
+  await expectTensor(c2, [2], "int32", [0, 2]);
+  await expectTensor(e2, [3], "float32", [0, 0.5, 1]);
+  // oneHot: out-of-range classes give zero rows; fused into one kernel with what follows.
+  await expectTensor(gyre.oneHot(int([0, 2, 5, -1], device), 3), [4, 3], "int32", [
+    1,
+    0,
+    0,
+    0,
+    0,
+    1,
+    0,
+    0,
+    0,
+    0,
+    0,
+    0,
+  ]);
+  const labels = int([0, 2, 1], device);
+  const logits = gyre.tensor([[1, 2, 3], [4, 5, 6], [7, 8, 9]], { device });
+  const e = gyre.explain(
+    () => gyre.oneHot(labels, 3, { dtype: "float32" }).mul(logits).sum({ axis: -1 }),
+    { print: false },
+  );
+  await expectTensor(e.outputs[0] as gyre.Tensor, [3], "float32", [1, 6, 8]);
+  if (device === "gpu") {
+    // The iota (arange) and one kernel for one-hot, product and sum: no one-hot matrix.
+    assert.deepEqual(e.kernels.map((k) => k.kernel), ["arange", "oneHot+mul+sum"]);
+  }
+  for (const t of [v, w, x, labels, logits]) t.dispose();
+});
+
+test("out-of-range indices: an IndexError naming the op, then the runtime works", async (device) => {
+  const before = liveCounts();
+  const x = gyre.tensor([1, 2, 3], { device });
+  const cases: [string, () => gyre.Tensor][] = [
+    ["take", () => gyre.take(x, int([0, 3], device))],
+    ["take", () => gyre.take(x, int([-4], device))],
+    ["scatter", () => gyre.scatter(x, int([7], device), 1, { axis: 0, reduce: "sum" })],
+    ["segmentSum", () => gyre.segmentSum(x, int([0, 2, 1], device), { numSegments: 2 })],
+    ["bincount", () => gyre.bincount(int([-1], device), { minlength: 2 })],
+  ];
+  for (const [op, make] of cases) {
+    await assert.rejects(
+      async () => {
+        const t = gyre.tidy(make);
+        try {
+          await t.data();
+        } finally {
+          t.dispose();
+        }
+      },
+      (e: unknown) => e instanceof gyre.IndexError && e.op === op && e.argument === "indices",
+      op,
+    );
+    // The next results are right (the GPU's report was cleared).
+    await expectTensor(gyre.tidy(() => gyre.take(x, int([2], device))), [1], "float32", [3]);
+  }
+  x.dispose();
+  assert.deepEqual(liveCounts(), before);
+});
+
+test("typed errors for bad indices and options, nothing allocated", async (device) => {
+  const before = liveCounts();
+  const x = gyre.tensor([[1, 2], [3, 4]], { device });
+  const f = gyre.tensor([0, 1], { device });
+  const i = int([0, 1], device);
+  assert.throws(() => gyre.tidy(() => gyre.take(x, f)), gyre.DTypeError);
+  assert.throws(() => gyre.tidy(() => gyre.indexSelect(x, int([[0]], device))), gyre.ShapeError);
+  assert.throws(() => gyre.tidy(() => gyre.takeAlongAxis(x, i)), gyre.ShapeError);
+  assert.throws(
+    () => gyre.tidy(() => gyre.gather(x, int([[0, 1, 0]], device, [1, 3]), { axis: 0 })),
+    gyre.ShapeError,
+  );
+  assert.throws(
+    () =>
+      gyre.tidy(() =>
+        gyre.scatter(x, int([[0]], device), gyre.zeros([1, 1], { dtype: "int32", device }))
+      ),
+    gyre.DTypeError,
+  );
+  assert.throws(
+    () => gyre.tidy(() => gyre.scatter(x, int([[0]], device), 1, { reduce: "avg" as never })),
+    gyre.ValueError,
+  );
+  assert.throws(
+    () => gyre.tidy(() => gyre.scatterAdd(x.greater(1), int([[0]], device), true as never)),
+    gyre.GyreError,
+  );
+  assert.throws(() => gyre.tidy(() => gyre.segmentSum(x, i, {} as never)), gyre.ValueError);
+  assert.throws(
+    () => gyre.tidy(() => gyre.segmentSum(x, int([0, 1, 1], device), { numSegments: 2 })),
+    gyre.ShapeError,
+  );
+  assert.throws(() => gyre.tidy(() => gyre.bincount(i, {} as never)), gyre.ValueError);
+  assert.throws(
+    () => gyre.tidy(() => gyre.bincount(i, { minlength: 2, weights: i })),
+    gyre.DTypeError,
+  );
+  assert.throws(() => gyre.tidy(() => gyre.histogram(f, { range: [1, 0] })), gyre.ValueError);
+  assert.throws(() => gyre.tidy(() => gyre.oneHot(f, 2)), gyre.DTypeError);
+  assert.throws(() => gyre.tidy(() => gyre.at(x, i, i)), gyre.ValueError);
+  assert.throws(() => gyre.tidy(() => gyre.take(x, [0] as never)), gyre.ValueError);
+  for (const t of [x, f, i]) t.dispose();
+  assert.deepEqual(liveCounts(), before);
+});

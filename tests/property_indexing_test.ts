@@ -1,0 +1,443 @@
+/**
+ * Property tests of the indexing family's GPU kernels (src/gpu/_codegen_indexing.ts: the gather,
+ * the scatter as a store, one atomic instruction or a compare-and-swap loop, each forced) against
+ * the WASM reference (asm/indexing.ts): takeAlongAxis, gather, take, indexSelect and at; scatter
+ * with every reduction, scatterAdd, the segment reductions and bincount; over random shapes and
+ * axes, every dtype, contiguous, broadcast, transposed and sliced operands, and index patterns:
+ * random (negatives included), all equal, sorted, reverse sorted, and the boundaries (0, n - 1,
+ * -1, -n).
+ *
+ * Tolerances. Gathers move bits: exact (float16 NaN payloads aside). Scatters: stores (unique
+ * indices, since duplicates are unspecified), max, min and every integer reduction are exact (the
+ * order of integer wraparound sums and products does not matter, and max and min are exact). Float
+ * sums and means: the reference rounds the f64 sum once, the GPU adds in the order updates meet,
+ * each addition rounding once: within (c + 1) u S (+ (c + 1) 2^-126 for flushed subnormals),
+ * with c the terms, S the sum of their magnitudes and u the dtype's epsilon (float16 rounds every
+ * step to half precision, u = 2^-10); a mean adds its division's 3 ULP. Float products likewise,
+ * relative to the product, over values in [0.8, 1.25] with signs, zeros, infinities and NaN:
+ * products of a few thousand arbitrary floats overflow or underflow in an order-dependent way, so
+ * the whole float domain would make the reference meaningless there (documented limit). Sums draw
+ * magnitudes below 2^100 for the same reason (overflow depends on the order).
+ * @module
+ */
+import fc from "fast-check";
+import * as gyre from "../src/mod.ts";
+import {
+  Bag,
+  expectClose,
+  type FloatDomain,
+  forcePlan,
+  hostData,
+  type LayoutKind,
+  makeLayout,
+  MAX_F32,
+  MIN_NORMAL,
+  mulberry32,
+  pick,
+  plansRan,
+  property,
+  randInt,
+  shapeArb,
+  sizeOf,
+  within,
+} from "./_harness.ts";
+
+type DType = "float32" | "float16" | "int32" | "uint32" | "bool";
+type Pattern = "random" | "equal" | "sorted" | "reversed" | "boundary";
+
+const DTYPES: readonly DType[] = ["float32", "float32", "float16", "int32", "uint32", "bool"];
+const PATTERNS: readonly Pattern[] = [
+  "random",
+  "random",
+  "equal",
+  "sorted",
+  "reversed",
+  "boundary",
+];
+const LENGTHS = [1, 2, 3, 5, 7, 13, 64, 257, 1025];
+
+const FULL: FloatDomain = {
+  kind: "log",
+  minExp: -140,
+  maxExp: 127,
+  specials: [NaN, Infinity, -Infinity, 0, -0, MAX_F32, -MAX_F32, 2 ** -149, 1e-40],
+  pSpecial: 0.15,
+};
+const SUMS: FloatDomain = {
+  ...FULL,
+  maxExp: 100,
+  specials: [NaN, Infinity, -Infinity, 0, -0, 2 ** -149, 1e-40],
+};
+const PRODUCTS: FloatDomain = {
+  kind: "uniform",
+  lo: -1.25,
+  hi: 1.25,
+  specials: [NaN, Infinity, -Infinity, 0, -0, 1, -1],
+  pSpecial: 0.05,
+};
+
+/** `count` indices into an axis of `n` by `pattern` (negative ones from [-n, 0) where `wrap`). */
+function indexData(
+  rng: () => number,
+  pattern: Pattern,
+  count: number,
+  n: number,
+  low: number,
+): Int32Array {
+  const out = new Int32Array(count);
+  const equal = randInt(rng, low, n - 1);
+  for (let i = 0; i < count; i++) {
+    out[i] = pattern === "equal"
+      ? equal
+      : pattern === "boundary"
+      ? pick(rng, low < 0 ? [0, n - 1, -1, low] : [0, n - 1])
+      : randInt(rng, low, n - 1);
+  }
+  if (pattern === "sorted" || pattern === "reversed") {
+    out.sort();
+    if (pattern === "reversed") out.reverse();
+  }
+  return out;
+}
+
+/** Bits of results: exact comparison, NaN with NaN (float16 payloads may differ). */
+function expectSameBits(label: string, g: gyre.TypedArray, w: gyre.TypedArray): void {
+  const gb = g instanceof Float32Array ? new Uint32Array(g.buffer, g.byteOffset, g.length) : g;
+  const wb = w instanceof Float32Array ? new Uint32Array(w.buffer, w.byteOffset, w.length) : w;
+  expectClose(
+    label,
+    g,
+    w,
+    (i) => gb[i] === wb[i] || (Number.isNaN(g[i]) && Number.isNaN(w[i])),
+  );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Gathers.
+
+type GatherOp = "takeAlongAxis" | "gather" | "take" | "indexSelect" | "at";
+
+interface GatherCase {
+  op: GatherOp;
+  dtype: DType;
+  shape: number[];
+  axisPick: number;
+  layout: LayoutKind;
+  pattern: Pattern;
+  /** Indices along the axis: a count, or a shape of up to two axes for take and at. */
+  count: number;
+  extra: number;
+  /** take without an axis (x flattened); at with numbers beside the tensor. */
+  flat: boolean;
+  seed: number;
+}
+
+async function checkGather(c: GatherCase): Promise<void> {
+  const bag = new Bag();
+  try {
+    const rng = mulberry32(c.seed);
+    const shape = c.shape.length === 0 ? [3] : c.shape;
+    const rank = shape.length;
+    const axis = c.axisPick % rank;
+    const layout = makeLayout(rng, c.layout, shape);
+    const base = hostData(rng, c.dtype, sizeOf(layout.baseShape), FULL);
+    const flatLength = sizeOf(shape);
+    const n = c.op === "take" && c.flat ? flatLength : shape[axis];
+    // An empty axis takes no indices (any would be out of range).
+    const count = n === 0 ? 0 : c.count;
+    let indexShape: number[];
+    switch (c.op) {
+      case "takeAlongAxis":
+        indexShape = shape.map((d, k) => (k === axis ? count : (c.extra >> k) & 1 ? 1 : d));
+        break;
+      case "gather":
+        indexShape = shape.map((
+          d,
+          k,
+        ) => (k === axis ? count : Math.min(d, 1 + ((c.extra >> k) % 3))));
+        break;
+      case "take":
+      case "at":
+        indexShape = c.extra % 3 === 0 ? [] : c.extra % 3 === 1 ? [count] : [2, count];
+        if (n === 0) indexShape = [0];
+        break;
+      default:
+        indexShape = [count];
+    }
+    const indices = indexData(rng, c.pattern, sizeOf(indexShape), n, -n);
+    const numbers = c.op === "at" && c.flat && rank > 1;
+    const run = (device: gyre.DeviceName): gyre.Tensor => {
+      const t = bag.add(gyre.tensor(base, { shape: layout.baseShape, dtype: c.dtype, device }));
+      const x = bag.add(layout.kind === "broadcast" ? t.broadcastTo(shape) : layout.view(t));
+      const i = bag.add(gyre.tensor(indices, { shape: indexShape, dtype: "int32", device }));
+      switch (c.op) {
+        case "takeAlongAxis":
+          return gyre.takeAlongAxis(x, i, { axis });
+        case "gather":
+          return gyre.gather(x, i, { axis: axis - rank });
+        case "take":
+          return c.flat ? gyre.take(x, i) : gyre.take(x, i, { axis });
+        case "indexSelect":
+          return gyre.indexSelect(x, i, { axis });
+        case "at": {
+          // Numbers (index 0) on the axes other than `axis` half the time, else whole axes.
+          const ranges = shape.map((d, k) => (k === axis ? i : numbers && d > 0 ? 0 : null));
+          return gyre.at(x, ...ranges);
+        }
+      }
+    };
+    forcePlan("indexing", { variant: "gather" });
+    const got = bag.add(run("gpu"));
+    forcePlan("indexing", null);
+    const want = bag.add(run("wasm"));
+    const label =
+      `${c.op} ${c.dtype} [${shape}] axis ${axis} indices [${indexShape}] ${c.pattern} ` +
+      layout.describe;
+    if (String(got.shape) !== String(want.shape)) {
+      throw new Error(`${label}: shape [${got.shape}] vs [${want.shape}]`);
+    }
+    const [g, w] = await Promise.all([got.data(), want.data()]);
+    expectSameBits(label, g, w);
+    if (sizeOf(want.shape) > 0 && !plansRan("indexing").some((r) => r.variants[0] === "gather")) {
+      throw new Error(`${label}: the GPU ran no gather`);
+    }
+  } finally {
+    forcePlan("indexing", null);
+    bag.dispose();
+  }
+}
+
+property(
+  [
+    "indexing/takeAlongAxis",
+    "indexing/gather",
+    "indexing/take",
+    "indexing/indexSelect",
+    "indexing/at",
+  ],
+  "gathers equal the WASM reference bit for bit",
+  fc.record({
+    op: fc.constantFrom<GatherOp>("takeAlongAxis", "gather", "take", "indexSelect", "at"),
+    dtype: fc.constantFrom(...DTYPES),
+    shape: shapeArb(3, LENGTHS),
+    axisPick: fc.nat(),
+    layout: fc.constantFrom<LayoutKind>("contiguous", "broadcast", "transposed", "sliced"),
+    pattern: fc.constantFrom(...PATTERNS),
+    count: fc.constantFrom(0, 1, 2, 5, 64, 300),
+    extra: fc.nat(),
+    flat: fc.boolean(),
+    seed: fc.integer(),
+  }),
+  checkGather,
+  { numRuns: 80, variants: ["indexing/gather"] },
+);
+
+// ---------------------------------------------------------------------------------------------
+// Scatters.
+
+type ScatterOp = "scatter" | "scatterAdd" | "segment" | "bincount";
+type Reduce = gyre.ScatterReduce;
+
+interface ScatterCase {
+  op: ScatterOp;
+  reduce: Reduce;
+  dtype: DType;
+  shape: number[];
+  axisPick: number;
+  layout: LayoutKind;
+  pattern: Pattern;
+  /** Updates along the axis (scatter), or segments (segment ops, bincount). */
+  count: number;
+  extra: number;
+  variant: "store" | "atomic" | "cas";
+  seed: number;
+}
+
+const SEGMENT_OPS = {
+  sum: gyre.segmentSum,
+  mean: gyre.segmentMean,
+  max: gyre.segmentMax,
+  min: gyre.segmentMin,
+  prod: gyre.segmentProd,
+} as const;
+
+async function checkScatter(c: ScatterCase): Promise<void> {
+  const bag = new Bag();
+  try {
+    const rng = mulberry32(c.seed);
+    const float = c.dtype === "float32" || c.dtype === "float16";
+    // Bool takes plain stores, max and min only.
+    const op: ScatterOp = c.dtype === "bool" && c.op === "scatterAdd" ? "scatter" : c.op;
+    let reduce: Reduce = op === "scatterAdd" || op === "bincount"
+      ? "sum"
+      : op === "segment" && c.reduce === "none"
+      ? "sum"
+      : c.reduce;
+    if (c.dtype === "bool" && op !== "bincount" && !["none", "max", "min"].includes(reduce)) {
+      reduce = "max";
+    }
+    const dtype: DType = op === "bincount" ? (c.extra % 2 ? "float32" : "int32") : c.dtype;
+    const domain = reduce === "prod" ? PRODUCTS : SUMS;
+    const shape = c.shape.length === 0 ? [3] : c.shape;
+    const rank = shape.length;
+    const axis = c.axisPick % rank;
+    // x (scatter) or data (segment, bincount's weights) and the indices' shape.
+    let xShape: number[];
+    let indexShape: number[];
+    let updateShape: number[];
+    let n: number;
+    if (op === "scatter" || op === "scatterAdd") {
+      xShape = shape;
+      n = shape[axis];
+      indexShape = shape.map((
+        d,
+        k,
+      ) => (k === axis ? (n === 0 ? 0 : c.count) : Math.min(d, 1 + ((c.extra >> k) % 3))));
+      // Unique indices for plain stores: which duplicate wins is unspecified.
+      if (reduce === "none") indexShape[axis] = Math.min(indexShape[axis], n);
+      updateShape = indexShape.map((d, k) => d + ((c.extra >> (k + 4)) & 1));
+    } else if (op === "segment") {
+      n = c.count;
+      xShape = shape;
+      const lead = 1 + (c.extra % rank);
+      indexShape = shape.slice(0, lead);
+      updateShape = shape;
+    } else {
+      n = c.count;
+      xShape = [shape[0]];
+      indexShape = [shape[0]];
+      updateShape = [shape[0]];
+    }
+    const low = op === "segment" ? -1 : op === "bincount" ? 0 : -n;
+    let indices: Int32Array;
+    if (reduce === "none") {
+      // Along the axis, a permutation's prefix in every line (so no two updates meet).
+      indices = new Int32Array(sizeOf(indexShape));
+      const m = indexShape[axis];
+      const lines = m === 0 ? 0 : indices.length / m;
+      const stride = sizeOf(indexShape.slice(axis + 1));
+      for (let line = 0; line < lines; line++) {
+        const perm = [...Array(n).keys()];
+        for (let i = n - 1; i > 0; i--) {
+          const j = randInt(rng, 0, i);
+          [perm[i], perm[j]] = [perm[j], perm[i]];
+        }
+        const outer = Math.floor(line / stride);
+        const inner = line % stride;
+        for (let k = 0; k < m; k++) {
+          indices[(outer * m + k) * stride + inner] = perm[k] - (rng() < 0.3 ? n : 0);
+        }
+      }
+    } else {indices = indexData(
+        rng,
+        c.pattern,
+        sizeOf(indexShape),
+        Math.max(n, 1),
+        n === 0 ? 0 : low,
+      );}
+    if (n === 0 && op !== "segment") indices.fill(0);
+    const layout = makeLayout(rng, c.layout, updateShape);
+    const updates = hostData(rng, dtype, sizeOf(layout.baseShape), domain, { lo: -50, hi: 50 });
+    const xData = hostData(rng, dtype, sizeOf(xShape), domain, { lo: -50, hi: 50 });
+    const run = (device: gyre.DeviceName, magnitudes = false): gyre.Tensor[] => {
+      const abs = (t: gyre.Tensor) => (magnitudes && float ? bag.add(t.abs()) : t);
+      const ones = (dims: number[]) => bag.add(gyre.ones(dims, { device }));
+      const u0 = bag.add(gyre.tensor(updates, { shape: layout.baseShape, dtype, device }));
+      const u = abs(
+        bag.add(layout.kind === "broadcast" ? u0.broadcastTo(updateShape) : layout.view(u0)),
+      );
+      const i = bag.add(gyre.tensor(indices, { shape: indexShape, dtype: "int32", device }));
+      const x = abs(bag.add(gyre.tensor(xData, { shape: xShape, dtype, device })));
+      const r: Reduce = magnitudes ? "sum" : reduce;
+      switch (op) {
+        case "scatter":
+        case "scatterAdd": {
+          const main = op === "scatterAdd" && !magnitudes
+            ? gyre.scatterAdd(x, i, u, { axis })
+            : gyre.scatter(x, i, u, { axis, reduce: r });
+          if (!magnitudes) return [main];
+          // The terms each element gathers (its base counts one).
+          return [main, gyre.scatter(ones(xShape), i, ones(updateShape), { axis, reduce: "sum" })];
+        }
+        case "segment": {
+          const f = magnitudes ? gyre.segmentSum : SEGMENT_OPS[r as keyof typeof SEGMENT_OPS];
+          const main = f(u, i, { numSegments: n });
+          if (!magnitudes) return [main];
+          return [main, gyre.segmentSum(ones(updateShape), i, { numSegments: n })];
+        }
+        case "bincount": {
+          const w = dtype === "float32" ? abs(u) : undefined;
+          const main = gyre.bincount(i, { minlength: n, weights: w });
+          if (!magnitudes) return [main];
+          return [main, gyre.bincount(i, { minlength: n })];
+        }
+      }
+    };
+    forcePlan("indexing", { variant: c.variant });
+    const [got] = run("gpu").map((t) => bag.add(t));
+    forcePlan("indexing", null);
+    const [want] = run("wasm").map((t) => bag.add(t));
+    const label = `${op} ${reduce} ${dtype} ${c.variant} [${xShape}] axis ${axis} indices ` +
+      `[${indexShape}] updates [${updateShape}] ${c.pattern} ${layout.describe}`;
+    if (String(got.shape) !== String(want.shape)) {
+      throw new Error(`${label}: shape [${got.shape}] vs [${want.shape}]`);
+    }
+    const [g, w] = await Promise.all([got.data(), want.data()]);
+    const floatDtype = dtype === "float32" || dtype === "float16";
+    if (!floatDtype || reduce === "none" || reduce === "max" || reduce === "min") {
+      expectSameBits(label, g, w);
+    } else {
+      const [s, k] = run("wasm", true).map((t) => bag.add(t));
+      const [sum, terms] = await Promise.all([s.data(), k.data()]);
+      const half = dtype === "float16";
+      const u = half ? 2 ** -10 : 2 ** -23;
+      expectClose(label, g, w, (j) => {
+        const count = terms[j] + 1;
+        const scale = reduce === "prod"
+          ? Math.abs(w[j])
+          : sum[j] / (reduce === "mean" ? Math.max(terms[j], 1) : 1);
+        const atol = count * u * scale + count * (half ? 2 ** -24 : MIN_NORMAL);
+        return within(g[j], w[j], { atol, ulp: reduce === "mean" ? 3 : 0 }, { half, ftz: true });
+      }, (j) => `(${terms[j]} terms, magnitudes ${sum[j]})`);
+    }
+  } finally {
+    forcePlan("indexing", null);
+    bag.dispose();
+  }
+}
+
+property(
+  [
+    "indexing/scatter",
+    "indexing/scatterAdd",
+    "indexing/segmentSum",
+    "indexing/segmentMean",
+    "indexing/segmentMax",
+    "indexing/segmentMin",
+    "indexing/segmentProd",
+    "indexing/bincount",
+  ],
+  "scatters, segment reductions and bincount match the WASM reference",
+  fc.record({
+    op: fc.constantFrom<ScatterOp>(
+      "scatter",
+      "scatter",
+      "scatterAdd",
+      "segment",
+      "segment",
+      "bincount",
+    ),
+    reduce: fc.constantFrom<Reduce>("none", "sum", "prod", "max", "min", "mean"),
+    dtype: fc.constantFrom(...DTYPES),
+    shape: shapeArb(3, LENGTHS),
+    axisPick: fc.nat(),
+    layout: fc.constantFrom<LayoutKind>("contiguous", "broadcast", "transposed", "sliced"),
+    pattern: fc.constantFrom(...PATTERNS),
+    count: fc.constantFrom(1, 2, 3, 7, 64, 300),
+    extra: fc.nat(),
+    variant: fc.constantFrom<ScatterCase["variant"]>("store", "atomic", "atomic", "cas"),
+    seed: fc.integer(),
+  }),
+  checkScatter,
+  { numRuns: 120, variants: ["indexing/store", "indexing/atomic", "indexing/cas"] },
+);
