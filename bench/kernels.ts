@@ -555,6 +555,57 @@ await bench(`cummax ${big / Mi}Mi f32`, big, 2 * 4 * big, () => gyre.cummax(a));
   );
 }
 
+// Indexing (issue 23's cases, its sizes at full scale). Bytes: what must move (indices read as
+// int32, gathered rows and values read once, outputs written), not the scattered atomics' traffic.
+{
+  const side = scale === "full" ? 4096 : 512;
+  const square = a.slice([0, side * side]).reshape([side, side]);
+  const order = gyre.argsort(square, { axis: 1 }).realize();
+  await bench(
+    `takeAlongAxis [${side},${side}]`,
+    side * side,
+    12 * side * side,
+    () => gyre.takeAlongAxis(square, order, { axis: 1 }),
+  );
+  const [tableRows, picked] = scale === "full" ? [1_000_000, 65536] : [100_000, 4096];
+  const table = gyre.random.uniform([tableRows, 256], { seed: 3 }).realize();
+  const rows = gyre.random.uniform([picked], { seed: 4, low: 0, high: tableRows })
+    .floor().cast("int32").realize();
+  await bench(
+    `indexSelect ${picked} rows of [${tableRows},256]`,
+    picked * 256,
+    8 * picked * 256 + 4 * picked,
+    () => gyre.indexSelect(table, rows),
+  );
+  const x = a.slice([0, mid]);
+  const ids = (seed: number, high: number) =>
+    gyre.random.uniform([mid], { seed, low: 0, high }).floor().cast("int32").realize();
+  const bins = ids(5, mid / 16);
+  const zeros = gyre.zeros([mid / 16]).realize();
+  await bench(
+    `scatterAdd ${mid / Mi}Mi into ${mid / 16 / Mi}Mi bins`,
+    mid,
+    8 * mid + 4 * (mid / 16),
+    () => gyre.scatterAdd(zeros, bins, x, { axis: 0 }),
+  );
+  const segments = scale === "full" ? 65536 : 4096;
+  const sortedIds = gyre.sort(ids(6, segments)).realize();
+  await bench(
+    `segmentSum ${mid / Mi}Mi sorted ids into ${segments}`,
+    mid,
+    8 * mid + 4 * segments,
+    () => gyre.segmentSum(x, sortedIds, { numSegments: segments }),
+  );
+  const small = ids(7, 1024);
+  await bench(
+    `bincount ${mid / Mi}Mi into 1024 bins`,
+    mid,
+    4 * mid + 4 * 1024,
+    () => gyre.bincount(small, { minlength: 1024 }),
+  );
+  for (const t of [order, table, rows, bins, zeros, sortedIds, small]) t.dispose();
+}
+
 // --rankk: Rank-K of issue 22's cases and more under each variant that allows them (the
 // plan's default first), to place the plan's thresholds. Bytes: the input read.
 if (args.includes("--rankk")) {
