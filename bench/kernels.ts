@@ -594,7 +594,7 @@ await bench(`cummax ${big / Mi}Mi f32`, big, 2 * 4 * big, () => gyre.cummax(a));
     `segmentSum ${mid / Mi}Mi sorted ids into ${segments}`,
     mid,
     8 * mid + 4 * segments,
-    () => gyre.segmentSum(x, sortedIds, { numSegments: segments }),
+    () => gyre.segmentSum(x, sortedIds, { numSegments: segments, sorted: true }),
   );
   const small = ids(7, 1024);
   await bench(

@@ -129,6 +129,8 @@ interface GatherCase {
   extra: number;
   /** take without an axis (x flattened); at with numbers beside the tensor. */
   flat: boolean;
+  /** The form forced (the plan keeps "gather" where the others cannot run). */
+  variant: "gather" | "gather-vec4" | "gather-row";
   seed: number;
 }
 
@@ -186,7 +188,7 @@ async function checkGather(c: GatherCase): Promise<void> {
         }
       }
     };
-    forcePlan("indexing", { variant: "gather" });
+    forcePlan("indexing", { variant: c.variant });
     const got = bag.add(run("gpu"));
     forcePlan("indexing", null);
     const want = bag.add(run("wasm"));
@@ -198,7 +200,10 @@ async function checkGather(c: GatherCase): Promise<void> {
     }
     const [g, w] = await Promise.all([got.data(), want.data()]);
     expectSameBits(label, g, w);
-    if (sizeOf(want.shape) > 0 && !plansRan("indexing").some((r) => r.variants[0] === "gather")) {
+    if (
+      sizeOf(want.shape) > 0 &&
+      !plansRan("indexing").some((r) => r.variants[0].startsWith("gather"))
+    ) {
       throw new Error(`${label}: the GPU ran no gather`);
     }
   } finally {
@@ -226,10 +231,37 @@ property(
     count: fc.constantFrom(0, 1, 2, 5, 64, 300),
     extra: fc.nat(),
     flat: fc.boolean(),
+    variant: fc.constant<GatherCase["variant"]>("gather"),
     seed: fc.integer(),
   }),
   checkGather,
   { numRuns: 80, variants: ["indexing/gather"] },
+);
+
+// The forms for whole rows: runs of x copied four elements at a time (indexSelect and take of
+// rows a multiple of 4 long), and lines of x loaded into workgroup memory (takeAlongAxis and
+// gather along a contiguous last axis), forced where they can run and where they cannot.
+property(
+  ["indexing/indexSelect", "indexing/takeAlongAxis", "indexing/gather", "indexing/take"],
+  "the row forms of the gather equal the WASM reference bit for bit",
+  fc.record({
+    op: fc.constantFrom<GatherOp>("indexSelect", "take", "takeAlongAxis", "gather"),
+    dtype: fc.constantFrom<DType>("float32", "int32", "float16", "bool"),
+    shape: fc.tuple(
+      fc.constantFrom(1, 3, 17),
+      fc.constantFrom(4, 8, 64, 256, 300, 1024, 4099),
+    ).map(([r, l]) => [r, l]),
+    axisPick: fc.constantFrom(0, 1),
+    layout: fc.constantFrom<LayoutKind>("contiguous", "contiguous", "sliced", "transposed"),
+    pattern: fc.constantFrom(...PATTERNS),
+    count: fc.constantFrom(1, 5, 64, 300),
+    extra: fc.nat(),
+    flat: fc.constant(false),
+    variant: fc.constantFrom<GatherCase["variant"]>("gather-vec4", "gather-row"),
+    seed: fc.integer(),
+  }),
+  checkGather,
+  { numRuns: 40, variants: ["indexing/gather-vec4", "indexing/gather-row"] },
 );
 
 // ---------------------------------------------------------------------------------------------
@@ -249,7 +281,9 @@ interface ScatterCase {
   /** Updates along the axis (scatter), or segments (segment ops, bincount). */
   count: number;
   extra: number;
-  variant: "store" | "atomic" | "cas";
+  combine: "store" | "atomic" | "cas";
+  /** The form forced (the plan keeps "scatter" where the others cannot run). */
+  form: "scatter" | "scatter-runs" | "scatter-shared";
   seed: number;
 }
 
@@ -265,7 +299,6 @@ async function checkScatter(c: ScatterCase): Promise<void> {
   const bag = new Bag();
   try {
     const rng = mulberry32(c.seed);
-    const float = c.dtype === "float32" || c.dtype === "float16";
     // Bool takes plain stores, max and min only.
     const op: ScatterOp = c.dtype === "bool" && c.op === "scatterAdd" ? "scatter" : c.op;
     let reduce: Reduce = op === "scatterAdd" || op === "bincount"
@@ -277,6 +310,7 @@ async function checkScatter(c: ScatterCase): Promise<void> {
       reduce = "max";
     }
     const dtype: DType = op === "bincount" ? (c.extra % 2 ? "float32" : "int32") : c.dtype;
+    const float = dtype === "float32" || dtype === "float16";
     const domain = reduce === "prod" ? PRODUCTS : SUMS;
     const shape = c.shape.length === 0 ? [3] : c.shape;
     const rank = shape.length;
@@ -373,18 +407,18 @@ async function checkScatter(c: ScatterCase): Promise<void> {
         }
       }
     };
-    forcePlan("indexing", { variant: c.variant });
+    forcePlan("indexing", { variant: c.form, combine: c.combine });
     const [got] = run("gpu").map((t) => bag.add(t));
     forcePlan("indexing", null);
     const [want] = run("wasm").map((t) => bag.add(t));
-    const label = `${op} ${reduce} ${dtype} ${c.variant} [${xShape}] axis ${axis} indices ` +
+    const label =
+      `${op} ${reduce} ${dtype} ${c.form} ${c.combine} [${xShape}] axis ${axis} indices ` +
       `[${indexShape}] updates [${updateShape}] ${c.pattern} ${layout.describe}`;
     if (String(got.shape) !== String(want.shape)) {
       throw new Error(`${label}: shape [${got.shape}] vs [${want.shape}]`);
     }
     const [g, w] = await Promise.all([got.data(), want.data()]);
-    const floatDtype = dtype === "float32" || dtype === "float16";
-    if (!floatDtype || reduce === "none" || reduce === "max" || reduce === "min") {
+    if (!float || reduce === "none" || reduce === "max" || reduce === "min") {
       expectSameBits(label, g, w);
     } else {
       const [s, k] = run("wasm", true).map((t) => bag.add(t));
@@ -435,9 +469,20 @@ property(
     pattern: fc.constantFrom(...PATTERNS),
     count: fc.constantFrom(1, 2, 3, 7, 64, 300),
     extra: fc.nat(),
-    variant: fc.constantFrom<ScatterCase["variant"]>("store", "atomic", "atomic", "cas"),
+    combine: fc.constantFrom<ScatterCase["combine"]>("store", "atomic", "atomic", "cas"),
+    form: fc.constantFrom<ScatterCase["form"]>("scatter", "scatter-runs", "scatter-shared"),
     seed: fc.integer(),
   }),
   checkScatter,
-  { numRuns: 120, variants: ["indexing/store", "indexing/atomic", "indexing/cas"] },
+  {
+    numRuns: 120,
+    variants: [
+      "indexing/scatter",
+      "indexing/scatter-runs",
+      "indexing/scatter-shared",
+      "indexing/store",
+      "indexing/atomic",
+      "indexing/cas",
+    ],
+  },
 );

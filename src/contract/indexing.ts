@@ -80,6 +80,8 @@ export interface ScatterJob {
   outStrides: readonly number[];
   axis: IndexedAxis;
   reduce: ScatterReduce;
+  /** The indices are declared sorted ascending (a hint: the GPU combines runs of equal ones). */
+  sorted?: boolean;
 }
 
 /** What a scatter job makes: new contiguous storage of `dtype` and `outShape`. */

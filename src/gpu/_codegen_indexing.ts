@@ -8,7 +8,13 @@
  */
 import type { DType } from "../core/dtype.ts";
 import type { ScatterReduce } from "../contract/indexing.ts";
-import type { IndexingVariant } from "../plans/indexing.ts";
+import {
+  type IndexingCombine,
+  type IndexingVariant,
+  RUN_LENGTH,
+  SHARED_BINS,
+  SHARED_CHUNK,
+} from "../plans/indexing.ts";
 import { preludeFor } from "./_wgsl_types.ts";
 
 /** One kernel of the family. */
@@ -21,17 +27,28 @@ export interface IndexingSpec {
   rank: number;
   /** The gathered or scattered dtype. */
   dtype: DType;
-  /** Scatters: the form and the reduction. */
+  /** The form (gathers and scatters), the combine and the reduction (scatters). */
   variant?: IndexingVariant;
+  combine?: IndexingCombine;
   reduce?: ScatterReduce;
+  /** "gather-row": the words of workgroup memory a line takes. */
+  rowWords?: number;
   workgroupSize: number;
 }
 
 /** Cache key of a spec. */
 export function indexingKey(s: IndexingSpec): string {
-  return `indexing|${s.stage}|r${s.rank}|${s.dtype}|${s.variant ?? ""}|${
-    s.reduce ?? ""
-  }|wg${s.workgroupSize}`;
+  return [
+    "indexing",
+    s.stage,
+    `r${s.rank}`,
+    s.dtype,
+    s.variant ?? "",
+    s.combine ?? "",
+    s.reduce ?? "",
+    s.rowWords ?? "",
+    `wg${s.workgroupSize}`,
+  ].join("|");
 }
 
 /**
@@ -87,8 +104,8 @@ function main(workgroupSize: number): string[] {
 }
 
 /** Code giving each operand's offset (o0, o1, ...) for the iteration index `t`. */
-function offsets(rank: number, operands: number): string[] {
-  const lines = ["  var rest = t;"];
+function offsets(rank: number, operands: number, t = "t"): string[] {
+  const lines = [`  var rest = ${t};`];
   for (let k = 0; k < operands; k++) lines.push(`  var o${k} = 0;`);
   for (let d = rank - 1; d >= 0; d--) {
     const at = `[${d >> 2}][${d & 3}]`;
@@ -121,7 +138,9 @@ export function generateIndexing(s: IndexingSpec): string {
 }
 
 function gather(s: IndexingSpec): string {
+  if (s.variant === "gather-row") return gatherRow(s);
   const half = s.dtype === "float16";
+  const vec4 = s.variant === "gather-vec4";
   const body = half
     ? [
       // Two outputs an invocation: one word written whole.
@@ -144,6 +163,15 @@ function gather(s: IndexingSpec): string {
       "  return half_at(x[e >> 1u], e);",
       "}",
     ]
+    : vec4
+    ? [
+      // Four consecutive outputs from four consecutive elements of x (offsets multiples of 4).
+      "  if (4u * t >= p.n) { return; }",
+      ...offsets(s.rank, 2, "4u * t"),
+      "  let i = resolve(indices[p.off1 + o1]);",
+      "  out[t] = select(vec4<u32>(0u), x[(p.off0 + o0 + max(i, 0) * p.axis_stride) / 4], i >= 0);",
+      "}",
+    ]
     : [
       "  if (t >= p.n) { return; }",
       ...offsets(s.rank, 2),
@@ -151,12 +179,13 @@ function gather(s: IndexingSpec): string {
       "  out[t] = select(0u, x[p.off0 + o0 + max(i, 0) * p.axis_stride], i >= 0);",
       "}",
     ];
+  const word = vec4 ? "vec4<u32>" : "u32";
   return [
     PARAMS,
-    "@group(0) @binding(0) var<storage, read> x: array<u32>;",
+    `@group(0) @binding(0) var<storage, read> x: array<${word}>;`,
     "@group(0) @binding(1) var<storage, read> indices: array<i32>;",
     "@group(0) @binding(2) var<storage, read_write> checks: array<atomic<u32>>;",
-    "@group(0) @binding(3) var<storage, read_write> out: array<u32>;",
+    `@group(0) @binding(3) var<storage, read_write> out: array<${word}>;`,
     "@group(0) @binding(4) var<uniform> p: Params;",
     RESOLVE,
     HALF,
@@ -165,9 +194,48 @@ function gather(s: IndexingSpec): string {
   ].join("\n");
 }
 
+/**
+ * "gather-row": workgroup r produces output row r (the innermost axis, of p.shape's last length
+ * m): it loads the line of x the row's indices point into (p.axis_length contiguous elements)
+ * into workgroup memory with coalesced reads, then reads the indexed elements from there.
+ */
+function gatherRow(s: IndexingSpec): string {
+  const last = s.rank - 1;
+  const at = `[${last >> 2}][${last & 3}]`;
+  const size = s.workgroupSize;
+  return [
+    PARAMS,
+    "@group(0) @binding(0) var<storage, read> x: array<u32>;",
+    "@group(0) @binding(1) var<storage, read> indices: array<i32>;",
+    "@group(0) @binding(2) var<storage, read_write> checks: array<atomic<u32>>;",
+    "@group(0) @binding(3) var<storage, read_write> out: array<u32>;",
+    "@group(0) @binding(4) var<uniform> p: Params;",
+    `var<workgroup> line: array<u32, ${s.rowWords}>;`,
+    RESOLVE,
+    `@compute @workgroup_size(${size})`,
+    "fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,",
+    "    @builtin(local_invocation_index) lid: u32) {",
+    "  let row = wid.x + wid.y * nwg.x;",
+    `  let m = p.shape${at};`,
+    "  let rows = p.n / max(m, 1u);",
+    // Uniform across the workgroup: the barrier below is reached by all or none.
+    "  if (row >= rows) { return; }",
+    ...offsets(s.rank, 2, "row * m"),
+    "  let length = u32(p.axis_length);",
+    `  for (var k = lid; k < length; k += ${size}u) { line[k] = x[p.off0 + o0 + i32(k)]; }`,
+    "  workgroupBarrier();",
+    `  let step = p.strides[1]${at};`,
+    `  for (var j = lid; j < m; j += ${size}u) {`,
+    "    let i = resolve(indices[p.off1 + o1 + i32(j) * step]);",
+    "    out[row * m + j] = select(0u, line[max(i, 0)], i >= 0);",
+    "  }",
+    "}",
+  ].join("\n");
+}
+
 /** The element type the scatter's output is bound as. */
 function outAtomic(s: IndexingSpec): string {
-  if (s.variant !== "atomic") return "u32";
+  if (s.combine !== "atomic") return "u32";
   if (s.dtype === "float32") return s.reduce === "max" || s.reduce === "min" ? "i32" : "f32";
   return s.dtype === "int32" && (s.reduce === "max" || s.reduce === "min") ? "i32" : "u32";
 }
@@ -227,24 +295,15 @@ function merged(dtype: DType, reduce: ScatterReduce, a: string, b: string): stri
   }
 }
 
-function scatter(s: IndexingSpec): string {
+/** WGSL `apply(o, v)`: combines the value bits v into output element o by the spec's combine. */
+function applyFunction(s: IndexingSpec): string {
   const half = s.dtype === "float16";
   const reduce = s.reduce ?? "none";
   const type = outAtomic(s);
-  const lines = [
-    "  if (t >= p.n) { return; }",
-    ...offsets(s.rank, 3),
-    "  let i = resolve(indices[p.off1 + o1]);",
-    "  if (i < 0) { return; }",
-    "  let o = o2 + i * p.axis_stride;",
-    half
-      ? "  let v = half_at(updates[(p.off0 + o0) >> 1u], p.off0 + o0);"
-      : "  let v = updates[p.off0 + o0];",
-  ];
-  if (reduce === "mean") lines.push("  atomicAdd(&counts[o], 1u);");
-  if (s.variant === "store" && !half) {
+  const lines = ["fn apply(o: i32, v: u32) {"];
+  if (s.combine === "store" && !half) {
     lines.push("  atomicStore(&out[o], v);");
-  } else if (s.variant === "atomic") {
+  } else if (s.combine === "atomic") {
     const op = reduce === "max" ? "atomicMax" : reduce === "min" ? "atomicMin" : "atomicAdd";
     const value = type === "f32"
       ? "bitcast<f32>(v)"
@@ -257,14 +316,13 @@ function scatter(s: IndexingSpec): string {
   } else {
     // A compare-and-swap loop on the word holding the element: each failure means another
     // invocation's update landed, so the loop ends.
-    const word = half ? "o >> 1u" : "o";
     const next = half
       ? `(old & ~(0xffffu << shift)) | (${
         merged(s.dtype, reduce, "half_at(old, o)", "v")
       } << shift)`
       : merged(s.dtype, reduce, "old", "v");
     lines.push(
-      `  let w = ${word};`,
+      `  let w = ${half ? "o >> 1u" : "o"};`,
       "  let shift = u32(o & 1) * 16u;",
       "  var old = atomicLoad(&out[w]);",
       "  loop {",
@@ -276,19 +334,128 @@ function scatter(s: IndexingSpec): string {
     );
   }
   lines.push("}");
+  return lines.join("\n");
+}
+
+/** The value bits of the update at offset `at` (a float16 from its half of a word). */
+function updateAt(half: boolean, at: string): string {
+  return half ? `half_at(updates[(${at}) >> 1u], ${at})` : `updates[${at}]`;
+}
+
+function scatter(s: IndexingSpec): string {
+  const half = s.dtype === "float16";
+  const reduce = s.reduce ?? "none";
+  const mean = reduce === "mean";
+  let lines: string[];
+  let shared: string[] = [];
+  if (s.variant === "scatter-runs") {
+    // Rows [r0, r0 + RUN_LENGTH) of axis 0 at one position of the inner axes: neighbours with
+    // equal indices combine in registers, each run once into the output.
+    const inner = Array.from({ length: s.rank - 1 }, (_, d) =>
+      `p.shape[${(d + 1) >> 2}][${(d + 1) & 3}]`)
+      .join(" * ") || "1u";
+    lines = [
+      `  let inner = ${inner};`,
+      "  let rows = p.n / max(inner, 1u);",
+      `  let r0 = (t / max(inner, 1u)) * ${RUN_LENGTH}u;`,
+      "  if (r0 >= rows) { return; }",
+      ...offsets(s.rank, 3, "r0 * inner + t % max(inner, 1u)"),
+      "  var current = -1;",
+      "  var acc = 0u;",
+      "  var count = 0u;",
+      `  let end = min(r0 + ${RUN_LENGTH}u, rows);`,
+      "  for (var r = r0; r < end; r++) {",
+      "    let i = resolve(indices[p.off1 + o1]);",
+      "    let v = " + updateAt(half, "p.off0 + o0") + ";",
+      "    o0 = o0 + p.strides[0][0][0];",
+      "    o1 = o1 + p.strides[1][0][0];",
+      "    if (i < 0) { continue; }",
+      "    if (i == current) {",
+      `      acc = ${merged(s.dtype, reduce === "mean" ? "sum" : reduce, "acc", "v")};`,
+      "      count = count + 1u;",
+      "      continue;",
+      "    }",
+      "    if (current >= 0) { flush(o2 + current * p.axis_stride, acc, count); }",
+      "    current = i;",
+      "    acc = v;",
+      "    count = 1u;",
+      "  }",
+      "  if (current >= 0) { flush(o2 + current * p.axis_stride, acc, count); }",
+      "}",
+      "fn flush(o: i32, v: u32, count: u32) {",
+      mean ? "  atomicAdd(&counts[o], count);" : "",
+      "  apply(o, v);",
+      "}",
+    ];
+  } else if (s.variant === "scatter-shared") {
+    // Integer atomics into at most SHARED_BINS outputs: each workgroup combines a chunk of
+    // updates in workgroup memory, then adds its bins that changed to the output.
+    const signed = s.dtype === "int32";
+    const type = signed ? "i32" : "u32";
+    const identity = reduce === "max"
+      ? (signed ? "-2147483647 - 1" : "0u")
+      : reduce === "min"
+      ? (signed ? "2147483647" : "0xffffffffu")
+      : (signed ? "0" : "0u");
+    const op = reduce === "max" ? "atomicMax" : reduce === "min" ? "atomicMin" : "atomicAdd";
+    const size = s.workgroupSize;
+    shared = [`var<workgroup> bins: array<atomic<${type}>, ${SHARED_BINS}>;`];
+    lines = [
+      `@compute @workgroup_size(${size})`,
+      "fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,",
+      "    @builtin(local_invocation_index) lid: u32) {",
+      "  let group = wid.x + wid.y * nwg.x;",
+      // Bins past the output stay at the identity: none of them is written back.
+      `  let outputs = min(arrayLength(&out), ${SHARED_BINS}u);`,
+      `  for (var o = lid; o < outputs; o += ${size}u) { atomicStore(&bins[o], ${identity}); }`,
+      "  workgroupBarrier();",
+      `  let first = group * ${SHARED_CHUNK}u;`,
+      `  for (var k = 0u; k < ${SHARED_CHUNK / size}u; k++) {`,
+      `    let t = first + k * ${size}u + lid;`,
+      "    if (t < p.n) {",
+      ...offsets(s.rank, 3).map((l) => `    ${l}`),
+      "      let i = resolve(indices[p.off1 + o1]);",
+      "      if (i >= 0) {",
+      `        ${op}(&bins[o2 + i * p.axis_stride], bitcast<${type}>(${
+        updateAt(false, "p.off0 + o0")
+      }));`,
+      "      }",
+      "    }",
+      "  }",
+      "  workgroupBarrier();",
+      `  for (var o = lid; o < outputs; o += ${size}u) {`,
+      "    let v = atomicLoad(&bins[o]);",
+      `    if (v != ${identity}) { apply(i32(o), bitcast<u32>(v)); }`,
+      "  }",
+      "}",
+    ];
+  } else {
+    lines = [
+      "  if (t >= p.n) { return; }",
+      ...offsets(s.rank, 3),
+      "  let i = resolve(indices[p.off1 + o1]);",
+      "  if (i < 0) { return; }",
+      "  let o = o2 + i * p.axis_stride;",
+      mean ? "  atomicAdd(&counts[o], 1u);" : "",
+      `  apply(o, ${updateAt(half, "p.off0 + o0")});`,
+      "}",
+    ];
+  }
   const code = [
     PARAMS,
     "@group(0) @binding(0) var<storage, read> updates: array<u32>;",
     "@group(0) @binding(1) var<storage, read> indices: array<i32>;",
     "@group(0) @binding(2) var<storage, read_write> checks: array<atomic<u32>>;",
     "@group(0) @binding(3) var<storage, read_write> counts: array<atomic<u32>>;",
-    `@group(0) @binding(4) var<storage, read_write> out: array<atomic<${type}>>;`,
+    `@group(0) @binding(4) var<storage, read_write> out: array<atomic<${outAtomic(s)}>>;`,
     "@group(0) @binding(5) var<uniform> p: Params;",
+    ...shared,
     RESOLVE,
     HALF,
     KEYS,
-    ...main(s.workgroupSize),
-    ...lines,
+    applyFunction(s),
+    ...(s.variant === "scatter-shared" ? [] : main(s.workgroupSize)),
+    ...lines.filter((l) => l !== ""),
   ].join("\n");
   return `${code}\n${preludeFor(code)}`;
 }

@@ -19,7 +19,13 @@ import {
   type ScatterJob,
   type ScatterResult,
 } from "../contract/indexing.ts";
-import { planGather, planScatter } from "../plans/indexing.ts";
+import {
+  gatherRowWords,
+  planGather,
+  planScatter,
+  RUN_LENGTH,
+  SHARED_CHUNK,
+} from "../plans/indexing.ts";
 import type { GpuHost, GpuStorage } from "./host.ts";
 import {
   generateIndexing,
@@ -62,7 +68,15 @@ export function runGatherGpu(gpu: GpuHost, job: GatherJob): GatherResult {
     "gpu",
     "indexing",
     op,
-    planGather(job.overrides.indexing),
+    planGather(gpu.caps, {
+      dtype: x.dtype,
+      shape,
+      xStrides: job.xStrides,
+      indexStrides: job.indexStrides,
+      xOffset: x.offset,
+      axisStride: axis.stride,
+      axisLength: axis.length,
+    }, job.overrides.indexing),
     job.overrides.indexing,
   );
   const check = gpu.indexCheck(op, "indices", indexRange(axis));
@@ -70,9 +84,17 @@ export function runGatherGpu(gpu: GpuHost, job: GatherJob): GatherResult {
     stage: "gather",
     rank: shape.length,
     dtype: x.dtype,
+    variant: choice.variant,
     workgroupSize: choice.workgroupSize,
+    ...(choice.variant === "gather-row" ? { rowWords: gatherRowWords(gpu.caps) } : {}),
   };
-  const half = x.dtype === "float16";
+  const invocations = x.dtype === "float16"
+    ? Math.ceil(n / 2)
+    : choice.variant === "gather-vec4"
+    ? n / 4
+    : choice.variant === "gather-row"
+    ? (n / shape[shape.length - 1]) * choice.workgroupSize
+    : n;
   run(
     gpu,
     op,
@@ -93,7 +115,7 @@ export function runGatherGpu(gpu: GpuHost, job: GatherJob): GatherResult {
       shape,
       [job.xStrides, job.indexStrides],
     ),
-    half ? Math.ceil(n / 2) : n,
+    invocations,
   );
   return { output: out };
 }
@@ -124,7 +146,15 @@ export function runScatterGpu(gpu: GpuHost, job: ScatterJob): ScatterResult {
     "gpu",
     "indexing",
     op,
-    planScatter(gpu.caps, job, job.overrides.indexing),
+    planScatter(gpu.caps, {
+      dtype,
+      reduce,
+      shape: job.shape,
+      indexStrides: job.indexStrides,
+      outStrides: job.outStrides,
+      outLength: length,
+      sorted: job.sorted ?? false,
+    }, job.overrides.indexing),
     job.overrides.indexing,
   );
   const counts = reduce === "mean" ? gpu.alloc(op, "uint32", Math.max(length, 1)) : null;
@@ -140,7 +170,7 @@ export function runScatterGpu(gpu: GpuHost, job: ScatterJob): ScatterResult {
       indexingUniforms([length, 0, 0, 0, 0, 0, job.base ? 1 : 0, 0], [], []),
       finishWords,
     );
-  const keyed = choice.variant === "atomic" && dtype === "float32" &&
+  const keyed = choice.combine === "atomic" && dtype === "float32" &&
     (reduce === "max" || reduce === "min");
   try {
     if (counts) gpu.zero(op, counts.buffer, length);
@@ -155,6 +185,7 @@ export function runScatterGpu(gpu: GpuHost, job: ScatterJob): ScatterResult {
           rank: job.shape.length,
           dtype,
           variant: choice.variant,
+          combine: choice.combine,
           reduce,
           workgroupSize: choice.workgroupSize,
         },
@@ -180,7 +211,7 @@ export function runScatterGpu(gpu: GpuHost, job: ScatterJob): ScatterResult {
           job.shape,
           [job.updateStrides, job.indexStrides, job.outStrides],
         ),
-        n,
+        scatterInvocations(choice.variant, job.shape, choice.workgroupSize),
       );
     }
     if (keyed) finish("unkeys");
@@ -192,4 +223,15 @@ export function runScatterGpu(gpu: GpuHost, job: ScatterJob): ScatterResult {
     if (counts) gpu.free(counts);
   }
   return { output: out };
+}
+
+/** Invocations a scatter form takes for an iteration space of `shape`. */
+function scatterInvocations(variant: string, shape: readonly number[], workgroupSize: number) {
+  const n = sizeOf(shape);
+  if (variant === "scatter-shared") return Math.ceil(n / SHARED_CHUNK) * workgroupSize;
+  if (variant === "scatter-runs") {
+    const inner = n / shape[0];
+    return Math.ceil(shape[0] / RUN_LENGTH) * inner;
+  }
+  return n;
 }

@@ -55,7 +55,10 @@ export interface ScatterOptions extends AxisOption {
 export interface SegmentOptions {
   /** The number of segments: the output's first axis. Ids at or past it are an IndexError. */
   numSegments: number;
-  /** Whether the ids are sorted ascending (accepted for TensorFlow parity; unused so far). */
+  /**
+   * The ids are sorted ascending: the GPU then combines each run of equal ids before writing it
+   * (one atomic a run, not one an element). A hint: unsorted ids still give the right result.
+   */
   sorted?: boolean;
 }
 
@@ -453,6 +456,7 @@ function runScatter(
   strides: [readonly number[], readonly number[], readonly number[]],
   axis: IndexedAxis,
   reduce: ScatterReduce,
+  sorted = false,
 ): Tensor {
   const merged = mergeAxes(shape, strides);
   checkRank(op, merged.shape);
@@ -470,6 +474,7 @@ function runScatter(
     outStrides: merged.strides[2],
     axis,
     reduce,
+    sorted,
   });
   return tensorFromStorage(output, dtype, outShape);
 }
@@ -629,6 +634,7 @@ function segmentReduce(
     [dv.strides, [...iv.strides, ...rest.map(() => 0)], [...iv.shape.map(() => 0), ...restStrides]],
     { stride: inner, length: segments, negative: "drop" },
     reduce,
+    o.sorted === true,
   );
 }
 

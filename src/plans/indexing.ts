@@ -5,65 +5,205 @@
  */
 import type { DType } from "../core/dtype.ts";
 
-/** The GPU indexing kernels' forms (the registry and the coverage test read this list). */
-export const INDEXING_VARIANTS = ["gather", "store", "atomic", "cas"] as const;
+/** The GPU indexing kernels' forms (the registry and the coverage test read these lists). */
+export const INDEXING_VARIANTS = [
+  "gather",
+  "gather-vec4",
+  "gather-row",
+  "scatter",
+  "scatter-runs",
+  "scatter-shared",
+] as const;
 /** One of {@link INDEXING_VARIANTS}. */
 export type IndexingVariant = (typeof INDEXING_VARIANTS)[number];
+
+/** How a scatter combines an update into the output (see {@link IndexingChoice}). */
+export const INDEXING_COMBINES = ["store", "atomic", "cas"] as const;
+/** One of {@link INDEXING_COMBINES}. */
+export type IndexingCombine = (typeof INDEXING_COMBINES)[number];
 
 /** The choice for a gather or a scatter on the GPU (src/gpu/indexing.ts). */
 export interface IndexingChoice {
   /** Which plan made this choice (a discriminant). */
   kernel: "indexing";
   /**
-   * "gather": one invocation an output element (a pair of them for float16), reading its index
-   * and then x. Scatters, one invocation an update: "store" (no reduction) writes it; "atomic"
-   * combines it by one atomic instruction (integer sums, max and min, float32 sums where the
-   * device has `wgpu-shader-float32-atomic`, float32 max and min on order-preserving integer
-   * keys); "cas" by a compare-and-swap loop on the 32-bit word (products, float16, float32 sums
-   * elsewhere). The order in which updates meet is the hardware's, so float sums, means and
-   * products can differ in their last bits between runs; max, min and integer results cannot.
+   * Gathers: "gather", one invocation an output element (a pair for float16); "gather-vec4",
+   * four consecutive outputs from four consecutive elements of x (runs of x copied whole: the
+   * indexSelect of rows); "gather-row", a workgroup an output row whose indices all point into
+   * one line of x along a contiguous axis, that line first loaded into workgroup memory (the
+   * takeAlongAxis of a permutation, whose reads would otherwise scatter across the line).
+   * Scatters: "scatter", one invocation an update; "scatter-runs", an invocation a run of
+   * RUN_LENGTH updates along the first axis, combining neighbours with equal indices before
+   * one combine into the output (sorted ids: one atomic a run instead of one an update);
+   * "scatter-shared", outputs of at most SHARED_BINS elements combined in workgroup memory
+   * first, one atomic an output element a workgroup (bincount into few bins).
    */
   variant: IndexingVariant;
+  /**
+   * Scatters: "store" (no reduction) writes; "atomic" combines by one atomic instruction (integer
+   * sums, max and min, float32 sums where the device has `wgpu-shader-float32-atomic`, float32
+   * max and min on order-preserving integer keys); "cas" by a compare-and-swap loop on the 32-bit
+   * word (products, float16, float32 sums elsewhere). The order in which updates meet is the
+   * hardware's, so float sums, means and products can differ in their last bits between runs;
+   * max, min and integer results cannot.
+   */
+  combine: IndexingCombine;
   /** Invocations per workgroup. */
   workgroupSize: number;
 }
 
+/** Updates a "scatter-runs" invocation takes. */
+export const RUN_LENGTH = 16;
+/** The most output elements "scatter-shared" keeps in workgroup memory (16 KiB of words). */
+export const SHARED_BINS = 4096;
+/** Updates a "scatter-shared" workgroup takes. */
+export const SHARED_CHUNK = 256 * 32;
+
+/** What the gather plan looks at: the job after its axes are merged. */
+export interface GatherShape {
+  dtype: DType;
+  shape: readonly number[];
+  xStrides: readonly number[];
+  indexStrides: readonly number[];
+  xOffset: number;
+  axisStride: number;
+  axisLength: number;
+}
+
 /**
- * The gather plan: one form.
+ * The gather plan: "gather-vec4" where the innermost axis copies runs of x a multiple of 4 long
+ * and aligned; "gather-row" where the innermost axis is the gathered one over a contiguous line of
+ * x that fits workgroup memory and both are long enough to pay for loading it; else "gather".
  *
  * @example
  * ```ts
  * import { planGather } from "@gyre/gyre/tuning";
- * planGather().variant; // "gather"
+ * planGather(undefined, {
+ *   dtype: "float32", shape: [65536, 256], xStrides: [0, 1], indexStrides: [1, 0],
+ *   xOffset: 0, axisStride: 256, axisLength: 1000000,
+ * }).variant; // "gather-vec4"
  * ```
  */
-export function planGather(override?: Readonly<Partial<IndexingChoice>>): IndexingChoice {
-  return { kernel: "indexing", variant: "gather", workgroupSize: 256, ...pickSize(override) };
+export function planGather(
+  caps: { limits?: { maxComputeWorkgroupStorageSize?: number } } | undefined,
+  job: GatherShape,
+  override?: Readonly<Partial<IndexingChoice>>,
+): IndexingChoice {
+  const vec4 = gatherVec4(job);
+  const row = gatherRow(caps, job);
+  let variant: IndexingVariant = vec4
+    ? "gather-vec4"
+    : row && rowPays(job)
+    ? "gather-row"
+    : "gather";
+  const forced = override?.variant;
+  if (
+    forced === "gather" || (forced === "gather-vec4" && vec4) || (forced === "gather-row" && row)
+  ) variant = forced;
+  return {
+    kernel: "indexing",
+    variant,
+    combine: "store",
+    workgroupSize: 256,
+    ...pickSize(override),
+  };
+}
+
+/** Whether the innermost axis copies aligned runs of x, 4 elements at a time. */
+function gatherVec4(job: GatherShape): boolean {
+  const last = job.shape.length - 1;
+  return job.dtype !== "float16" && last >= 0 && job.shape[last] % 4 === 0 &&
+    job.xStrides[last] === 1 && job.indexStrides[last] === 0 && job.xOffset % 4 === 0 &&
+    job.axisStride % 4 === 0 && job.xStrides.every((s, d) => d === last || s % 4 === 0);
+}
+
+/** The longest line "gather-row" loads (words of workgroup memory, at most 8192). */
+export function gatherRowWords(
+  caps: { limits?: { maxComputeWorkgroupStorageSize?: number } } | undefined,
+): number {
+  const bytes = caps?.limits?.maxComputeWorkgroupStorageSize ?? 16384;
+  return Math.min(8192, 2 ** Math.floor(Math.log2(bytes / 4)));
+}
+
+/** Whether each output row gathers from one contiguous line of x that fits workgroup memory. */
+function gatherRow(
+  caps: { limits?: { maxComputeWorkgroupStorageSize?: number } } | undefined,
+  job: GatherShape,
+): boolean {
+  const last = job.shape.length - 1;
+  return job.dtype !== "float16" && last >= 0 && job.xStrides[last] === 0 &&
+    job.axisStride === 1 && job.axisLength <= gatherRowWords(caps);
+}
+
+/** Long lines and long output rows: loading the line costs less than the scattered reads. */
+function rowPays(job: GatherShape): boolean {
+  return job.axisLength >= 256 && job.shape[job.shape.length - 1] >= 256;
+}
+
+/** What the scatter plan looks at: the job after its axes are merged. */
+export interface ScatterShape {
+  dtype: DType;
+  reduce: "none" | "sum" | "prod" | "max" | "min" | "mean";
+  shape: readonly number[];
+  indexStrides: readonly number[];
+  outStrides: readonly number[];
+  /** Output elements. */
+  outLength: number;
+  /** The indices are declared sorted (segment ops' `sorted`). */
+  sorted: boolean;
 }
 
 /**
- * The scatter plan: "store" without a reduction, else one atomic instruction where one exists
- * for the dtype and reduction, else a compare-and-swap loop. An override of the variant applies
- * where it can run ("cas" always can; "atomic" not for products or float16).
+ * The scatter plan. The combine: "store" without a reduction, else one atomic instruction where
+ * one exists for the dtype and reduction, else a compare-and-swap loop. The form: "scatter-runs"
+ * for sorted ids, "scatter-shared" for integer atomics into few outputs from many updates, else
+ * "scatter". An override applies where it can run ("cas" always can; "atomic" not for products or
+ * float16; "scatter-runs" wherever the index is constant across the inner axes;
+ * "scatter-shared" only for integer atomics into at most SHARED_BINS outputs).
  *
  * @example
  * ```ts
  * import { planScatter } from "@gyre/gyre/tuning";
- * planScatter({ float32Atomics: true }, { dtype: "float32", reduce: "sum" }).variant; // "atomic"
+ * planScatter({ float32Atomics: true }, {
+ *   dtype: "float32", reduce: "sum", shape: [1024], indexStrides: [1], outStrides: [0],
+ *   outLength: 16, sorted: false,
+ * }).combine; // "atomic"
  * ```
  */
 export function planScatter(
   caps: { float32Atomics: boolean },
-  job: { dtype: DType; reduce: "none" | "sum" | "prod" | "max" | "min" | "mean" },
+  job: ScatterShape,
   override?: Readonly<Partial<IndexingChoice>>,
 ): IndexingChoice {
   const { dtype, reduce } = job;
-  const atomic = dtype !== "float16" && reduce !== "prod" &&
+  const canAtomic = dtype !== "float16" && reduce !== "prod" && reduce !== "none" &&
     !(dtype === "float32" && (reduce === "sum" || reduce === "mean") && !caps.float32Atomics);
-  let variant: IndexingVariant = reduce === "none" ? "store" : atomic ? "atomic" : "cas";
+  let combine: IndexingCombine = reduce === "none" ? "store" : canAtomic ? "atomic" : "cas";
+  const forcedCombine = override?.combine;
+  if (reduce !== "none" && (forcedCombine === "cas" || (forcedCombine === "atomic" && canAtomic))) {
+    combine = forcedCombine;
+  }
+  const runs = reduce !== "none" && scatterRuns(job);
+  const shared = combine === "atomic" && dtype !== "float32" && reduce !== "mean" &&
+    job.outLength <= SHARED_BINS;
+  const n = job.shape.reduce((a, b) => a * b, 1);
+  let variant: IndexingVariant = runs && job.sorted
+    ? "scatter-runs"
+    : shared && n >= 16 * job.outLength
+    ? "scatter-shared"
+    : "scatter";
   const forced = override?.variant;
-  if (forced === "cas" || (forced === "atomic" && atomic && reduce !== "none")) variant = forced;
-  return { kernel: "indexing", variant, workgroupSize: 256, ...pickSize(override) };
+  if (
+    forced === "scatter" || (forced === "scatter-runs" && runs) ||
+    (forced === "scatter-shared" && shared)
+  ) variant = forced;
+  return { kernel: "indexing", variant, combine, workgroupSize: 256, ...pickSize(override) };
+}
+
+/** Whether the index is constant across every axis but the first (runs along the first). */
+function scatterRuns(job: ScatterShape): boolean {
+  return job.shape.length >= 1 && job.outStrides[0] === 0 &&
+    job.indexStrides.every((s, d) => d === 0 || s === 0);
 }
 
 function pickSize(override?: Readonly<Partial<IndexingChoice>>): { workgroupSize?: number } {

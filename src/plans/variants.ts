@@ -12,7 +12,7 @@ import { REDUCE_COMBINES, type ReduceChoice } from "./reduce.ts";
 import { ROWS_COMBINES, ROWS_VARIANTS, type RowsChoice } from "./rows.ts";
 import { SCAN_LAYOUTS, SCAN_VARIANTS, type ScanChoice } from "./scan.ts";
 import { SORT_VARIANTS, type SortChoice } from "./sort.ts";
-import { INDEXING_VARIANTS, type IndexingChoice } from "./indexing.ts";
+import { INDEXING_COMBINES, INDEXING_VARIANTS, type IndexingChoice } from "./indexing.ts";
 
 /** How a workgroup reduction combines: through subgroup operations or shared memory. */
 const REDUCE_FORMS = ["workgroup-subgroup", "workgroup-shared", "thread"] as const;
@@ -26,7 +26,7 @@ export const FAMILY_VARIANTS = {
   rows: [...ROWS_VARIANTS, ...ROWS_COMBINES],
   matmul: MATMUL_VARIANTS,
   sort: SORT_VARIANTS,
-  indexing: INDEXING_VARIANTS,
+  indexing: [...INDEXING_VARIANTS, ...INDEXING_COMBINES],
 } as const;
 
 /** A GPU kernel family with named variants. */
@@ -87,10 +87,11 @@ export function variantsOf<F extends GpuFamily>(
       const c = choice as RowsChoice;
       return [c.variant, c.combine];
     }
+    case "indexing": {
+      const c = choice as IndexingChoice;
+      return c.variant.startsWith("scatter") ? [c.variant, c.combine] : [c.variant];
+    }
     default:
-      return [
-        (choice as ElementwiseChoice | PoolChoice | MatmulChoice | SortChoice | IndexingChoice)
-          .variant,
-      ];
+      return [(choice as ElementwiseChoice | PoolChoice | MatmulChoice | SortChoice).variant];
   }
 }
