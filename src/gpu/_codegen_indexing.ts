@@ -199,6 +199,13 @@ function gather(s: IndexingSpec): string {
  * m): it loads the line of x the row's indices point into (p.axis_length contiguous elements)
  * into workgroup memory with coalesced reads, then reads the indexed elements from there.
  */
+/** Loads "gather-row" has in flight per invocation. */
+const ROW_UNROLL = 8;
+
+function unrolled(line: (u: number) => string): string[] {
+  return Array.from({ length: ROW_UNROLL }, (_, u) => line(u));
+}
+
 function gatherRow(s: IndexingSpec): string {
   const last = s.rank - 1;
   const at = `[${last >> 2}][${last & 3}]`;
@@ -222,12 +229,24 @@ function gatherRow(s: IndexingSpec): string {
     "  if (row >= rows) { return; }",
     ...offsets(s.rank, 2, "row * m"),
     "  let length = u32(p.axis_length);",
-    `  for (var k = lid; k < length; k += ${size}u) { line[k] = x[p.off0 + o0 + i32(k)]; }`,
+    "  let last = i32(length) - 1;",
+    // ROW_UNROLL loads in flight before their stores (naga keeps loops rolled): a rolled loop
+    // waits out each load's latency in turn.
+    `  for (var k0 = lid; k0 < length; k0 += ${size * ROW_UNROLL}u) {`,
+    ...unrolled((u) => `    let v${u} = x[p.off0 + o0 + min(i32(k0 + ${u * size}u), last)];`),
+    ...unrolled((u) => `    if (k0 + ${u * size}u < length) { line[k0 + ${u * size}u] = v${u}; }`),
+    "  }",
     "  workgroupBarrier();",
     `  let step = p.strides[1]${at};`,
-    `  for (var j = lid; j < m; j += ${size}u) {`,
-    "    let i = resolve(indices[p.off1 + o1 + i32(j) * step]);",
-    "    out[row * m + j] = select(0u, line[max(i, 0)], i >= 0);",
+    "  let lastJ = i32(m) - 1;",
+    `  for (var j0 = lid; j0 < m; j0 += ${size * ROW_UNROLL}u) {`,
+    ...unrolled((u) =>
+      `    let i${u} = indices[p.off1 + o1 + min(i32(j0 + ${u * size}u), lastJ) * step];`
+    ),
+    ...unrolled((u) =>
+      `    if (j0 + ${u * size}u < m) { let r = resolve(i${u}); ` +
+      `out[row * m + j0 + ${u * size}u] = select(0u, line[max(r, 0)], r >= 0); }`
+    ),
     "  }",
     "}",
   ].join("\n");
