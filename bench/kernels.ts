@@ -567,15 +567,6 @@ await bench(`cummax ${big / Mi}Mi f32`, big, 2 * 4 * big, () => gyre.cummax(a));
     12 * side * side,
     () => gyre.takeAlongAxis(square, order, { axis: 1 }),
   );
-  // The element-per-invocation form beside the plan's (a line in workgroup memory).
-  tuning.setPlanOverride("indexing", { variant: "gather" });
-  await bench(
-    `takeAlongAxis [${side},${side}], gather form`,
-    side * side,
-    12 * side * side,
-    () => gyre.takeAlongAxis(square, order, { axis: 1 }),
-  );
-  tuning.setPlanOverride("indexing", null);
   const [tableRows, picked] = scale === "full" ? [1_000_000, 65536] : [100_000, 4096];
   const table = gyre.random.uniform([tableRows, 256], { seed: 3 }).realize();
   const rows = gyre.random.uniform([picked], { seed: 4, low: 0, high: tableRows })

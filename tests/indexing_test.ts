@@ -335,7 +335,7 @@ test("out-of-range indices: an IndexError naming the op, then the runtime works"
   assert.deepEqual(liveCounts(), before);
 });
 
-test("typed errors for bad indices and options, nothing allocated", async (device) => {
+test("typed errors for bad indices and options, nothing allocated", (device) => {
   const before = liveCounts();
   const x = gyre.tensor([[1, 2], [3, 4]], { device });
   const f = gyre.tensor([0, 1], { device });

@@ -31,8 +31,6 @@ export interface IndexingSpec {
   variant?: IndexingVariant;
   combine?: IndexingCombine;
   reduce?: ScatterReduce;
-  /** "gather-row": the words of workgroup memory a line takes. */
-  rowWords?: number;
   workgroupSize: number;
 }
 
@@ -46,7 +44,6 @@ export function indexingKey(s: IndexingSpec): string {
     s.variant ?? "",
     s.combine ?? "",
     s.reduce ?? "",
-    s.rowWords ?? "",
     `wg${s.workgroupSize}`,
   ].join("|");
 }
@@ -138,7 +135,6 @@ export function generateIndexing(s: IndexingSpec): string {
 }
 
 function gather(s: IndexingSpec): string {
-  if (s.variant === "gather-row") return gatherRow(s);
   const half = s.dtype === "float16";
   const vec4 = s.variant === "gather-vec4";
   const body = half
@@ -191,64 +187,6 @@ function gather(s: IndexingSpec): string {
     HALF,
     ...main(s.workgroupSize),
     ...body,
-  ].join("\n");
-}
-
-/**
- * "gather-row": workgroup r produces output row r (the innermost axis, of p.shape's last length
- * m): it loads the line of x the row's indices point into (p.axis_length contiguous elements)
- * into workgroup memory with coalesced reads, then reads the indexed elements from there.
- */
-/** Loads "gather-row" has in flight per invocation. */
-const ROW_UNROLL = 8;
-
-function unrolled(line: (u: number) => string): string[] {
-  return Array.from({ length: ROW_UNROLL }, (_, u) => line(u));
-}
-
-function gatherRow(s: IndexingSpec): string {
-  const last = s.rank - 1;
-  const at = `[${last >> 2}][${last & 3}]`;
-  const size = s.workgroupSize;
-  return [
-    PARAMS,
-    "@group(0) @binding(0) var<storage, read> x: array<u32>;",
-    "@group(0) @binding(1) var<storage, read> indices: array<i32>;",
-    "@group(0) @binding(2) var<storage, read_write> checks: array<atomic<u32>>;",
-    "@group(0) @binding(3) var<storage, read_write> out: array<u32>;",
-    "@group(0) @binding(4) var<uniform> p: Params;",
-    `var<workgroup> line: array<u32, ${s.rowWords}>;`,
-    RESOLVE,
-    `@compute @workgroup_size(${size})`,
-    "fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,",
-    "    @builtin(local_invocation_index) lid: u32) {",
-    "  let row = wid.x + wid.y * nwg.x;",
-    `  let m = p.shape${at};`,
-    "  let rows = p.n / max(m, 1u);",
-    // Uniform across the workgroup: the barrier below is reached by all or none.
-    "  if (row >= rows) { return; }",
-    ...offsets(s.rank, 2, "row * m"),
-    "  let length = u32(p.axis_length);",
-    "  let last = i32(length) - 1;",
-    // ROW_UNROLL loads in flight before their stores (naga keeps loops rolled): a rolled loop
-    // waits out each load's latency in turn.
-    `  for (var k0 = lid; k0 < length; k0 += ${size * ROW_UNROLL}u) {`,
-    ...unrolled((u) => `    let v${u} = x[p.off0 + o0 + min(i32(k0 + ${u * size}u), last)];`),
-    ...unrolled((u) => `    if (k0 + ${u * size}u < length) { line[k0 + ${u * size}u] = v${u}; }`),
-    "  }",
-    "  workgroupBarrier();",
-    `  let step = p.strides[1]${at};`,
-    "  let lastJ = i32(m) - 1;",
-    `  for (var j0 = lid; j0 < m; j0 += ${size * ROW_UNROLL}u) {`,
-    ...unrolled((u) =>
-      `    let i${u} = indices[p.off1 + o1 + min(i32(j0 + ${u * size}u), lastJ) * step];`
-    ),
-    ...unrolled((u) =>
-      `    if (j0 + ${u * size}u < m) { let r = resolve(i${u}); ` +
-      `out[row * m + j0 + ${u * size}u] = select(0u, line[max(r, 0)], r >= 0); }`
-    ),
-    "  }",
-    "}",
   ].join("\n");
 }
 

@@ -19,13 +19,7 @@ import {
   type ScatterJob,
   type ScatterResult,
 } from "../contract/indexing.ts";
-import {
-  gatherRowWords,
-  planGather,
-  planScatter,
-  RUN_LENGTH,
-  SHARED_CHUNK,
-} from "../plans/indexing.ts";
+import { planGather, planScatter, RUN_LENGTH, SHARED_CHUNK } from "../plans/indexing.ts";
 import type { GpuHost, GpuStorage } from "./host.ts";
 import {
   generateIndexing,
@@ -68,7 +62,7 @@ export function runGatherGpu(gpu: GpuHost, job: GatherJob): GatherResult {
     "gpu",
     "indexing",
     op,
-    planGather(gpu.caps, {
+    planGather({
       dtype: x.dtype,
       shape,
       xStrides: job.xStrides,
@@ -86,14 +80,11 @@ export function runGatherGpu(gpu: GpuHost, job: GatherJob): GatherResult {
     dtype: x.dtype,
     variant: choice.variant,
     workgroupSize: choice.workgroupSize,
-    ...(choice.variant === "gather-row" ? { rowWords: gatherRowWords(gpu.caps) } : {}),
   };
   const invocations = x.dtype === "float16"
     ? Math.ceil(n / 2)
     : choice.variant === "gather-vec4"
     ? n / 4
-    : choice.variant === "gather-row"
-    ? (n / shape[shape.length - 1]) * choice.workgroupSize
     : n;
   run(
     gpu,
