@@ -379,3 +379,42 @@ test("typed errors for bad indices and options, nothing allocated", (device) => 
   for (const t of [x, f, i]) t.dispose();
   assert.deepEqual(liveCounts(), before);
 });
+
+test("argwhere, nonzero, maskedSelect: fixed sizes, fill values, exact counts", async (device) => {
+  const before = liveCounts();
+  const x = gyre.tensor([[0, 3, 0], [4, NaN, -0]], { device });
+  // NaN is non-zero; -0 is zero. Rows past the selected ones take the fill value.
+  await expectTensor(gyre.argwhere(x, { size: 4, fillValue: -1 }), [4, 2], "int32", [
+    0,
+    1,
+    1,
+    0,
+    1,
+    1,
+    -1,
+    -1,
+  ]);
+  // A size below the count keeps the first ones.
+  const [rows, cols] = gyre.nonzero(x, { size: 2 });
+  await expectTensor(rows, [2], "int32", [0, 1]);
+  await expectTensor(cols, [2], "int32", [1, 0]);
+  const mask = gyre.tensor([true, false, true], { device });
+  // The mask broadcasts over x's rows.
+  await expectTensor(gyre.maskedSelect(x, mask, { size: 4 }), [4], "float32", [0, 0, 4, -0]);
+  const big = x.greater(1);
+  await expectTensor(await gyre.maskedSelectAsync(x, big), [2], "float32", [3, 4]);
+  const none = gyre.zeros([3], { device });
+  await expectTensor(await gyre.argwhereAsync(none), [0, 1], "int32", []);
+  const v = gyre.tensor([0, 5, 0, 7], { device });
+  const [only] = await gyre.nonzeroAsync(v);
+  await expectTensor(only, [2], "int32", [1, 3]);
+  for (const t of [big, none, v]) t.dispose();
+  assert.throws(() => gyre.tidy(() => gyre.argwhere(x, {} as never)), gyre.ValueError);
+  assert.throws(
+    () => gyre.tidy(() => gyre.maskedSelect(x, x, { size: 1 })),
+    gyre.DTypeError,
+  );
+  x.dispose();
+  mask.dispose();
+  assert.deepEqual(liveCounts(), before);
+});

@@ -485,3 +485,62 @@ property(
     ],
   },
 );
+
+// ---------------------------------------------------------------------------------------------
+// Compaction: argwhere, nonzero and maskedSelect (a scan of the mask, then a scatter of the
+// selected elements to their places): exact, any size below, at or above the count selected.
+
+interface CompactCase {
+  op: "argwhere" | "nonzero" | "maskedSelect";
+  dtype: DType;
+  shape: number[];
+  density: number;
+  sizePick: number;
+  seed: number;
+}
+
+async function checkCompact(c: CompactCase): Promise<void> {
+  const bag = new Bag();
+  try {
+    const rng = mulberry32(c.seed);
+    const n = sizeOf(c.shape);
+    const values = hostData(rng, c.dtype, n, FULL);
+    const mask = Uint8Array.from({ length: n }, () => (rng() < c.density ? 1 : 0));
+    const size = Math.round(c.sizePick * (n + 2));
+    const run = (device: gyre.DeviceName): gyre.Tensor[] => {
+      const x = bag.add(gyre.tensor(values, { shape: c.shape, dtype: c.dtype, device }));
+      const m = bag.add(gyre.tensor(mask, { shape: c.shape, dtype: "bool", device }));
+      switch (c.op) {
+        case "argwhere":
+          return [gyre.argwhere(m, { size, fillValue: -1 })];
+        case "nonzero":
+          return gyre.nonzero(x, { size });
+        case "maskedSelect":
+          return [gyre.maskedSelect(x, m, { size, fillValue: 7 })];
+      }
+    };
+    const got = run("gpu").map((t) => bag.add(t));
+    const want = run("wasm").map((t) => bag.add(t));
+    for (let k = 0; k < want.length; k++) {
+      const [g, w] = await Promise.all([got[k].data(), want[k].data()]);
+      expectSameBits(`${c.op} ${c.dtype} [${c.shape}] size ${size} output ${k}`, g, w);
+    }
+  } finally {
+    bag.dispose();
+  }
+}
+
+property(
+  "indexing/scatter",
+  "argwhere, nonzero and maskedSelect equal the WASM reference",
+  fc.record({
+    op: fc.constantFrom<CompactCase["op"]>("argwhere", "nonzero", "maskedSelect"),
+    dtype: fc.constantFrom(...DTYPES),
+    shape: shapeArb(3, LENGTHS),
+    density: fc.constantFrom(0, 0.01, 0.5, 0.99, 1),
+    sizePick: fc.constantFrom(0, 0.3, 0.5, 1, 1.2),
+    seed: fc.integer(),
+  }),
+  checkCompact,
+  { numRuns: 40 },
+);

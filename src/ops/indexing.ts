@@ -13,7 +13,7 @@
  */
 import type { View } from "../core/view.ts";
 import { checkDType, type DType } from "../core/dtype.ts";
-import { contiguousStrides, normalizeAxis, sizeOf } from "../core/shape.ts";
+import { broadcastShapes, contiguousStrides, normalizeAxis, sizeOf } from "../core/shape.ts";
 import { describe, DTypeError, ShapeError, ValueError } from "../core/errors.ts";
 import { checkOptions } from "../core/options.ts";
 import { E } from "../ir/expr.ts";
@@ -24,6 +24,8 @@ import { backendFor } from "../runtime.ts";
 import { metaOf, Tensor, tensorFromStorage, viewOf } from "../tensor.ts";
 import { runElementwise } from "./_dispatch.ts";
 import { where } from "./elementwise.ts";
+import { concat } from "./shape.ts";
+import { tidy } from "../tidy.ts";
 import { arange, full } from "../creation.ts";
 
 // Re-exported so that this module's `export *` in mod.ts makes it public with the options.
@@ -205,37 +207,40 @@ function operandView(op: string, x: unknown, argument = "x"): View {
  * ```
  */
 export function takeAlongAxis(x: Tensor, indices: Tensor, options?: AxisOption): Tensor {
-  const op = "takeAlongAxis";
-  const o = optionsOf(op, options, ["axis"]);
-  const xv = operandView(op, x);
-  const iv = indexView(op, "indices", indices, xv.storage.backend.name);
-  const rank = xv.shape.length;
-  const axis = normalizeAxis(op, (o.axis as number | undefined) ?? -1, rank, "options.axis");
-  if (iv.shape.length !== rank) {
-    throw rankError(op, "indices", `${rank} axes, as x`, iv.shape);
-  }
-  const shape = xv.shape.map((d, k) => {
-    const e = iv.shape[k];
-    if (k === axis) return e;
-    if (d !== e && d !== 1 && e !== 1) {
-      throw rankError(
-        op,
-        "indices",
-        `a shape that broadcasts with x's ${describe(xv.shape)}`,
-        iv.shape,
-      );
+  // Intermediate tensors are disposed; the result is kept.
+  return tidy(() => {
+    const op = "takeAlongAxis";
+    const o = optionsOf(op, options, ["axis"]);
+    const xv = operandView(op, x);
+    const iv = indexView(op, "indices", indices, xv.storage.backend.name);
+    const rank = xv.shape.length;
+    const axis = normalizeAxis(op, (o.axis as number | undefined) ?? -1, rank, "options.axis");
+    if (iv.shape.length !== rank) {
+      throw rankError(op, "indices", `${rank} axes, as x`, iv.shape);
     }
-    return d === 1 ? e : d;
+    const shape = xv.shape.map((d, k) => {
+      const e = iv.shape[k];
+      if (k === axis) return e;
+      if (d !== e && d !== 1 && e !== 1) {
+        throw rankError(
+          op,
+          "indices",
+          `a shape that broadcasts with x's ${describe(xv.shape)}`,
+          iv.shape,
+        );
+      }
+      return d === 1 ? e : d;
+    });
+    return runGather(
+      op,
+      xv,
+      iv,
+      shape,
+      xv.strides.map((s, k) => (k === axis || xv.shape[k] === 1 ? 0 : s)),
+      iv.strides.map((s, k) => (iv.shape[k] === 1 ? 0 : s)),
+      { stride: xv.strides[axis], length: xv.shape[axis], negative: "wrap" },
+    );
   });
-  return runGather(
-    op,
-    xv,
-    iv,
-    shape,
-    xv.strides.map((s, k) => (k === axis || xv.shape[k] === 1 ? 0 : s)),
-    iv.strides.map((s, k) => (iv.shape[k] === 1 ? 0 : s)),
-    { stride: xv.strides[axis], length: xv.shape[axis], negative: "wrap" },
-  );
 }
 
 /**
@@ -252,29 +257,32 @@ export function takeAlongAxis(x: Tensor, indices: Tensor, options?: AxisOption):
  * ```
  */
 export function gather(x: Tensor, indices: Tensor, options?: AxisOption): Tensor {
-  const op = "gather";
-  const o = optionsOf(op, options, ["axis"]);
-  const xv = operandView(op, x);
-  const iv = indexView(op, "indices", indices, xv.storage.backend.name);
-  const rank = xv.shape.length;
-  const axis = normalizeAxis(op, (o.axis as number | undefined) ?? -1, rank, "options.axis");
-  if (iv.shape.length !== rank || iv.shape.some((e, k) => k !== axis && e > xv.shape[k])) {
-    throw rankError(
+  // Intermediate tensors are disposed; the result is kept.
+  return tidy(() => {
+    const op = "gather";
+    const o = optionsOf(op, options, ["axis"]);
+    const xv = operandView(op, x);
+    const iv = indexView(op, "indices", indices, xv.storage.backend.name);
+    const rank = xv.shape.length;
+    const axis = normalizeAxis(op, (o.axis as number | undefined) ?? -1, rank, "options.axis");
+    if (iv.shape.length !== rank || iv.shape.some((e, k) => k !== axis && e > xv.shape[k])) {
+      throw rankError(
+        op,
+        "indices",
+        `${rank} axes, each but axis ${axis} at most x's ${describe(xv.shape)}`,
+        iv.shape,
+      );
+    }
+    return runGather(
       op,
-      "indices",
-      `${rank} axes, each but axis ${axis} at most x's ${describe(xv.shape)}`,
+      xv,
+      iv,
       iv.shape,
+      xv.strides.map((s, k) => (k === axis ? 0 : s)),
+      iv.strides,
+      { stride: xv.strides[axis], length: xv.shape[axis], negative: "wrap" },
     );
-  }
-  return runGather(
-    op,
-    xv,
-    iv,
-    iv.shape,
-    xv.strides.map((s, k) => (k === axis ? 0 : s)),
-    iv.strides,
-    { stride: xv.strides[axis], length: xv.shape[axis], negative: "wrap" },
-  );
+  });
 }
 
 /** A take along `axis`: the indices' axes replace it. */
@@ -307,18 +315,21 @@ function takeAlong(op: string, xv: View, iv: View, axis: number): Tensor {
  * ```
  */
 export function take(x: Tensor, indices: Tensor, options?: TakeOptions): Tensor {
-  const op = "take";
-  const o = optionsOf(op, options, ["axis"]);
-  let xv = operandView(op, x);
-  const iv = indexView(op, "indices", indices, xv.storage.backend.name);
-  if (o.axis === undefined) xv = operandView(op, tensorArg(op, "x", x).reshape([-1]));
-  const axis = normalizeAxis(
-    op,
-    (o.axis as number | undefined) ?? 0,
-    xv.shape.length,
-    "options.axis",
-  );
-  return takeAlong(op, xv, iv, axis);
+  // Intermediate tensors are disposed; the result is kept.
+  return tidy(() => {
+    const op = "take";
+    const o = optionsOf(op, options, ["axis"]);
+    let xv = operandView(op, x);
+    const iv = indexView(op, "indices", indices, xv.storage.backend.name);
+    if (o.axis === undefined) xv = operandView(op, tensorArg(op, "x", x).reshape([-1]));
+    const axis = normalizeAxis(
+      op,
+      (o.axis as number | undefined) ?? 0,
+      xv.shape.length,
+      "options.axis",
+    );
+    return takeAlong(op, xv, iv, axis);
+  });
 }
 
 /**
@@ -333,19 +344,22 @@ export function take(x: Tensor, indices: Tensor, options?: TakeOptions): Tensor 
  * ```
  */
 export function indexSelect(x: Tensor, indices: Tensor, options?: TakeOptions): Tensor {
-  const op = "indexSelect";
-  const o = optionsOf(op, options, ["axis"]);
-  const xv = operandView(op, x);
-  const iv = indexView(op, "indices", indices, xv.storage.backend.name);
-  if (iv.shape.length > 1) throw rankError(op, "indices", "a 1-d tensor", iv.shape);
-  const axis = normalizeAxis(
-    op,
-    (o.axis as number | undefined) ?? 0,
-    xv.shape.length,
-    "options.axis",
-  );
-  const flat = iv.shape.length === 0 ? { ...iv, shape: [1], strides: [1] } : iv;
-  return takeAlong(op, xv, flat, axis);
+  // Intermediate tensors are disposed; the result is kept.
+  return tidy(() => {
+    const op = "indexSelect";
+    const o = optionsOf(op, options, ["axis"]);
+    const xv = operandView(op, x);
+    const iv = indexView(op, "indices", indices, xv.storage.backend.name);
+    if (iv.shape.length > 1) throw rankError(op, "indices", "a 1-d tensor", iv.shape);
+    const axis = normalizeAxis(
+      op,
+      (o.axis as number | undefined) ?? 0,
+      xv.shape.length,
+      "options.axis",
+    );
+    const flat = iv.shape.length === 0 ? { ...iv, shape: [1], strides: [1] } : iv;
+    return takeAlong(op, xv, flat, axis);
+  });
 }
 
 /** One axis of {@link at}: a range as `slice` takes it, or an int32 tensor of indices. */
@@ -365,36 +379,39 @@ export type AtRange = number | null | undefined | readonly (number | null)[] | T
  * ```
  */
 export function at(x: Tensor, ...ranges: AtRange[]): Tensor {
-  const op = "at";
-  const t = tensorArg(op, "x", x);
-  const positions = ranges.flatMap((r, k) => (r instanceof Tensor ? [k] : []));
-  if (positions.length === 0) return t.slice(...(ranges as never[]));
-  if (positions.length > 1) {
-    throw new ValueError({
-      op,
-      argument: "ranges",
-      expected: "at most one index tensor",
-      received: `${positions.length}`,
-    });
-  }
-  const p = positions[0];
-  const basic = ranges.map((r, k) => (k === p ? null : r)) as never[];
-  const sliced = t.slice(...basic);
-  // The tensor's axis among those the numbers leave.
-  const dropped = (k: number) => typeof ranges[k] === "number";
-  let axis = 0;
-  for (let k = 0; k < p; k++) if (!dropped(k)) axis++;
-  const indices = ranges[p] as Tensor;
-  const result = indexSelectAlong(op, sliced, indices, axis);
-  const numbers = ranges.flatMap((r, k) => (typeof r === "number" ? [k] : []));
-  const advanced = [...numbers, p].sort((a, b) => a - b);
-  const adjacent = advanced.every((k, i) => i === 0 || k === advanced[i - 1] + 1);
-  if (adjacent || axis === 0) return result;
-  const rank = result.shape.length;
-  const r = metaOf(indices, op, "indices").shape.length;
-  const front = Array.from({ length: r }, (_, i) => axis + i);
-  const rest = Array.from({ length: rank }, (_, i) => i).filter((i) => i < axis || i >= axis + r);
-  return result.transpose([...front, ...rest]);
+  // Intermediate tensors are disposed; the result is kept.
+  return tidy(() => {
+    const op = "at";
+    const t = tensorArg(op, "x", x);
+    const positions = ranges.flatMap((r, k) => (r instanceof Tensor ? [k] : []));
+    if (positions.length === 0) return t.slice(...(ranges as never[]));
+    if (positions.length > 1) {
+      throw new ValueError({
+        op,
+        argument: "ranges",
+        expected: "at most one index tensor",
+        received: `${positions.length}`,
+      });
+    }
+    const p = positions[0];
+    const basic = ranges.map((r, k) => (k === p ? null : r)) as never[];
+    const sliced = t.slice(...basic);
+    // The tensor's axis among those the numbers leave.
+    const dropped = (k: number) => typeof ranges[k] === "number";
+    let axis = 0;
+    for (let k = 0; k < p; k++) if (!dropped(k)) axis++;
+    const indices = ranges[p] as Tensor;
+    const result = indexSelectAlong(op, sliced, indices, axis);
+    const numbers = ranges.flatMap((r, k) => (typeof r === "number" ? [k] : []));
+    const advanced = [...numbers, p].sort((a, b) => a - b);
+    const adjacent = advanced.every((k, i) => i === 0 || k === advanced[i - 1] + 1);
+    if (adjacent || axis === 0) return result;
+    const rank = result.shape.length;
+    const r = metaOf(indices, op, "indices").shape.length;
+    const front = Array.from({ length: r }, (_, i) => axis + i);
+    const rest = Array.from({ length: rank }, (_, i) => i).filter((i) => i < axis || i >= axis + r);
+    return result.transpose([...front, ...rest]);
+  });
 }
 
 function indexSelectAlong(op: string, x: Tensor, indices: Tensor, axis: number): Tensor {
@@ -502,7 +519,10 @@ export function scatter(
   updates: Tensor | number,
   options?: ScatterOptions,
 ): Tensor {
-  return scatterAlong("scatter", x, indices, updates, options);
+  // Intermediate tensors are disposed; the result is kept.
+  return tidy(() => {
+    return scatterAlong("scatter", x, indices, updates, options);
+  });
 }
 
 /**
@@ -521,10 +541,13 @@ export function scatterAdd(
   updates: Tensor | number,
   options?: AxisOption,
 ): Tensor {
-  const o = optionsOf("scatterAdd", options, ["axis"]);
-  return scatterAlong("scatterAdd", x, indices, updates, {
-    axis: o.axis as number | undefined,
-    reduce: "sum",
+  // Intermediate tensors are disposed; the result is kept.
+  return tidy(() => {
+    const o = optionsOf("scatterAdd", options, ["axis"]);
+    return scatterAlong("scatterAdd", x, indices, updates, {
+      axis: o.axis as number | undefined,
+      reduce: "sum",
+    });
   });
 }
 
@@ -652,7 +675,10 @@ function segmentReduce(
  * ```
  */
 export function segmentSum(data: Tensor, segmentIds: Tensor, options: SegmentOptions): Tensor {
-  return segmentReduce("segmentSum", "sum", data, segmentIds, options);
+  // Intermediate tensors are disposed; the result is kept.
+  return tidy(() => {
+    return segmentReduce("segmentSum", "sum", data, segmentIds, options);
+  });
 }
 
 /**
@@ -667,7 +693,10 @@ export function segmentSum(data: Tensor, segmentIds: Tensor, options: SegmentOpt
  * ```
  */
 export function segmentMean(data: Tensor, segmentIds: Tensor, options: SegmentOptions): Tensor {
-  return segmentReduce("segmentMean", "mean", data, segmentIds, options);
+  // Intermediate tensors are disposed; the result is kept.
+  return tidy(() => {
+    return segmentReduce("segmentMean", "mean", data, segmentIds, options);
+  });
 }
 
 /**
@@ -683,7 +712,10 @@ export function segmentMean(data: Tensor, segmentIds: Tensor, options: SegmentOp
  * ```
  */
 export function segmentMax(data: Tensor, segmentIds: Tensor, options: SegmentOptions): Tensor {
-  return segmentReduce("segmentMax", "max", data, segmentIds, options);
+  // Intermediate tensors are disposed; the result is kept.
+  return tidy(() => {
+    return segmentReduce("segmentMax", "max", data, segmentIds, options);
+  });
 }
 
 /**
@@ -698,7 +730,10 @@ export function segmentMax(data: Tensor, segmentIds: Tensor, options: SegmentOpt
  * ```
  */
 export function segmentMin(data: Tensor, segmentIds: Tensor, options: SegmentOptions): Tensor {
-  return segmentReduce("segmentMin", "min", data, segmentIds, options);
+  // Intermediate tensors are disposed; the result is kept.
+  return tidy(() => {
+    return segmentReduce("segmentMin", "min", data, segmentIds, options);
+  });
 }
 
 /**
@@ -712,7 +747,10 @@ export function segmentMin(data: Tensor, segmentIds: Tensor, options: SegmentOpt
  * ```
  */
 export function segmentProd(data: Tensor, segmentIds: Tensor, options: SegmentOptions): Tensor {
-  return segmentReduce("segmentProd", "prod", data, segmentIds, options);
+  // Intermediate tensors are disposed; the result is kept.
+  return tidy(() => {
+    return segmentReduce("segmentProd", "prod", data, segmentIds, options);
+  });
 }
 
 /**
@@ -727,46 +765,49 @@ export function segmentProd(data: Tensor, segmentIds: Tensor, options: SegmentOp
  * ```
  */
 export function bincount(x: Tensor, options: BincountOptions): Tensor {
-  const op = "bincount";
-  const o = optionsOf(op, options, ["weights", "minlength"]);
-  const length = integerOption(op, "options.minlength", o.minlength, 0);
-  const iv = viewOf(tensorArg(op, "x", x), op, "x");
-  const device = iv.storage.backend.name;
-  indexView(op, "x", x, device);
-  if (iv.shape.length !== 1) throw rankError(op, "x", "a 1-d tensor", iv.shape);
-  let updates: View;
-  let dtype: DType = "int32";
-  if (o.weights !== undefined) {
-    const w = viewOf(tensorArg(op, "options.weights", o.weights), op, "options.weights");
-    if (w.dtype !== "float32") {
-      throw new DTypeError({
-        op,
-        argument: "options.weights",
-        expected: "float32",
-        received: w.dtype,
-      });
+  // Intermediate tensors are disposed; the result is kept.
+  return tidy(() => {
+    const op = "bincount";
+    const o = optionsOf(op, options, ["weights", "minlength"]);
+    const length = integerOption(op, "options.minlength", o.minlength, 0);
+    const iv = viewOf(tensorArg(op, "x", x), op, "x");
+    const device = iv.storage.backend.name;
+    indexView(op, "x", x, device);
+    if (iv.shape.length !== 1) throw rankError(op, "x", "a 1-d tensor", iv.shape);
+    let updates: View;
+    let dtype: DType = "int32";
+    if (o.weights !== undefined) {
+      const w = viewOf(tensorArg(op, "options.weights", o.weights), op, "options.weights");
+      if (w.dtype !== "float32") {
+        throw new DTypeError({
+          op,
+          argument: "options.weights",
+          expected: "float32",
+          received: w.dtype,
+        });
+      }
+      if (w.shape.length !== 1 || w.shape[0] !== iv.shape[0]) {
+        throw rankError(op, "options.weights", `x's shape ${describe(iv.shape)}`, w.shape);
+      }
+      updates = w;
+      dtype = "float32";
+    } else {
+      const one = viewOf(full([1], 1, { dtype: "int32", device }), op, "x");
+      updates = { ...one, shape: [...iv.shape], strides: [0] };
     }
-    if (w.shape.length !== 1 || w.shape[0] !== iv.shape[0]) {
-      throw rankError(op, "options.weights", `x's shape ${describe(iv.shape)}`, w.shape);
-    }
-    updates = w;
-    dtype = "float32";
-  } else {
-    const one = viewOf(full([1], 1, { dtype: "int32", device }), op, "x");
-    updates = { ...one, shape: [...iv.shape], strides: [0] };
-  }
-  return runScatter(
-    op,
-    null,
-    [length],
-    dtype,
-    updates,
-    iv,
-    iv.shape,
-    [updates.strides, iv.strides, [0]],
-    { stride: 1, length, negative: "error" },
-    "sum",
-  );
+    return runScatter(
+      op,
+      null,
+      [length],
+      dtype,
+      updates,
+      iv,
+      iv.shape,
+      [updates.strides, iv.strides, [0]],
+      { stride: 1, length, negative: "error" },
+      "sum",
+    );
+  });
 }
 
 /**
@@ -785,61 +826,64 @@ export function bincount(x: Tensor, options: BincountOptions): Tensor {
  * ```
  */
 export function histogram(x: Tensor, options?: HistogramOptions): [Tensor, Tensor] {
-  const op = "histogram";
-  const o = optionsOf(op, options, ["bins", "range"]);
-  const bins = integerOption(op, "options.bins", o.bins ?? 10, 1);
-  const t = tensorArg(op, "x", x);
-  const meta = metaOf(t, op, "x");
-  if (meta.dtype === "bool") {
-    throw new DTypeError({ op, argument: "x", expected: "a numeric dtype", received: "bool" });
-  }
-  const v = (meta.dtype === "float32" ? t : t.cast("float32")).reshape([-1]);
-  let lo: Tensor | number, hi: Tensor | number;
-  if (o.range !== undefined) {
-    const r = o.range as unknown;
-    if (
-      !Array.isArray(r) || r.length !== 2 || !r.every((e) =>
-        typeof e === "number" && Number.isFinite(e)
-      ) ||
-      r[0] > r[1]
-    ) {
-      throw new ValueError({
-        op,
-        argument: "options.range",
-        expected: "[lo, hi] with finite lo <= hi",
-        received: describe(r),
-      });
+  // Intermediate tensors are disposed; the result is kept.
+  return tidy(() => {
+    const op = "histogram";
+    const o = optionsOf(op, options, ["bins", "range"]);
+    const bins = integerOption(op, "options.bins", o.bins ?? 10, 1);
+    const t = tensorArg(op, "x", x);
+    const meta = metaOf(t, op, "x");
+    if (meta.dtype === "bool") {
+      throw new DTypeError({ op, argument: "x", expected: "a numeric dtype", received: "bool" });
     }
-    [lo, hi] = r[0] === r[1] ? [r[0] - 0.5, r[1] + 0.5] : [r[0], r[1]];
-  } else if (meta.shape.length === 0 || sizeOf(meta.shape) > 0) {
-    const min = v.min();
-    const max = v.max();
-    // NumPy widens an empty range by 0.5 each way.
-    const same = min.equal(max);
-    lo = min.sub(same.cast("float32").mul(0.5));
-    hi = max.add(same.cast("float32").mul(0.5));
-  } else [lo, hi] = [0, 1];
-  const width = typeof hi === "number" && typeof lo === "number"
-    ? hi - lo
-    : runElementwise(op, [hi, lo], ["hi", "lo"], ([h, l]) => E.binary("sub", h, l, "float32"));
-  const step = typeof width === "number" ? bins / width : width.reciprocal().mul(bins);
-  const scaled = v.sub(lo).mul(step).floor();
-  const inRange = v.greaterEqual(lo).logicalAnd(v.lessEqual(hi));
-  const bin = scaled.minimum(bins - 1).cast("int32");
-  const ids = where(inRange, bin, -1);
-  const counts = segmentReduce(
-    op,
-    "sum",
-    full([sizeOf(meta.shape)], 1, { dtype: "int32", device: meta.device }),
-    ids,
-    {
-      numSegments: bins,
-    },
-  );
-  const edges = arange(bins + 1, undefined, 1, { dtype: "float32", device: meta.device })
-    .mul(typeof width === "number" ? width / bins : width.div(bins))
-    .add(lo);
-  return [counts, edges];
+    const v = (meta.dtype === "float32" ? t : t.cast("float32")).reshape([-1]);
+    let lo: Tensor | number, hi: Tensor | number;
+    if (o.range !== undefined) {
+      const r = o.range as unknown;
+      if (
+        !Array.isArray(r) || r.length !== 2 || !r.every((e) =>
+          typeof e === "number" && Number.isFinite(e)
+        ) ||
+        r[0] > r[1]
+      ) {
+        throw new ValueError({
+          op,
+          argument: "options.range",
+          expected: "[lo, hi] with finite lo <= hi",
+          received: describe(r),
+        });
+      }
+      [lo, hi] = r[0] === r[1] ? [r[0] - 0.5, r[1] + 0.5] : [r[0], r[1]];
+    } else if (meta.shape.length === 0 || sizeOf(meta.shape) > 0) {
+      const min = v.min();
+      const max = v.max();
+      // NumPy widens an empty range by 0.5 each way.
+      const same = min.equal(max);
+      lo = min.sub(same.cast("float32").mul(0.5));
+      hi = max.add(same.cast("float32").mul(0.5));
+    } else [lo, hi] = [0, 1];
+    const width = typeof hi === "number" && typeof lo === "number"
+      ? hi - lo
+      : runElementwise(op, [hi, lo], ["hi", "lo"], ([h, l]) => E.binary("sub", h, l, "float32"));
+    const step = typeof width === "number" ? bins / width : width.reciprocal().mul(bins);
+    const scaled = v.sub(lo).mul(step).floor();
+    const inRange = v.greaterEqual(lo).logicalAnd(v.lessEqual(hi));
+    const bin = scaled.minimum(bins - 1).cast("int32");
+    const ids = where(inRange, bin, -1);
+    const counts = segmentReduce(
+      op,
+      "sum",
+      full([sizeOf(meta.shape)], 1, { dtype: "int32", device: meta.device }),
+      ids,
+      {
+        numSegments: bins,
+      },
+    );
+    const edges = arange(bins + 1, undefined, 1, { dtype: "float32", device: meta.device })
+      .mul(typeof width === "number" ? width / bins : width.div(bins))
+      .add(lo);
+    return [counts, edges];
+  });
 }
 
 /**
@@ -855,18 +899,235 @@ export function histogram(x: Tensor, options?: HistogramOptions): [Tensor, Tenso
  * ```
  */
 export function oneHot(indices: Tensor, numClasses: number, options?: OneHotOptions): Tensor {
-  const op = "oneHot";
-  const o = optionsOf(op, options, ["dtype"]);
-  const t = tensorArg(op, "indices", indices);
-  const meta = metaOf(t, op, "indices");
-  indexView(op, "indices", t, meta.device);
-  const classes = integerOption(op, "numClasses", numClasses, 0);
-  const dtype = o.dtype === undefined ? "int32" : checkDType(op, "options.dtype", o.dtype);
-  const iota = arange(classes, undefined, 1, { dtype: "int32", device: meta.device });
-  return runElementwise(
+  // Intermediate tensors are disposed; the result is kept.
+  return tidy(() => {
+    const op = "oneHot";
+    const o = optionsOf(op, options, ["dtype"]);
+    const t = tensorArg(op, "indices", indices);
+    const meta = metaOf(t, op, "indices");
+    indexView(op, "indices", t, meta.device);
+    const classes = integerOption(op, "numClasses", numClasses, 0);
+    const dtype = o.dtype === undefined ? "int32" : checkDType(op, "options.dtype", o.dtype);
+    const iota = arange(classes, undefined, 1, { dtype: "int32", device: meta.device });
+    return runElementwise(
+      op,
+      [t.expandDims(-1), iota],
+      ["indices", "numClasses"],
+      ([i, c]) => E.cast(E.binary("equal", i, c, "bool"), dtype),
+    );
+  });
+}
+
+/** Options of {@link nonzero}, {@link argwhere} and {@link maskedSelect}. */
+export interface CompactOptions {
+  /**
+   * The result's length along its first axis (JAX's `size`): the first `size` selected elements,
+   * padded with `fillValue` when fewer are selected. Required: the number selected is only known
+   * once the data is read, and a tensor's shape is known when it is made (the `...Async` forms
+   * read it and return exactly as many).
+   */
+  size: number;
+  /** What pads the result past the selected elements. Default 0. */
+  fillValue?: number;
+}
+
+/** Positions of the selected elements of `mask` in the result (int32, -1 if not kept). */
+function compactPositions(mask: Tensor, size: number): Tensor {
+  const flat = mask.reshape([-1]);
+  const selected = flat.cast("bool");
+  const before = selected.cast("int32").cumsum({ exclusive: true });
+  return where(selected.logicalAnd(before.less(size)), before, -1);
+}
+
+function sizeOption(op: string, options: unknown): { size: number; fillValue: number } {
+  const o = optionsOf(op, options, ["size", "fillValue"]);
+  if (o.size === undefined) {
+    throw new ValueError({
+      op,
+      argument: "options.size",
+      expected: `the result's length (or use ${op}Async, which reads how many are selected)`,
+      received: "undefined",
+    });
+  }
+  const size = integerOption(op, "options.size", o.size, 0);
+  const fillValue = o.fillValue ?? 0;
+  if (typeof fillValue !== "number") {
+    throw new ValueError({
+      op,
+      argument: "options.fillValue",
+      expected: "a number",
+      received: describe(fillValue),
+    });
+  }
+  return { size, fillValue };
+}
+
+/** Scatters `values` ([n, ...]) to rows `positions` of a [size, ...] result filled with `fill`. */
+function compact(op: string, values: Tensor, positions: Tensor, size: number, fill: number) {
+  const meta = metaOf(values, op, "x");
+  const rest = meta.shape.slice(1);
+  const base = full([size, ...rest], fill, { dtype: meta.dtype, device: meta.device });
+  const iv = viewOf(positions, op, "indices");
+  const uv = viewOf(values, op, "x");
+  const shape = meta.shape;
+  const restStrides = contiguousStrides(rest);
+  return runScatter(
     op,
-    [t.expandDims(-1), iota],
-    ["indices", "numClasses"],
-    ([i, c]) => E.cast(E.binary("equal", i, c, "bool"), dtype),
+    viewOf(base, op, "x"),
+    [size, ...rest],
+    meta.dtype,
+    uv,
+    iv,
+    shape,
+    [uv.strides, [iv.strides[0], ...rest.map(() => 0)], [0, ...restStrides]],
+    { stride: sizeOf(rest), length: size, negative: "drop" },
+    "none",
   );
+}
+
+/**
+ * The coordinates of x's non-zero elements (NaN counts as non-zero), one int32 row each in
+ * row-major order: PyTorch's `nonzero`, NumPy's `argwhere`, here of a fixed `size` (JAX's
+ * `size`, rows past the selected ones filled with `fillValue`). A 0-d x is seen as 1-d.
+ *
+ * @example
+ * ```ts
+ * import * as gyre from "@gyre/gyre";
+ * const x = gyre.tensor([[0, 3], [4, 0]]);
+ * const rows = gyre.argwhere(x, { size: 3, fillValue: -1 }); // [[0, 1], [1, 0], [-1, -1]]
+ * ```
+ */
+export function argwhere(x: Tensor, options: CompactOptions): Tensor {
+  // Intermediate tensors are disposed; the result is kept.
+  return tidy(() => {
+    const op = "argwhere";
+    const { size, fillValue } = sizeOption(op, options);
+    const t = tensorArg(op, "x", x);
+    const meta = metaOf(t, op, "x");
+    const shape = meta.shape.length === 0 ? [1] : meta.shape;
+    const n = sizeOf(shape);
+    const linear = arange(n, undefined, 1, { dtype: "int32", device: meta.device });
+    const strides = contiguousStrides(shape);
+    // Coordinate k of element t: (t div stride_k) mod shape_k, in int32 (t below 2^31).
+    const coords = shape.map((d, k) =>
+      runElementwise(op, [linear], ["x"], ([t]) =>
+        E.binary(
+          "mod",
+          E.binary("floorDiv", t, E.constant(strides[k], "int32")),
+          E.constant(d, "int32"),
+        )).expandDims(1)
+    );
+    const values = coords.length === 1 ? coords[0] : concat(coords, 1);
+    return compact(op, values, compactPositions(t, size), size, fillValue);
+  });
+}
+
+/**
+ * NumPy's `nonzero` (and one-argument `where`): one int32 index tensor per axis of x, of a
+ * fixed `size` (see {@link argwhere}).
+ *
+ * @example
+ * ```ts
+ * import * as gyre from "@gyre/gyre";
+ * const [rows, cols] = gyre.nonzero(gyre.tensor([[0, 3], [4, 0]]), { size: 2 }); // [0, 1], [1, 0]
+ * ```
+ */
+export function nonzero(x: Tensor, options: CompactOptions): Tensor[] {
+  // Intermediate tensors are disposed; the result is kept.
+  return tidy(() => {
+    const found = argwhere(x, options);
+    const rank = found.shape[1];
+    return Array.from({ length: rank }, (_, k) => found.slice(null, k));
+  });
+}
+
+/**
+ * The elements of x where `mask` (broadcast to x's shape) is true, in row-major order: PyTorch's
+ * `masked_select`, of a fixed `size` (see {@link argwhere}).
+ *
+ * @example
+ * ```ts
+ * import * as gyre from "@gyre/gyre";
+ * const x = gyre.tensor([1, -2, 3, -4]);
+ * const positive = gyre.maskedSelect(x, x.greater(0), { size: 2 }); // [1, 3]
+ * ```
+ */
+export function maskedSelect(x: Tensor, mask: Tensor, options: CompactOptions): Tensor {
+  // Intermediate tensors are disposed; the result is kept.
+  return tidy(() => {
+    const op = "maskedSelect";
+    const { size, fillValue } = sizeOption(op, options);
+    const t = tensorArg(op, "x", x);
+    const m = tensorArg(op, "mask", mask);
+    const meta = metaOf(t, op, "x");
+    const maskMeta = metaOf(m, op, "mask");
+    if (maskMeta.dtype !== "bool") {
+      throw new DTypeError({ op, argument: "mask", expected: "bool", received: maskMeta.dtype });
+    }
+    const shape = broadcastShapes(op, meta.shape, maskMeta.shape, "mask");
+    const values = t.broadcastTo(shape).reshape([-1]);
+    return compact(op, values, compactPositions(m.broadcastTo(shape), size), size, fillValue);
+  });
+}
+
+/** How many elements of `mask` are true (non-zero), read back: one device synchronisation. */
+async function selectedCount(mask: Tensor): Promise<number> {
+  const count = tidy(() => mask.cast("bool").cast("int32").sum());
+  try {
+    return (await count.data())[0];
+  } finally {
+    count.dispose();
+  }
+}
+
+/**
+ * {@link argwhere} with exactly as many rows as x has non-zero elements, read back first (one
+ * device synchronisation).
+ *
+ * @example
+ * ```ts
+ * import * as gyre from "@gyre/gyre";
+ * const rows = await gyre.argwhereAsync(gyre.tensor([0, 5, 0, 7])); // [[1], [3]]
+ * ```
+ */
+export async function argwhereAsync(x: Tensor): Promise<Tensor> {
+  return argwhere(x, { size: await selectedCount(tensorArg("argwhereAsync", "x", x)) });
+}
+
+/**
+ * {@link nonzero} with exactly as many indices as x has non-zero elements (one device
+ * synchronisation).
+ *
+ * @example
+ * ```ts
+ * import * as gyre from "@gyre/gyre";
+ * const [i] = await gyre.nonzeroAsync(gyre.tensor([0, 5, 0, 7])); // [1, 3]
+ * ```
+ */
+export async function nonzeroAsync(x: Tensor): Promise<Tensor[]> {
+  return nonzero(x, { size: await selectedCount(tensorArg("nonzeroAsync", "x", x)) });
+}
+
+/**
+ * {@link maskedSelect} with exactly as many elements as `mask` selects (one device
+ * synchronisation).
+ *
+ * @example
+ * ```ts
+ * import * as gyre from "@gyre/gyre";
+ * const x = gyre.tensor([1, -2, 3]);
+ * const positive = await gyre.maskedSelectAsync(x, x.greater(0)); // [1, 3]
+ * ```
+ */
+export async function maskedSelectAsync(x: Tensor, mask: Tensor): Promise<Tensor> {
+  const m = tensorArg("maskedSelectAsync", "mask", mask);
+  const shape = broadcastShapes(
+    "maskedSelectAsync",
+    metaOf(tensorArg("maskedSelectAsync", "x", x), "maskedSelectAsync", "x").shape,
+    metaOf(m, "maskedSelectAsync", "mask").shape,
+    "mask",
+  );
+  const broadcast = m.broadcastTo(shape);
+  const count = await selectedCount(broadcast).finally(() => broadcast.dispose());
+  return maskedSelect(x, m, { size: count });
 }
