@@ -418,3 +418,23 @@ test("argwhere, nonzero, maskedSelect: fixed sizes, fill values, exact counts", 
   mask.dispose();
   assert.deepEqual(liveCounts(), before);
 });
+
+test("unique: sorted, NaNs collapsed, counts and inverse, fixed and exact sizes", async (device) => {
+  const before = liveCounts();
+  const x = gyre.tensor([[3, 1, NaN], [3, -0, 0], [2, NaN, 1]], { device });
+  const r = gyre.unique(x, { size: 6, fillValue: -9, returnCounts: true, returnInverse: true });
+  // -0 and +0 are one value, shown as the first in x's order (the sort is stable).
+  await expectTensor(r.values, [6], "float32", [-0, 1, 2, 3, NaN, -9]);
+  await expectTensor(r.counts!, [6], "int32", [2, 2, 1, 2, 2, 0]);
+  await expectTensor(r.inverse!, [3, 3], "int32", [3, 1, 4, 3, 0, 0, 2, 4, 1]);
+  const ints = x.cast("int32");
+  const exact = await gyre.uniqueAsync(ints);
+  await expectTensor(exact.values, [4], "int32", [0, 1, 2, 3]);
+  ints.dispose();
+  // A size below the count keeps the smallest values; their counts stay right.
+  const few = gyre.unique(x, { size: 2, returnCounts: true });
+  await expectTensor(few.values, [2], "float32", [-0, 1]);
+  await expectTensor(few.counts!, [2], "int32", [2, 2]);
+  x.dispose();
+  assert.deepEqual(liveCounts(), before);
+});

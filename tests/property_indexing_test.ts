@@ -488,10 +488,11 @@ property(
 
 // ---------------------------------------------------------------------------------------------
 // Compaction: argwhere, nonzero and maskedSelect (a scan of the mask, then a scatter of the
-// selected elements to their places): exact, any size below, at or above the count selected.
+// selected elements to their places) and unique (a sort first): exact, any size below, at or
+// above the count selected.
 
 interface CompactCase {
-  op: "argwhere" | "nonzero" | "maskedSelect";
+  op: "argwhere" | "nonzero" | "maskedSelect" | "unique";
   dtype: DType;
   shape: number[];
   density: number;
@@ -517,6 +518,14 @@ async function checkCompact(c: CompactCase): Promise<void> {
           return gyre.nonzero(x, { size });
         case "maskedSelect":
           return [gyre.maskedSelect(x, m, { size, fillValue: 7 })];
+        case "unique": {
+          const r = gyre.unique(c.dtype === "bool" ? m.cast("int32") : x, {
+            size,
+            returnCounts: true,
+            returnInverse: true,
+          });
+          return [r.values, r.counts!, r.inverse!];
+        }
       }
     };
     const got = run("gpu").map((t) => bag.add(t));
@@ -532,9 +541,9 @@ async function checkCompact(c: CompactCase): Promise<void> {
 
 property(
   "indexing/scatter",
-  "argwhere, nonzero and maskedSelect equal the WASM reference",
+  "argwhere, nonzero, maskedSelect and unique equal the WASM reference",
   fc.record({
-    op: fc.constantFrom<CompactCase["op"]>("argwhere", "nonzero", "maskedSelect"),
+    op: fc.constantFrom<CompactCase["op"]>("argwhere", "nonzero", "maskedSelect", "unique"),
     dtype: fc.constantFrom(...DTYPES),
     shape: shapeArb(3, LENGTHS),
     density: fc.constantFrom(0, 0.01, 0.5, 0.99, 1),

@@ -11,7 +11,7 @@
  * a scatter job, src/contract/indexing.ts), so one kernel a device serves them all.
  * @module
  */
-import type { View } from "../core/view.ts";
+import type { DeviceName, View } from "../core/view.ts";
 import { checkDType, type DType } from "../core/dtype.ts";
 import { broadcastShapes, contiguousStrides, normalizeAxis, sizeOf } from "../core/shape.ts";
 import { describe, DTypeError, ShapeError, ValueError } from "../core/errors.ts";
@@ -1130,4 +1130,111 @@ export async function maskedSelectAsync(x: Tensor, mask: Tensor): Promise<Tensor
   const broadcast = m.broadcastTo(shape);
   const count = await selectedCount(broadcast).finally(() => broadcast.dispose());
   return maskedSelect(x, m, { size: count });
+}
+
+/** Options of {@link unique}. */
+export interface UniqueOptions extends CompactOptions {
+  /** Also return how many times each unique value occurs (int32). Default false. */
+  returnCounts?: boolean;
+  /** Also return, for each element of x (flattened), the index of its value among the unique. */
+  returnInverse?: boolean;
+}
+
+/** What {@link unique} returns: the values, and the counts and inverse where asked. */
+export interface UniqueResult {
+  /** The distinct values, ascending (NaN last, all NaNs one value; -0 and +0 one value). */
+  values: Tensor;
+  /** Occurrences of each (0 in the padding), with `returnCounts`. */
+  counts?: Tensor;
+  /** x's shape, int32 indices into `values`, with `returnInverse`. */
+  inverse?: Tensor;
+}
+
+/**
+ * NumPy's `unique` (sorted, NaNs collapsed into one) of a fixed `size`: the first `size`
+ * distinct values of x (flattened), padded with `fillValue`; `uniqueAsync` returns exactly as
+ * many as there are. By a stable sort, a scan of where the value changes, and scatters.
+ *
+ * @example
+ * ```ts
+ * import * as gyre from "@gyre/gyre";
+ * const { values, counts } = gyre.unique(gyre.tensor([3, 1, 3, 2]), { size: 3, returnCounts: true });
+ * // values [1, 2, 3], counts [1, 1, 2]
+ * ```
+ */
+export function unique(x: Tensor, options: UniqueOptions): UniqueResult {
+  const op = "unique";
+  const o = optionsOf(op, options, ["size", "fillValue", "returnCounts", "returnInverse"]);
+  const { size, fillValue } = sizeOption(op, { size: o.size, fillValue: o.fillValue });
+  for (const name of ["returnCounts", "returnInverse"] as const) {
+    if (o[name] !== undefined && typeof o[name] !== "boolean") {
+      throw new ValueError({
+        op,
+        argument: `options.${name}`,
+        expected: "a boolean",
+        received: describe(o[name]),
+      });
+    }
+  }
+  const t = tensorArg(op, "x", x);
+  const meta = metaOf(t, op, "x");
+  if (meta.dtype === "bool") {
+    throw new DTypeError({ op, argument: "x", expected: "a numeric dtype", received: "bool" });
+  }
+  return tidy(() => {
+    const flat = t.reshape([-1]);
+    const n = sizeOf(meta.shape);
+    const order = flat.argsort();
+    const sorted = take(flat, order);
+    const first = changes(sorted, n, meta.device);
+    const result: UniqueResult = {
+      values: compact(op, sorted, compactPositions(first, size), size, fillValue),
+    };
+    if (o.returnCounts || o.returnInverse) {
+      // The group of each sorted element: how many changes up to it, less one.
+      const group = first.cast("int32").cumsum().sub(1);
+      if (o.returnCounts) {
+        const ones = full([n], 1, { dtype: "int32", device: meta.device });
+        const kept = where(group.less(size), group, -1);
+        result.counts = segmentSum(ones, kept, { numSegments: size, sorted: true });
+      }
+      if (o.returnInverse) {
+        const zeros = full([n], 0, { dtype: "int32", device: meta.device });
+        result.inverse = scatter(zeros, order, group, { axis: 0 }).reshape(meta.shape);
+      }
+    }
+    return result;
+  });
+}
+
+/** Where a sorted sequence starts a new value (the first element does; NaNs are one value). */
+function changes(sorted: Tensor, n: number, device: DeviceName): Tensor {
+  if (n === 0) return full([0], 0, { dtype: "bool", device });
+  const head = full([1], 1, { dtype: "bool", device });
+  const a = sorted.slice([1, null]);
+  const b = sorted.slice([null, -1]);
+  const bothNaN = a.notEqual(a).logicalAnd(b.notEqual(b));
+  return concat([head, a.notEqual(b).logicalAnd(bothNaN.logicalNot())], 0);
+}
+
+/**
+ * {@link unique} with exactly as many values as x has distinct ones (one device synchronisation
+ * to count them).
+ *
+ * @example
+ * ```ts
+ * import * as gyre from "@gyre/gyre";
+ * const { values } = await gyre.uniqueAsync(gyre.tensor([2, 2, NaN, 1, NaN])); // [1, 2, NaN]
+ * ```
+ */
+export async function uniqueAsync(
+  x: Tensor,
+  options?: Omit<UniqueOptions, "size" | "fillValue">,
+): Promise<UniqueResult> {
+  const op = "uniqueAsync";
+  const t = tensorArg(op, "x", x);
+  const meta = metaOf(t, op, "x");
+  const first = tidy(() => changes(t.reshape([-1]).sort(), sizeOf(meta.shape), meta.device));
+  const count = await selectedCount(first).finally(() => first.dispose());
+  return unique(t, { ...options, size: count });
 }
