@@ -603,7 +603,23 @@ await bench(`cummax ${big / Mi}Mi f32`, big, 2 * 4 * big, () => gyre.cummax(a));
     4 * mid + 4 * 1024,
     () => gyre.bincount(small, { minlength: 1024 }),
   );
-  for (const t of [order, table, rows, bins, zeros, sortedIds, small]) t.dispose();
+  // Compaction of half of x (the positive half): its size read once here, as PyTorch's
+  // masked_select and nonzero find it on the device and synchronise to size the result.
+  const positive = x.greater(0).realize();
+  const count = (await positive.cast("int32").sum().data())[0];
+  await bench(
+    `maskedSelect ${mid / Mi}Mi half`,
+    mid,
+    5 * mid + 4 * count,
+    () => gyre.maskedSelect(x, positive, { size: count }),
+  );
+  await bench(
+    `argwhere ${mid / Mi}Mi half`,
+    mid,
+    4 * mid + 4 * count,
+    () => gyre.argwhere(positive, { size: count }),
+  );
+  for (const t of [order, table, rows, bins, zeros, sortedIds, small, positive]) t.dispose();
 }
 
 // --rankk: Rank-K of issue 22's cases and more under each variant that allows them (the
