@@ -212,6 +212,14 @@ fn from_key(k: i32) -> u32 {
 /** The combine of two values' bits in the dtype (a compare-and-swap loop's new word). */
 function merged(dtype: DType, reduce: ScatterReduce, a: string, b: string): string {
   if (reduce === "none") return b;
+  if (dtype === "float32" && (reduce === "max" || reduce === "min")) {
+    // On the order-preserving keys, not WGSL's max and min: an H200 flushed a subnormal winner
+    // to -0 (measured).
+    const largest = reduce === "max";
+    return `select(${a}, ${b}, to_key(${b}, ${largest}) ${
+      largest ? ">" : "<"
+    } to_key(${a}, ${largest}))`;
+  }
   const f = (x: string) => `bitcast<f32>(${x})`;
   switch (dtype) {
     case "float32":

@@ -25,6 +25,7 @@ import { metaOf, Tensor, tensorFromStorage, viewOf } from "../tensor.ts";
 import { runElementwise } from "./_dispatch.ts";
 import { where } from "./elementwise.ts";
 import { concat } from "./shape.ts";
+import { searchsorted } from "./sort.ts";
 import { tidy } from "../tidy.ts";
 import { arange, full } from "../creation.ts";
 
@@ -1207,14 +1208,14 @@ export function unique(x: Tensor, options: UniqueOptions): UniqueResult {
   });
 }
 
-/** Where a sorted sequence starts a new value (the first element does; NaNs are one value). */
+/**
+ * Where a sorted sequence starts a new value: where the leftmost position of its value (a binary
+ * search on the sort's own keys: -0 equal to +0, NaNs one value) is its own. Not a float
+ * comparison of neighbours: a GPU may flush subnormals there (WGSL allows it), merging them with 0.
+ */
 function changes(sorted: Tensor, n: number, device: DeviceName): Tensor {
-  if (n === 0) return full([0], 0, { dtype: "bool", device });
-  const head = full([1], 1, { dtype: "bool", device });
-  const a = sorted.slice([1, null]);
-  const b = sorted.slice([null, -1]);
-  const bothNaN = a.notEqual(a).logicalAnd(b.notEqual(b));
-  return concat([head, a.notEqual(b).logicalAnd(bothNaN.logicalNot())], 0);
+  const first = searchsorted(sorted, sorted);
+  return first.equal(arange(n, undefined, 1, { dtype: "int32", device }));
 }
 
 /**
