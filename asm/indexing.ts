@@ -50,6 +50,7 @@ const COORDS: usize = 960;
  */
 @inline function resolve(at: usize, length: i32, negative: i32): i32 {
   let i = load<i32>(at);
+  if (negative == 3) return i < 0 || i >= length ? -1 : i;
   if (i < 0) {
     if (negative == 1) return -1;
     if (negative == 0) i += length;
@@ -116,20 +117,23 @@ export function indexing_acc_init(acc: usize, out: usize, n: i32, kind: i32): vo
 }
 
 /**
- * Combines the n updates (operand 0: updates, 1: indices, 2: the output) into `out`, or into the
- * f64 accumulators `acc` where acc is not 0; counts each in `counts` (mean) where not 0.
+ * Combines the n updates (operand 0: updates, 1: indices, 2: the output, 3: the mask where
+ * `mask` is not 0, whose false words drop their update) into `out`, or into the f64
+ * accumulators `acc` where acc is not 0; counts each in `counts` (mean) where not 0.
  */
 export function indexing_scatter(
-  out: usize, acc: usize, counts: usize, updates: usize, indices: usize, axisStride: i32,
-  axisLength: i32, negative: i32, kind: i32, reduce: i32, n: i32,
+  out: usize, acc: usize, counts: usize, updates: usize, indices: usize, mask: usize,
+  axisStride: i32, axisLength: i32, negative: i32, kind: i32, reduce: i32, n: i32,
 ): i32 {
   const r = rank();
   clearCoords();
   let uo: i32 = 0;
   let io: i32 = 0;
   let oo: i32 = 0;
+  let mo: i32 = 0;
   for (let t = 0; t < n; t++) {
-    const i = resolve(indices + (<usize>io << 2), axisLength, negative);
+    const selected = mask == 0 || load<u32>(mask + (<usize>mo << 2)) != 0;
+    const i = selected ? resolve(indices + (<usize>io << 2), axisLength, negative) : -1;
     if (i == -2) return 1;
     if (i >= 0) {
       const o = oo + i * axisStride;
@@ -148,12 +152,14 @@ export function indexing_scatter(
         uo += stride(0, d);
         io += stride(1, d);
         oo += stride(2, d);
+        if (mask != 0) mo += stride(3, d);
         break;
       }
       store<i32>(at, 0);
       uo -= stride(0, d) * (dim(d) - 1);
       io -= stride(1, d) * (dim(d) - 1);
       oo -= stride(2, d) * (dim(d) - 1);
+      if (mask != 0) mo -= stride(3, d) * (dim(d) - 1);
     }
   }
   return 0;

@@ -23,9 +23,10 @@ export interface IndexedAxis {
   length: number;
   /**
    * How negative indices count: "wrap" from the end (NumPy), "drop" the element (TensorFlow's
-   * segment ids), "error" (bincount).
+   * segment ids), "error" (bincount); "drop-all" drops every index outside [0, n) (a compaction's
+   * positions past its size).
    */
-  negative: "wrap" | "drop" | "error";
+  negative: "wrap" | "drop" | "error" | "drop-all";
 }
 
 /**
@@ -82,6 +83,10 @@ export interface ScatterJob {
   reduce: ScatterReduce;
   /** The indices are declared sorted ascending (a hint: the GPU combines runs of equal ones). */
   sorted?: boolean;
+  /** Where false, the update is dropped (a compaction's unselected elements): bool words. */
+  mask?: View;
+  /** The mask's strides over the iteration space. */
+  maskStrides?: readonly number[];
 }
 
 /** What a scatter job makes: new contiguous storage of `dtype` and `outShape`. */
@@ -118,6 +123,7 @@ export const NEGATIVE_INDEX_CODE: Readonly<Record<IndexedAxis["negative"], numbe
   wrap: 0,
   drop: 1,
   error: 2,
+  "drop-all": 3,
 };
 
 /**
@@ -133,6 +139,8 @@ export function indexRange(axis: IndexedAxis): string {
     ? `int32 indices in [${-axis.length}, ${axis.length})`
     : axis.negative === "drop"
     ? `int32 indices below ${axis.length} (negative ones are dropped)`
+    : axis.negative === "drop-all"
+    ? `int32 indices (those outside [0, ${axis.length}) are dropped)`
     : `int32 indices in [0, ${axis.length})`;
 }
 

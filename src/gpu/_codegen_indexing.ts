@@ -27,6 +27,8 @@ export interface IndexingSpec {
   rank: number;
   /** The gathered or scattered dtype. */
   dtype: DType;
+  /** Scatters: a mask operand drops updates (the plain "scatter" form only). */
+  masked?: boolean;
   /** The form (gathers and scatters), the combine and the reduction (scatters). */
   variant?: IndexingVariant;
   combine?: IndexingCombine;
@@ -44,24 +46,25 @@ export function indexingKey(s: IndexingSpec): string {
     s.variant ?? "",
     s.combine ?? "",
     s.reduce ?? "",
+    s.masked ? "masked" : "",
     `wg${s.workgroupSize}`,
   ].join("|");
 }
 
 /**
- * Uniform words: a header of 8 (n, rank, the axis' stride and length, two operand offsets, the
- * negative-index rule, the index check's slot), the shape (8), then 8 signed strides for each
- * operand (gather: x, indices; scatter: updates, indices, output).
+ * Uniform words: a header of 12 (n, rank, the axis' stride and length, two operand offsets, the
+ * negative-index rule, the index check's slot, the mask's offset, 3 unused), the shape (8), then
+ * 8 signed strides for each operand (gather: x, indices; scatter: updates, indices, output, mask).
  */
 export function indexingUniforms(
   header: readonly number[],
   shape: readonly number[],
   strides: readonly (readonly number[])[],
 ): Uint32Array {
-  const words = new Uint32Array(40);
+  const words = new Uint32Array(52);
   words.set(header.map((v) => v >>> 0));
-  words.set(shape, 8);
-  strides.forEach((s, k) => words.set(s.map((v) => v >>> 0), 16 + 8 * k));
+  words.set(shape, 12);
+  strides.forEach((s, k) => words.set(s.map((v) => v >>> 0), 20 + 8 * k));
   return words;
 }
 
@@ -69,8 +72,9 @@ const PARAMS = [
   "struct Params {",
   "  n: u32, rank: u32, axis_stride: i32, axis_length: i32,",
   "  off0: i32, off1: i32, negative: u32, slot: u32,",
+  "  off3: i32, unused0: u32, unused1: u32, unused2: u32,",
   "  shape: array<vec4<u32>, 2>,",
-  "  strides: array<array<vec4<i32>, 2>, 3>,",
+  "  strides: array<array<vec4<i32>, 2>, 4>,",
   "}",
 ].join("\n");
 
@@ -80,6 +84,7 @@ const RESOLVE = `
 // check's slot for the next read-back's IndexError.
 fn resolve(raw: i32) -> i32 {
   var i = raw;
+  if (p.negative == 3u) { return select(raw, -1, raw < 0 || raw >= p.axis_length); }
   if (i < 0) {
     if (p.negative == 1u) { return -1; }
     if (p.negative == 0u) { i = i + p.axis_length; }
@@ -397,7 +402,9 @@ function scatter(s: IndexingSpec): string {
   } else {
     lines = [
       "  if (t >= p.n) { return; }",
-      ...offsets(s.rank, 3),
+      ...offsets(s.rank, s.masked ? 4 : 3),
+      // An unselected element (a false mask word) is dropped before its index is looked at.
+      s.masked ? "  if (mask[p.off3 + o3] == 0u) { return; }" : "",
       "  let i = resolve(indices[p.off1 + o1]);",
       "  if (i < 0) { return; }",
       "  let o = o2 + i * p.axis_stride;",
@@ -410,10 +417,11 @@ function scatter(s: IndexingSpec): string {
     PARAMS,
     "@group(0) @binding(0) var<storage, read> updates: array<u32>;",
     "@group(0) @binding(1) var<storage, read> indices: array<i32>;",
-    "@group(0) @binding(2) var<storage, read_write> checks: array<atomic<u32>>;",
-    "@group(0) @binding(3) var<storage, read_write> counts: array<atomic<u32>>;",
-    `@group(0) @binding(4) var<storage, read_write> out: array<atomic<${outAtomic(s)}>>;`,
-    "@group(0) @binding(5) var<uniform> p: Params;",
+    "@group(0) @binding(2) var<storage, read> mask: array<u32>;",
+    "@group(0) @binding(3) var<storage, read_write> checks: array<atomic<u32>>;",
+    "@group(0) @binding(4) var<storage, read_write> counts: array<atomic<u32>>;",
+    `@group(0) @binding(5) var<storage, read_write> out: array<atomic<${outAtomic(s)}>>;`,
+    "@group(0) @binding(6) var<uniform> p: Params;",
     ...shared,
     RESOLVE,
     HALF,

@@ -475,8 +475,9 @@ function runScatter(
   axis: IndexedAxis,
   reduce: ScatterReduce,
   sorted = false,
+  mask?: { view: View; strides: readonly number[] },
 ): Tensor {
-  const merged = mergeAxes(shape, strides);
+  const merged = mergeAxes(shape, mask ? [...strides, mask.strides] : strides);
   checkRank(op, merged.shape);
   const { output } = backendFor(indices.storage.backend.name, op).scatter({
     overrides: planOverrides(),
@@ -493,6 +494,7 @@ function runScatter(
     axis,
     reduce,
     sorted,
+    ...(mask ? { mask: mask.view, maskStrides: merged.strides[3] } : {}),
   });
   return tensorFromStorage(output, dtype, outShape);
 }
@@ -932,12 +934,13 @@ export interface CompactOptions {
   fillValue?: number;
 }
 
-/** Positions of the selected elements of `mask` in the result (int32, -1 if not kept). */
-function compactPositions(mask: Tensor, size: number): Tensor {
-  const flat = mask.reshape([-1]);
-  const selected = flat.cast("bool");
-  const before = selected.cast("int32").cumsum({ exclusive: true });
-  return where(selected.logicalAnd(before.less(size)), before, -1);
+/**
+ * The selected elements of `mask` (flattened, as bool) and each element's position in the
+ * result: how many are selected before it (an exclusive sum of the bools: one scan).
+ */
+function compactPositions(mask: Tensor): { selected: Tensor; before: Tensor } {
+  const selected = mask.reshape([-1]).cast("bool");
+  return { selected, before: selected.cumsum({ exclusive: true }) };
 }
 
 function sizeOption(op: string, options: unknown): { size: number; fillValue: number } {
@@ -963,15 +966,21 @@ function sizeOption(op: string, options: unknown): { size: number; fillValue: nu
   return { size, fillValue };
 }
 
-/** Scatters `values` ([n, ...]) to rows `positions` of a [size, ...] result filled with `fill`. */
-function compact(op: string, values: Tensor, positions: Tensor, size: number, fill: number) {
+/**
+ * Scatters the selected rows of `values` ([n, ...]) to their positions in a [size, ...] result
+ * filled with `fill`: one scatter, its mask dropping the unselected rows and its "drop-all" rule
+ * those past `size`.
+ */
+function compact(op: string, values: Tensor, mask: Tensor, size: number, fill: number) {
+  const { selected, before } = compactPositions(mask);
   const meta = metaOf(values, op, "x");
   const rest = meta.shape.slice(1);
   const base = full([size, ...rest], fill, { dtype: meta.dtype, device: meta.device });
-  const iv = viewOf(positions, op, "indices");
+  const iv = viewOf(before, op, "indices");
+  const mv = viewOf(selected, op, "mask");
   const uv = viewOf(values, op, "x");
-  const shape = meta.shape;
   const restStrides = contiguousStrides(rest);
+  const perRow = (s: readonly number[]) => [s[0], ...rest.map(() => 0)];
   return runScatter(
     op,
     viewOf(base, op, "x"),
@@ -979,10 +988,12 @@ function compact(op: string, values: Tensor, positions: Tensor, size: number, fi
     meta.dtype,
     uv,
     iv,
-    shape,
-    [uv.strides, [iv.strides[0], ...rest.map(() => 0)], [0, ...restStrides]],
-    { stride: sizeOf(rest), length: size, negative: "drop" },
+    meta.shape,
+    [uv.strides, perRow(iv.strides), [0, ...restStrides]],
+    { stride: sizeOf(rest), length: size, negative: "drop-all" },
     "none",
+    false,
+    { view: mv, strides: perRow(mv.strides) },
   );
 }
 
@@ -1010,16 +1021,18 @@ export function argwhere(x: Tensor, options: CompactOptions): Tensor {
     const linear = arange(n, undefined, 1, { dtype: "int32", device: meta.device });
     const strides = contiguousStrides(shape);
     // Coordinate k of element t: (t div stride_k) mod shape_k, in int32 (t below 2^31).
-    const coords = shape.map((d, k) =>
-      runElementwise(op, [linear], ["x"], ([t]) =>
-        E.binary(
-          "mod",
-          E.binary("floorDiv", t, E.constant(strides[k], "int32")),
-          E.constant(d, "int32"),
-        )).expandDims(1)
-    );
+    const coords = shape.length === 1
+      ? [linear.expandDims(1)]
+      : shape.map((d, k) =>
+        runElementwise(op, [linear], ["x"], ([t]) =>
+          E.binary(
+            "mod",
+            E.binary("floorDiv", t, E.constant(strides[k], "int32")),
+            E.constant(d, "int32"),
+          )).expandDims(1)
+      );
     const values = coords.length === 1 ? coords[0] : concat(coords, 1);
-    return compact(op, values, compactPositions(t, size), size, fillValue);
+    return compact(op, values, t, size, fillValue);
   });
 }
 
@@ -1067,7 +1080,7 @@ export function maskedSelect(x: Tensor, mask: Tensor, options: CompactOptions): 
     }
     const shape = broadcastShapes(op, meta.shape, maskMeta.shape, "mask");
     const values = t.broadcastTo(shape).reshape([-1]);
-    return compact(op, values, compactPositions(m.broadcastTo(shape), size), size, fillValue);
+    return compact(op, values, m.broadcastTo(shape), size, fillValue);
   });
 }
 
@@ -1189,7 +1202,7 @@ export function unique(x: Tensor, options: UniqueOptions): UniqueResult {
     const sorted = take(flat, order);
     const first = changes(sorted, n, meta.device);
     const result: UniqueResult = {
-      values: compact(op, sorted, compactPositions(first, size), size, fillValue),
+      values: compact(op, sorted, first, size, fillValue),
     };
     if (o.returnCounts || o.returnInverse) {
       // The group of each sorted element: how many changes up to it, less one.

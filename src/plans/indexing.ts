@@ -118,6 +118,8 @@ export interface ScatterShape {
   outLength: number;
   /** The indices are declared sorted (segment ops' `sorted`). */
   sorted: boolean;
+  /** A mask drops some updates (compaction): the plain "scatter" form only. */
+  masked?: boolean;
 }
 
 /**
@@ -150,9 +152,9 @@ export function planScatter(
   if (reduce !== "none" && (forcedCombine === "cas" || (forcedCombine === "atomic" && canAtomic))) {
     combine = forcedCombine;
   }
-  const runs = reduce !== "none" && scatterRuns(job);
+  const runs = reduce !== "none" && !job.masked && scatterRuns(job);
   const shared = combine === "atomic" && dtype !== "float32" && reduce !== "mean" &&
-    job.outLength <= SHARED_BINS;
+    job.outLength <= SHARED_BINS && !job.masked;
   const n = job.shape.reduce((a, b) => a * b, 1);
   let variant: IndexingVariant = runs && job.sorted
     ? "scatter-runs"

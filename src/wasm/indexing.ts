@@ -96,13 +96,16 @@ export function runScatterWasm(wasm: WasmHost, job: ScatterJob): ScatterResult {
   try {
     if (acc) wasm.kernel("indexing_acc_init")(acc.ptr, out.ptr, length, kind);
     if (n > 0) {
-      describe(wasm, job.shape, [job.updateStrides, job.indexStrides, job.outStrides]);
+      const strides = [job.updateStrides, job.indexStrides, job.outStrides];
+      if (job.mask) strides.push(job.maskStrides!);
+      describe(wasm, job.shape, strides);
       const failed = checked(wasm, "indexing_scatter")(
         out.ptr,
         acc?.ptr ?? 0,
         counts?.ptr ?? 0,
         wasm.pointer(job.updates),
         wasm.pointer(job.indices),
+        job.mask ? wasm.pointer(job.mask) : 0,
         axis.stride,
         axis.length,
         NEGATIVE_INDEX_CODE[axis.negative],
