@@ -619,6 +619,18 @@ await bench(`cummax ${big / Mi}Mi f32`, big, 2 * 4 * big, () => gyre.cummax(a));
     4 * mid + 4 * count,
     () => gyre.argwhere(positive, { size: count }),
   );
+  if (args.includes("--breakdown")) {
+    await dispatchBreakdown(
+      profiler,
+      `maskedSelect ${mid / Mi}Mi half`,
+      () => gyre.maskedSelect(x, positive, { size: count }),
+    );
+    await dispatchBreakdown(
+      profiler,
+      `argwhere ${mid / Mi}Mi half`,
+      () => gyre.argwhere(positive, { size: count }),
+    );
+  }
   for (const t of [order, table, rows, bins, zeros, sortedIds, small, positive]) t.dispose();
 }
 
