@@ -119,7 +119,8 @@ export function indexing_acc_init(acc: usize, out: usize, n: i32, kind: i32): vo
 /**
  * Combines the n updates (operand 0: updates, 1: indices, 2: the output, 3: the mask where
  * `mask` is not 0, whose false words drop their update) into `out`, or into the f64
- * accumulators `acc` where acc is not 0; counts each in `counts` (mean) where not 0.
+ * accumulators `acc` where acc is not 0; counts each in `counts` (mean) where not 0. With
+ * `updates` 0, each update is its position t (int32 plain stores).
  */
 export function indexing_scatter(
   out: usize, acc: usize, counts: usize, updates: usize, indices: usize, mask: usize,
@@ -138,7 +139,8 @@ export function indexing_scatter(
     if (i >= 0) {
       const o = oo + i * axisStride;
       if (counts != 0) store<i32>(counts + (<usize>o << 2), load<i32>(counts + (<usize>o << 2)) + 1);
-      if (acc != 0) {
+      if (updates == 0) store<i32>(out + (<usize>o << 2), t);
+      else if (acc != 0) {
         const a = acc + (<usize>o << 3);
         const u = loadAs64(updates + (<usize>uo << (kind == F16 ? 1 : 2)), 0, kind);
         store<f64>(a, reduce == PROD ? load<f64>(a) * u : load<f64>(a) + u);

@@ -65,12 +65,20 @@ export type ScatterReduce = "none" | "sum" | "prod" | "max" | "min" | "mean";
 export interface ScatterJob {
   overrides: Readonly<PlanOverrides>;
   op: string;
-  /** The output's start (contiguous or not), of `outShape` and `dtype`; null: the identity. */
+  /**
+   * The output's start (contiguous or not), of `outShape` and `dtype`; null: `fill` everywhere
+   * (by default the reduction's identity).
+   */
   base: View | null;
+  /** The start where there is no base (plain stores only; else the identity). */
+  fill?: number;
   outShape: Shape;
   dtype: DType;
-  /** Of `dtype`. */
-  updates: View;
+  /**
+   * Of `dtype`; null (plain int32 stores only): each update is its own linear position in the
+   * iteration space (argwhere's coordinates of a 1-d x).
+   */
+  updates: View | null;
   /** int32. */
   indices: View;
   /** The updates' iteration space (at most {@link INDEXING_MAX_RANK} axes). */

@@ -126,7 +126,7 @@ export function runScatterGpu(gpu: GpuHost, job: ScatterJob): ScatterResult {
     })
     : gpu.evaluate({
       op,
-      expr: E.constant(scatterIdentity(reduce, dtype), dtype),
+      expr: E.constant(job.fill ?? scatterIdentity(reduce, dtype), dtype),
       inputs: [],
       shape: job.outShape,
       overrides: job.overrides,
@@ -179,11 +179,12 @@ export function runScatterGpu(gpu: GpuHost, job: ScatterJob): ScatterResult {
           variant: choice.variant,
           combine: choice.combine,
           masked: job.mask !== undefined,
+          positions: job.updates === null,
           reduce,
           workgroupSize: choice.workgroupSize,
         },
         [
-          buffer(job.updates),
+          job.updates ? buffer(job.updates) : gpu.scratch("indexing-no-updates", 4),
           buffer(job.indices),
           job.mask ? buffer(job.mask) : gpu.scratch("indexing-no-mask", 4),
           check.buffer,
@@ -197,7 +198,7 @@ export function runScatterGpu(gpu: GpuHost, job: ScatterJob): ScatterResult {
             job.shape.length,
             axis.stride,
             axis.length,
-            job.updates.offset,
+            job.updates?.offset ?? 0,
             job.indices.offset,
             NEGATIVE_INDEX_CODE[axis.negative],
             check.slot,

@@ -465,10 +465,10 @@ function checkReduceDType(op: string, argument: string, reduce: ScatterReduce, d
 /** Runs a scatter over `shape` with the operands' strides merged where they allow. */
 function runScatter(
   op: string,
-  base: View | null,
+  base: View | number | null,
   outShape: readonly number[],
   dtype: DType,
-  updates: View,
+  updates: View | null,
   indices: View,
   shape: readonly number[],
   strides: [readonly number[], readonly number[], readonly number[]],
@@ -482,7 +482,8 @@ function runScatter(
   const { output } = backendFor(indices.storage.backend.name, op).scatter({
     overrides: planOverrides(),
     op,
-    base,
+    base: typeof base === "number" ? null : base,
+    ...(typeof base === "number" ? { fill: base } : {}),
     outShape,
     dtype,
     updates,
@@ -936,11 +937,14 @@ export interface CompactOptions {
 
 /**
  * The selected elements of `mask` (flattened, as bool) and each element's position in the
- * result: how many are selected before it (an exclusive sum of the bools: one scan).
+ * result: how many are selected before it (an exclusive sum: one scan, which reads the bool
+ * words as the int32 0 and 1 they are, with no conversion pass).
  */
 function compactPositions(mask: Tensor): { selected: Tensor; before: Tensor } {
-  const selected = mask.reshape([-1]).cast("bool");
-  return { selected, before: selected.cumsum({ exclusive: true }) };
+  const flat = mask.reshape([-1]);
+  const selected = metaOf(flat, "compact", "mask").dtype === "bool" ? flat : flat.cast("bool");
+  const words = new Tensor({ ...viewOf(selected, "compact", "mask"), dtype: "int32" });
+  return { selected, before: words.cumsum({ exclusive: true }) };
 }
 
 function sizeOption(op: string, options: unknown): { size: number; fillValue: number } {
@@ -971,25 +975,27 @@ function sizeOption(op: string, options: unknown): { size: number; fillValue: nu
  * filled with `fill`: one scatter, its mask dropping the unselected rows and its "drop-all" rule
  * those past `size`.
  */
-function compact(op: string, values: Tensor, mask: Tensor, size: number, fill: number) {
+function compact(op: string, values: Tensor | null, mask: Tensor, size: number, fill: number) {
   const { selected, before } = compactPositions(mask);
-  const meta = metaOf(values, op, "x");
+  // Values null: each selected element's own position (argwhere of a 1-d x), int32.
+  const meta = values
+    ? metaOf(values, op, "x")
+    : { shape: [sizeOf(metaOf(selected, op, "mask").shape)], dtype: "int32" as const };
   const rest = meta.shape.slice(1);
-  const base = full([size, ...rest], fill, { dtype: meta.dtype, device: meta.device });
   const iv = viewOf(before, op, "indices");
   const mv = viewOf(selected, op, "mask");
-  const uv = viewOf(values, op, "x");
+  const uv = values ? viewOf(values, op, "x") : null;
   const restStrides = contiguousStrides(rest);
   const perRow = (s: readonly number[]) => [s[0], ...rest.map(() => 0)];
   return runScatter(
     op,
-    viewOf(base, op, "x"),
+    fill,
     [size, ...rest],
     meta.dtype,
     uv,
     iv,
     meta.shape,
-    [uv.strides, perRow(iv.strides), [0, ...restStrides]],
+    [uv ? uv.strides : meta.shape.map(() => 0), perRow(iv.strides), [0, ...restStrides]],
     { stride: sizeOf(rest), length: size, negative: "drop-all" },
     "none",
     false,
@@ -1017,22 +1023,21 @@ export function argwhere(x: Tensor, options: CompactOptions): Tensor {
     const t = tensorArg(op, "x", x);
     const meta = metaOf(t, op, "x");
     const shape = meta.shape.length === 0 ? [1] : meta.shape;
+    // 1-d: each selected element's coordinate is its position, which the scatter writes itself.
+    if (shape.length === 1) return compact(op, null, t, size, fillValue).reshape([size, 1]);
     const n = sizeOf(shape);
     const linear = arange(n, undefined, 1, { dtype: "int32", device: meta.device });
     const strides = contiguousStrides(shape);
     // Coordinate k of element t: (t div stride_k) mod shape_k, in int32 (t below 2^31).
-    const coords = shape.length === 1
-      ? [linear.expandDims(1)]
-      : shape.map((d, k) =>
-        runElementwise(op, [linear], ["x"], ([t]) =>
-          E.binary(
-            "mod",
-            E.binary("floorDiv", t, E.constant(strides[k], "int32")),
-            E.constant(d, "int32"),
-          )).expandDims(1)
-      );
-    const values = coords.length === 1 ? coords[0] : concat(coords, 1);
-    return compact(op, values, t, size, fillValue);
+    const coords = shape.map((d, k) =>
+      runElementwise(op, [linear], ["x"], ([t]) =>
+        E.binary(
+          "mod",
+          E.binary("floorDiv", t, E.constant(strides[k], "int32")),
+          E.constant(d, "int32"),
+        )).expandDims(1)
+    );
+    return compact(op, concat(coords, 1), t, size, fillValue);
   });
 }
 

@@ -103,7 +103,7 @@ export function runScatterWasm(wasm: WasmHost, job: ScatterJob): ScatterResult {
         out.ptr,
         acc?.ptr ?? 0,
         counts?.ptr ?? 0,
-        wasm.pointer(job.updates),
+        job.updates ? wasm.pointer(job.updates) : 0,
         wasm.pointer(job.indices),
         job.mask ? wasm.pointer(job.mask) : 0,
         axis.stride,
@@ -143,6 +143,6 @@ function startingValues(wasm: WasmHost, job: ScatterJob): WasmStorage {
     return wasm.cast(op, { view: base, temp: false }, dtype, outShape).view.storage as WasmStorage;
   }
   const values = hostArray(dtype as DType, sizeOf(outShape));
-  values.fill(scatterIdentity(job.reduce, dtype));
+  values.fill(job.fill ?? scatterIdentity(job.reduce, dtype));
   return wasm.upload(dtype, values) as WasmStorage;
 }
