@@ -60,12 +60,19 @@ export const SHARED_CHUNK = 256 * 32;
 
 /** What the gather plan looks at: the job after its axes are merged. */
 export interface GatherShape {
+  /** x's dtype. */
   dtype: DType;
+  /** The output's shape (merged axes). */
   shape: readonly number[];
+  /** x's strides over the output's axes. */
   xStrides: readonly number[];
+  /** The indices' strides over the output's axes. */
   indexStrides: readonly number[];
+  /** x's offset, in elements. */
   xOffset: number;
+  /** The indexed axis' stride in x. */
   axisStride: number;
+  /** The indexed axis' length. */
   axisLength: number;
 }
 
@@ -109,10 +116,15 @@ function gatherVec4(job: GatherShape): boolean {
 
 /** What the scatter plan looks at: the job after its axes are merged. */
 export interface ScatterShape {
+  /** The output's dtype. */
   dtype: DType;
+  /** The reduction. */
   reduce: "none" | "sum" | "prod" | "max" | "min" | "mean";
+  /** The updates' iteration space (merged axes). */
   shape: readonly number[];
+  /** The indices' strides over it. */
   indexStrides: readonly number[];
+  /** The output's strides over it. */
   outStrides: readonly number[];
   /** Output elements. */
   outLength: number;
