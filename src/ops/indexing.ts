@@ -97,21 +97,14 @@ function tensorArg(op: string, argument: string, value: unknown): Tensor {
   return value;
 }
 
+/** An options argument checked (checkOptions: an object of known keys; null counts as absent). */
 function optionsOf<T extends string>(
   op: string,
   value: unknown,
   keys: readonly T[],
 ): Partial<Record<T, unknown>> {
-  if (value === undefined || value === null) return {};
-  if (typeof value !== "object" || Array.isArray(value)) {
-    throw new ValueError({
-      op,
-      argument: "options",
-      expected: `an object { ${keys.join(", ")} }`,
-      received: describe(value),
-    });
-  }
-  return checkOptions(op, value as Record<string, unknown>, keys) as Partial<Record<T, unknown>>;
+  const object = (value ?? undefined) as Record<string, unknown> | undefined;
+  return checkOptions(op, object, keys) as Partial<Record<T, unknown>>;
 }
 
 function integerOption(op: string, argument: string, value: unknown, min: number): number {
@@ -208,40 +201,54 @@ function operandView(op: string, x: unknown, argument = "x"): View {
  * ```
  */
 export function takeAlongAxis(x: Tensor, indices: Tensor, options?: AxisOption): Tensor {
-  // Intermediate tensors are disposed; the result is kept.
-  return tidy(() => {
-    const op = "takeAlongAxis";
-    const o = optionsOf(op, options, ["axis"]);
-    const xv = operandView(op, x);
-    const iv = indexView(op, "indices", indices, xv.storage.backend.name);
-    const rank = xv.shape.length;
-    const axis = normalizeAxis(op, (o.axis as number | undefined) ?? -1, rank, "options.axis");
-    if (iv.shape.length !== rank) {
-      throw rankError(op, "indices", `${rank} axes, as x`, iv.shape);
+  const op = "takeAlongAxis";
+  const { xv, iv, rank, axis } = alongAxis(op, x, indices, options);
+  if (iv.shape.length !== rank) throw rankError(op, "indices", `${rank} axes, as x`, iv.shape);
+  const shape = xv.shape.map((d, k) => {
+    const e = iv.shape[k];
+    if (k === axis) return e;
+    if (d !== e && d !== 1 && e !== 1) {
+      throw rankError(
+        op,
+        "indices",
+        `a shape that broadcasts with x's ${describe(xv.shape)}`,
+        iv.shape,
+      );
     }
-    const shape = xv.shape.map((d, k) => {
-      const e = iv.shape[k];
-      if (k === axis) return e;
-      if (d !== e && d !== 1 && e !== 1) {
-        throw rankError(
-          op,
-          "indices",
-          `a shape that broadcasts with x's ${describe(xv.shape)}`,
-          iv.shape,
-        );
-      }
-      return d === 1 ? e : d;
-    });
-    return runGather(
-      op,
-      xv,
-      iv,
-      shape,
-      xv.strides.map((s, k) => (k === axis || xv.shape[k] === 1 ? 0 : s)),
-      iv.strides.map((s, k) => (iv.shape[k] === 1 ? 0 : s)),
-      { stride: xv.strides[axis], length: xv.shape[axis], negative: "wrap" },
-    );
+    return d === 1 ? e : d;
   });
+  return runGather(
+    op,
+    xv,
+    iv,
+    shape,
+    xv.strides.map((s, k) => (k === axis || xv.shape[k] === 1 ? 0 : s)),
+    iv.strides.map((s, k) => (iv.shape[k] === 1 ? 0 : s)),
+    { stride: xv.strides[axis], length: xv.shape[axis], negative: "wrap" },
+  );
+}
+
+/** x's and the indices' views and the axis (default -1) of an op along one axis of x. */
+function alongAxis(op: string, x: Tensor, indices: Tensor, options: AxisOption | undefined) {
+  const o = optionsOf(op, options, ["axis"]);
+  const xv = operandView(op, x);
+  const iv = indexView(op, "indices", indices, xv.storage.backend.name);
+  const rank = xv.shape.length;
+  const axis = normalizeAxis(op, (o.axis as number | undefined) ?? -1, rank, "options.axis");
+  return { xv, iv, rank, axis };
+}
+
+/** Whether indices of x's rank are no larger than x on every axis but `axis`. */
+function checkAlongIndices(op: string, xv: View, iv: View, axis: number): void {
+  const rank = xv.shape.length;
+  if (iv.shape.length !== rank || iv.shape.some((e, k) => k !== axis && e > xv.shape[k])) {
+    throw rankError(
+      op,
+      "indices",
+      `${rank} axes, each but axis ${axis} at most x's ${describe(xv.shape)}`,
+      iv.shape,
+    );
+  }
 }
 
 /**
@@ -258,32 +265,18 @@ export function takeAlongAxis(x: Tensor, indices: Tensor, options?: AxisOption):
  * ```
  */
 export function gather(x: Tensor, indices: Tensor, options?: AxisOption): Tensor {
-  // Intermediate tensors are disposed; the result is kept.
-  return tidy(() => {
-    const op = "gather";
-    const o = optionsOf(op, options, ["axis"]);
-    const xv = operandView(op, x);
-    const iv = indexView(op, "indices", indices, xv.storage.backend.name);
-    const rank = xv.shape.length;
-    const axis = normalizeAxis(op, (o.axis as number | undefined) ?? -1, rank, "options.axis");
-    if (iv.shape.length !== rank || iv.shape.some((e, k) => k !== axis && e > xv.shape[k])) {
-      throw rankError(
-        op,
-        "indices",
-        `${rank} axes, each but axis ${axis} at most x's ${describe(xv.shape)}`,
-        iv.shape,
-      );
-    }
-    return runGather(
-      op,
-      xv,
-      iv,
-      iv.shape,
-      xv.strides.map((s, k) => (k === axis ? 0 : s)),
-      iv.strides,
-      { stride: xv.strides[axis], length: xv.shape[axis], negative: "wrap" },
-    );
-  });
+  const op = "gather";
+  const { xv, iv, axis } = alongAxis(op, x, indices, options);
+  checkAlongIndices(op, xv, iv, axis);
+  return runGather(
+    op,
+    xv,
+    iv,
+    iv.shape,
+    xv.strides.map((s, k) => (k === axis ? 0 : s)),
+    iv.strides,
+    { stride: xv.strides[axis], length: xv.shape[axis], negative: "wrap" },
+  );
 }
 
 /** A take along `axis`: the indices' axes replace it. */
@@ -523,10 +516,7 @@ export function scatter(
   updates: Tensor | number,
   options?: ScatterOptions,
 ): Tensor {
-  // Intermediate tensors are disposed; the result is kept.
-  return tidy(() => {
-    return scatterAlong("scatter", x, indices, updates, options);
-  });
+  return scatterAlong("scatter", x, indices, updates, options);
 }
 
 /**
@@ -545,13 +535,10 @@ export function scatterAdd(
   updates: Tensor | number,
   options?: AxisOption,
 ): Tensor {
-  // Intermediate tensors are disposed; the result is kept.
-  return tidy(() => {
-    const o = optionsOf("scatterAdd", options, ["axis"]);
-    return scatterAlong("scatterAdd", x, indices, updates, {
-      axis: o.axis as number | undefined,
-      reduce: "sum",
-    });
+  const o = optionsOf("scatterAdd", options, ["axis"]);
+  return scatterAlong("scatterAdd", x, indices, updates, {
+    axis: o.axis as number | undefined,
+    reduce: "sum",
   });
 }
 
@@ -562,51 +549,47 @@ function scatterAlong(
   updates: Tensor | number,
   options?: ScatterOptions,
 ): Tensor {
-  const o = optionsOf(op, options, ["axis", "reduce"]);
-  const reduce = (o.reduce ?? "none") as ScatterReduce;
-  if (!REDUCES.includes(reduce)) {
-    throw new ValueError({
+  // Intermediate tensors (a number made a tensor) are disposed; the result is kept.
+  return tidy(() => {
+    const o = optionsOf(op, options, ["axis", "reduce"]);
+    const reduce = (o.reduce ?? "none") as ScatterReduce;
+    if (!REDUCES.includes(reduce)) {
+      throw new ValueError({
+        op,
+        argument: "options.reduce",
+        expected: REDUCES.map((r) => `"${r}"`).join(", "),
+        received: describe(o.reduce),
+      });
+    }
+    const xv = operandView(op, x);
+    const iv = indexView(op, "indices", indices, xv.storage.backend.name);
+    const rank = xv.shape.length;
+    const axis = normalizeAxis(op, (o.axis as number | undefined) ?? -1, rank, "options.axis");
+    checkReduceDType(op, "x", reduce, xv.dtype);
+    checkAlongIndices(op, xv, iv, axis);
+    const uv = updatesView(op, updates, xv, iv.shape);
+    if (uv.shape.length !== rank || uv.shape.some((e, k) => e < iv.shape[k])) {
+      throw rankError(
+        op,
+        "updates",
+        `${rank} axes, each at least the indices' ${describe(iv.shape)}`,
+        uv.shape,
+      );
+    }
+    const outStrides = contiguousStrides(xv.shape);
+    return runScatter(
       op,
-      argument: "options.reduce",
-      expected: REDUCES.map((r) => `"${r}"`).join(", "),
-      received: describe(o.reduce),
-    });
-  }
-  const xv = operandView(op, x);
-  const iv = indexView(op, "indices", indices, xv.storage.backend.name);
-  const rank = xv.shape.length;
-  const axis = normalizeAxis(op, (o.axis as number | undefined) ?? -1, rank, "options.axis");
-  checkReduceDType(op, "x", reduce, xv.dtype);
-  if (iv.shape.length !== rank || iv.shape.some((e, k) => k !== axis && e > xv.shape[k])) {
-    throw rankError(
-      op,
-      "indices",
-      `${rank} axes, each but axis ${axis} at most x's ${describe(xv.shape)}`,
+      xv,
+      xv.shape,
+      xv.dtype,
+      uv,
+      iv,
       iv.shape,
+      [uv.strides, iv.strides, outStrides.map((s, k) => (k === axis ? 0 : s))],
+      { stride: outStrides[axis], length: xv.shape[axis], negative: "wrap" },
+      reduce,
     );
-  }
-  const uv = updatesView(op, updates, xv, iv.shape);
-  if (uv.shape.length !== rank || uv.shape.some((e, k) => e < iv.shape[k])) {
-    throw rankError(
-      op,
-      "updates",
-      `${rank} axes, each at least the indices' ${describe(iv.shape)}`,
-      uv.shape,
-    );
-  }
-  const outStrides = contiguousStrides(xv.shape);
-  return runScatter(
-    op,
-    xv,
-    xv.shape,
-    xv.dtype,
-    uv,
-    iv,
-    iv.shape,
-    [uv.strides, iv.strides, outStrides.map((s, k) => (k === axis ? 0 : s))],
-    { stride: outStrides[axis], length: xv.shape[axis], negative: "wrap" },
-    reduce,
-  );
+  });
 }
 
 /** A segment reduction of data's leading axes (the ids' shape) into `numSegments` rows. */
@@ -617,52 +600,58 @@ function segmentReduce(
   segmentIds: Tensor,
   options: SegmentOptions,
 ): Tensor {
-  const o = optionsOf(op, options, ["numSegments", "sorted"]);
-  if (o.numSegments === undefined) {
-    throw new ValueError({
+  // Intermediate tensors (a number made a tensor) are disposed; the result is kept.
+  return tidy(() => {
+    const o = optionsOf(op, options, ["numSegments", "sorted"]);
+    if (o.numSegments === undefined) {
+      throw new ValueError({
+        op,
+        argument: "options.numSegments",
+        expected: "the number of segments (the output's first axis)",
+        received: "undefined",
+      });
+    }
+    const segments = integerOption(op, "options.numSegments", o.numSegments, 0);
+    if (o.sorted !== undefined && typeof o.sorted !== "boolean") {
+      throw new ValueError({
+        op,
+        argument: "options.sorted",
+        expected: "a boolean",
+        received: describe(o.sorted),
+      });
+    }
+    const dv = viewOf(tensorArg(op, "data", data), op, "data");
+    const iv = indexView(op, "segmentIds", segmentIds, dv.storage.backend.name);
+    checkReduceDType(op, "data", reduce, dv.dtype);
+    const k = iv.shape.length;
+    if (k === 0 || k > dv.shape.length || iv.shape.some((e, d) => e !== dv.shape[d])) {
+      throw rankError(
+        op,
+        "segmentIds",
+        `the leading axes of data's shape ${describe(dv.shape)}`,
+        iv.shape,
+      );
+    }
+    const rest = dv.shape.slice(k);
+    const inner = sizeOf(rest);
+    const restStrides = contiguousStrides(rest);
+    return runScatter(
       op,
-      argument: "options.numSegments",
-      expected: "the number of segments (the output's first axis)",
-      received: "undefined",
-    });
-  }
-  const segments = integerOption(op, "options.numSegments", o.numSegments, 0);
-  if (o.sorted !== undefined && typeof o.sorted !== "boolean") {
-    throw new ValueError({
-      op,
-      argument: "options.sorted",
-      expected: "a boolean",
-      received: describe(o.sorted),
-    });
-  }
-  const dv = viewOf(tensorArg(op, "data", data), op, "data");
-  const iv = indexView(op, "segmentIds", segmentIds, dv.storage.backend.name);
-  checkReduceDType(op, "data", reduce, dv.dtype);
-  const k = iv.shape.length;
-  if (k === 0 || k > dv.shape.length || iv.shape.some((e, d) => e !== dv.shape[d])) {
-    throw rankError(
-      op,
-      "segmentIds",
-      `the leading axes of data's shape ${describe(dv.shape)}`,
-      iv.shape,
+      null,
+      [segments, ...rest],
+      dv.dtype,
+      dv,
+      iv,
+      dv.shape,
+      [dv.strides, [...iv.strides, ...rest.map(() => 0)], [
+        ...iv.shape.map(() => 0),
+        ...restStrides,
+      ]],
+      { stride: inner, length: segments, negative: "drop" },
+      reduce,
+      o.sorted === true,
     );
-  }
-  const rest = dv.shape.slice(k);
-  const inner = sizeOf(rest);
-  const restStrides = contiguousStrides(rest);
-  return runScatter(
-    op,
-    null,
-    [segments, ...rest],
-    dv.dtype,
-    dv,
-    iv,
-    dv.shape,
-    [dv.strides, [...iv.strides, ...rest.map(() => 0)], [...iv.shape.map(() => 0), ...restStrides]],
-    { stride: inner, length: segments, negative: "drop" },
-    reduce,
-    o.sorted === true,
-  );
+  });
 }
 
 /**
@@ -679,10 +668,7 @@ function segmentReduce(
  * ```
  */
 export function segmentSum(data: Tensor, segmentIds: Tensor, options: SegmentOptions): Tensor {
-  // Intermediate tensors are disposed; the result is kept.
-  return tidy(() => {
-    return segmentReduce("segmentSum", "sum", data, segmentIds, options);
-  });
+  return segmentReduce("segmentSum", "sum", data, segmentIds, options);
 }
 
 /**
@@ -697,10 +683,7 @@ export function segmentSum(data: Tensor, segmentIds: Tensor, options: SegmentOpt
  * ```
  */
 export function segmentMean(data: Tensor, segmentIds: Tensor, options: SegmentOptions): Tensor {
-  // Intermediate tensors are disposed; the result is kept.
-  return tidy(() => {
-    return segmentReduce("segmentMean", "mean", data, segmentIds, options);
-  });
+  return segmentReduce("segmentMean", "mean", data, segmentIds, options);
 }
 
 /**
@@ -716,10 +699,7 @@ export function segmentMean(data: Tensor, segmentIds: Tensor, options: SegmentOp
  * ```
  */
 export function segmentMax(data: Tensor, segmentIds: Tensor, options: SegmentOptions): Tensor {
-  // Intermediate tensors are disposed; the result is kept.
-  return tidy(() => {
-    return segmentReduce("segmentMax", "max", data, segmentIds, options);
-  });
+  return segmentReduce("segmentMax", "max", data, segmentIds, options);
 }
 
 /**
@@ -734,10 +714,7 @@ export function segmentMax(data: Tensor, segmentIds: Tensor, options: SegmentOpt
  * ```
  */
 export function segmentMin(data: Tensor, segmentIds: Tensor, options: SegmentOptions): Tensor {
-  // Intermediate tensors are disposed; the result is kept.
-  return tidy(() => {
-    return segmentReduce("segmentMin", "min", data, segmentIds, options);
-  });
+  return segmentReduce("segmentMin", "min", data, segmentIds, options);
 }
 
 /**
@@ -751,10 +728,7 @@ export function segmentMin(data: Tensor, segmentIds: Tensor, options: SegmentOpt
  * ```
  */
 export function segmentProd(data: Tensor, segmentIds: Tensor, options: SegmentOptions): Tensor {
-  // Intermediate tensors are disposed; the result is kept.
-  return tidy(() => {
-    return segmentReduce("segmentProd", "prod", data, segmentIds, options);
-  });
+  return segmentReduce("segmentProd", "prod", data, segmentIds, options);
 }
 
 /**
