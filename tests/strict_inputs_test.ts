@@ -260,6 +260,9 @@ interface Operands {
   x4: gyre.Tensor;
   row: gyre.Tensor;
   mask: gyre.Tensor;
+  /** int32 indices: [[1, 0], [0, 1]] and [1, 0]. */
+  ix: gyre.Tensor;
+  i1: gyre.Tensor;
 }
 
 // Ops whose last argument is an options object take `{}` there, so that a wrong value in that
@@ -326,13 +329,36 @@ const CALLS: Record<string, Call> = {
   "random.uniform": () => [[2], {}],
   "random.normal": () => [[2], {}],
   "random.pcgHash": () => [7],
+  takeAlongAxis: ({ x, ix }) => [x, ix, {}],
+  gather: ({ x, ix }) => [x, ix, {}],
+  take: ({ x, i1 }) => [x, i1, {}],
+  indexSelect: ({ x, i1 }) => [x, i1, {}],
+  at: ({ x, i1 }) => [x, null, i1],
+  scatter: ({ x, ix }) => [x, ix, x, {}],
+  scatterAdd: ({ x, ix }) => [x, ix, x, {}],
+  segmentSum: ({ x, i1 }) => [x, i1, { numSegments: 2 }],
+  segmentMean: ({ x, i1 }) => [x, i1, { numSegments: 2 }],
+  segmentMax: ({ x, i1 }) => [x, i1, { numSegments: 2 }],
+  segmentMin: ({ x, i1 }) => [x, i1, { numSegments: 2 }],
+  segmentProd: ({ x, i1 }) => [x, i1, { numSegments: 2 }],
+  bincount: ({ i1 }) => [i1, { minlength: 2 }],
+  histogram: ({ x }) => [x, {}],
+  oneHot: ({ i1 }) => [i1, 2, {}],
+  argwhere: ({ x }) => [x, { size: 2 }],
+  nonzero: ({ x }) => [x, { size: 2 }],
+  maskedSelect: ({ x, mask }) => [x, mask, { size: 2 }],
+  unique: ({ x }) => [x, { size: 2 }],
+  argwhereAsync: ({ x }) => [x],
+  nonzeroAsync: ({ x }) => [x],
+  maskedSelectAsync: ({ x, mask }) => [x, mask],
+  uniqueAsync: ({ x }) => [x, {}],
 };
 /** Public functions of no arguments (nothing to get wrong) and the classes. */
 const NO_ARGUMENTS = new Set(
   [
     "init runtime flush sync startWasmThreads stopWasmThreads wasmThreadCapacity wasmThreadCount",
     "Runtime Tensor GyreError AxisError DTypeError DeviceError DisposedError GpuError ShapeError",
-    "ValueError OutOfMemoryError",
+    "ValueError OutOfMemoryError IndexError",
   ].join(" ").split(" "),
 );
 /** Values that no argument of any op accepts (an options object of an unknown key included). */
@@ -379,6 +405,8 @@ for (const device of DEVICES) {
       x4: gyre.ones([1, 2, 2, 2], { device }),
       row: gyre.tensor([1, 2], { device }),
       mask: gyre.tensor([[true, false], [false, true]], { device }),
+      ix: gyre.tensor([[1, 0], [0, 1]], { dtype: "int32", device }),
+      i1: gyre.tensor([1, 0], { dtype: "int32", device }),
     };
     const checked: string[] = [];
     const failures: string[] = [];

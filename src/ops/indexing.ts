@@ -377,6 +377,17 @@ export function at(x: Tensor, ...ranges: AtRange[]): Tensor {
   return tidy(() => {
     const op = "at";
     const t = tensorArg(op, "x", x);
+    ranges.forEach((r, k) => {
+      const basic = r === null || r === undefined || typeof r === "number" || Array.isArray(r);
+      if (!basic && !(r instanceof Tensor)) {
+        throw new ValueError({
+          op,
+          argument: `ranges[${k}]`,
+          expected: "an index, a [start, end, step] array, null, or an int32 index tensor",
+          received: describe(r),
+        });
+      }
+    });
     const positions = ranges.flatMap((r, k) => (r instanceof Tensor ? [k] : []));
     if (positions.length === 0) return t.slice(...(ranges as never[]));
     if (positions.length > 1) {
@@ -990,9 +1001,13 @@ function compact(op: string, values: Tensor | null, mask: Tensor, size: number, 
  * ```
  */
 export function argwhere(x: Tensor, options: CompactOptions): Tensor {
+  return argwhereAs("argwhere", x, options);
+}
+
+/** argwhere, its errors naming `op`. */
+function argwhereAs(op: string, x: Tensor, options: CompactOptions): Tensor {
   // Intermediate tensors are disposed; the result is kept.
   return tidy(() => {
-    const op = "argwhere";
     const { size, fillValue } = sizeOption(op, options);
     const t = tensorArg(op, "x", x);
     const meta = metaOf(t, op, "x");
@@ -1028,7 +1043,7 @@ export function argwhere(x: Tensor, options: CompactOptions): Tensor {
 export function nonzero(x: Tensor, options: CompactOptions): Tensor[] {
   // Intermediate tensors are disposed; the result is kept.
   return tidy(() => {
-    const found = argwhere(x, options);
+    const found = argwhereAs("nonzero", x, options);
     const rank = found.shape[1];
     return Array.from({ length: rank }, (_, k) => found.slice(null, k));
   });
@@ -1225,9 +1240,10 @@ export async function uniqueAsync(
   options?: Omit<UniqueOptions, "size" | "fillValue">,
 ): Promise<UniqueResult> {
   const op = "uniqueAsync";
+  const o = optionsOf(op, options, ["returnCounts", "returnInverse"]);
   const t = tensorArg(op, "x", x);
   const meta = metaOf(t, op, "x");
   const first = tidy(() => changes(t.reshape([-1]).sort(), sizeOf(meta.shape), meta.device));
   const count = await selectedCount(first).finally(() => first.dispose());
-  return unique(t, { ...options, size: count });
+  return unique(t, { ...o, size: count } as UniqueOptions);
 }
