@@ -438,3 +438,34 @@ test("unique: sorted, NaNs collapsed, counts and inverse, fixed and exact sizes"
   x.dispose();
   assert.deepEqual(liveCounts(), before);
 });
+
+test("jit: indexing ops under jit equal their eager runs, and a bad index still throws", async (device) => {
+  const f = gyre.jit((x: gyre.Tensor, i: gyre.Tensor) =>
+    gyre.scatterAdd(gyre.zeros([4], { device }), i, gyre.take(x, i).mul(2), { axis: 0 })
+  );
+  const x = gyre.tensor([1, 2, 3, 4], { device });
+  for (const indices of [[0, 3, 3], [1, 1, 2]]) {
+    const i = int(indices, device);
+    const eager = gyre.scatterAdd(gyre.zeros([4], { device }), i, gyre.take(x, i).mul(2), {
+      axis: 0,
+    });
+    const [got, want] = await gyre.readAll([f(x, i) as gyre.Tensor, eager]);
+    assert.deepEqual(Array.from(got), Array.from(want));
+    i.dispose();
+  }
+  const bad = int([0, 9, 1], device);
+  await assert.rejects(async () => {
+    const out = f(x, bad) as gyre.Tensor;
+    try {
+      await out.data();
+    } finally {
+      out.dispose();
+    }
+  }, gyre.IndexError);
+  // The next call with good indices reads back without a stale report.
+  const good = int([2, 2, 2], device);
+  const out = f(x, good) as gyre.Tensor;
+  assert.deepEqual(Array.from(await out.data()), [0, 0, 18, 0]);
+  for (const t of [x, bad, good, out]) t.dispose();
+  f.dispose();
+});
