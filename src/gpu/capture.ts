@@ -12,7 +12,14 @@
  */
 import type { Storage, View } from "../core/view.ts";
 import type { Capture, CaptureSession } from "../contract/capture.ts";
-import type { DispatchRecorder, GpuHost, GpuStorage, RecordedDispatch } from "./host.ts";
+import {
+  type DispatchRecorder,
+  type GpuHost,
+  type GpuStorage,
+  INDEX_CHECK_SLOT_WORD,
+  type IndexCheck,
+  type RecordedDispatch,
+} from "./host.ts";
 import { sizeClass } from "../core/size_class.ts";
 
 /**
@@ -23,10 +30,24 @@ import { sizeClass } from "../core/size_class.ts";
 type Slot =
   | { kind: "input"; index: number }
   | { kind: "temp"; index: number }
-  | { kind: "constant"; storage: GpuStorage };
+  | { kind: "constant"; storage: GpuStorage }
+  | { kind: "scratch"; purpose: string };
+
+/**
+ * Scratch buffers a replay may bind as they are: the index checks (each replayed check takes a
+ * fresh slot, see INDEX_CHECK_SLOT_WORD) and the indexing kernels' unused bindings. Other scratch
+ * (look-back states, tickets) keeps state across calls, so work binding it is not replayed.
+ */
+const STATELESS_SCRATCH = new Set([
+  "index-checks",
+  "indexing-none",
+  "indexing-no-mask",
+  "indexing-no-updates",
+]);
 
 interface Plan {
-  dispatches: { d: RecordedDispatch; slots: Slot[] }[];
+  /** Each dispatch, its buffers' slots, and the index check it reports into, if any. */
+  dispatches: { d: RecordedDispatch; slots: Slot[]; check?: IndexCheck }[];
   /** Byte size of each temp, and the dispatch index after which it is dead (outputs: never). */
   temps: { bytes: number; lastUse: number; output: boolean }[];
   outputs: { slot: Slot; view: Omit<View, "storage">; length: number }[];
@@ -75,6 +96,10 @@ export function startCapture(gpu: GpuHost, inputs: readonly View[]): CaptureSess
       temps[value.temp].lastUse = at;
       return { kind: "temp", index: value.temp };
     }
+    const purpose = gpu.scratchPurpose(buffer);
+    if (purpose !== undefined && STATELESS_SCRATCH.has(purpose)) {
+      return { kind: "scratch", purpose };
+    }
     // Storage made before the call (a tensor the function closes over); a device-owned scratch
     // buffer has none, and its kernels keep state across calls: not replayable.
     const storage = gpu.storageOf(buffer);
@@ -93,9 +118,14 @@ export function startCapture(gpu: GpuHost, inputs: readonly View[]): CaptureSess
       const at = dispatches.length;
       const slots = d.buffers.map((b) => slotOf(b, at));
       if (slots.some((s) => s === null)) replayable = false;
-      dispatches.push({ d, slots: slots as Slot[] });
+      const reports = slots.some((s) => s?.kind === "scratch" && s.purpose === "index-checks");
+      dispatches.push({ d, slots: slots as Slot[], ...(reports ? { check: pendingCheck } : {}) });
+      if (reports && !pendingCheck) replayable = false;
+      if (reports) pendingCheck = undefined;
     },
+    indexChecked: (check) => (pendingCheck = check),
   };
+  let pendingCheck: IndexCheck | undefined;
   gpu.recorder = recorder;
   const finish = (outputViews: readonly View[] | null): Capture | null => {
     gpu.recorder = null;
@@ -106,7 +136,7 @@ export function startCapture(gpu: GpuHost, inputs: readonly View[]): CaptureSess
     const outputs: Plan["outputs"] = [];
     for (const view of outputViews) {
       const slot = slotOf((view.storage as GpuStorage).buffer, dispatches.length);
-      if (!slot) {
+      if (!slot || slot.kind === "scratch") {
         replayable = false;
         break;
       }
@@ -155,6 +185,7 @@ function replay(gpu: GpuHost, plan: Plan, inputViews: readonly View[]): View[] {
   const bufferFor = (slot: Slot): GPUBuffer => {
     if (slot.kind === "input") return (inputViews[slot.index].storage as GpuStorage).buffer;
     if (slot.kind === "constant") return slot.storage.buffer;
+    if (slot.kind === "scratch") return gpu.scratch(slot.purpose, 0);
     let b = buffers[slot.index];
     if (!b) {
       const size = sizeClass(plan.temps[slot.index].bytes);
@@ -166,8 +197,15 @@ function replay(gpu: GpuHost, plan: Plan, inputViews: readonly View[]): View[] {
     }
     return b;
   };
-  plan.dispatches.forEach(({ d, slots }, i) => {
-    gpu.dispatch(d.label, d.kernel, slots.map(bufferFor), d.uniforms, d.grid);
+  plan.dispatches.forEach(({ d, slots, check }, i) => {
+    let uniforms = d.uniforms;
+    if (check) {
+      // This run's own slot, read back (and thrown) with the next read as in eager work.
+      uniforms = uniforms.slice();
+      uniforms[INDEX_CHECK_SLOT_WORD] = gpu.indexCheck(check.op, check.argument, check.expected)
+        .slot;
+    }
+    gpu.dispatch(d.label, d.kernel, slots.map(bufferFor), uniforms, d.grid);
     for (const t of dying.get(i) ?? []) {
       const b = buffers[t];
       if (!b) continue;
@@ -191,6 +229,7 @@ function replay(gpu: GpuHost, plan: Plan, inputViews: readonly View[]): View[] {
     let storage: Storage;
     if (slot.kind === "input") storage = inputViews[slot.index].storage;
     else if (slot.kind === "constant") storage = slot.storage;
+    else if (slot.kind === "scratch") throw new Error("internal: a scratch buffer as an output");
     else {
       let s = storages.get(slot.index);
       if (!s) {

@@ -70,11 +70,26 @@ export interface RecordedDispatch {
   grid: [number, number];
 }
 
+/** An index check a kernel reports into (see `GpuHost.indexCheck`). */
+export interface IndexCheck {
+  op: string;
+  argument: string;
+  expected: string;
+}
+
+/**
+ * The uniform word where a dispatch binding the "index-checks" scratch carries its slot (a
+ * replay gives each run its own slot).
+ */
+export const INDEX_CHECK_SLOT_WORD = 7;
+
 /** What a trace sees of the GPU backend. */
 export interface DispatchRecorder {
   allocated(buffer: GPUBuffer, storage: GpuStorage): void;
   uploaded(buffer: GPUBuffer): void;
   dispatched(d: RecordedDispatch): void;
+  /** An index check was taken for the next dispatch that binds the checks' buffer. */
+  indexChecked?(check: IndexCheck): void;
 }
 
 /** Receives the timestamp slot of each dispatch while a benchmark profiles. */
@@ -227,6 +242,12 @@ export abstract class GpuHost {
   }
   #scratch = new Map<string, GPUBuffer>();
 
+  /** The purpose a scratch buffer serves, if it is one (for `jit`'s capture). */
+  scratchPurpose(buffer: GPUBuffer): string | undefined {
+    for (const [purpose, b] of this.#scratch) if (b === buffer) return purpose;
+    return undefined;
+  }
+
   /**
    * A slot where a kernel reports an index outside its axis (words 2k and 2k + 1 of the
    * "index-checks" scratch: a flag and the index), read with the next read-back, which throws an
@@ -235,12 +256,13 @@ export abstract class GpuHost {
    */
   indexCheck(op: string, argument: string, expected: string): { buffer: GPUBuffer; slot: number } {
     const buffer = this.scratch("index-checks", 2 * INDEX_CHECK_SLOTS);
+    this.recorder?.indexChecked?.({ op, argument, expected });
     if (this.#indexChecks.length < INDEX_CHECK_SLOTS) {
       this.#indexChecks.push({ op, argument, expected });
     } else this.#indexChecks[INDEX_CHECK_SLOTS - 1].op += ` (or ${op})`;
     return { buffer, slot: Math.min(this.#indexChecks.length, INDEX_CHECK_SLOTS) - 1 };
   }
-  #indexChecks: { op: string; argument: string; expected: string }[] = [];
+  #indexChecks: IndexCheck[] = [];
 
   /** Workgroup grid for `invocations`, folded into two dimensions past the per-dimension limit. */
   grid(invocations: number, workgroupSize: number): [number, number] {
@@ -372,7 +394,7 @@ export abstract class GpuHost {
 
   /** Clears the reported slots and throws for the first one set. */
   #throwIndexErrors(
-    checks: { op: string; argument: string; expected: string }[],
+    checks: IndexCheck[],
     mapped: ArrayBuffer,
     byteOffset: number,
   ): void {
