@@ -580,6 +580,77 @@ const OPS: Record<string, OpSpec> = {
     run: ([a, b], p) => (p.stack ? gyre.stack([a, b], p.axis) : gyre.concat([a, b], p.axis)),
     exact: () => true,
   },
+  // Integer-array indexing: data movement (exact). Index data is drawn here and made a tensor on
+  // the device when the step runs.
+  gather: {
+    weight: 0.6,
+    gen: (rng, vals) => {
+      const a = pickValue(rng, vals, (v) => v.shape.length >= 1 && v.shape.every((d) => d > 0));
+      if (a < 0) return null;
+      const shape = vals[a].shape;
+      const axis = randInt(rng, 0, shape.length - 1);
+      const n = shape[axis];
+      const op = pick(rng, ["takeAlongAxis", "indexSelect", "take"]);
+      const count = randInt(rng, 1, 5);
+      const indexShape = op === "takeAlongAxis"
+        ? shape.map((d, k) => (k === axis ? count : rng() < 0.3 ? 1 : d))
+        : [count];
+      const data = Array.from({ length: size(indexShape) }, () => randInt(rng, -n, n - 1));
+      return { args: [a], p: { op, axis, indexShape, data } };
+    },
+    run: ([x], p, device) => {
+      const indices = gyre.tensor(p.data, { dtype: "int32", device }).reshape(p.indexShape);
+      return call(p.op, x, indices, { axis: p.axis });
+    },
+    exact: () => true,
+  },
+  // Scatters whose result does not depend on the order updates meet: stores to distinct places,
+  // max and min, integer sums and products (float sums may differ between runs on a GPU).
+  scatter: {
+    weight: 0.5,
+    gen: (rng, vals, ctx) => {
+      const a = pickValue(rng, vals, (v) => v.shape.length >= 1 && v.shape.every((d) => d > 0));
+      if (a < 0) return null;
+      const { shape, dtype } = vals[a];
+      const axis = randInt(rng, 0, shape.length - 1);
+      const n = shape[axis];
+      const reduces = dtype === "bool"
+        ? ["none", "max", "min"]
+        : isFloat(dtype)
+        ? ["none", "max", "min"]
+        : ["none", "sum", "prod", "max", "min", "mean"];
+      const reduce = pick(rng, reduces);
+      // Plain stores: distinct indices along the axis in every line (a prefix of a permutation).
+      const count = reduce === "none" ? randInt(rng, 1, n) : randInt(rng, 1, 5);
+      const indexShape = shape.map((d, k) => (k === axis ? count : randInt(rng, 1, d)));
+      const lines = size(indexShape) / count;
+      const stride = size(indexShape.slice(axis + 1));
+      const data = new Array<number>(size(indexShape)).fill(0);
+      for (let line = 0; line < lines; line++) {
+        const perm = [...Array(n).keys()].sort(() => rng() - 0.5);
+        const outer = Math.floor(line / stride);
+        const inner = line % stride;
+        for (let k = 0; k < count; k++) {
+          data[(outer * count + k) * stride + inner] = reduce === "none"
+            ? perm[k] - (rng() < 0.3 ? n : 0)
+            : randInt(rng, -n, n - 1);
+        }
+      }
+      const updates = constantData(
+        rng,
+        dtype === "float16" ? "float32" : dtype,
+        size(indexShape),
+        ctx,
+      );
+      return { args: [a], p: { axis, reduce, indexShape, data, updates } };
+    },
+    run: ([x], p, device) => {
+      const indices = gyre.tensor(p.data, { dtype: "int32", device }).reshape(p.indexShape);
+      const updates = gyre.tensor(p.updates, { dtype: x.dtype, device }).reshape(p.indexShape);
+      return gyre.scatter(x, indices, updates, { axis: p.axis, reduce: p.reduce });
+    },
+    exact: () => true,
+  },
   constant: {
     weight: 0.7,
     gen: (rng, vals, ctx) => {
