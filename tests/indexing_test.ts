@@ -476,3 +476,31 @@ test("jit: indexing ops under jit equal their eager runs, and a bad index still 
   for (const t of [x, bad, good, out]) t.dispose();
   f.dispose();
 });
+
+test("a gather's elementwise consumers run in its kernel on the GPU", async (device) => {
+  const x = gyre.tensor([[1, 2, 3], [4, 5, 6]], { device });
+  const i = int([2, 0, 1, 1], device);
+  const w = gyre.tensor([[10], [20]], { device });
+  const e = gyre.explain(() => gyre.take(x, i, { axis: 1 }).mul(w).add(1), { print: false });
+  await expectTensor(e.outputs[0] as gyre.Tensor, [2, 4], "float32", [
+    31,
+    11,
+    21,
+    21,
+    121,
+    81,
+    101,
+    101,
+  ]);
+  if (device === "gpu") assert.deepEqual(e.kernels.map((k) => k.kernel), ["take+mul+add"]);
+  // A bad index still throws from a fused kernel.
+  await assert.rejects(async () => {
+    const t = gyre.tidy(() => gyre.take(x, int([7], device), { axis: 1 }).exp());
+    try {
+      await t.data();
+    } finally {
+      t.dispose();
+    }
+  }, gyre.IndexError);
+  for (const t of [x, i, w]) t.dispose();
+});

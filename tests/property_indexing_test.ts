@@ -553,3 +553,98 @@ property(
   checkCompact,
   { numRuns: 40 },
 );
+
+// ---------------------------------------------------------------------------------------------
+// Fusion: elementwise consumers of a gather run in the gather's kernel (an epilogue over the
+// gathered value and other views of the output's shape). Exact ops only (mul, add, maximum,
+// casts): the same IEEE steps on both devices, subnormal results flushed at most.
+
+interface FusedCase {
+  op: "take" | "indexSelect" | "takeAlongAxis";
+  dtype: "float32" | "int32" | "float16";
+  shape: number[];
+  count: number;
+  consumer: "mul" | "addScalar" | "maximum" | "castFloat" | "compare";
+  layout: LayoutKind;
+  seed: number;
+}
+
+async function checkFused(c: FusedCase): Promise<void> {
+  const bag = new Bag();
+  try {
+    const rng = mulberry32(c.seed);
+    const shape = c.shape;
+    const axis = shape.length - 1;
+    const n = shape[axis];
+    const base = hostData(rng, c.dtype, sizeOf(shape), FULL, { lo: -50, hi: 50 });
+    const indexShape = c.op === "takeAlongAxis"
+      ? shape.map((d, k) => (k === axis ? c.count : d))
+      : [c.count];
+    const indices = indexData(rng, "random", sizeOf(indexShape), n, -n);
+    const outShape = c.op === "takeAlongAxis" ? indexShape : [...shape.slice(0, axis), c.count];
+    const layout = makeLayout(rng, c.layout, outShape);
+    const other = hostData(rng, c.dtype, sizeOf(layout.baseShape), FULL, { lo: -50, hi: 50 });
+    const run = (device: gyre.DeviceName) => {
+      const x = bag.add(gyre.tensor(base, { shape, dtype: c.dtype, device }));
+      const i = bag.add(gyre.tensor(indices, { shape: indexShape, dtype: "int32", device }));
+      const y0 = bag.add(gyre.tensor(other, { shape: layout.baseShape, dtype: c.dtype, device }));
+      const y = bag.add(layout.kind === "broadcast" ? y0.broadcastTo(outShape) : layout.view(y0));
+      return gyre.explain(() => {
+        const g = c.op === "takeAlongAxis"
+          ? gyre.takeAlongAxis(x, i, { axis })
+          : c.op === "take"
+          ? gyre.take(x, i, { axis })
+          : gyre.indexSelect(x, i, { axis });
+        switch (c.consumer) {
+          case "mul":
+            return g.mul(y);
+          case "addScalar":
+            return g.add(3);
+          case "maximum":
+            return gyre.maximum(g, y);
+          case "castFloat":
+            return g.cast("float32").mul(2);
+          case "compare":
+            return g.greater(y);
+        }
+      }, { print: false });
+    };
+    const got = run("gpu");
+    const want = run("wasm");
+    const [g, w] = [got.outputs[0] as gyre.Tensor, want.outputs[0] as gyre.Tensor].map((t) =>
+      bag.add(t)
+    );
+    const label = `${c.op} ${c.dtype} [${shape}] ${c.consumer} ${layout.describe}`;
+    const [gv, wv] = await Promise.all([g.data(), w.data()]);
+    const half = g.dtype === "float16";
+    expectClose(label, gv, wv, (j) => within(gv[j], wv[j], { ulp: 0 }, { half, ftz: true }));
+    const kernels = got.kernels.map((k) => k.kernel);
+    if (sizeOf(outShape) > 0 && !kernels.some((k) => k.startsWith(`${c.op}+`))) {
+      throw new Error(`${label}: the consumer did not fuse into the gather (${kernels})`);
+    }
+  } finally {
+    bag.dispose();
+  }
+}
+
+property(
+  ["indexing/take", "indexing/indexSelect", "indexing/takeAlongAxis"],
+  "a gather's elementwise consumers fuse into its kernel and equal the WASM reference",
+  fc.record({
+    op: fc.constantFrom<FusedCase["op"]>("take", "indexSelect", "takeAlongAxis"),
+    dtype: fc.constantFrom<FusedCase["dtype"]>("float32", "float32", "int32", "float16"),
+    shape: fc.tuple(fc.constantFrom(1, 2, 5), fc.constantFrom(1, 3, 64, 257)).map((s) => [...s]),
+    count: fc.constantFrom(1, 4, 33),
+    consumer: fc.constantFrom<FusedCase["consumer"]>(
+      "mul",
+      "addScalar",
+      "maximum",
+      "castFloat",
+      "compare",
+    ),
+    layout: fc.constantFrom<LayoutKind>("contiguous", "broadcast", "transposed", "sliced"),
+    seed: fc.integer(),
+  }),
+  checkFused,
+  { numRuns: 40 },
+);

@@ -72,8 +72,11 @@ export interface Backend extends StorageOwner {
   quantile(job: QuantileJob): QuantileResult;
   /** Runs a search job (searchsorted). */
   searchsorted(job: SearchJob): SearchResult;
-  /** Runs a gather job (takeAlongAxis, take, indexSelect, `at`). */
-  gather(job: GatherJob): GatherResult;
+  /**
+   * Runs a gather job (takeAlongAxis, take, indexSelect, `at`). Null only when the job's fused
+   * epilogue cannot run in the gather's kernel; the caller then runs it apart.
+   */
+  gather(job: GatherJob): GatherResult | null;
   /** Runs a scatter job (scatter, scatterAdd, the segment reductions, bincount). */
   scatter(job: ScatterJob): ScatterResult;
   /** Runs a pooling job (2-D max and average pooling, regular and adaptive). */

@@ -11,6 +11,7 @@ import type { PlanOverrides } from "../plans/overrides.ts";
 import type { DType } from "../core/dtype.ts";
 import type { Shape } from "../core/shape.ts";
 import type { Storage, View } from "../core/view.ts";
+import type { Expr } from "../ir/expr.ts";
 
 /** The most axes a job's iteration space has (ops merge adjacent axes that move together). */
 export const INDEXING_MAX_RANK = 8;
@@ -45,9 +46,18 @@ export interface GatherJob {
   xStrides: readonly number[];
   indexStrides: readonly number[];
   axis: IndexedAxis;
+  /**
+   * Elementwise consumers fused in (GPU): `expr` over input 0, the gathered value, and inputs
+   * 1... (`inputs`, views broadcast to `shape`, the output's unmerged shape); the result is of
+   * expr's dtype.
+   */
+  epilogue?: { expr: Expr; inputs: readonly View[]; shape: Shape };
 }
 
-/** What a gather job makes: new contiguous storage of x's dtype and the job's shape. */
+/**
+ * What a gather job makes: new contiguous storage of x's dtype (or the epilogue's) and the job's
+ * shape.
+ */
 export interface GatherResult {
   output: Storage;
 }

@@ -15,7 +15,9 @@ import {
   SHARED_BINS,
   SHARED_CHUNK,
 } from "../plans/indexing.ts";
-import { preludeFor } from "./_wgsl_types.ts";
+import { computeType, preludeFor, storageType, storeAs } from "./_wgsl_types.ts";
+import { constantNodes, type Expr, exprKey } from "../ir/expr.ts";
+import { constantsMember, epilogueFunction } from "./_codegen_elementwise.ts";
 
 /** One kernel of the family. */
 export type IndexingStage = "gather" | "scatter" | "keys" | "unkeys" | "mean";
@@ -27,6 +29,11 @@ export interface IndexingSpec {
   rank: number;
   /** The gathered or scattered dtype. */
   dtype: DType;
+  /**
+   * Gathers: elementwise consumers run on each gathered value before it is stored (input 0 the
+   * value, inputs 1... views of the output's `shape` read through their baked strides).
+   */
+  epilogue?: GatherEpilogueSpec;
   /** Scatters: a mask operand drops updates (the plain "scatter" form only). */
   masked?: boolean;
   /** Scatters: each update is its position in the iteration space (no updates operand). */
@@ -36,6 +43,14 @@ export interface IndexingSpec {
   combine?: IndexingCombine;
   reduce?: ScatterReduce;
   workgroupSize: number;
+}
+
+/** A gather's fused epilogue, as its code depends on it. */
+export interface GatherEpilogueSpec {
+  expr: Expr;
+  /** The output's shape (unmerged) and each extra input's dtype, offset and strides over it. */
+  shape: readonly number[];
+  inputs: readonly { dtype: DType; offset: number; strides: readonly number[] }[];
 }
 
 /** Cache key of a spec. */
@@ -50,6 +65,11 @@ export function indexingKey(s: IndexingSpec): string {
     s.reduce ?? "",
     s.masked ? "masked" : "",
     s.positions ? "positions" : "",
+    s.epilogue
+      ? `e:${exprKey(s.epilogue.expr)}@[${s.epilogue.shape}]:${
+        s.epilogue.inputs.map((i) => `${i.dtype}@${i.offset}/${i.strides}`).join(";")
+      }`
+      : "",
     `wg${s.workgroupSize}`,
   ].join("|");
 }
@@ -71,15 +91,20 @@ export function indexingUniforms(
   return words;
 }
 
-const PARAMS = [
-  "struct Params {",
-  "  n: u32, rank: u32, axis_stride: i32, axis_length: i32,",
-  "  off0: i32, off1: i32, negative: u32, slot: u32,",
-  "  off3: i32, unused0: u32, unused1: u32, unused2: u32,",
-  "  shape: array<vec4<u32>, 2>,",
-  "  strides: array<array<vec4<i32>, 2>, 4>,",
-  "}",
-].join("\n");
+/** The Params struct, with `constants` slots (a fused epilogue's) at its end. */
+function params(constants = 0): string {
+  return [
+    "struct Params {",
+    "  n: u32, rank: u32, axis_stride: i32, axis_length: i32,",
+    "  off0: i32, off1: i32, negative: u32, slot: u32,",
+    // `pad` is always 0: the opaque zero a fused epilogue's rounding barrier reads.
+    "  off3: i32, pad: u32, unused1: u32, unused2: u32,",
+    "  shape: array<vec4<u32>, 2>,",
+    `  strides: array<array<vec4<i32>, 2>, 4>${constantsMember(constants)}`,
+    "}",
+  ].join("\n");
+}
+const PARAMS = params();
 
 /** The index check and the resolution of a raw index (see IndexedAxis). */
 const RESOLVE = `
@@ -143,6 +168,7 @@ export function generateIndexing(s: IndexingSpec): string {
 }
 
 function gather(s: IndexingSpec): string {
+  if (s.epilogue) return gatherEpilogue(s, s.epilogue);
   const half = s.dtype === "float16";
   const vec4 = s.variant === "gather-vec4";
   const body = half
@@ -196,6 +222,86 @@ function gather(s: IndexingSpec): string {
     ...main(s.workgroupSize),
     ...body,
   ].join("\n");
+}
+
+/**
+ * The gather with a fused epilogue: one output element an invocation, its gathered value (in its
+ * compute type) passed through `gyre_epilogue` with the extra inputs read at the output's
+ * element, and stored in the epilogue's dtype.
+ */
+function gatherEpilogue(s: IndexingSpec, e: GatherEpilogueSpec): string {
+  const half = s.dtype === "float16";
+  const read = half
+    ? "unpack2x16float(half_at(x[at >> 1u], at)).x"
+    : computeType(s.dtype) === "f32"
+    ? "bitcast<f32>(x[at])"
+    : computeType(s.dtype) === "i32"
+    ? "bitcast<i32>(x[at])"
+    : computeType(s.dtype) === "bool"
+    ? "(x[at] != 0u)"
+    : "x[at]";
+  const zero = computeType(s.dtype) === "bool"
+    ? "false"
+    : computeType(s.dtype) === "f32"
+    ? "0.0"
+    : computeType(s.dtype) === "i32"
+    ? "0"
+    : "0u";
+  // Each extra input's element at output element t: t's coordinates in the output's shape
+  // dotted with its strides (baked: the key names them).
+  const inputAt = e.inputs.map((input, k) => {
+    const lines = [
+      `fn epilogue_at${k + 1}(t: u32) -> u32 {`,
+      "  var rest = t;",
+      `  var o = ${input.offset}u;`,
+    ];
+    for (let d = e.shape.length - 1; d >= 0; d--) {
+      lines.push(
+        `  o = o + (rest % ${e.shape[d]}u) * ${input.strides[d]}u;`,
+        `  rest = rest / ${e.shape[d]}u;`,
+      );
+    }
+    lines.push("  return o;", "}");
+    return lines.join("\n");
+  });
+  const constants = constantNodes(e.expr).length;
+  const code = [
+    params(constants),
+    "@group(0) @binding(0) var<storage, read> x: array<u32>;",
+    "@group(0) @binding(1) var<storage, read> indices: array<i32>;",
+    ...e.inputs.map((input, k) =>
+      `@group(0) @binding(${k + 2}) var<storage, read> epilogue_in${k + 1}: array<${
+        storageType(input.dtype)
+      }>;`
+    ),
+    `@group(0) @binding(${
+      e.inputs.length + 2
+    }) var<storage, read_write> checks: array<atomic<u32>>;`,
+    `@group(0) @binding(${e.inputs.length + 3}) var<storage, read_write> out: array<${
+      storageType(e.expr.dtype)
+    }>;`,
+    `@group(0) @binding(${e.inputs.length + 4}) var<uniform> p: Params;`,
+    RESOLVE,
+    HALF,
+    ...inputAt,
+    epilogueFunction(
+      e.expr,
+      s.dtype,
+      e.inputs.map((i) => i.dtype),
+      ["t"],
+      (k) => `epilogue_at${k + 1}(t)`,
+      { zero: "p.pad" },
+    ),
+    ...main(s.workgroupSize),
+    "  if (t >= p.n) { return; }",
+    ...offsets(s.rank, 2),
+    "  let i = resolve(indices[p.off1 + o1]);",
+    "  let at = p.off0 + o0 + max(i, 0) * p.axis_stride;",
+    `  let value = select(${zero}, ${read}, i >= 0);`,
+    `  out[t] = ${storeAs(e.expr.dtype, "gyre_epilogue(value, t)")};`,
+    "}",
+  ].join("\n");
+  return `${code}\n${preludeFor(code)}`;
 }
 
 /** The element type the scatter's output is bound as. */

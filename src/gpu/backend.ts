@@ -62,7 +62,7 @@ export class GpuBackend extends GpuHost implements Backend {
   searchsorted(job: SearchJob): SearchResult {
     return runSearchGpu(this, job);
   }
-  gather(job: GatherJob): GatherResult {
+  gather(job: GatherJob): GatherResult | null {
     return runGatherGpu(this, job);
   }
   scatter(job: ScatterJob): ScatterResult {

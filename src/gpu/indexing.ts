@@ -21,7 +21,10 @@ import {
 } from "../contract/indexing.ts";
 import { planGather, planScatter, RUN_LENGTH, SHARED_CHUNK } from "../plans/indexing.ts";
 import type { GpuHost, GpuStorage } from "./host.ts";
+import { constantWords, withConstants } from "./_codegen_elementwise.ts";
+import { readsIndex } from "../ir/expr.ts";
 import {
+  type GatherEpilogueSpec,
   generateIndexing,
   indexingKey,
   type IndexingSpec,
@@ -51,12 +54,31 @@ function buffer(view: View): GPUBuffer {
   return (view.storage as GpuStorage).buffer;
 }
 
+/**
+ * A fused epilogue the gather's kernel can take (null: it cannot: an expression reading the
+ * element index, an input with negative strides, more bindings than the device has).
+ */
+function gatherEpilogue(gpu: GpuHost, job: GatherJob): GatherEpilogueSpec | null {
+  const e = job.epilogue!;
+  const bindings = 4 + e.inputs.length;
+  if (readsIndex(e.expr) || bindings > gpu.caps.limits.maxStorageBuffersPerShaderStage) return null;
+  if (e.inputs.some((v) => v.strides.some((s) => s < 0))) return null;
+  return {
+    expr: e.expr,
+    shape: e.shape,
+    inputs: e.inputs.map((v) => ({ dtype: v.dtype, offset: v.offset, strides: v.strides })),
+  };
+}
+
 /** Runs a gather job (see `Backend.gather`). */
-export function runGatherGpu(gpu: GpuHost, job: GatherJob): GatherResult {
+export function runGatherGpu(gpu: GpuHost, job: GatherJob): GatherResult | null {
   const { op, x, indices, shape, axis } = job;
-  gpu.checkLive(op, [x.dtype]);
+  const epilogue = job.epilogue ? gatherEpilogue(gpu, job) : null;
+  if (job.epilogue && !epilogue) return null;
+  const outDtype = epilogue ? epilogue.expr.dtype : x.dtype;
+  gpu.checkLive(op, [x.dtype, outDtype]);
   const n = sizeOf(shape);
-  const out = gpu.alloc(op, x.dtype, n);
+  const out = gpu.alloc(op, outDtype, n);
   if (n === 0) return { output: out };
   const choice = observePlan(
     "gpu",
@@ -74,38 +96,50 @@ export function runGatherGpu(gpu: GpuHost, job: GatherJob): GatherResult {
     job.overrides.indexing,
   );
   const check = gpu.indexCheck(op, "indices", indexRange(axis));
+  // A fused epilogue runs in the one-element form (its inputs are read element by element).
+  const variant = epilogue ? "gather" : choice.variant;
   const spec: IndexingSpec = {
     stage: "gather",
     rank: shape.length,
     dtype: x.dtype,
-    variant: choice.variant,
+    variant,
     workgroupSize: choice.workgroupSize,
+    ...(epilogue ? { epilogue } : {}),
   };
-  const invocations = x.dtype === "float16"
+  const invocations = epilogue
+    ? n
+    : x.dtype === "float16"
     ? Math.ceil(n / 2)
-    : choice.variant === "gather-vec4"
+    : variant === "gather-vec4"
     ? n / 4
     : n;
+  const uniforms = indexingUniforms(
+    [
+      n,
+      shape.length,
+      axis.stride,
+      axis.length,
+      x.offset,
+      indices.offset,
+      NEGATIVE_INDEX_CODE[axis.negative],
+      check.slot,
+    ],
+    shape,
+    [job.xStrides, job.indexStrides],
+  );
   run(
     gpu,
     op,
     spec,
-    [buffer(x), buffer(indices), check.buffer, out.buffer],
+    [
+      buffer(x),
+      buffer(indices),
+      ...(job.epilogue?.inputs ?? []).map(buffer),
+      check.buffer,
+      out.buffer,
+    ],
     2,
-    indexingUniforms(
-      [
-        n,
-        shape.length,
-        axis.stride,
-        axis.length,
-        x.offset,
-        indices.offset,
-        NEGATIVE_INDEX_CODE[axis.negative],
-        check.slot,
-      ],
-      shape,
-      [job.xStrides, job.indexStrides],
-    ),
+    epilogue ? withConstants(uniforms, constantWords(epilogue.expr)) : uniforms,
     invocations,
   );
   return { output: out };

@@ -17,10 +17,11 @@ import { broadcastShapes, contiguousStrides, normalizeAxis, sizeOf } from "../co
 import { describe, DTypeError, ShapeError, ValueError } from "../core/errors.ts";
 import { checkOptions } from "../core/options.ts";
 import { E } from "../ir/expr.ts";
-import type { IndexedAxis, ScatterReduce } from "../contract/indexing.ts";
+import type { GatherJob, IndexedAxis, ScatterReduce } from "../contract/indexing.ts";
+import { makePending, type Producer } from "../_lazy.ts";
 import { mergeAxes } from "../plans/indexing.ts";
 import { planOverrides } from "../plans/overrides.ts";
-import { backendFor } from "../runtime.ts";
+import { backendFor, runtime } from "../runtime.ts";
 import { metaOf, Tensor, tensorFromStorage, viewOf } from "../tensor.ts";
 import { runElementwise } from "./_dispatch.ts";
 import { where } from "./elementwise.ts";
@@ -158,7 +159,8 @@ function runGather(
 ): Tensor {
   const merged = mergeAxes(shape, [xStrides, indexStrides]);
   checkRank(op, merged.shape);
-  const { output } = backendFor(x.storage.backend.name, op).gather({
+  const backend = backendFor(x.storage.backend.name, op);
+  const job: GatherJob = {
     overrides: planOverrides(),
     op,
     x,
@@ -167,8 +169,29 @@ function runGather(
     xStrides: merged.strides[0],
     indexStrides: merged.strides[1],
     axis,
-  });
-  return tensorFromStorage(output, x.dtype, shape);
+  };
+  if (backend.name === "gpu" && runtime().fusion && sizeOf(shape) > 0) {
+    // Lazy: elementwise consumers of the gathered values fold into its kernel as an epilogue
+    // (the device returns null where they do not fit it), so `take(x, i).mul(w)` is one kernel
+    // reading x only where i points.
+    const producer: Producer = {
+      op,
+      dtype: x.dtype,
+      run(label, epilogue, inputs) {
+        const result = backend.gather({
+          ...job,
+          op: label,
+          ...(epilogue ? { epilogue: { expr: epilogue, inputs, shape } } : {}),
+        });
+        return result ? result.output : null;
+      },
+    };
+    // It holds x's and the indices' storage until it runs.
+    return new Tensor(
+      makePending(op, backend, E.producer(x.dtype), shape, [x, indices], [], producer),
+    );
+  }
+  return tensorFromStorage(backend.gather(job)!.output, x.dtype, shape);
 }
 
 function checkRank(op: string, shape: readonly number[]): void {
