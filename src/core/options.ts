@@ -66,3 +66,13 @@ export function checkOptions<T extends object>(
   }
   return options;
 }
+
+/**
+ * Checks that an option is a boolean or absent (undefined): a ValueError naming `op` and
+ * `argument` otherwise.
+ */
+export function checkBooleanOption(op: string, argument: string, value: unknown): void {
+  if (value !== undefined && typeof value !== "boolean") {
+    throw new ValueError({ op, argument, expected: "a boolean", received: describe(value) });
+  }
+}

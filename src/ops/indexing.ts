@@ -15,7 +15,7 @@ import type { DeviceName, View } from "../core/view.ts";
 import { checkDType, type DType } from "../core/dtype.ts";
 import { broadcastShapes, contiguousStrides, normalizeAxis, sizeOf } from "../core/shape.ts";
 import { describe, DTypeError, ShapeError, ValueError } from "../core/errors.ts";
-import { checkOptions } from "../core/options.ts";
+import { checkBooleanOption, checkOptions } from "../core/options.ts";
 import { E } from "../ir/expr.ts";
 import type { GatherJob, IndexedAxis, ScatterReduce } from "../contract/indexing.ts";
 import { makePending, type Producer } from "../_lazy.ts";
@@ -646,14 +646,7 @@ function segmentReduce(
       });
     }
     const segments = integerOption(op, "options.numSegments", o.numSegments, 0);
-    if (o.sorted !== undefined && typeof o.sorted !== "boolean") {
-      throw new ValueError({
-        op,
-        argument: "options.sorted",
-        expected: "a boolean",
-        received: describe(o.sorted),
-      });
-    }
+    checkBooleanOption(op, "options.sorted", o.sorted);
     const dv = viewOf(tensorArg(op, "data", data), op, "data");
     const iv = indexView(op, "segmentIds", segmentIds, dv.storage.backend.name);
     checkReduceDType(op, "data", reduce, dv.dtype);
@@ -1198,14 +1191,7 @@ export function unique(x: Tensor, options: UniqueOptions): UniqueResult {
   const o = optionsOf(op, options, ["size", "fillValue", "returnCounts", "returnInverse"]);
   const { size, fillValue } = sizeOption(op, { size: o.size, fillValue: o.fillValue });
   for (const name of ["returnCounts", "returnInverse"] as const) {
-    if (o[name] !== undefined && typeof o[name] !== "boolean") {
-      throw new ValueError({
-        op,
-        argument: `options.${name}`,
-        expected: "a boolean",
-        received: describe(o[name]),
-      });
-    }
+    checkBooleanOption(op, `options.${name}`, o[name]);
   }
   const t = tensorArg(op, "x", x);
   const meta = metaOf(t, op, "x");
