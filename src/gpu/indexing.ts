@@ -92,12 +92,12 @@ export function runGatherGpu(gpu: GpuHost, job: GatherJob): GatherResult | null 
       xOffset: x.offset,
       axisStride: axis.stride,
       axisLength: axis.length,
+      fused: epilogue !== null,
     }, job.overrides.indexing),
     job.overrides.indexing,
   );
   const check = gpu.indexCheck(op, "indices", indexRange(axis));
-  // A fused epilogue runs in the one-element form (its inputs are read element by element).
-  const variant = epilogue ? "gather" : choice.variant;
+  const variant = choice.variant;
   const spec: IndexingSpec = {
     stage: "gather",
     rank: shape.length,

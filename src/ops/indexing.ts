@@ -17,7 +17,12 @@ import { broadcastShapes, contiguousStrides, normalizeAxis, sizeOf } from "../co
 import { describe, DTypeError, ShapeError, ValueError } from "../core/errors.ts";
 import { checkBooleanOption, checkOptions } from "../core/options.ts";
 import { E } from "../ir/expr.ts";
-import type { GatherJob, IndexedAxis, ScatterReduce } from "../contract/indexing.ts";
+import {
+  type GatherJob,
+  type IndexedAxis,
+  INDEXING_MAX_RANK,
+  type ScatterReduce,
+} from "../contract/indexing.ts";
 import { makePending, type Producer } from "../_lazy.ts";
 import { mergeAxes } from "../plans/indexing.ts";
 import { planOverrides } from "../plans/overrides.ts";
@@ -195,11 +200,12 @@ function runGather(
 }
 
 function checkRank(op: string, shape: readonly number[]): void {
-  if (shape.length > 8) {
+  if (shape.length > INDEXING_MAX_RANK) {
     throw new ShapeError({
       op,
       argument: "x",
-      expected: "at most 8 axes that do not merge (after dropping length-1 axes)",
+      expected:
+        `at most ${INDEXING_MAX_RANK} axes that do not merge (after dropping length-1 axes)`,
       received: `${shape.length}`,
     });
   }

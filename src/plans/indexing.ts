@@ -74,6 +74,8 @@ export interface GatherShape {
   axisStride: number;
   /** The indexed axis' length. */
   axisLength: number;
+  /** Elementwise consumers run in the kernel (read element by element: no vec4 form). */
+  fused?: boolean;
 }
 
 /**
@@ -109,7 +111,7 @@ export function planGather(
 /** Whether the innermost axis copies aligned runs of x, 4 elements at a time. */
 function gatherVec4(job: GatherShape): boolean {
   const last = job.shape.length - 1;
-  return job.dtype !== "float16" && last >= 0 && job.shape[last] % 4 === 0 &&
+  return !job.fused && job.dtype !== "float16" && last >= 0 && job.shape[last] % 4 === 0 &&
     job.xStrides[last] === 1 && job.indexStrides[last] === 0 && job.xOffset % 4 === 0 &&
     job.axisStride % 4 === 0 && job.xStrides.every((s, d) => d === last || s % 4 === 0);
 }
