@@ -161,3 +161,22 @@ export async function bufferWords(buffer: GPUBuffer, bytes = buffer.size): Promi
   read.destroy();
   return words;
 }
+
+/**
+ * A test registered once per device in `deviceNames` (named "name [device]"), without Deno's op
+ * and resource sanitizers (GPU work outlives a test's promises).
+ */
+export function testOn(
+  deviceNames: readonly gyre.DeviceName[],
+): (name: string, fn: (device: gyre.DeviceName) => Promise<void> | void) => void {
+  return (name, fn) => {
+    for (const device of deviceNames) {
+      Deno.test({
+        name: `${name} [${device}]`,
+        sanitizeOps: false,
+        sanitizeResources: false,
+        fn: () => fn(device),
+      });
+    }
+  };
+}

@@ -9,21 +9,10 @@
  */
 import assert from "node:assert/strict";
 import * as gyre from "../src/mod.ts";
-import { devices, expectTensor, liveCounts } from "./_devices.ts";
+import { devices, expectTensor, liveCounts, testOn } from "./_devices.ts";
 import * as tuning from "../src/tuning.ts";
 
-const DEVICES = await devices();
-
-function test(name: string, fn: (device: gyre.DeviceName) => Promise<void> | void): void {
-  for (const device of DEVICES) {
-    Deno.test({
-      name: `${name} [${device}]`,
-      sanitizeOps: false,
-      sanitizeResources: false,
-      fn: () => fn(device),
-    });
-  }
-}
+const test = testOn(await devices());
 
 const int = (v: number[] | number[][], device: gyre.DeviceName, shape?: number[]) =>
   gyre.tensor(v as number[], { dtype: "int32", device, shape });
