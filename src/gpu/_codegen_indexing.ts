@@ -334,43 +334,33 @@ function merged(dtype: DType, reduce: ScatterReduce, a: string, b: string): stri
       largest ? ">" : "<"
     } to_key(${a}, ${largest}))`;
   }
-  const f = (x: string) => `bitcast<f32>(${x})`;
+  // The reduction of operands x and y in their compute type (max and min by the builtins).
+  const combine = (x: string, y: string, maximum: string, minimum: string) =>
+    reduce === "max"
+      ? `${maximum}(${x}, ${y})`
+      : reduce === "min"
+      ? `${minimum}(${x}, ${y})`
+      : reduce === "prod"
+      ? `(${x} * ${y})`
+      : `(${x} + ${y})`;
   switch (dtype) {
     case "float32":
+      return `bitcast<u32>(${
+        combine(`bitcast<f32>(${a})`, `bitcast<f32>(${b})`, "g_max_f32", "g_min_f32")
+      })`;
     case "float16": {
-      const x = dtype === "float16" ? `unpack2x16float(${a}).x` : f(a);
-      const y = dtype === "float16" ? `unpack2x16float(${b}).x` : f(b);
-      const v = reduce === "max"
-        ? `g_max_f32(${x}, ${y})`
-        : reduce === "min"
-        ? `g_min_f32(${x}, ${y})`
-        : reduce === "prod"
-        ? `(${x} * ${y})`
-        : `(${x} + ${y})`;
-      return dtype === "float16"
-        ? `(pack2x16float(vec2<f32>(g_round_f16(${v}), 0.0)) & 0xffffu)`
-        : `bitcast<u32>(${v})`;
+      const v = combine(
+        `unpack2x16float(${a}).x`,
+        `unpack2x16float(${b}).x`,
+        "g_max_f32",
+        "g_min_f32",
+      );
+      return `(pack2x16float(vec2<f32>(g_round_f16(${v}), 0.0)) & 0xffffu)`;
     }
-    case "int32": {
-      const x = `bitcast<i32>(${a})`;
-      const y = `bitcast<i32>(${b})`;
-      const v = reduce === "max"
-        ? `max(${x}, ${y})`
-        : reduce === "min"
-        ? `min(${x}, ${y})`
-        : reduce === "prod"
-        ? `(${x} * ${y})`
-        : `(${x} + ${y})`;
-      return `bitcast<u32>(${v})`;
-    }
+    case "int32":
+      return `bitcast<u32>(${combine(`bitcast<i32>(${a})`, `bitcast<i32>(${b})`, "max", "min")})`;
     default:
-      return reduce === "max"
-        ? `max(${a}, ${b})`
-        : reduce === "min"
-        ? `min(${a}, ${b})`
-        : reduce === "prod"
-        ? `(${a} * ${b})`
-        : `(${a} + ${b})`;
+      return combine(a, b, "max", "min");
   }
 }
 

@@ -1200,34 +1200,55 @@ export function unique(x: Tensor, options: UniqueOptions): UniqueResult {
     checkBooleanOption(op, `options.${name}`, o[name]);
   }
   const t = tensorArg(op, "x", x);
+  return tidy(() => uniqueFrom(op, sortedOnce(op, t), size, fillValue, o));
+}
+
+/** x flattened and stably sorted, its order, and where each new value starts. */
+interface SortedOnce {
+  order: Tensor;
+  sorted: Tensor;
+  first: Tensor;
+  shape: readonly number[];
+  device: DeviceName;
+}
+
+function sortedOnce(op: string, t: Tensor): SortedOnce {
   const meta = metaOf(t, op, "x");
   if (meta.dtype === "bool") {
     throw new DTypeError({ op, argument: "x", expected: "a numeric dtype", received: "bool" });
   }
-  return tidy(() => {
-    const flat = t.reshape([-1]);
-    const n = sizeOf(meta.shape);
-    const order = flat.argsort();
-    const sorted = take(flat, order);
-    const first = changes(sorted, n, meta.device);
-    const result: UniqueResult = {
-      values: compact(op, sorted, first, size, fillValue),
-    };
-    if (o.returnCounts || o.returnInverse) {
-      // The group of each sorted element: how many changes up to it, less one.
-      const group = first.cast("int32").cumsum().sub(1);
-      if (o.returnCounts) {
-        const ones = full([n], 1, { dtype: "int32", device: meta.device });
-        const kept = where(group.less(size), group, -1);
-        result.counts = segmentSum(ones, kept, { numSegments: size, sorted: true });
-      }
-      if (o.returnInverse) {
-        const zeros = full([n], 0, { dtype: "int32", device: meta.device });
-        result.inverse = scatter(zeros, order, group, { axis: 0 }).reshape(meta.shape);
-      }
+  const flat = t.reshape([-1]);
+  const order = flat.argsort();
+  const sorted = take(flat, order);
+  const first = changes(sorted, sizeOf(meta.shape), meta.device);
+  return { order, sorted, first, shape: meta.shape, device: meta.device };
+}
+
+/** unique's result of `size` from the sort (shared by unique and uniqueAsync: one sort each). */
+function uniqueFrom(
+  op: string,
+  s: SortedOnce,
+  size: number,
+  fillValue: number,
+  o: { returnCounts?: unknown; returnInverse?: unknown },
+): UniqueResult {
+  const { order, sorted, first, device } = s;
+  const n = sizeOf(s.shape);
+  const result: UniqueResult = { values: compact(op, sorted, first, size, fillValue) };
+  if (o.returnCounts || o.returnInverse) {
+    // The group of each sorted element: how many changes up to it, less one.
+    const group = first.cast("int32").cumsum().sub(1);
+    if (o.returnCounts) {
+      const ones = full([n], 1, { dtype: "int32", device });
+      const kept = where(group.less(size), group, -1);
+      result.counts = segmentSum(ones, kept, { numSegments: size, sorted: true });
     }
-    return result;
-  });
+    if (o.returnInverse) {
+      const zeros = full([n], 0, { dtype: "int32", device });
+      result.inverse = scatter(zeros, order, group, { axis: 0 }).reshape(s.shape);
+    }
+  }
+  return result;
 }
 
 /**
@@ -1256,9 +1277,16 @@ export async function uniqueAsync(
 ): Promise<UniqueResult> {
   const op = "uniqueAsync";
   const o = optionsOf(op, options, ["returnCounts", "returnInverse"]);
+  for (const name of ["returnCounts", "returnInverse"] as const) {
+    checkBooleanOption(op, `options.${name}`, o[name]);
+  }
   const t = tensorArg(op, "x", x);
-  const meta = metaOf(t, op, "x");
-  const first = tidy(() => changes(t.reshape([-1]).sort(), sizeOf(meta.shape), meta.device));
-  const count = await selectedCount(first).finally(() => first.dispose());
-  return unique(t, { ...o, size: count } as UniqueOptions);
+  // Sorted once: the count is read from it, and the result made from it.
+  const s = tidy(() => sortedOnce(op, t));
+  try {
+    const count = await selectedCount(s.first);
+    return tidy(() => uniqueFrom("unique", s, count, 0, o));
+  } finally {
+    for (const kept of [s.order, s.sorted, s.first]) kept.dispose();
+  }
 }
