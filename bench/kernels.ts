@@ -567,6 +567,46 @@ await bench(`cummax ${big / Mi}Mi f32`, big, 2 * 4 * big, () => gyre.cummax(a));
     12 * side * side,
     () => gyre.takeAlongAxis(square, order, { axis: 1 }),
   );
+  if (args.includes("--indexing-forms")) {
+    // The gather's forms: "gather" by output elements an invocation, a line in workgroup memory
+    // (the plan's choice is above).
+    const forms: [string, tuning.PlanOverrides["indexing"]][] = [
+      ["gather x1", { variant: "gather", perInvocation: 1 }],
+      ["gather x4", { variant: "gather", perInvocation: 4 }],
+      ["gather x8", { variant: "gather", perInvocation: 8 }],
+      ["gather x16", { variant: "gather", perInvocation: 16 }],
+      ["gather-line", { variant: "gather-line" }],
+    ];
+    for (const [label, form] of forms) {
+      tuning.setPlanOverride("indexing", form);
+      await bench(
+        `takeAlongAxis [${side},${side}] ${label}`,
+        side * side,
+        12 * side * side,
+        () => gyre.takeAlongAxis(square, order, { axis: 1 }),
+      );
+      tuning.setPlanOverride("indexing", null);
+    }
+    // A gather's elementwise consumer: fused into its kernel (the default), and run as a second
+    // kernel over the realized gather.
+    await bench(
+      `takeAlongAxis [${side},${side}] .mul fused`,
+      side * side,
+      16 * side * side,
+      () => gyre.takeAlongAxis(square, order, { axis: 1 }).mul(square),
+    );
+    await bench(
+      `takeAlongAxis [${side},${side}] then .mul`,
+      side * side,
+      16 * side * side,
+      () => {
+        const g = gyre.takeAlongAxis(square, order, { axis: 1 }).realize();
+        const product = g.mul(square);
+        g.dispose();
+        return product;
+      },
+    );
+  }
   const [tableRows, picked] = scale === "full" ? [1_000_000, 65536] : [100_000, 4096];
   const table = gyre.random.uniform([tableRows, 256], { seed: 3 }).realize();
   const rows = gyre.random.uniform([picked], { seed: 4, low: 0, high: tableRows })
@@ -596,6 +636,39 @@ await bench(`cummax ${big / Mi}Mi f32`, big, 2 * 4 * big, () => gyre.cummax(a));
     8 * mid + 4 * segments,
     () => gyre.segmentSum(x, sortedIds, { numSegments: segments, sorted: true }),
   );
+  if (args.includes("--indexing-forms")) {
+    // Sorted segments by form (the plan's is "scatter-segments"), a segment as long as x, and
+    // rows of 64 into 4096 segments.
+    for (const variant of ["scatter-segments", "scatter-runs"] as const) {
+      tuning.setPlanOverride("indexing", { variant });
+      await bench(
+        `segmentSum ${mid / Mi}Mi sorted ids into ${segments} ${variant}`,
+        mid,
+        8 * mid + 4 * segments,
+        () => gyre.segmentSum(x, sortedIds, { numSegments: segments, sorted: true }),
+      );
+      const one = gyre.zeros([mid], { dtype: "int32" }).realize();
+      await bench(
+        `segmentSum ${mid / Mi}Mi into 1 ${variant}`,
+        mid,
+        8 * mid,
+        () => gyre.segmentSum(x, one, { numSegments: 1, sorted: true }),
+      );
+      const rows = mid / 64;
+      const rowIds = gyre.sort(
+        gyre.random.uniform([rows], { seed: 8, low: 0, high: 4096 }).floor().cast("int32"),
+      ).realize();
+      await bench(
+        `segmentSum [${rows},64] into 4096 ${variant}`,
+        mid,
+        4 * mid + 4 * rows + 4 * 4096 * 64,
+        () => gyre.segmentSum(x.reshape([rows, 64]), rowIds, { numSegments: 4096, sorted: true }),
+      );
+      tuning.setPlanOverride("indexing", null);
+      one.dispose();
+      rowIds.dispose();
+    }
+  }
   const small = ids(7, 1024);
   await bench(
     `bincount ${mid / Mi}Mi into 1024 bins`,

@@ -295,17 +295,46 @@ test("bincount, histogram and oneHot", async (device) => {
   for (const t of [v, w, x, labels, logits]) t.dispose();
 });
 
+test("sorted segment sums: the same bits from run to run, crossing many tiles", async (device) => {
+  const before = liveCounts();
+  const data = gyre.tidy(() => gyre.random.normal([50000], { seed: 11, device }).mul(1e3));
+  const ids = gyre.tidy(() =>
+    gyre.sort(
+      gyre.random.uniform([50000], { seed: 12, low: 0, high: 7, device }).floor().cast("int32"),
+    )
+  );
+  const runs: number[][] = [];
+  for (let k = 0; k < 3; k++) {
+    const s = gyre.segmentSum(data, ids, { numSegments: 7, sorted: true });
+    runs.push(Array.from(new Uint32Array((await s.data()).buffer)));
+    s.dispose();
+  }
+  assert.deepEqual(runs[1], runs[0]);
+  assert.deepEqual(runs[2], runs[0]);
+  data.dispose();
+  ids.dispose();
+  assert.deepEqual(liveCounts(), before);
+});
+
 test("out-of-range indices: an IndexError naming the op, then the runtime works", async (device) => {
   const before = liveCounts();
   const x = gyre.tensor([1, 2, 3], { device });
-  const cases: [string, () => gyre.Tensor][] = [
-    ["take", () => gyre.take(x, int([0, 3], device))],
-    ["take", () => gyre.take(x, int([-4], device))],
-    ["scatter", () => gyre.scatter(x, int([7], device), 1, { axis: 0, reduce: "sum" })],
-    ["segmentSum", () => gyre.segmentSum(x, int([0, 2, 1], device), { numSegments: 2 })],
-    ["bincount", () => gyre.bincount(int([-1], device), { minlength: 2 })],
+  const sorted = { numSegments: 2, sorted: true };
+  const cases: [string, string, () => gyre.Tensor][] = [
+    ["take", "indices", () => gyre.take(x, int([0, 3], device))],
+    ["take", "indices", () => gyre.take(x, int([-4], device))],
+    ["scatter", "indices", () => gyre.scatter(x, int([7], device), 1, { axis: 0, reduce: "sum" })],
+    [
+      "segmentSum",
+      "segmentIds",
+      () => gyre.segmentSum(x, int([0, 2, 1], device), { numSegments: 2 }),
+    ],
+    ["segmentSum", "segmentIds", () => gyre.segmentSum(x, int([0, 1, 2], device), sorted)],
+    // Ids declared sorted that are not: the promise is checked on both devices.
+    ["segmentMax", "segmentIds", () => gyre.segmentMax(x, int([1, 0, 1], device), sorted)],
+    ["bincount", "x", () => gyre.bincount(int([-1], device), { minlength: 2 })],
   ];
-  for (const [op, make] of cases) {
+  for (const [op, argument, make] of cases) {
     await assert.rejects(
       async () => {
         const t = gyre.tidy(make);
@@ -315,7 +344,7 @@ test("out-of-range indices: an IndexError naming the op, then the runtime works"
           t.dispose();
         }
       },
-      (e: unknown) => e instanceof gyre.IndexError && e.op === op && e.argument === "indices",
+      (e: unknown) => e instanceof gyre.IndexError && e.op === op && e.argument === argument,
       op,
     );
     // The next results are right (the GPU's report was cleared).

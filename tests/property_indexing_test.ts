@@ -130,7 +130,9 @@ interface GatherCase {
   /** take without an axis (x flattened); at with numbers beside the tensor. */
   flat: boolean;
   /** The form forced (the plan keeps "gather" where the others cannot run). */
-  variant: "gather" | "gather-vec4";
+  variant: "gather" | "gather-vec4" | "gather-line";
+  /** "gather": output elements an invocation. */
+  perInvocation?: number;
   seed: number;
 }
 
@@ -188,7 +190,7 @@ async function checkGather(c: GatherCase): Promise<void> {
         }
       }
     };
-    forcePlan("indexing", { variant: c.variant });
+    forcePlan("indexing", { variant: c.variant, perInvocation: c.perInvocation ?? 1 });
     const got = bag.add(run("gpu"));
     forcePlan("indexing", null);
     const want = bag.add(run("wasm"));
@@ -205,6 +207,16 @@ async function checkGather(c: GatherCase): Promise<void> {
       !plansRan("indexing").some((r) => r.variants[0].startsWith("gather"))
     ) {
       throw new Error(`${label}: the GPU ran no gather`);
+    }
+    const perInvocation = c.perInvocation ?? 1;
+    if (
+      c.variant === "gather" && sizeOf(want.shape) > 0 && perInvocation > 1 &&
+      c.dtype !== "float16" &&
+      !plansRan("indexing").some((r) =>
+        (r.choice as { perInvocation?: number }).perInvocation === perInvocation
+      )
+    ) {
+      throw new Error(`${label}: the gather did not take ${perInvocation} outputs an invocation`);
     }
   } finally {
     forcePlan("indexing", null);
@@ -263,6 +275,32 @@ property(
   { numRuns: 40, variants: ["indexing/gather-vec4"] },
 );
 
+// A line of x in workgroup memory (each output row gathers from one contiguous line: take,
+// takeAlongAxis and gather along a unit-stride axis, lines up to LINE_WORDS long, output rows
+// longer than a workgroup's chunk), and the "gather" form taking several outputs an invocation.
+property(
+  ["indexing/takeAlongAxis", "indexing/take", "indexing/gather", "indexing/indexSelect"],
+  "the line and multi-output forms of the gather equal the WASM reference bit for bit",
+  fc.record({
+    op: fc.constantFrom<GatherOp>("takeAlongAxis", "take", "gather", "indexSelect"),
+    dtype: fc.constantFrom<DType>("float32", "int32", "float16", "bool"),
+    shape: fc.tuple(fc.constantFrom(1, 3), fc.constantFrom(1, 5, 300, 4096, 4100)).map((
+      [r, l],
+    ) => [r, l]),
+    axisPick: fc.constantFrom(1, 1, 0),
+    layout: fc.constantFrom<LayoutKind>("contiguous", "contiguous", "sliced", "transposed"),
+    pattern: fc.constantFrom(...PATTERNS),
+    count: fc.constantFrom(1, 5, 300, 5000),
+    extra: fc.nat(),
+    flat: fc.boolean(),
+    variant: fc.constantFrom<GatherCase["variant"]>("gather-line", "gather"),
+    perInvocation: fc.constantFrom(1, 4, 8, 16),
+    seed: fc.integer(),
+  }),
+  checkGather,
+  { numRuns: 40, variants: ["indexing/gather-line"] },
+);
+
 // ---------------------------------------------------------------------------------------------
 // Scatters.
 
@@ -282,7 +320,9 @@ interface ScatterCase {
   extra: number;
   combine: "store" | "atomic" | "cas";
   /** The form forced (the plan keeps "scatter" where the others cannot run). */
-  form: "scatter" | "scatter-runs" | "scatter-shared";
+  form: "scatter" | "scatter-runs" | "scatter-segments" | "scatter-shared";
+  /** Segment ops: the ids sorted and declared so. */
+  sorted: boolean;
   seed: number;
 }
 
@@ -293,6 +333,35 @@ const SEGMENT_OPS = {
   min: gyre.segmentMin,
   prod: gyre.segmentProd,
 } as const;
+
+/**
+ * A product's factors of magnitude below 1 ("small"; others 1) or above 1 and finite ("big"):
+ * their products bound every partial product of the terms.
+ */
+function factors(t: gyre.Tensor, which: "small" | "big"): gyre.Tensor {
+  return gyre.tidy(() => {
+    const a = t.abs();
+    const keep = which === "small"
+      ? a.less(1).logicalAnd(a.notEqual(0))
+      : a.greater(1).logicalAnd(a.less(Infinity));
+    return gyre.where(keep, a, 1);
+  });
+}
+
+/**
+ * A GPU product may be NaN where the exact one (the reference's, in float64) is infinite or 0:
+ * it multiplies in the dtype's precision (float16 rounded at each step), so a partial product
+ * can underflow to 0 before an infinite factor (0 * Inf) or overflow before a 0. Allowed only
+ * where the factors' bounds say a partial product can leave the range: `small` (the product of
+ * the factors below 1 in magnitude, rounded to the dtype) below the least normal, or `big`
+ * infinite.
+ */
+function productNaN(got: number, want: number, small: number, big: number, half: boolean) {
+  if (!Number.isNaN(got)) return false;
+  const tiny = half ? 2 ** -14 : MIN_NORMAL;
+  return (!Number.isFinite(want) && !Number.isNaN(want) && small < tiny) ||
+    (want === 0 && !Number.isFinite(big));
+}
 
 async function checkScatter(c: ScatterCase): Promise<void> {
   const bag = new Bag();
@@ -369,11 +438,22 @@ async function checkScatter(c: ScatterCase): Promise<void> {
         n === 0 ? 0 : low,
       );}
     if (n === 0 && op !== "segment") indices.fill(0);
+    const sorted = op === "segment" && c.sorted;
+    if (sorted) indices.sort();
     const layout = makeLayout(rng, c.layout, updateShape);
     const updates = hostData(rng, dtype, sizeOf(layout.baseShape), domain, { lo: -50, hi: 50 });
     const xData = hostData(rng, dtype, sizeOf(xShape), domain, { lo: -50, hi: 50 });
-    const run = (device: gyre.DeviceName, magnitudes = false): gyre.Tensor[] => {
-      const abs = (t: gyre.Tensor) => (magnitudes && float ? bag.add(t.abs()) : t);
+    // "magnitudes": sums of |terms| and the terms' count; "small"/"big": products of the factors
+    // below/above 1 in magnitude (the least and greatest a partial product can reach).
+    const run = (
+      device: gyre.DeviceName,
+      mode: "main" | "magnitudes" | "small" | "big" = "main",
+    ): gyre.Tensor[] => {
+      const magnitudes = mode === "magnitudes";
+      const abs = (t: gyre.Tensor) =>
+        mode === "main" || !float ? t : bag.add(
+          mode === "magnitudes" ? t.abs() : factors(t, mode),
+        );
       const ones = (dims: number[]) => bag.add(gyre.ones(dims, { device }));
       const u0 = bag.add(gyre.tensor(updates, { shape: layout.baseShape, dtype, device }));
       const u = abs(
@@ -381,11 +461,11 @@ async function checkScatter(c: ScatterCase): Promise<void> {
       );
       const i = bag.add(gyre.tensor(indices, { shape: indexShape, dtype: "int32", device }));
       const x = abs(bag.add(gyre.tensor(xData, { shape: xShape, dtype, device })));
-      const r: Reduce = magnitudes ? "sum" : reduce;
+      const r: Reduce = magnitudes ? "sum" : mode === "main" ? reduce : "prod";
       switch (op) {
         case "scatter":
         case "scatterAdd": {
-          const main = op === "scatterAdd" && !magnitudes
+          const main = op === "scatterAdd" && mode === "main"
             ? gyre.scatterAdd(x, i, u, { axis })
             : gyre.scatter(x, i, u, { axis, reduce: r });
           if (!magnitudes) return [main];
@@ -394,9 +474,9 @@ async function checkScatter(c: ScatterCase): Promise<void> {
         }
         case "segment": {
           const f = magnitudes ? gyre.segmentSum : SEGMENT_OPS[r as keyof typeof SEGMENT_OPS];
-          const main = f(u, i, { numSegments: n });
+          const main = f(u, i, { numSegments: n, sorted });
           if (!magnitudes) return [main];
-          return [main, gyre.segmentSum(ones(updateShape), i, { numSegments: n })];
+          return [main, gyre.segmentSum(ones(updateShape), i, { numSegments: n, sorted })];
         }
         case "bincount": {
           const w = dtype === "float32" ? abs(u) : undefined;
@@ -412,7 +492,13 @@ async function checkScatter(c: ScatterCase): Promise<void> {
     const [want] = run("wasm").map((t) => bag.add(t));
     const label =
       `${op} ${reduce} ${dtype} ${c.form} ${c.combine} [${xShape}] axis ${axis} indices ` +
-      `[${indexShape}] updates [${updateShape}] ${c.pattern} ${layout.describe}`;
+      `[${indexShape}] updates [${updateShape}] ${c.pattern}${sorted ? " sorted" : ""} ` +
+      layout.describe;
+    const segmentsRan = plansRan("indexing").some((r) => r.variants[0] === "scatter-segments");
+    // (One row of updates merges away the rows' axis: the plain scatter writes each once.)
+    if (sorted && c.form === "scatter-segments" && sizeOf(indexShape) > 1 && !segmentsRan) {
+      throw new Error(`${label}: the sorted ids did not take the segmented reduction`);
+    }
     if (String(got.shape) !== String(want.shape)) {
       throw new Error(`${label}: shape [${got.shape}] vs [${want.shape}]`);
     }
@@ -420,8 +506,13 @@ async function checkScatter(c: ScatterCase): Promise<void> {
     if (!float || reduce === "none" || reduce === "max" || reduce === "min") {
       expectSameBits(label, g, w);
     } else {
-      const [s, k] = run("wasm", true).map((t) => bag.add(t));
+      const [s, k] = run("wasm", "magnitudes").map((t) => bag.add(t));
       const [sum, terms] = await Promise.all([s.data(), k.data()]);
+      const [small, big] = reduce === "prod"
+        ? await Promise.all(
+          ["small", "big"].map((m) => bag.add(run("wasm", m as "small" | "big")[0]).data()),
+        )
+        : [null, null];
       const half = dtype === "float16";
       const u = half ? 2 ** -10 : 2 ** -23;
       expectClose(label, g, w, (j) => {
@@ -430,6 +521,7 @@ async function checkScatter(c: ScatterCase): Promise<void> {
           ? Math.abs(w[j])
           : sum[j] / (reduce === "mean" ? Math.max(terms[j], 1) : 1);
         const atol = count * u * scale + count * (half ? 2 ** -24 : MIN_NORMAL);
+        if (small && big && productNaN(g[j], w[j], small[j], big[j], half)) return true;
         return within(g[j], w[j], { atol, ulp: reduce === "mean" ? 3 : 0 }, { half, ftz: true });
       }, (j) => `(${terms[j]} terms, magnitudes ${sum[j]})`);
     }
@@ -469,7 +561,13 @@ property(
     count: fc.constantFrom(1, 2, 3, 7, 64, 300),
     extra: fc.nat(),
     combine: fc.constantFrom<ScatterCase["combine"]>("store", "atomic", "atomic", "cas"),
-    form: fc.constantFrom<ScatterCase["form"]>("scatter", "scatter-runs", "scatter-shared"),
+    form: fc.constantFrom<ScatterCase["form"]>(
+      "scatter",
+      "scatter-runs",
+      "scatter-segments",
+      "scatter-shared",
+    ),
+    sorted: fc.boolean(),
     seed: fc.integer(),
   }),
   checkScatter,
@@ -478,12 +576,116 @@ property(
     variants: [
       "indexing/scatter",
       "indexing/scatter-runs",
+      "indexing/scatter-segments",
       "indexing/scatter-shared",
       "indexing/store",
       "indexing/atomic",
       "indexing/cas",
     ],
   },
+);
+
+// Sorted segments across many of the segmented reduction's tiles (SEGMENT_ROWS rows a lane;
+// wider rows take fewer lanes, so shorter tiles): segments that begin and end in one lane, cross
+// lanes, cross tiles, or span many tiles, under every reduction.
+interface SortedSegmentsCase {
+  reduce: "sum" | "mean" | "max" | "min" | "prod";
+  dtype: "float32" | "float16" | "int32";
+  rows: number;
+  inner: number;
+  segments: number;
+  dropped: number;
+  seed: number;
+}
+
+async function checkSortedSegments(c: SortedSegmentsCase): Promise<void> {
+  const bag = new Bag();
+  try {
+    const rng = mulberry32(c.seed);
+    // Sorted ids in [-1, segments): a prefix dropped, the rest spread at random.
+    const ids = new Int32Array(c.rows);
+    for (let r = 0; r < c.rows; r++) {
+      ids[r] = r < c.dropped ? -1 : randInt(rng, 0, c.segments - 1);
+    }
+    ids.sort();
+    const shape = c.inner === 1 ? [c.rows] : [c.rows, c.inner];
+    const float = c.dtype !== "int32";
+    const domain = c.reduce === "prod" ? PRODUCTS : SUMS;
+    const data = hostData(rng, c.dtype, sizeOf(shape), domain, { lo: -50, hi: 50 });
+    const op = SEGMENT_OPS[c.reduce];
+    const options = { numSegments: c.segments, sorted: true };
+    const run = (device: gyre.DeviceName, f = op, values = data, dtype: DType = c.dtype) =>
+      bag.add(
+        f(
+          bag.add(gyre.tensor(values, { shape, dtype, device })),
+          bag.add(gyre.tensor(ids, { dtype: "int32", device })),
+          options,
+        ),
+      );
+    const got = run("gpu");
+    const want = run("wasm");
+    const label = `${c.reduce} ${c.dtype} [${shape}] into ${c.segments} (${c.dropped} dropped)`;
+    if (c.rows > 1 && !plansRan("indexing").some((r) => r.variants[0] === "scatter-segments")) {
+      throw new Error(`${label}: the segmented reduction did not run`);
+    }
+    const [g, w] = await Promise.all([got.data(), want.data()]);
+    if (!float || c.reduce === "max" || c.reduce === "min") {
+      expectSameBits(label, g, w);
+      return;
+    }
+    // Any order of float additions: within count * u * (the sum of magnitudes), as above.
+    const abs = Float32Array.from(data as Float32Array, Math.abs);
+    const sums = await run("wasm", gyre.segmentSum, abs, "float32").data();
+    const ones = new Float32Array(data.length).fill(1);
+    const terms = await run("wasm", gyre.segmentSum, ones, "float32").data();
+    const bound = (keep: (a: number) => boolean) =>
+      run("wasm", gyre.segmentProd, abs.map((a) => (keep(a) ? a : 1))).data();
+    const [small, big] = c.reduce === "prod"
+      ? await Promise.all([bound((a) => a > 0 && a < 1), bound((a) => a > 1 && a < Infinity)])
+      : [null, null];
+    const half = c.dtype === "float16";
+    const u = half ? 2 ** -10 : 2 ** -23;
+    expectClose(label, g, w, (j) => {
+      const count = terms[j] + 1;
+      const scale = c.reduce === "prod"
+        ? Math.abs(w[j])
+        : sums[j] / (c.reduce === "mean" ? Math.max(terms[j], 1) : 1);
+      const atol = count * u * scale + count * (half ? 2 ** -24 : MIN_NORMAL);
+      if (small && big && productNaN(g[j], w[j], small[j], big[j], half)) return true;
+      return within(g[j], w[j], { atol, ulp: c.reduce === "mean" ? 3 : 0 }, { half, ftz: true });
+    }, (j) => `(${terms[j]} terms, magnitudes ${sums[j]})`);
+  } finally {
+    bag.dispose();
+  }
+}
+
+property(
+  [
+    "indexing/segmentSum",
+    "indexing/segmentMean",
+    "indexing/segmentMax",
+    "indexing/segmentMin",
+    "indexing/segmentProd",
+  ],
+  "sorted segment reductions across many tiles match the WASM reference",
+  fc.record({
+    reduce: fc.constantFrom<SortedSegmentsCase["reduce"]>(
+      "sum",
+      "sum",
+      "mean",
+      "max",
+      "min",
+      "prod",
+    ),
+    dtype: fc.constantFrom<SortedSegmentsCase["dtype"]>("float32", "float32", "float16", "int32"),
+    rows: fc.constantFrom(1, 17, 4095, 4097, 9000),
+    inner: fc.constantFrom(1, 1, 2, 3, 33, 300),
+    segments: fc.constantFrom(1, 2, 5, 64, 3000),
+    dropped: fc.constantFrom(0, 0, 1, 5000),
+    seed: fc.integer(),
+  }).filter((c) => c.rows * c.inner <= 40000),
+  checkSortedSegments,
+  { numRuns: 40, variants: ["indexing/scatter-segments"] },
 );
 
 // ---------------------------------------------------------------------------------------------

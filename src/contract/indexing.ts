@@ -91,6 +91,8 @@ export interface ScatterJob {
   updates: View | null;
   /** int32. */
   indices: View;
+  /** The argument the indices came from, as an IndexError names it ("indices" by default). */
+  indexName?: string;
   /** The updates' iteration space (at most {@link INDEXING_MAX_RANK} axes). */
   shape: Shape;
   updateStrides: readonly number[];
@@ -99,13 +101,27 @@ export interface ScatterJob {
   outStrides: readonly number[];
   axis: IndexedAxis;
   reduce: ScatterReduce;
-  /** The indices are declared sorted ascending (a hint: the GPU combines runs of equal ones). */
+  /**
+   * The indices are declared sorted ascending along the first axis, and constant across the
+   * others (segment ops' `sorted`): the GPU reduces each run of equal ones in order, and both
+   * devices throw an IndexError ({@link SORTED_IDS}) where they are not.
+   */
   sorted?: boolean;
   /** Where false, the update is dropped (a compaction's unselected elements): bool words. */
   mask?: View;
   /** The mask's strides over the iteration space. */
   maskStrides?: readonly number[];
 }
+
+/**
+ * What a job declared `sorted` promises of its indices, as an IndexError says it.
+ *
+ * @example
+ * ```ts
+ * SORTED_IDS; // "ids sorted ascending (as `sorted: true` declares)"
+ * ```
+ */
+export const SORTED_IDS = "ids sorted ascending (as `sorted: true` declares)";
 
 /** What a scatter job makes: new contiguous storage of `dtype` and `outShape`. */
 export interface ScatterResult {

@@ -11,7 +11,10 @@ import type { ScatterReduce } from "../contract/indexing.ts";
 import {
   type IndexingCombine,
   type IndexingVariant,
+  LINE_CHUNK,
+  LINE_WORDS,
   RUN_LENGTH,
+  SEGMENT_ROWS,
   SHARED_BINS,
   SHARED_CHUNK,
 } from "../plans/indexing.ts";
@@ -20,7 +23,14 @@ import { constantNodes, type Expr, exprKey } from "../ir/expr.ts";
 import { constantsMember, epilogueFunction } from "./_codegen_elementwise.ts";
 
 /** One kernel of the family. */
-export type IndexingStage = "gather" | "scatter" | "keys" | "unkeys" | "mean";
+export type IndexingStage =
+  | "gather"
+  | "scatter"
+  | "segments"
+  | "segment-carries"
+  | "keys"
+  | "unkeys"
+  | "mean";
 
 /** What a kernel's code depends on; {@link indexingKey} of it keys the pipeline cache. */
 export interface IndexingSpec {
@@ -42,6 +52,10 @@ export interface IndexingSpec {
   variant?: IndexingVariant;
   combine?: IndexingCombine;
   reduce?: ScatterReduce;
+  /** "gather": output elements an invocation (see IndexingChoice). */
+  perInvocation?: number;
+  /** "segments" and "segment-carries": invocations a row (see segmentLanes). */
+  columns?: number;
   workgroupSize: number;
 }
 
@@ -63,6 +77,8 @@ export function indexingKey(s: IndexingSpec): string {
     s.variant ?? "",
     s.combine ?? "",
     s.reduce ?? "",
+    s.perInvocation && s.perInvocation > 1 ? `k${s.perInvocation}` : "",
+    s.columns ? `c${s.columns}` : "",
     s.masked ? "masked" : "",
     s.positions ? "positions" : "",
     s.epilogue
@@ -162,6 +178,9 @@ export function generateIndexing(s: IndexingSpec): string {
       return gather(s);
     case "scatter":
       return scatter(s);
+    case "segments":
+    case "segment-carries":
+      return segments(s);
     default:
       return finish(s);
   }
@@ -169,6 +188,8 @@ export function generateIndexing(s: IndexingSpec): string {
 
 function gather(s: IndexingSpec): string {
   if (s.epilogue) return gatherEpilogue(s, s.epilogue);
+  if ((s.perInvocation ?? 1) > 1) return gatherRun(s, s.perInvocation!);
+  if (s.variant === "gather-line") return gatherLine(s);
   const half = s.dtype === "float16";
   const vec4 = s.variant === "gather-vec4";
   const body = half
@@ -221,6 +242,107 @@ function gather(s: IndexingSpec): string {
     HALF,
     ...main(s.workgroupSize),
     ...body,
+  ].join("\n");
+}
+
+/**
+ * "gather" taking k output elements an invocation: workgroup g covers the consecutive outputs
+ * [g * size * k, (g + 1) * size * k), its invocations stepping together, every index read issued
+ * before any gathered read (naga keeps loops rolled, so the steps are written out). One workgroup
+ * then reads a whole line of x, not 1/k of it: the lines a workgroup's scattered reads touch are
+ * fetched into its SM's cache once.
+ */
+function gatherRun(s: IndexingSpec, k: number): string {
+  const size = s.workgroupSize;
+  const steps = Array.from({ length: k }, (_, u) => u);
+  return [
+    PARAMS,
+    "@group(0) @binding(0) var<storage, read> x: array<u32>;",
+    "@group(0) @binding(1) var<storage, read> indices: array<i32>;",
+    "@group(0) @binding(2) var<storage, read_write> checks: array<atomic<u32>>;",
+    "@group(0) @binding(3) var<storage, read_write> out: array<u32>;",
+    "@group(0) @binding(4) var<uniform> p: Params;",
+    RESOLVE,
+    // x's and the indices' offsets of output element t.
+    "fn operands(t: u32) -> vec2<i32> {",
+    ...offsets(s.rank, 2),
+    "  return vec2<i32>(o0, o1);",
+    "}",
+    `@compute @workgroup_size(${size})`,
+    "fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,",
+    "    @builtin(local_invocation_index) lid: u32) {",
+    `  let first = (wid.x + wid.y * nwg.x) * ${size * k}u + lid;`,
+    "  if (first >= p.n) { return; }",
+    // Steps past the end repeat the last element's reads and skip the store.
+    ...steps.map((u) => `  let t${u} = first + ${u * size}u;`),
+    ...steps.map((u) => `  let a${u} = operands(min(t${u}, p.n - 1u));`),
+    ...steps.map((u) => `  let i${u} = resolve(indices[p.off1 + a${u}.y]);`),
+    ...steps.map((u) =>
+      `  let v${u} = select(0u, x[p.off0 + a${u}.x + max(i${u}, 0) * p.axis_stride], i${u} >= 0);`
+    ),
+    ...steps.map((u) => `  if (t${u} < p.n) { out[t${u}] = v${u}; }`),
+    "}",
+  ].join("\n");
+}
+
+/**
+ * "gather-line": workgroup (row, c) writes outputs [c * LINE_CHUNK, (c + 1) * LINE_CHUNK) of
+ * output row `row` (the innermost axis, p.shape's last length m). Every output of a row reads the
+ * same line of x (p.axis_length contiguous elements): the workgroup copies it into workgroup
+ * memory with coalesced reads first, so the scattered reads meet memory banks, not cache lines.
+ */
+function gatherLine(s: IndexingSpec): string {
+  const last = s.rank - 1;
+  const at = `[${last >> 2}][${last & 3}]`;
+  const size = s.workgroupSize;
+  const unroll = 8;
+  const steps = Array.from({ length: unroll }, (_, u) => u);
+  return [
+    PARAMS,
+    "@group(0) @binding(0) var<storage, read> x: array<u32>;",
+    "@group(0) @binding(1) var<storage, read> indices: array<i32>;",
+    "@group(0) @binding(2) var<storage, read_write> checks: array<atomic<u32>>;",
+    "@group(0) @binding(3) var<storage, read_write> out: array<u32>;",
+    "@group(0) @binding(4) var<uniform> p: Params;",
+    `var<workgroup> line: array<u32, ${LINE_WORDS}>;`,
+    RESOLVE,
+    "fn operands(t: u32) -> vec2<i32> {",
+    ...offsets(s.rank, 2),
+    "  return vec2<i32>(o0, o1);",
+    "}",
+    `@compute @workgroup_size(${size})`,
+    "fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,",
+    "    @builtin(local_invocation_index) lid: u32) {",
+    `  let m = max(p.shape${at}, 1u);`,
+    `  let chunks = (m + ${LINE_CHUNK - 1}u) / ${LINE_CHUNK}u;`,
+    "  let group = wid.x + wid.y * nwg.x;",
+    "  let row = group / chunks;",
+    // Uniform across the workgroup: the barrier below is reached by all or none.
+    "  if (row >= p.n / m) { return; }",
+    `  let j_first = (group % chunks) * ${LINE_CHUNK}u;`,
+    "  let a = operands(row * m);",
+    "  let length = u32(p.axis_length);",
+    `  for (var k0 = lid; k0 < length; k0 += ${size * unroll}u) {`,
+    ...steps.map((u) =>
+      `    let w${u} = x[p.off0 + a.x + i32(min(k0 + ${u * size}u, length - 1u))];`
+    ),
+    ...steps.map((u) => `    if (k0 + ${u * size}u < length) { line[k0 + ${u * size}u] = w${u}; }`),
+    "  }",
+    "  workgroupBarrier();",
+    `  let step = p.strides[1]${at};`,
+    `  let j_end = min(j_first + ${LINE_CHUNK}u, m);`,
+    `  for (var j0 = j_first + lid; j0 < j_end; j0 += ${size * unroll}u) {`,
+    ...steps.map((u) =>
+      `    let i${u} = resolve(indices[p.off1 + a.y + i32(min(j0 + ${
+        u * size
+      }u, j_end - 1u)) * step]);`
+    ),
+    ...steps.map((u) =>
+      `    if (j0 + ${u * size}u < j_end) { out[row * m + j0 + ${u * size}u] = ` +
+      `select(0u, line[min(u32(max(i${u}, 0)), ${LINE_WORDS - 1}u)], i${u} >= 0); }`
+    ),
+    "  }",
+    "}",
   ].join("\n");
 }
 
@@ -537,6 +659,233 @@ function scatter(s: IndexingSpec): string {
     ...(s.variant === "scatter-shared" ? [] : main(s.workgroupSize)),
     ...lines.filter((l) => l !== ""),
   ].join("\n");
+  return `${code}\n${preludeFor(code)}`;
+}
+
+/**
+ * The segmented reduction of sorted ids ("scatter-segments"), deterministic and without
+ * atomics. The update rows (axis 0; the inner axes are the row's `inner` columns) are cut into
+ * tiles of SEGMENT_ROWS * lanes rows; invocation (lane, c) of a workgroup reduces column c of its
+ * lane's SEGMENT_ROWS rows in order. Each segment lying inside one lane is complete; those
+ * crossing lanes meet through a segmented scan over the lanes in workgroup memory. A complete
+ * segment combines into its output element, which no other invocation writes: ids are sorted,
+ * so a segment's rows are consecutive. A segment crossing into the next tile leaves its partial
+ * there as the tile's tail carry; the tile where it ends leaves its last partial as the head
+ * carry, and "segment-carries" (one workgroup a head) combines the tails before it, a tree over
+ * the lanes, with the head. The order of every combination is fixed by the shape alone, so a
+ * float sum is the same from run to run.
+ *
+ * Carries: values[tile * inner + j] (tails), values[(tiles + tile) * inner + j] (heads), the
+ * same for counts (means); ids[2 * tile] = the id of the tile's last row (sorted across tiles),
+ * ids[2 * tile + 1] = the id of its head carry, or -1 for none. Raw ids out of ascending order
+ * report code 2 in the check's slot.
+ */
+function segments(s: IndexingSpec): string {
+  const half = s.dtype === "float16";
+  const reduce = s.reduce ?? "sum";
+  const mean = reduce === "mean";
+  const partial = mean ? "sum" : reduce;
+  const size = s.workgroupSize;
+  const columns = s.columns!;
+  const lanes = size / columns;
+  const inner =
+    Array.from({ length: s.rank - 1 }, (_, d) => `p.shape[${(d + 1) >> 2}][${(d + 1) & 3}]`)
+      .join(" * ") || "1u";
+  const combine = (a: string, b: string) => merged(s.dtype, partial, a, b);
+  const common = [
+    `const COLUMNS = ${columns}u;`,
+    `const LANES = ${lanes}u;`,
+    `const TILE = ${lanes * SEGMENT_ROWS}u;`,
+    "fn raw_at(r: u32) -> i32 { return indices[p.off1 + i32(r) * p.strides[1][0][0]]; }",
+    "fn id_at(r: u32) -> i32 { return resolve(raw_at(r)); }",
+    // Combines a complete segment's partial into its output element (its only writer).
+    "fn write(seg: i32, o2: i32, v: u32, count: u32) {",
+    "  if (seg < 0) { return; }",
+    "  let o = o2 + seg * p.axis_stride;",
+    half ? "  apply(o, v);" : `  out[o] = ${combine("out[o]", "v")};`,
+    mean ? "  counts[o] = counts[o] + count;" : "",
+    "}",
+  ];
+  const head = [
+    `@compute @workgroup_size(${size})`,
+    "fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,",
+    "    @builtin(local_invocation_index) lid: u32) {",
+    `  let inner = max(${inner}, 1u);`,
+    "  let rows = p.n / inner;",
+    "  let blocks = (inner + COLUMNS - 1u) / COLUMNS;",
+    "  let group = wid.x + wid.y * nwg.x;",
+    "  let tile = group / blocks;",
+    "  let tiles = (rows + TILE - 1u) / TILE;",
+    // Uniform across the workgroup: every barrier is reached by all or none.
+    "  if (tile >= tiles) { return; }",
+    "  let lane = lid / COLUMNS;",
+    "  let j = (group % blocks) * COLUMNS + lid % COLUMNS;",
+    "  let column = j < inner;",
+  ];
+  let body: string[];
+  if (s.stage === "segments") {
+    body = [
+      ...head,
+      "  let tile_start = tile * TILE;",
+      "  let tile_end = min(tile_start + TILE, rows);",
+      `  let r0 = tile_start + lane * ${SEGMENT_ROWS}u;`,
+      `  let r1 = min(r0 + ${SEGMENT_ROWS}u, tile_end);`,
+      ...offsets(s.rank, 3, "min(r0, rows - 1u) * inner + min(j, inner - 1u)"),
+      // The lane's rows in order: its first segment kept aside (it may have begun before the
+      // lane), the ones after it complete when the next begins, the last one kept.
+      "  let checker = lid % COLUMNS == 0u;",
+      "  var previous = select(raw_at(r0), raw_at(max(r0, 1u) - 1u), r0 > 0u);",
+      "  var first_id = -2; var first_v = 0u; var first_count = 0u; var has_first = false;",
+      "  var current = -2; var acc = 0u; var count = 0u;",
+      "  for (var r = r0; r < r1; r++) {",
+      "    let raw = indices[p.off1 + o1];",
+      `    let v = ${updateAt(half, "p.off0 + o0")};`,
+      "    o0 = o0 + p.strides[0][0][0];",
+      "    o1 = o1 + p.strides[1][0][0];",
+      "    if (checker && raw < previous) {",
+      "      atomicMax(&checks[2u * p.slot], 2u);",
+      "      atomicStore(&checks[2u * p.slot + 1u], bitcast<u32>(raw));",
+      "    }",
+      "    previous = raw;",
+      "    let i = resolve(raw);",
+      "    if (r > r0 && i == current) {",
+      `      acc = ${combine("acc", "v")};`,
+      "      count = count + 1u;",
+      "      continue;",
+      "    }",
+      "    if (r > r0) {",
+      "      if (has_first) { if (column) { write(current, o2, acc, count); } }",
+      "      else { has_first = true; first_id = current; first_v = acc; first_count = count; }",
+      "    }",
+      "    current = i; acc = v; count = 1u;",
+      "  }",
+      "  let rows_here = r0 < r1;",
+      "  let single = !has_first;",
+      "  if (single) { first_id = current; first_v = acc; first_count = count; }",
+      "  let crosses_in = rows_here && r0 > 0u && id_at(r0 - 1u) == first_id;",
+      "  let crosses_out = rows_here && r1 < rows && id_at(r1) == current;",
+      // The segmented scan over the lanes of the last segments' partials (flag: the segment
+      // begins in that lane), column by column.
+      "  var flag = select(1u, 0u, single && crosses_in);",
+      "  var value = acc;",
+      "  var number = count;",
+      "  let e = lid;",
+      "  scan_flag[e] = flag; scan_value[e] = value; scan_count[e] = number;",
+      "  workgroupBarrier();",
+      "  for (var d = 1u; d < LANES; d = d << 1u) {",
+      "    var f = flag; var v = value; var k = number;",
+      "    if (lane >= d && flag == 0u) {",
+      "      let b = e - d * COLUMNS;",
+      `      f = scan_flag[b]; v = ${
+        combine("scan_value[b]", "value")
+      }; k = scan_count[b] + number;`,
+      "    }",
+      "    workgroupBarrier();",
+      "    flag = f; value = v; number = k;",
+      "    scan_flag[e] = flag; scan_value[e] = value; scan_count[e] = number;",
+      "    workgroupBarrier();",
+      "  }",
+      "  if (!rows_here) { return; }",
+      "  if (lane == 0u && lid % COLUMNS == 0u && group % blocks == 0u) {",
+      "    let last_id = id_at(tile_end - 1u);",
+      "    let whole = first_id == last_id && tile_end < rows && id_at(tile_end) == last_id;",
+      "    carry_ids[2u * tile] = last_id;",
+      "    carry_ids[2u * tile + 1u] = select(-1, first_id, crosses_in && !whole);",
+      "  }",
+      "  if (!column) { return; }",
+      "  if (!single || !crosses_out) {",
+      // The lane's first segment ends here.
+      "    if (!crosses_in) {",
+      "      write(first_id, o2, first_v, first_count);",
+      "    } else {",
+      "      var total = first_v; var total_count = first_count; var begun = 0u;",
+      "      if (lane > 0u) {",
+      "        let b = e - COLUMNS;",
+      `        total = ${combine("scan_value[b]", "first_v")};`,
+      "        total_count = scan_count[b] + first_count;",
+      "        begun = scan_flag[b];",
+      "      }",
+      "      if (begun == 1u) { write(first_id, o2, total, total_count); }",
+      "      else {",
+      "        carry_values[(tiles + tile) * inner + j] = total;",
+      mean ? "        carry_counts[(tiles + tile) * inner + j] = total_count;" : "",
+      "      }",
+      "    }",
+      "  }",
+      "  if (!single && !crosses_out) { write(current, o2, acc, count); }",
+      "  if (crosses_out && r1 == tile_end) {",
+      "    carry_values[tile * inner + j] = value;",
+      mean ? "    carry_counts[tile * inner + j] = number;" : "",
+      "  }",
+      "}",
+    ];
+  } else {
+    body = [
+      ...head,
+      // Read through workgroup memory: the barriers below need the return to be uniform.
+      "  if (lid == 0u) { head_id = carry_ids[2u * tile + 1u]; }",
+      "  let seg = workgroupUniformLoad(&head_id);",
+      "  if (seg < 0) { return; }",
+      // The first tile whose tail is this segment's: ids[2t] ascend with t.
+      "  var low = 0u; var high = tile;",
+      "  loop {",
+      "    if (low >= high) { break; }",
+      "    let mid = (low + high) / 2u;",
+      "    if (carry_ids[2u * mid] < seg) { low = mid + 1u; } else { high = mid; }",
+      "  }",
+      "  var have = false; var value = 0u; var number = 0u;",
+      "  for (var k = low + lane; k < tile; k += LANES) {",
+      "    let v = carry_values[k * inner + min(j, inner - 1u)];",
+      `    value = select(v, ${combine("value", "v")}, have);`,
+      mean ? "    number = number + carry_counts[k * inner + min(j, inner - 1u)];" : "",
+      "    have = true;",
+      "  }",
+      "  let e = lid;",
+      "  scan_flag[e] = select(0u, 1u, have); scan_value[e] = value; scan_count[e] = number;",
+      "  workgroupBarrier();",
+      "  for (var d = LANES / 2u; d > 0u; d = d >> 1u) {",
+      "    if (lane < d) {",
+      "      let b = e + d * COLUMNS;",
+      "      if (scan_flag[b] == 1u) {",
+      `        value = select(scan_value[b], ${combine("value", "scan_value[b]")}, have);`,
+      "        number = number + scan_count[b];",
+      "        have = true;",
+      "      }",
+      "    }",
+      "    workgroupBarrier();",
+      "    scan_flag[e] = select(0u, 1u, have); scan_value[e] = value; scan_count[e] = number;",
+      "    workgroupBarrier();",
+      "  }",
+      "  if (lane != 0u || !column) { return; }",
+      ...offsets(s.rank, 3, "j"),
+      "  let h = carry_values[(tiles + tile) * inner + j];",
+      mean ? "  number = number + carry_counts[(tiles + tile) * inner + j];" : "",
+      `  write(seg, o2, select(h, ${combine("value", "h")}, have), number);`,
+      "}",
+    ];
+  }
+  const code = [
+    PARAMS,
+    "@group(0) @binding(0) var<storage, read> updates: array<u32>;",
+    "@group(0) @binding(1) var<storage, read> indices: array<i32>;",
+    "@group(0) @binding(2) var<storage, read_write> checks: array<atomic<u32>>;",
+    `@group(0) @binding(3) var<storage, read_write> counts: array<u32>;`,
+    `@group(0) @binding(4) var<storage, read_write> out: array<${half ? "atomic<u32>" : "u32"}>;`,
+    "@group(0) @binding(5) var<storage, read_write> carry_values: array<u32>;",
+    "@group(0) @binding(6) var<storage, read_write> carry_counts: array<u32>;",
+    "@group(0) @binding(7) var<storage, read_write> carry_ids: array<i32>;",
+    "@group(0) @binding(8) var<uniform> p: Params;",
+    `var<workgroup> scan_flag: array<u32, ${size}>;`,
+    `var<workgroup> scan_value: array<u32, ${size}>;`,
+    `var<workgroup> scan_count: array<u32, ${size}>;`,
+    "var<workgroup> head_id: i32;",
+    RESOLVE,
+    HALF,
+    KEYS,
+    half ? applyFunction({ ...s, combine: "cas", reduce: partial }) : "",
+    ...common,
+    ...body,
+  ].filter((l) => l !== "").join("\n");
   return `${code}\n${preludeFor(code)}`;
 }
 

@@ -43,6 +43,8 @@ const STATELESS_SCRATCH = new Set([
   "indexing-none",
   "indexing-no-mask",
   "indexing-no-updates",
+  "indexing-no-checks",
+  "indexing-no-carried-counts",
 ]);
 
 interface Plan {
@@ -202,8 +204,8 @@ function replay(gpu: GpuHost, plan: Plan, inputViews: readonly View[]): View[] {
     if (check) {
       // This run's own slot, read back (and thrown) with the next read as in eager work.
       uniforms = uniforms.slice();
-      uniforms[INDEX_CHECK_SLOT_WORD] = gpu.indexCheck(check.op, check.argument, check.expected)
-        .slot;
+      uniforms[INDEX_CHECK_SLOT_WORD] =
+        gpu.indexCheck(check.op, check.argument, check.expected, check.order).slot;
     }
     gpu.dispatch(d.label, d.kernel, slots.map(bufferFor), uniforms, d.grid);
     for (const t of dying.get(i) ?? []) {

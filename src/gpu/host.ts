@@ -75,6 +75,8 @@ export interface IndexCheck {
   op: string;
   argument: string;
   expected: string;
+  /** What a report of code 2 means: the ids were out of the order the op was promised. */
+  order?: string;
 }
 
 /**
@@ -251,14 +253,20 @@ export abstract class GpuHost {
   /**
    * A slot where a kernel reports an index outside its axis (words 2k and 2k + 1 of the
    * "index-checks" scratch: a flag and the index), read with the next read-back, which throws an
-   * IndexError naming `op` if the flag is set. Past {@link INDEX_CHECK_SLOTS} checks between two
+   * IndexError naming `op` if the flag is set (flag 2: ids out of the order `order` names). Past {@link INDEX_CHECK_SLOTS} checks between two
    * reads the last slot is shared. For the family modules.
    */
-  indexCheck(op: string, argument: string, expected: string): { buffer: GPUBuffer; slot: number } {
+  indexCheck(
+    op: string,
+    argument: string,
+    expected: string,
+    order?: string,
+  ): { buffer: GPUBuffer; slot: number } {
     const buffer = this.scratch("index-checks", 2 * INDEX_CHECK_SLOTS);
-    this.recorder?.indexChecked?.({ op, argument, expected });
+    const check: IndexCheck = { op, argument, expected, ...(order ? { order } : {}) };
+    this.recorder?.indexChecked?.(check);
     if (this.#indexChecks.length < INDEX_CHECK_SLOTS) {
-      this.#indexChecks.push({ op, argument, expected });
+      this.#indexChecks.push(check);
     } else this.#indexChecks[INDEX_CHECK_SLOTS - 1].op += ` (or ${op})`;
     return { buffer, slot: Math.min(this.#indexChecks.length, INDEX_CHECK_SLOTS) - 1 };
   }
@@ -407,8 +415,11 @@ export abstract class GpuHost {
       0,
       new Uint32Array(2 * checks.length),
     );
-    const { op, argument, expected } = checks[bad];
-    throw new IndexError({ op, argument, expected, received: `index ${words[2 * bad + 1]}` });
+    const { op, argument, expected, order } = checks[bad];
+    const raw = words[2 * bad + 1];
+    throw words[2 * bad] === 2 && order
+      ? new IndexError({ op, argument, expected: order, received: `${raw} after a larger id` })
+      : new IndexError({ op, argument, expected, received: `index ${raw}` });
   }
 
   free(storage: Storage): void {

@@ -18,8 +18,17 @@ import {
   scatterIdentity,
   type ScatterJob,
   type ScatterResult,
+  SORTED_IDS,
 } from "../contract/indexing.ts";
-import { planGather, planScatter, RUN_LENGTH, SHARED_CHUNK } from "../plans/indexing.ts";
+import {
+  LINE_CHUNK,
+  planGather,
+  planScatter,
+  RUN_LENGTH,
+  SEGMENT_ROWS,
+  segmentColumns,
+  SHARED_CHUNK,
+} from "../plans/indexing.ts";
 import type { GpuHost, GpuStorage } from "./host.ts";
 import { constantWords, withConstants } from "./_codegen_elementwise.ts";
 import { readsIndex } from "../ir/expr.ts";
@@ -103,11 +112,17 @@ export function runGatherGpu(gpu: GpuHost, job: GatherJob): GatherResult | null 
     rank: shape.length,
     dtype: x.dtype,
     variant,
+    perInvocation: choice.perInvocation,
     workgroupSize: choice.workgroupSize,
     ...(epilogue ? { epilogue } : {}),
   };
   const invocations = epilogue
     ? n
+    : choice.perInvocation > 1
+    ? Math.ceil(n / choice.perInvocation)
+    : variant === "gather-line"
+    ? (n / shape[shape.length - 1]) * Math.ceil(shape[shape.length - 1] / LINE_CHUNK) *
+      choice.workgroupSize
     : x.dtype === "float16"
     ? Math.ceil(n / 2)
     : variant === "gather-vec4"
@@ -201,8 +216,10 @@ export function runScatterGpu(gpu: GpuHost, job: ScatterJob): ScatterResult {
   try {
     if (counts) gpu.zero(op, counts.buffer, length);
     if (keyed) finish("keys");
-    if (n > 0) {
-      const check = gpu.indexCheck(op, "indices", indexRange(axis));
+    if (n > 0 && choice.variant === "scatter-segments" && job.updates) {
+      runSegments(gpu, job, out, counts, choice.workgroupSize);
+    } else if (n > 0) {
+      const check = gpu.indexCheck(op, job.indexName ?? "indices", indexRange(axis));
       run(
         gpu,
         op,
@@ -253,6 +270,89 @@ export function runScatterGpu(gpu: GpuHost, job: ScatterJob): ScatterResult {
     if (counts) gpu.free(counts);
   }
   return { output: out };
+}
+
+/**
+ * "scatter-segments": the segmented reduction of sorted ids (see _codegen_indexing.ts), then the
+ * carries of segments that cross tiles; ids out of ascending order are an IndexError.
+ */
+function runSegments(
+  gpu: GpuHost,
+  job: ScatterJob,
+  out: GpuStorage,
+  counts: GpuStorage | null,
+  workgroupSize: number,
+): void {
+  const { op, dtype, reduce, axis } = job;
+  const n = sizeOf(job.shape);
+  const inner = n / job.shape[0];
+  const rows = job.shape[0];
+  const columns = segmentColumns(inner, workgroupSize);
+  const tiles = Math.ceil(rows / ((workgroupSize / columns) * SEGMENT_ROWS));
+  const groups = tiles * Math.ceil(inner / columns);
+  const values = gpu.alloc(op, "uint32", 2 * tiles * inner);
+  const carriedCounts = counts ? gpu.alloc(op, "uint32", 2 * tiles * inner) : null;
+  const ids = gpu.alloc(op, "int32", 2 * tiles);
+  try {
+    const spec = (stage: "segments" | "segment-carries"): IndexingSpec => ({
+      stage,
+      rank: job.shape.length,
+      dtype,
+      reduce,
+      columns,
+      workgroupSize,
+    });
+    const check = gpu.indexCheck(
+      op,
+      job.indexName ?? "indices",
+      indexRange(axis),
+      SORTED_IDS,
+    );
+    const header = (slot: number) => [
+      n,
+      job.shape.length,
+      axis.stride,
+      axis.length,
+      job.updates!.offset,
+      job.indices.offset,
+      NEGATIVE_INDEX_CODE[axis.negative],
+      slot,
+    ];
+    const strides = [job.updateStrides, job.indexStrides, job.outStrides];
+    const buffers = (checks: GPUBuffer) => [
+      buffer(job.updates!),
+      buffer(job.indices),
+      checks,
+      counts?.buffer ?? gpu.scratch("indexing-none", 4),
+      out.buffer,
+      values.buffer,
+      carriedCounts?.buffer ?? gpu.scratch("indexing-no-carried-counts", 4),
+      ids.buffer,
+    ];
+    run(
+      gpu,
+      op,
+      spec("segments"),
+      buffers(check.buffer),
+      6,
+      indexingUniforms(header(check.slot), job.shape, strides),
+      groups * workgroupSize,
+    );
+    // One tile: no segment crosses tiles.
+    if (tiles > 1) {
+      run(
+        gpu,
+        op,
+        spec("segment-carries"),
+        buffers(gpu.scratch("indexing-no-checks", 4)),
+        6,
+        indexingUniforms(header(0), job.shape, strides),
+        groups * workgroupSize,
+      );
+    }
+  } finally {
+    for (const s of [values, carriedCounts, ids]) if (s) gpu.free(s);
+  }
 }
 
 /** Invocations a scatter form takes for an iteration space of `shape`. */

@@ -29,7 +29,7 @@ import { planOverrides } from "../plans/overrides.ts";
 import { backendFor, runtime } from "../runtime.ts";
 import { metaOf, Tensor, tensorFromStorage, viewOf } from "../tensor.ts";
 import { runElementwise } from "./_dispatch.ts";
-import { where } from "./elementwise.ts";
+import { minimum, where } from "./elementwise.ts";
 import { concat } from "./shape.ts";
 import { searchsorted } from "./sort.ts";
 import { tidy } from "../tidy.ts";
@@ -65,8 +65,9 @@ export interface SegmentOptions {
   /** The number of segments: the output's first axis. Ids at or past it are an IndexError. */
   numSegments: number;
   /**
-   * The ids are sorted ascending: the GPU then combines each run of equal ids before writing it
-   * (one atomic a run, not one an element). A hint: unsorted ids still give the right result.
+   * The ids are sorted ascending (in row-major order): the GPU then reduces each segment in a
+   * fixed order without atomics, so float sums and means are the same from run to run (and
+   * faster). A promise both devices check: ids out of order are an IndexError.
    */
   sorted?: boolean;
 }
@@ -507,9 +508,15 @@ function runScatter(
   strides: [readonly number[], readonly number[], readonly number[]],
   axis: IndexedAxis,
   reduce: ScatterReduce,
-  sorted = false,
-  mask?: { view: View; strides: readonly number[] },
+  extra: {
+    /** The ids are sorted (segment ops): see ScatterJob.sorted. */
+    sorted?: boolean;
+    /** The argument the indices came from, as an IndexError names it ("indices" by default). */
+    indexName?: string;
+    mask?: { view: View; strides: readonly number[] };
+  } = {},
 ): Tensor {
+  const { sorted = false, indexName, mask } = extra;
   const merged = mergeAxes(shape, mask ? [...strides, mask.strides] : strides);
   checkRank(op, merged.shape);
   const { output } = backendFor(indices.storage.backend.name, op).scatter({
@@ -528,6 +535,7 @@ function runScatter(
     axis,
     reduce,
     sorted,
+    ...(indexName ? { indexName } : {}),
     ...(mask ? { mask: mask.view, maskStrides: merged.strides[3] } : {}),
   });
   return tensorFromStorage(output, dtype, outShape);
@@ -653,10 +661,10 @@ function segmentReduce(
     }
     const segments = integerOption(op, "options.numSegments", o.numSegments, 0);
     checkBooleanOption(op, "options.sorted", o.sorted);
-    const dv = viewOf(tensorArg(op, "data", data), op, "data");
-    const iv = indexView(op, "segmentIds", segmentIds, dv.storage.backend.name);
+    let dv = viewOf(tensorArg(op, "data", data), op, "data");
+    let iv = indexView(op, "segmentIds", segmentIds, dv.storage.backend.name);
     checkReduceDType(op, "data", reduce, dv.dtype);
-    const k = iv.shape.length;
+    let k = iv.shape.length;
     if (k === 0 || k > dv.shape.length || iv.shape.some((e, d) => e !== dv.shape[d])) {
       throw rankError(
         op,
@@ -664,6 +672,14 @@ function segmentReduce(
         `the leading axes of data's shape ${describe(dv.shape)}`,
         iv.shape,
       );
+    }
+    if (o.sorted === true && k > 1) {
+      // Sorted ids over one axis of rows, as the in-order reduction walks them.
+      const rows = sizeOf(iv.shape);
+      const rest = dv.shape.slice(k);
+      iv = viewOf((segmentIds as Tensor).reshape([rows]), op, "segmentIds");
+      dv = viewOf((data as Tensor).reshape([rows, ...rest]), op, "data");
+      k = 1;
     }
     const rest = dv.shape.slice(k);
     const inner = sizeOf(rest);
@@ -682,7 +698,7 @@ function segmentReduce(
       ]],
       { stride: inner, length: segments, negative: "drop" },
       reduce,
-      o.sorted === true,
+      { sorted: o.sorted === true, indexName: "segmentIds" },
     );
   });
 }
@@ -690,7 +706,8 @@ function segmentReduce(
 /**
  * TensorFlow's `unsorted_segment_sum`: out[s] = the sum of data's slices whose id is s; ids
  * (int32) cover data's leading axes; negative ids are dropped; an empty segment is 0. Float sums
- * on the GPU can differ in their last bits between runs (see `scatter`).
+ * on the GPU can differ in their last bits between runs (see `scatter`), unless the ids are
+ * `sorted`: then the order is fixed.
  *
  * @example
  * ```ts
@@ -817,6 +834,7 @@ export function bincount(x: Tensor, options: BincountOptions): Tensor {
       [updates.strides, iv.strides, [0]],
       { stride: 1, length, negative: "error" },
       "sum",
+      { indexName: "x" },
     );
   });
 }
@@ -1005,8 +1023,7 @@ function compact(op: string, values: Tensor | null, mask: Tensor, size: number, 
     [uv ? uv.strides : meta.shape.map(() => 0), perRow(iv.strides), [0, ...restStrides]],
     { stride: sizeOf(rest), length: size, negative: "drop-all" },
     "none",
-    false,
-    { view: mv, strides: perRow(mv.strides) },
+    { mask: { view: mv, strides: perRow(mv.strides) } },
   );
 }
 
@@ -1240,8 +1257,10 @@ function uniqueFrom(
     const group = first.cast("int32").cumsum().sub(1);
     if (o.returnCounts) {
       const ones = full([n], 1, { dtype: "int32", device });
-      const kept = where(group.less(size), group, -1);
-      result.counts = segmentSum(ones, kept, { numSegments: size, sorted: true });
+      // Groups past `size` counted in one extra segment, cut off: the ids stay sorted.
+      const kept = minimum(group, size);
+      result.counts = segmentSum(ones, kept, { numSegments: size + 1, sorted: true })
+        .slice([0, size]);
     }
     if (o.returnInverse) {
       const zeros = full([n], 0, { dtype: "int32", device });

@@ -9,8 +9,10 @@ import type { DType } from "../core/dtype.ts";
 export const INDEXING_VARIANTS = [
   "gather",
   "gather-vec4",
+  "gather-line",
   "scatter",
   "scatter-runs",
+  "scatter-segments",
   "scatter-shared",
 ] as const;
 /** One of {@link INDEXING_VARIANTS}. */
@@ -33,7 +35,9 @@ export interface IndexingChoice {
    * "gather", whose scattered reads within a line hit the caches: removed.)
    * Scatters: "scatter", one invocation an update; "scatter-runs", an invocation a run of
    * RUN_LENGTH updates along the first axis, combining neighbours with equal indices before
-   * one combine into the output (sorted ids: one atomic a run instead of one an update);
+   * one combine into the output (one atomic a run instead of one an update); "scatter-segments"
+   * (sorted ids, the default for them), a segmented reduction in a fixed order without atomics,
+   * each output written by one invocation, so float sums are the same from run to run;
    * "scatter-shared", outputs of at most SHARED_BINS elements combined in workgroup memory
    * first, one atomic an output element a workgroup (bincount into few bins).
    */
@@ -44,11 +48,42 @@ export interface IndexingChoice {
    * max and min on order-preserving integer keys); "cas" by a compare-and-swap loop on the 32-bit
    * word (products, float16, float32 sums elsewhere). The order in which updates meet is the
    * hardware's, so float sums, means and products can differ in their last bits between runs;
-   * max, min and integer results cannot.
+   * max, min and integer results cannot. "scatter-segments" reads, combines and writes each
+   * output ("store"; "cas" for float16, whose neighbours share a word): its order is fixed.
    */
   combine: IndexingCombine;
+  /**
+   * "gather": the output elements each invocation takes, a workgroup's invocations stepping
+   * together over its consecutive run of `workgroupSize * perInvocation` (1 elsewhere).
+   */
+  perInvocation: number;
   /** Invocations per workgroup. */
   workgroupSize: number;
+}
+
+/** The longest line of x (in elements) "gather-line" keeps in workgroup memory (16 KiB). */
+export const LINE_WORDS = 4096;
+/** Outputs a "gather-line" workgroup writes from its line. */
+export const LINE_CHUNK = 4096;
+
+/** Rows of updates a "scatter-segments" invocation reduces in order. */
+export const SEGMENT_ROWS = 16;
+
+/**
+ * "scatter-segments": the invocations that share a row (a power of two up to the workgroup, at
+ * least the row's length where it can), the workgroup's others spread over rows.
+ *
+ * @example
+ * ```ts
+ * import { segmentColumns } from "@gyre/gyre/tuning";
+ * segmentColumns(1, 256); // 1: 256 lanes of rows
+ * segmentColumns(100, 256); // 128
+ * ```
+ */
+export function segmentColumns(inner: number, workgroupSize: number): number {
+  let columns = 1;
+  while (columns < inner && columns < workgroupSize) columns *= 2;
+  return columns;
 }
 
 /** Updates a "scatter-runs" invocation takes. */
@@ -96,16 +131,41 @@ export function planGather(
   override?: Readonly<Partial<IndexingChoice>>,
 ): IndexingChoice {
   const vec4 = gatherVec4(job);
+  const line = gatherLine(job);
   let variant: IndexingVariant = vec4 ? "gather-vec4" : "gather";
   const forced = override?.variant;
-  if (forced === "gather" || (forced === "gather-vec4" && vec4)) variant = forced;
+  if (
+    forced === "gather" || (forced === "gather-vec4" && vec4) || (forced === "gather-line" && line)
+  ) {
+    variant = forced;
+  }
+  const forcedRun = override?.perInvocation;
+  const perInvocation = variant !== "gather" || job.dtype === "float16"
+    ? 1
+    : forcedRun !== undefined && PER_INVOCATION.includes(forcedRun)
+    ? forcedRun
+    : 1;
   return {
     kernel: "indexing",
     variant,
     combine: "store",
+    perInvocation,
     workgroupSize: 256,
     ...pickSize(override),
   };
+}
+
+/** The "gather" form's choices of output elements an invocation. */
+const PER_INVOCATION = [1, 4, 8, 16];
+
+/**
+ * Whether each output row gathers from one contiguous line of x that fits workgroup memory: x
+ * does not advance along the innermost axis but through the index, whose axis has stride 1.
+ */
+function gatherLine(job: GatherShape): boolean {
+  const last = job.shape.length - 1;
+  return !job.fused && job.dtype !== "float16" && last >= 0 && job.xStrides[last] === 0 &&
+    job.axisStride === 1 && job.axisLength <= LINE_WORDS;
 }
 
 /** Whether the innermost axis copies aligned runs of x, 4 elements at a time. */
@@ -138,10 +198,11 @@ export interface ScatterShape {
 
 /**
  * The scatter plan. The combine: "store" without a reduction, else one atomic instruction where
- * one exists for the dtype and reduction, else a compare-and-swap loop. The form: "scatter-runs"
- * for sorted ids, "scatter-shared" for integer atomics into few outputs from many updates, else
+ * one exists for the dtype and reduction, else a compare-and-swap loop. The form:
+ * "scatter-segments" for sorted ids (no atomics), "scatter-shared" for integer atomics into few outputs from many updates, else
  * "scatter". An override applies where it can run ("cas" always can; "atomic" not for products or
- * float16; "scatter-runs" wherever the index is constant across the inner axes;
+ * float16; "scatter-runs" wherever the index is constant across the inner axes, and
+ * "scatter-segments" there for sorted ids;
  * "scatter-shared" only for integer atomics into at most SHARED_BINS outputs).
  *
  * @example
@@ -171,16 +232,26 @@ export function planScatter(
     job.outLength <= SHARED_BINS && !job.masked;
   const n = job.shape.reduce((a, b) => a * b, 1);
   let variant: IndexingVariant = runs && job.sorted
-    ? "scatter-runs"
+    ? "scatter-segments"
     : shared && n >= 16 * job.outLength
     ? "scatter-shared"
     : "scatter";
   const forced = override?.variant;
   if (
     forced === "scatter" || (forced === "scatter-runs" && runs) ||
-    (forced === "scatter-shared" && shared)
+    (forced === "scatter-segments" && runs && job.sorted) || (forced === "scatter-shared" && shared)
   ) variant = forced;
-  return { kernel: "indexing", variant, combine, workgroupSize: 256, ...pickSize(override) };
+  // A segment's output has one writer: a read, a combine and a write (a word-wide
+  // compare-and-swap for float16, whose neighbours share the word).
+  if (variant === "scatter-segments") combine = dtype === "float16" ? "cas" : "store";
+  return {
+    kernel: "indexing",
+    variant,
+    combine,
+    perInvocation: 1,
+    workgroupSize: 256,
+    ...pickSize(override),
+  };
 }
 
 /** Whether the index is constant across every axis but the first (runs along the first). */

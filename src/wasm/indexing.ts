@@ -18,6 +18,7 @@ import {
   scatterIdentity,
   type ScatterJob,
   type ScatterResult,
+  SORTED_IDS,
 } from "../contract/indexing.ts";
 import type { WasmHost, WasmStorage } from "./host.ts";
 
@@ -45,11 +46,16 @@ function checked(wasm: WasmHost, name: string): (...args: number[]) => number {
   return wasm.kernel(name) as unknown as (...args: number[]) => number;
 }
 
-function indexError(wasm: WasmHost, op: string, axis: IndexedAxis): IndexError {
+function indexError(
+  wasm: WasmHost,
+  op: string,
+  axis: IndexedAxis,
+  argument = "indices",
+): IndexError {
   const bad = new Int32Array(wasm.allocator.memory.buffer, BAD_INDEX, 1)[0];
   return new IndexError({
     op,
-    argument: "indices",
+    argument,
     expected: indexRange(axis),
     received: `index ${bad}`,
   });
@@ -86,6 +92,14 @@ export function runScatterWasm(wasm: WasmHost, job: ScatterJob): ScatterResult {
   const out = startingValues(wasm, job);
   const n = sizeOf(job.shape);
   if (n === 0 && reduce !== "mean") return { output: out };
+  if (job.sorted && n > 0) {
+    try {
+      checkSorted(wasm, job);
+    } catch (e) {
+      wasm.free(out);
+      throw e;
+    }
+  }
   const float = dtype === "float32" || dtype === "float16";
   const viaAcc = float && (reduce === "sum" || reduce === "mean" || reduce === "prod");
   const kind = INDEXING_DTYPE_CODE[dtype];
@@ -113,7 +127,7 @@ export function runScatterWasm(wasm: WasmHost, job: ScatterJob): ScatterResult {
         SCATTER_REDUCE_CODE[reduce],
         n,
       );
-      if (failed) throw indexError(wasm, op, axis);
+      if (failed) throw indexError(wasm, op, axis, job.indexName);
     }
     if (acc || counts) {
       wasm.kernel("indexing_finish")(
@@ -134,6 +148,26 @@ export function runScatterWasm(wasm: WasmHost, job: ScatterJob): ScatterResult {
     if (counts) wasm.free(counts);
   }
   return { output: out };
+}
+
+/** Throws for ids declared sorted that are not ascending along the first axis (as the GPU). */
+function checkSorted(wasm: WasmHost, job: ScatterJob): void {
+  const rows = job.shape[0];
+  const step = job.indexStrides[0];
+  const first = wasm.pointer(job.indices) / 4;
+  const ids = new Int32Array(wasm.allocator.memory.buffer);
+  for (let r = 1, previous = ids[first]; r < rows; r++) {
+    const id = ids[first + r * step];
+    if (id < previous) {
+      throw new IndexError({
+        op: job.op,
+        argument: job.indexName ?? "indices",
+        expected: SORTED_IDS,
+        received: `${id} after a larger id`,
+      });
+    }
+    previous = id;
+  }
 }
 
 /** A contiguous copy of the job's base, or its reduction's identity everywhere. */
