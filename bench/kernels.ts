@@ -568,14 +568,12 @@ await bench(`cummax ${big / Mi}Mi f32`, big, 2 * 4 * big, () => gyre.cummax(a));
     () => gyre.takeAlongAxis(square, order, { axis: 1 }),
   );
   if (args.includes("--indexing-forms")) {
-    // The gather's forms: "gather" by output elements an invocation, a line in workgroup memory
-    // (the plan's choice is above).
+    // The "gather" form by output elements an invocation (the plan's choice is above).
     const forms: [string, tuning.PlanOverrides["indexing"]][] = [
       ["gather x1", { variant: "gather", perInvocation: 1 }],
       ["gather x4", { variant: "gather", perInvocation: 4 }],
       ["gather x8", { variant: "gather", perInvocation: 8 }],
       ["gather x16", { variant: "gather", perInvocation: 16 }],
-      ["gather-line", { variant: "gather-line" }],
     ];
     for (const [label, form] of forms) {
       tuning.setPlanOverride("indexing", form);

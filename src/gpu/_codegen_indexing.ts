@@ -11,8 +11,6 @@ import type { ScatterReduce } from "../contract/indexing.ts";
 import {
   type IndexingCombine,
   type IndexingVariant,
-  LINE_CHUNK,
-  LINE_WORDS,
   RUN_LENGTH,
   SEGMENT_ROWS,
   SHARED_BINS,
@@ -189,7 +187,6 @@ export function generateIndexing(s: IndexingSpec): string {
 function gather(s: IndexingSpec): string {
   if (s.epilogue) return gatherEpilogue(s, s.epilogue);
   if ((s.perInvocation ?? 1) > 1) return gatherRun(s, s.perInvocation!);
-  if (s.variant === "gather-line") return gatherLine(s);
   const half = s.dtype === "float16";
   const vec4 = s.variant === "gather-vec4";
   const body = half
@@ -281,67 +278,6 @@ function gatherRun(s: IndexingSpec, k: number): string {
       `  let v${u} = select(0u, x[p.off0 + a${u}.x + max(i${u}, 0) * p.axis_stride], i${u} >= 0);`
     ),
     ...steps.map((u) => `  if (t${u} < p.n) { out[t${u}] = v${u}; }`),
-    "}",
-  ].join("\n");
-}
-
-/**
- * "gather-line": workgroup (row, c) writes outputs [c * LINE_CHUNK, (c + 1) * LINE_CHUNK) of
- * output row `row` (the innermost axis, p.shape's last length m). Every output of a row reads the
- * same line of x (p.axis_length contiguous elements): the workgroup copies it into workgroup
- * memory with coalesced reads first, so the scattered reads meet memory banks, not cache lines.
- */
-function gatherLine(s: IndexingSpec): string {
-  const last = s.rank - 1;
-  const at = `[${last >> 2}][${last & 3}]`;
-  const size = s.workgroupSize;
-  const unroll = 8;
-  const steps = Array.from({ length: unroll }, (_, u) => u);
-  return [
-    PARAMS,
-    "@group(0) @binding(0) var<storage, read> x: array<u32>;",
-    "@group(0) @binding(1) var<storage, read> indices: array<i32>;",
-    "@group(0) @binding(2) var<storage, read_write> checks: array<atomic<u32>>;",
-    "@group(0) @binding(3) var<storage, read_write> out: array<u32>;",
-    "@group(0) @binding(4) var<uniform> p: Params;",
-    `var<workgroup> line: array<u32, ${LINE_WORDS}>;`,
-    RESOLVE,
-    "fn operands(t: u32) -> vec2<i32> {",
-    ...offsets(s.rank, 2),
-    "  return vec2<i32>(o0, o1);",
-    "}",
-    `@compute @workgroup_size(${size})`,
-    "fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,",
-    "    @builtin(local_invocation_index) lid: u32) {",
-    `  let m = max(p.shape${at}, 1u);`,
-    `  let chunks = (m + ${LINE_CHUNK - 1}u) / ${LINE_CHUNK}u;`,
-    "  let group = wid.x + wid.y * nwg.x;",
-    "  let row = group / chunks;",
-    // Uniform across the workgroup: the barrier below is reached by all or none.
-    "  if (row >= p.n / m) { return; }",
-    `  let j_first = (group % chunks) * ${LINE_CHUNK}u;`,
-    "  let a = operands(row * m);",
-    "  let length = u32(p.axis_length);",
-    `  for (var k0 = lid; k0 < length; k0 += ${size * unroll}u) {`,
-    ...steps.map((u) =>
-      `    let w${u} = x[p.off0 + a.x + i32(min(k0 + ${u * size}u, length - 1u))];`
-    ),
-    ...steps.map((u) => `    if (k0 + ${u * size}u < length) { line[k0 + ${u * size}u] = w${u}; }`),
-    "  }",
-    "  workgroupBarrier();",
-    `  let step = p.strides[1]${at};`,
-    `  let j_end = min(j_first + ${LINE_CHUNK}u, m);`,
-    `  for (var j0 = j_first + lid; j0 < j_end; j0 += ${size * unroll}u) {`,
-    ...steps.map((u) =>
-      `    let i${u} = resolve(indices[p.off1 + a.y + i32(min(j0 + ${
-        u * size
-      }u, j_end - 1u)) * step]);`
-    ),
-    ...steps.map((u) =>
-      `    if (j0 + ${u * size}u < j_end) { out[row * m + j0 + ${u * size}u] = ` +
-      `select(0u, line[min(u32(max(i${u}, 0)), ${LINE_WORDS - 1}u)], i${u} >= 0); }`
-    ),
-    "  }",
     "}",
   ].join("\n");
 }
@@ -692,6 +628,7 @@ function segments(s: IndexingSpec): string {
     Array.from({ length: s.rank - 1 }, (_, d) => `p.shape[${(d + 1) >> 2}][${(d + 1) & 3}]`)
       .join(" * ") || "1u";
   const combine = (a: string, b: string) => merged(s.dtype, partial, a, b);
+  const rows = Array.from({ length: SEGMENT_ROWS }, (_, u) => u);
   const common = [
     `const COLUMNS = ${columns}u;`,
     `const LANES = ${lanes}u;`,
@@ -734,36 +671,46 @@ function segments(s: IndexingSpec): string {
       // The lane's rows in order: its first segment kept aside (it may have begun before the
       // lane), the ones after it complete when the next begins, the last one kept.
       "  let checker = lid % COLUMNS == 0u;",
-      "  var previous = select(raw_at(r0), raw_at(max(r0, 1u) - 1u), r0 > 0u);",
+      // Every load issued first (naga keeps loops rolled: a rolled loop waits out each load in
+      // turn): the lane's rows, rows past its end repeating its last, and its two neighbours.
+      "  let last = select(0u, r1 - r0 - 1u, r1 > r0);",
+      "  let before = raw_at(max(r0, 1u) - 1u);",
+      "  let after = raw_at(min(r1, rows - 1u));",
+      ...rows.map((u) => `  let k${u} = i32(min(${u}u, last));`),
+      ...rows.map((u) => `  let raw${u} = indices[p.off1 + o1 + k${u} * p.strides[1][0][0]];`),
+      ...rows.map((u) =>
+        `  let v${u} = ${updateAt(half, `p.off0 + o0 + k${u} * p.strides[0][0][0]`)};`
+      ),
+      "  var previous = select(raw0, before, r0 > 0u);",
       "  var first_id = -2; var first_v = 0u; var first_count = 0u; var has_first = false;",
       "  var current = -2; var acc = 0u; var count = 0u;",
-      "  for (var r = r0; r < r1; r++) {",
-      "    let raw = indices[p.off1 + o1];",
-      `    let v = ${updateAt(half, "p.off0 + o0")};`,
-      "    o0 = o0 + p.strides[0][0][0];",
-      "    o1 = o1 + p.strides[1][0][0];",
-      "    if (checker && raw < previous) {",
-      "      atomicMax(&checks[2u * p.slot], 2u);",
-      "      atomicStore(&checks[2u * p.slot + 1u], bitcast<u32>(raw));",
-      "    }",
-      "    previous = raw;",
-      "    let i = resolve(raw);",
-      "    if (r > r0 && i == current) {",
-      `      acc = ${combine("acc", "v")};`,
-      "      count = count + 1u;",
-      "      continue;",
-      "    }",
-      "    if (r > r0) {",
-      "      if (has_first) { if (column) { write(current, o2, acc, count); } }",
-      "      else { has_first = true; first_id = current; first_v = acc; first_count = count; }",
-      "    }",
-      "    current = i; acc = v; count = 1u;",
-      "  }",
+      // The lane's rows in order: its first segment kept aside (it may have begun before the
+      // lane), the ones after it complete when the next begins, the last one kept.
+      ...rows.flatMap((u) => [
+        `  if (r0 + ${u}u < r1) {`,
+        `    if (checker && raw${u} < previous) {`,
+        "      atomicMax(&checks[2u * p.slot], 2u);",
+        `      atomicStore(&checks[2u * p.slot + 1u], bitcast<u32>(raw${u}));`,
+        "    }",
+        `    previous = raw${u};`,
+        `    let i = resolve(raw${u});`,
+        ...(u === 0 ? ["    current = i; acc = v0; count = 1u;"] : [
+          "    if (i == current) {",
+          `      acc = ${combine("acc", `v${u}`)};`,
+          "      count = count + 1u;",
+          "    } else {",
+          "      if (has_first) { if (column) { write(current, o2, acc, count); } }",
+          "      else { has_first = true; first_id = current; first_v = acc; first_count = count; }",
+          `      current = i; acc = v${u}; count = 1u;`,
+          "    }",
+        ]),
+        "  }",
+      ]),
       "  let rows_here = r0 < r1;",
       "  let single = !has_first;",
       "  if (single) { first_id = current; first_v = acc; first_count = count; }",
-      "  let crosses_in = rows_here && r0 > 0u && id_at(r0 - 1u) == first_id;",
-      "  let crosses_out = rows_here && r1 < rows && id_at(r1) == current;",
+      "  let crosses_in = rows_here && r0 > 0u && resolve(before) == first_id;",
+      "  let crosses_out = rows_here && r1 < rows && resolve(after) == current;",
       // The segmented scan over the lanes of the last segments' partials (flag: the segment
       // begins in that lane), column by column.
       "  var flag = select(1u, 0u, single && crosses_in);",

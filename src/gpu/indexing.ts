@@ -21,7 +21,6 @@ import {
   SORTED_IDS,
 } from "../contract/indexing.ts";
 import {
-  LINE_CHUNK,
   planGather,
   planScatter,
   RUN_LENGTH,
@@ -120,9 +119,6 @@ export function runGatherGpu(gpu: GpuHost, job: GatherJob): GatherResult | null 
     ? n
     : choice.perInvocation > 1
     ? Math.ceil(n / choice.perInvocation)
-    : variant === "gather-line"
-    ? (n / shape[shape.length - 1]) * Math.ceil(shape[shape.length - 1] / LINE_CHUNK) *
-      choice.workgroupSize
     : x.dtype === "float16"
     ? Math.ceil(n / 2)
     : variant === "gather-vec4"

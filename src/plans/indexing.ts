@@ -9,7 +9,6 @@ import type { DType } from "../core/dtype.ts";
 export const INDEXING_VARIANTS = [
   "gather",
   "gather-vec4",
-  "gather-line",
   "scatter",
   "scatter-runs",
   "scatter-segments",
@@ -31,8 +30,9 @@ export interface IndexingChoice {
    * Gathers: "gather", one invocation an output element (a pair for float16); "gather-vec4",
    * four consecutive outputs from four consecutive elements of x (runs of x copied whole: the
    * indexSelect of rows). (A form loading each line of x into workgroup memory before gathering
-   * from it ran takeAlongAxis of [4096, 4096] at 0.46-0.70 ms on an H200, against 0.11 ms for
-   * "gather", whose scattered reads within a line hit the caches: removed.)
+   * from it ran takeAlongAxis of [4096, 4096] at 0.46-0.70 ms on an H200, and again at 0.125 ms
+   * in a second form, against 0.076 ms for "gather" taking 8 outputs an invocation, whose
+   * scattered reads within a line hit the caches: removed.)
    * Scatters: "scatter", one invocation an update; "scatter-runs", an invocation a run of
    * RUN_LENGTH updates along the first axis, combining neighbours with equal indices before
    * one combine into the output (one atomic a run instead of one an update); "scatter-segments"
@@ -60,11 +60,6 @@ export interface IndexingChoice {
   /** Invocations per workgroup. */
   workgroupSize: number;
 }
-
-/** The longest line of x (in elements) "gather-line" keeps in workgroup memory (16 KiB). */
-export const LINE_WORDS = 4096;
-/** Outputs a "gather-line" workgroup writes from its line. */
-export const LINE_CHUNK = 4096;
 
 /** Rows of updates a "scatter-segments" invocation reduces in order. */
 export const SEGMENT_ROWS = 16;
@@ -131,19 +126,17 @@ export function planGather(
   override?: Readonly<Partial<IndexingChoice>>,
 ): IndexingChoice {
   const vec4 = gatherVec4(job);
-  const line = gatherLine(job);
   let variant: IndexingVariant = vec4 ? "gather-vec4" : "gather";
   const forced = override?.variant;
-  if (
-    forced === "gather" || (forced === "gather-vec4" && vec4) || (forced === "gather-line" && line)
-  ) {
-    variant = forced;
-  }
+  if (forced === "gather" || (forced === "gather-vec4" && vec4)) variant = forced;
   const forcedRun = override?.perInvocation;
-  const perInvocation = variant !== "gather" || job.dtype === "float16"
+  const n = job.shape.reduce((a, b) => a * b, 1);
+  const perInvocation = variant !== "gather" || job.dtype === "float16" || job.fused
     ? 1
     : forcedRun !== undefined && PER_INVOCATION.includes(forcedRun)
     ? forcedRun
+    : n >= GATHER_RUN_FROM
+    ? 8
     : 1;
   return {
     kernel: "indexing",
@@ -157,16 +150,12 @@ export function planGather(
 
 /** The "gather" form's choices of output elements an invocation. */
 const PER_INVOCATION = [1, 4, 8, 16];
-
 /**
- * Whether each output row gathers from one contiguous line of x that fits workgroup memory: x
- * does not advance along the innermost axis but through the index, whose axis has stride 1.
+ * Outputs from which "gather" takes 8 an invocation (below, one: more workgroups to spread).
+ * takeAlongAxis of [4096, 4096] by a random permutation of each row on an H200: 110 us at 1,
+ * 78 at 4, 76 at 8, 104 at 16 (bench/results/indexing-nvidia-h200.md).
  */
-function gatherLine(job: GatherShape): boolean {
-  const last = job.shape.length - 1;
-  return !job.fused && job.dtype !== "float16" && last >= 0 && job.xStrides[last] === 0 &&
-    job.axisStride === 1 && job.axisLength <= LINE_WORDS;
-}
+export const GATHER_RUN_FROM = 1 << 20;
 
 /** Whether the innermost axis copies aligned runs of x, 4 elements at a time. */
 function gatherVec4(job: GatherShape): boolean {
