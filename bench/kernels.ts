@@ -662,6 +662,18 @@ await bench(`cummax ${big / Mi}Mi f32`, big, 2 * 4 * big, () => gyre.cummax(a));
         4 * mid + 4 * rows + 4 * 4096 * 64,
         () => gyre.segmentSum(x.reshape([rows, 64]), rowIds, { numSegments: 4096, sorted: true }),
       );
+      if (args.includes("--breakdown")) {
+        await dispatchBreakdown(
+          profiler,
+          `segmentSum ${mid / Mi}Mi sorted ids into ${segments} ${variant}`,
+          () => gyre.segmentSum(x, sortedIds, { numSegments: segments, sorted: true }),
+        );
+        await dispatchBreakdown(
+          profiler,
+          `segmentSum [${rows},64] into 4096 ${variant}`,
+          () => gyre.segmentSum(x.reshape([rows, 64]), rowIds, { numSegments: 4096, sorted: true }),
+        );
+      }
       tuning.setPlanOverride("indexing", null);
       one.dispose();
       rowIds.dispose();

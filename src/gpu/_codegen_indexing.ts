@@ -612,8 +612,11 @@ function scatter(s: IndexingSpec): string {
  * float sum is the same from run to run.
  *
  * Carries: values[tile * inner + j] (tails), values[(tiles + tile) * inner + j] (heads), the
- * same for counts (means); ids[2 * tile] = the id of the tile's last row (sorted across tiles),
- * ids[2 * tile + 1] = the id of its head carry, or -1 for none. Raw ids out of ascending order
+ * same for counts (means); ids[3 * tile] = the id of the tile's last row (sorted across tiles),
+ * ids[3 * tile + 1] = the id of its head carry, or -1 for none, ids[3 * tile + 2] = 1 where its
+ * tail's segment begins in it (written with the tail). Rows of one column are first copied into
+ * workgroup memory with coalesced reads, since a lane's rows lie SEGMENT_ROWS words apart from
+ * the next lane's. Raw ids out of ascending order
  * report code 2 in the check's slot.
  */
 function segments(s: IndexingSpec): string {
@@ -629,6 +632,10 @@ function segments(s: IndexingSpec): string {
       .join(" * ") || "1u";
   const combine = (a: string, b: string) => merged(s.dtype, partial, a, b);
   const rows = Array.from({ length: SEGMENT_ROWS }, (_, u) => u);
+  // One column (rank 1 after merging): the tile staged in workgroup memory, a word of padding
+  // every 32 so that a lane's SEGMENT_ROWS-apart reads meet distinct banks.
+  const staged = columns === 1 && s.rank === 1;
+  const stagedWords = size * SEGMENT_ROWS + (size * SEGMENT_ROWS) / 32;
   const common = [
     `const COLUMNS = ${columns}u;`,
     `const LANES = ${lanes}u;`,
@@ -677,10 +684,29 @@ function segments(s: IndexingSpec): string {
       "  let before = raw_at(max(r0, 1u) - 1u);",
       "  let after = raw_at(min(r1, rows - 1u));",
       ...rows.map((u) => `  let k${u} = i32(min(${u}u, last));`),
-      ...rows.map((u) => `  let raw${u} = indices[p.off1 + o1 + k${u} * p.strides[1][0][0]];`),
-      ...rows.map((u) =>
-        `  let v${u} = ${updateAt(half, `p.off0 + o0 + k${u} * p.strides[0][0][0]`)};`
-      ),
+      ...(staged
+        ? [
+          ...rows.map((u) => `  let g${u} = i32(min(tile_start + ${u * size}u + lid, rows - 1u));`),
+          ...rows.map((u) => `  let graw${u} = indices[p.off1 + g${u} * p.strides[1][0][0]];`),
+          ...rows.map((u) =>
+            `  let gv${u} = ${updateAt(half, `p.off0 + g${u} * p.strides[0][0][0]`)};`
+          ),
+          ...rows.map((u) => `  staged_ids[padded(${u * size}u + lid)] = graw${u};`),
+          ...rows.map((u) => `  staged_values[padded(${u * size}u + lid)] = gv${u};`),
+          "  workgroupBarrier();",
+          ...rows.map((u) =>
+            `  let raw${u} = staged_ids[padded(lane * ${SEGMENT_ROWS}u + u32(k${u}))];`
+          ),
+          ...rows.map((u) =>
+            `  let v${u} = staged_values[padded(lane * ${SEGMENT_ROWS}u + u32(k${u}))];`
+          ),
+        ]
+        : [
+          ...rows.map((u) => `  let raw${u} = indices[p.off1 + o1 + k${u} * p.strides[1][0][0]];`),
+          ...rows.map((u) =>
+            `  let v${u} = ${updateAt(half, `p.off0 + o0 + k${u} * p.strides[0][0][0]`)};`
+          ),
+        ]),
       "  var previous = select(raw0, before, r0 > 0u);",
       "  var first_id = -2; var first_v = 0u; var first_count = 0u; var has_first = false;",
       "  var current = -2; var acc = 0u; var count = 0u;",
@@ -736,8 +762,8 @@ function segments(s: IndexingSpec): string {
       "  if (lane == 0u && lid % COLUMNS == 0u && group % blocks == 0u) {",
       "    let last_id = id_at(tile_end - 1u);",
       "    let whole = first_id == last_id && tile_end < rows && id_at(tile_end) == last_id;",
-      "    carry_ids[2u * tile] = last_id;",
-      "    carry_ids[2u * tile + 1u] = select(-1, first_id, crosses_in && !whole);",
+      "    carry_ids[3u * tile] = last_id;",
+      "    carry_ids[3u * tile + 1u] = select(-1, first_id, crosses_in && !whole);",
       "  }",
       "  if (!column) { return; }",
       "  if (!single || !crosses_out) {",
@@ -762,6 +788,7 @@ function segments(s: IndexingSpec): string {
       "  if (!single && !crosses_out) { write(current, o2, acc, count); }",
       "  if (crosses_out && r1 == tile_end) {",
       "    carry_values[tile * inner + j] = value;",
+      "    if (lid % COLUMNS == 0u && group % blocks == 0u) { carry_ids[3u * tile + 2u] = i32(flag); }",
       mean ? "    carry_counts[tile * inner + j] = number;" : "",
       "  }",
       "}",
@@ -769,16 +796,36 @@ function segments(s: IndexingSpec): string {
   } else {
     body = [
       ...head,
-      // Read through workgroup memory: the barriers below need the return to be uniform.
-      "  if (lid == 0u) { head_id = carry_ids[2u * tile + 1u]; }",
-      "  let seg = workgroupUniformLoad(&head_id);",
+      // The head's segment and the first tile whose tail is that segment's (the tile before, if
+      // its tail begun there; else a search: ids[3t] ascend with t), read through workgroup
+      // memory: the barriers below need the branches on them to be uniform.
+      "  if (lid == 0u) {",
+      "    let seg = carry_ids[3u * tile + 1u];",
+      "    var low = tile - 1u;",
+      "    if (seg >= 0 && carry_ids[3u * low + 2u] == 0) {",
+      "      low = 0u; var high = tile;",
+      "      loop {",
+      "        if (low >= high) { break; }",
+      "        let mid = (low + high) / 2u;",
+      "        if (carry_ids[3u * mid] < seg) { low = mid + 1u; } else { high = mid; }",
+      "      }",
+      "    }",
+      "    head = vec2<i32>(seg, i32(low));",
+      "  }",
+      "  let found = workgroupUniformLoad(&head);",
+      "  let seg = found.x;",
       "  if (seg < 0) { return; }",
-      // The first tile whose tail is this segment's: ids[2t] ascend with t.
-      "  var low = 0u; var high = tile;",
-      "  loop {",
-      "    if (low >= high) { break; }",
-      "    let mid = (low + high) / 2u;",
-      "    if (carry_ids[2u * mid] < seg) { low = mid + 1u; } else { high = mid; }",
+      "  let low = u32(found.y);",
+      "  let at = (tiles + tile) * inner + j;",
+      "  if (low + 1u == tile) {",
+      // One tail before the head: no tree.
+      "    if (lane != 0u || !column) { return; }",
+      ...offsets(s.rank, 3, "j").map((l) => `  ${l}`),
+      "    let t = carry_values[low * inner + j];",
+      `    write(seg, o2, ${combine("t", "carry_values[at]")}, ${
+        mean ? "carry_counts[low * inner + j] + carry_counts[at]" : "0u"
+      });`,
+      "    return;",
       "  }",
       "  var have = false; var value = 0u; var number = 0u;",
       "  for (var k = low + lane; k < tile; k += LANES) {",
@@ -805,8 +852,8 @@ function segments(s: IndexingSpec): string {
       "  }",
       "  if (lane != 0u || !column) { return; }",
       ...offsets(s.rank, 3, "j"),
-      "  let h = carry_values[(tiles + tile) * inner + j];",
-      mean ? "  number = number + carry_counts[(tiles + tile) * inner + j];" : "",
+      "  let h = carry_values[at];",
+      mean ? "  number = number + carry_counts[at];" : "",
       `  write(seg, o2, select(h, ${combine("value", "h")}, have), number);`,
       "}",
     ];
@@ -825,7 +872,14 @@ function segments(s: IndexingSpec): string {
     `var<workgroup> scan_flag: array<u32, ${size}>;`,
     `var<workgroup> scan_value: array<u32, ${size}>;`,
     `var<workgroup> scan_count: array<u32, ${size}>;`,
-    "var<workgroup> head_id: i32;",
+    "var<workgroup> head: vec2<i32>;",
+    ...(staged && s.stage === "segments"
+      ? [
+        `var<workgroup> staged_ids: array<i32, ${stagedWords}>;`,
+        `var<workgroup> staged_values: array<u32, ${stagedWords}>;`,
+        "fn padded(k: u32) -> u32 { return k + k / 32u; }",
+      ]
+      : []),
     RESOLVE,
     HALF,
     KEYS,

@@ -288,7 +288,7 @@ function runSegments(
   const groups = tiles * Math.ceil(inner / columns);
   const values = gpu.alloc(op, "uint32", 2 * tiles * inner);
   const carriedCounts = counts ? gpu.alloc(op, "uint32", 2 * tiles * inner) : null;
-  const ids = gpu.alloc(op, "int32", 2 * tiles);
+  const ids = gpu.alloc(op, "int32", 3 * tiles);
   try {
     const spec = (stage: "segments" | "segment-carries"): IndexingSpec => ({
       stage,
