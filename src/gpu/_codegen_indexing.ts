@@ -52,8 +52,10 @@ export interface IndexingSpec {
   reduce?: ScatterReduce;
   /** "gather": output elements an invocation (see IndexingChoice). */
   perInvocation?: number;
-  /** "segments" and "segment-carries": invocations a row (see segmentLanes). */
+  /** "segments" and "segment-carries": invocations a row (see segmentColumns). */
   columns?: number;
+  /** "segments": rows of one column, contiguous and aligned, read four at a time. */
+  wide?: boolean;
   workgroupSize: number;
 }
 
@@ -77,6 +79,7 @@ export function indexingKey(s: IndexingSpec): string {
     s.reduce ?? "",
     s.perInvocation && s.perInvocation > 1 ? `k${s.perInvocation}` : "",
     s.columns ? `c${s.columns}` : "",
+    s.wide ? "wide" : "",
     s.masked ? "masked" : "",
     s.positions ? "positions" : "",
     s.epilogue
@@ -632,15 +635,16 @@ function segments(s: IndexingSpec): string {
       .join(" * ") || "1u";
   const combine = (a: string, b: string) => merged(s.dtype, partial, a, b);
   const rows = Array.from({ length: SEGMENT_ROWS }, (_, u) => u);
-  // One column (rank 1 after merging): the tile staged in workgroup memory, a word of padding
-  // every 32 so that a lane's SEGMENT_ROWS-apart reads meet distinct banks.
-  const staged = columns === 1 && s.rank === 1;
-  const stagedWords = size * SEGMENT_ROWS + (size * SEGMENT_ROWS) / 32;
+  // Contiguous rows of one column, aligned: read as vec4 (pass 1).
+  const wide = s.wide === true && s.stage === "segments";
+  const quads = Array.from({ length: SEGMENT_ROWS / 4 }, (_, q) => q);
   const common = [
     `const COLUMNS = ${columns}u;`,
     `const LANES = ${lanes}u;`,
     `const TILE = ${lanes * SEGMENT_ROWS}u;`,
-    "fn raw_at(r: u32) -> i32 { return indices[p.off1 + i32(r) * p.strides[1][0][0]]; }",
+    wide
+      ? "fn raw_at(r: u32) -> i32 { let e = p.off1 + i32(r); return indices[e >> 2u][e & 3]; }"
+      : "fn raw_at(r: u32) -> i32 { return indices[p.off1 + i32(r) * p.strides[1][0][0]]; }",
     "fn id_at(r: u32) -> i32 { return resolve(raw_at(r)); }",
     // Combines a complete segment's partial into its output element (its only writer).
     "fn write(seg: i32, o2: i32, v: u32, count: u32) {",
@@ -684,22 +688,13 @@ function segments(s: IndexingSpec): string {
       "  let before = raw_at(max(r0, 1u) - 1u);",
       "  let after = raw_at(min(r1, rows - 1u));",
       ...rows.map((u) => `  let k${u} = i32(min(${u}u, last));`),
-      ...(staged
+      ...(wide
         ? [
-          ...rows.map((u) => `  let g${u} = i32(min(tile_start + ${u * size}u + lid, rows - 1u));`),
-          ...rows.map((u) => `  let graw${u} = indices[p.off1 + g${u} * p.strides[1][0][0]];`),
-          ...rows.map((u) =>
-            `  let gv${u} = ${updateAt(half, `p.off0 + g${u} * p.strides[0][0][0]`)};`
-          ),
-          ...rows.map((u) => `  staged_ids[padded(${u * size}u + lid)] = graw${u};`),
-          ...rows.map((u) => `  staged_values[padded(${u * size}u + lid)] = gv${u};`),
-          "  workgroupBarrier();",
-          ...rows.map((u) =>
-            `  let raw${u} = staged_ids[padded(lane * ${SEGMENT_ROWS}u + u32(k${u}))];`
-          ),
-          ...rows.map((u) =>
-            `  let v${u} = staged_values[padded(lane * ${SEGMENT_ROWS}u + u32(k${u}))];`
-          ),
+          // Four vec4 loads a lane, not sixteen words SEGMENT_ROWS apart from the next lane's.
+          ...quads.map((q) => `  let ids${q} = indices[(p.off1 + i32(r0)) / 4 + ${q}];`),
+          ...quads.map((q) => `  let values${q} = updates[(p.off0 + i32(r0)) / 4 + ${q}];`),
+          ...rows.map((u) => `  let raw${u} = ids${u >> 2}[${u & 3}];`),
+          ...rows.map((u) => `  let v${u} = values${u >> 2}[${u & 3}];`),
         ]
         : [
           ...rows.map((u) => `  let raw${u} = indices[p.off1 + o1 + k${u} * p.strides[1][0][0]];`),
@@ -860,8 +855,8 @@ function segments(s: IndexingSpec): string {
   }
   const code = [
     PARAMS,
-    "@group(0) @binding(0) var<storage, read> updates: array<u32>;",
-    "@group(0) @binding(1) var<storage, read> indices: array<i32>;",
+    `@group(0) @binding(0) var<storage, read> updates: array<${wide ? "vec4<u32>" : "u32"}>;`,
+    `@group(0) @binding(1) var<storage, read> indices: array<${wide ? "vec4<i32>" : "i32"}>;`,
     "@group(0) @binding(2) var<storage, read_write> checks: array<atomic<u32>>;",
     `@group(0) @binding(3) var<storage, read_write> counts: array<u32>;`,
     `@group(0) @binding(4) var<storage, read_write> out: array<${half ? "atomic<u32>" : "u32"}>;`,
@@ -873,13 +868,6 @@ function segments(s: IndexingSpec): string {
     `var<workgroup> scan_value: array<u32, ${size}>;`,
     `var<workgroup> scan_count: array<u32, ${size}>;`,
     "var<workgroup> head: vec2<i32>;",
-    ...(staged && s.stage === "segments"
-      ? [
-        `var<workgroup> staged_ids: array<i32, ${stagedWords}>;`,
-        `var<workgroup> staged_values: array<u32, ${stagedWords}>;`,
-        "fn padded(k: u32) -> u32 { return k + k / 32u; }",
-      ]
-      : []),
     RESOLVE,
     HALF,
     KEYS,

@@ -290,12 +290,20 @@ function runSegments(
   const carriedCounts = counts ? gpu.alloc(op, "uint32", 2 * tiles * inner) : null;
   const ids = gpu.alloc(op, "int32", 3 * tiles);
   try {
+    // One column of contiguous rows at offsets a multiple of 4 (a vec4's elements).
+    const wide = inner === 1 && job.shape.length === 1 && dtype !== "float16" &&
+      job.updateStrides[0] === 1 && job.indexStrides[0] === 1 &&
+      job.updates!.offset % 4 === 0 && job.indices.offset % 4 === 0 &&
+      [job.updates!, job.indices].every((v) =>
+        buffer(v).size >= 16 * Math.ceil((v.offset + rows) / 4)
+      );
     const spec = (stage: "segments" | "segment-carries"): IndexingSpec => ({
       stage,
       rank: job.shape.length,
       dtype,
       reduce,
       columns,
+      ...(wide && stage === "segments" ? { wide } : {}),
       workgroupSize,
     });
     const check = gpu.indexCheck(
