@@ -585,6 +585,20 @@ await bench(`cummax ${big / Mi}Mi f32`, big, 2 * 4 * big, () => gyre.cummax(a));
       );
       tuning.setPlanOverride("indexing", null);
     }
+    // The floor of scattered reads: the same 16 Mi reads from one line of 4096 (always in
+    // cache: only the indices and the output move), at random and in order.
+    const line = square.slice([0, 1]).reshape([side]);
+    const randomInLine = order.reshape([side * side]);
+    const inOrder = gyre.arange(0, side * side, 1, { dtype: "int32" }).mod(side).realize();
+    for (const [label, idx] of [["random", randomInLine], ["in order", inOrder]] as const) {
+      await bench(
+        `take ${side * side / Mi}Mi from one line of ${side}, ${label}`,
+        side * side,
+        8 * side * side,
+        () => gyre.take(line, idx),
+      );
+    }
+    inOrder.dispose();
     // A gather's elementwise consumer: fused into its kernel (the default), and run as a second
     // kernel over the realized gather.
     await bench(
