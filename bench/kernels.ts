@@ -574,6 +574,9 @@ await bench(`cummax ${big / Mi}Mi f32`, big, 2 * 4 * big, () => gyre.cummax(a));
       ["gather x4", { variant: "gather", perInvocation: 4 }],
       ["gather x8", { variant: "gather", perInvocation: 8 }],
       ["gather x16", { variant: "gather", perInvocation: 16 }],
+      ["gather-quad x4", { variant: "gather-quad", perInvocation: 4 }],
+      ["gather-quad x8", { variant: "gather-quad", perInvocation: 8 }],
+      ["gather-quad x16", { variant: "gather-quad", perInvocation: 16 }],
     ];
     for (const [label, form] of forms) {
       tuning.setPlanOverride("indexing", form);

@@ -130,7 +130,7 @@ interface GatherCase {
   /** take without an axis (x flattened); at with numbers beside the tensor. */
   flat: boolean;
   /** The form forced (the plan keeps "gather" where the others cannot run). */
-  variant: "gather" | "gather-vec4";
+  variant: "gather" | "gather-vec4" | "gather-quad";
   /** "gather": output elements an invocation. */
   perInvocation?: number;
   seed: number;
@@ -276,8 +276,8 @@ property(
 );
 
 // The "gather" form taking several outputs an invocation (the plan's choice from
-// GATHER_RUN_FROM outputs), forced at every count it offers, output lengths not a multiple of a
-// workgroup's run.
+// GATHER_RUN_FROM outputs) and its quad form (indices and outputs four at a time), forced at
+// every count they offer, output lengths not a multiple of a workgroup's run.
 property(
   ["indexing/takeAlongAxis", "indexing/take", "indexing/gather", "indexing/indexSelect"],
   "the gather taking several outputs an invocation equals the WASM reference bit for bit",
@@ -293,12 +293,12 @@ property(
     count: fc.constantFrom(1, 5, 300, 5000),
     extra: fc.nat(),
     flat: fc.boolean(),
-    variant: fc.constant<GatherCase["variant"]>("gather"),
+    variant: fc.constantFrom<GatherCase["variant"]>("gather", "gather-quad"),
     perInvocation: fc.constantFrom(4, 8, 16),
     seed: fc.integer(),
   }),
   checkGather,
-  { numRuns: 40, variants: ["indexing/gather"] },
+  { numRuns: 40, variants: ["indexing/gather", "indexing/gather-quad"] },
 );
 
 // ---------------------------------------------------------------------------------------------

@@ -98,6 +98,7 @@ export function runGatherGpu(gpu: GpuHost, job: GatherJob): GatherResult | null 
       xStrides: job.xStrides,
       indexStrides: job.indexStrides,
       xOffset: x.offset,
+      indexOffset: indices.offset,
       axisStride: axis.stride,
       axisLength: axis.length,
       fused: epilogue !== null,

@@ -9,6 +9,7 @@ import type { DType } from "../core/dtype.ts";
 export const INDEXING_VARIANTS = [
   "gather",
   "gather-vec4",
+  "gather-quad",
   "scatter",
   "scatter-runs",
   "scatter-segments",
@@ -29,7 +30,8 @@ export interface IndexingChoice {
   /**
    * Gathers: "gather", one invocation an output element (a pair for float16); "gather-vec4",
    * four consecutive outputs from four consecutive elements of x (runs of x copied whole: the
-   * indexSelect of rows). (A form loading each line of x into workgroup memory before gathering
+   * indexSelect of rows); "gather-quad", four consecutive outputs from four consecutive indices
+   * (read as one vec4, stored as one: takeAlongAxis and take by contiguous indices). (A form loading each line of x into workgroup memory before gathering
    * from it ran takeAlongAxis of [4096, 4096] at 0.46-0.70 ms on an H200, and again at 0.125 ms
    * in a second form, against 0.076 ms for "gather" taking 8 outputs an invocation, whose
    * scattered reads within a line hit the caches: removed.)
@@ -100,6 +102,8 @@ export interface GatherShape {
   indexStrides: readonly number[];
   /** x's offset, in elements. */
   xOffset: number;
+  /** The indices' offset, in elements (unknown: no form that needs it aligned). */
+  indexOffset?: number;
   /** The indexed axis' stride in x. */
   axisStride: number;
   /** The indexed axis' length. */
@@ -110,7 +114,8 @@ export interface GatherShape {
 
 /**
  * The gather plan: "gather-vec4" where the innermost axis copies runs of x a multiple of 4 long
- * and aligned, else "gather".
+ * and aligned, else "gather-quad" where it reads aligned runs of indices a multiple of 4 long,
+ * else "gather"; from GATHER_RUN_FROM outputs, 8 an invocation.
  *
  * @example
  * ```ts
@@ -126,12 +131,23 @@ export function planGather(
   override?: Readonly<Partial<IndexingChoice>>,
 ): IndexingChoice {
   const vec4 = gatherVec4(job);
-  let variant: IndexingVariant = vec4 ? "gather-vec4" : "gather";
+  const quad = gatherQuad(job);
+  let variant: IndexingVariant = vec4 ? "gather-vec4" : quad ? "gather-quad" : "gather";
   const forced = override?.variant;
-  if (forced === "gather" || (forced === "gather-vec4" && vec4)) variant = forced;
+  if (
+    forced === "gather" || (forced === "gather-vec4" && vec4) || (forced === "gather-quad" && quad)
+  ) {
+    variant = forced;
+  }
   const forcedRun = override?.perInvocation;
   const n = job.shape.reduce((a, b) => a * b, 1);
-  const perInvocation = variant !== "gather" || job.dtype === "float16" || job.fused
+  const perInvocation = variant === "gather-quad"
+    ? (forcedRun === 4 || forcedRun === 8 || forcedRun === 16
+      ? forcedRun
+      : n >= GATHER_RUN_FROM
+      ? 8
+      : 4)
+    : variant !== "gather" || job.dtype === "float16" || job.fused
     ? 1
     : forcedRun !== undefined && PER_INVOCATION.includes(forcedRun)
     ? forcedRun
@@ -151,11 +167,23 @@ export function planGather(
 /** The "gather" form's choices of output elements an invocation. */
 const PER_INVOCATION = [1, 4, 8, 16];
 /**
- * Outputs from which "gather" takes 8 an invocation (below, one: more workgroups to spread).
- * takeAlongAxis of [4096, 4096] by a random permutation of each row on an H200: 110 us at 1,
- * 78 at 4, 76 at 8, 104 at 16 (bench/results/indexing-nvidia-h200.md).
+ * Outputs from which "gather" and "gather-quad" take 8 an invocation (below, 1 and 4: more
+ * workgroups to spread). takeAlongAxis of [4096, 4096] by a random permutation of each row on
+ * an H200: "gather" 110 us at 1, 78 at 4, 76 at 8, 104 at 16; "gather-quad" 75 at 4, 64.5 at 8,
+ * 64.3 at 16 (bench/results/indexing-nvidia-h200.md).
  */
 export const GATHER_RUN_FROM = 1 << 20;
+
+/**
+ * Whether four consecutive outputs read four consecutive indices, aligned (their offsets and
+ * strides multiples of 4), so they load as one vec4 and store as one.
+ */
+function gatherQuad(job: GatherShape): boolean {
+  const last = job.shape.length - 1;
+  return !job.fused && job.dtype !== "float16" && last >= 0 && job.shape[last] % 4 === 0 &&
+    job.indexStrides[last] === 1 && (job.indexOffset ?? 1) % 4 === 0 &&
+    job.indexStrides.every((s, d) => d === last || s % 4 === 0);
+}
 
 /** Whether the innermost axis copies aligned runs of x, 4 elements at a time. */
 function gatherVec4(job: GatherShape): boolean {
