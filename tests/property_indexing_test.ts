@@ -778,6 +778,8 @@ interface FusedCase {
   count: number;
   consumer: "mul" | "addScalar" | "maximum" | "castFloat" | "compare";
   layout: LayoutKind;
+  /** Output elements an invocation, forced. */
+  perInvocation: number;
   seed: number;
 }
 
@@ -821,7 +823,9 @@ async function checkFused(c: FusedCase): Promise<void> {
         }
       }, { print: false });
     };
+    forcePlan("indexing", { perInvocation: c.perInvocation });
     const got = run("gpu");
+    forcePlan("indexing", null);
     const want = run("wasm");
     const [g, w] = [got.outputs[0] as gyre.Tensor, want.outputs[0] as gyre.Tensor].map((t) =>
       bag.add(t)
@@ -831,10 +835,21 @@ async function checkFused(c: FusedCase): Promise<void> {
     const half = g.dtype === "float16";
     expectClose(label, gv, wv, (j) => within(gv[j], wv[j], { ulp: 0 }, { half, ftz: true }));
     const kernels = got.kernels.map((k) => k.kernel);
-    if (sizeOf(outShape) > 0 && !kernels.some((k) => k.startsWith(`${c.op}+`))) {
+    // Fused: no kernel of the gather alone (the consumer's would carry the same label).
+    if (
+      sizeOf(outShape) > 0 &&
+      (kernels.includes(c.op) || !kernels.some((k) => k.startsWith(`${c.op}+`)))
+    ) {
       throw new Error(`${label}: the consumer did not fuse into the gather (${kernels})`);
     }
+    const ran = plansRan("indexing").map((r) =>
+      (r.choice as { perInvocation: number }).perInvocation
+    );
+    if (sizeOf(outShape) > 0 && !ran.includes(c.perInvocation)) {
+      throw new Error(`${label}: the fused gather took ${ran} outputs an invocation (${kernels})`);
+    }
   } finally {
+    forcePlan("indexing", null);
     bag.dispose();
   }
 }
@@ -855,6 +870,7 @@ property(
       "compare",
     ),
     layout: fc.constantFrom<LayoutKind>("contiguous", "broadcast", "transposed", "sliced"),
+    perInvocation: fc.constantFrom(1, 4, 8),
     seed: fc.integer(),
   }),
   checkFused,

@@ -334,21 +334,24 @@ function gatherQuad(s: IndexingSpec, k: number): string {
 }
 
 /**
- * The gather with a fused epilogue: one output element an invocation, its gathered value (in its
- * compute type) passed through `gyre_epilogue` with the extra inputs read at the output's
- * element, and stored in the epilogue's dtype.
+ * The gather with a fused epilogue: perInvocation output elements an invocation (as gatherRun),
+ * each gathered value (in its compute type) passed through `gyre_epilogue` with the extra inputs
+ * read at the output's element, and stored in the epilogue's dtype.
  */
 function gatherEpilogue(s: IndexingSpec, e: GatherEpilogueSpec): string {
   const half = s.dtype === "float16";
-  const read = half
-    ? "unpack2x16float(half_at(x[at >> 1u], at)).x"
-    : computeType(s.dtype) === "f32"
-    ? "bitcast<f32>(x[at])"
-    : computeType(s.dtype) === "i32"
-    ? "bitcast<i32>(x[at])"
-    : computeType(s.dtype) === "bool"
-    ? "(x[at] != 0u)"
-    : "x[at]";
+  const read = (at: string) =>
+    half
+      ? `unpack2x16float(half_at(x[${at} >> 1u], ${at})).x`
+      : computeType(s.dtype) === "f32"
+      ? `bitcast<f32>(x[${at}])`
+      : computeType(s.dtype) === "i32"
+      ? `bitcast<i32>(x[${at}])`
+      : computeType(s.dtype) === "bool"
+      ? `(x[${at}] != 0u)`
+      : `x[${at}]`;
+  const size = s.workgroupSize;
+  const steps = Array.from({ length: s.perInvocation ?? 1 }, (_, u) => u);
   const zero = computeType(s.dtype) === "bool"
     ? "false"
     : computeType(s.dtype) === "f32"
@@ -359,18 +362,19 @@ function gatherEpilogue(s: IndexingSpec, e: GatherEpilogueSpec): string {
   // Each extra input's element at output element t: t's coordinates in the output's shape
   // dotted with its strides (baked: the key names them).
   const inputAt = e.inputs.map((input, k) => {
+    // Signed: a view may step backwards.
     const lines = [
       `fn epilogue_at${k + 1}(t: u32) -> u32 {`,
       "  var rest = t;",
-      `  var o = ${input.offset}u;`,
+      `  var o = ${input.offset};`,
     ];
     for (let d = e.shape.length - 1; d >= 0; d--) {
       lines.push(
-        `  o = o + (rest % ${e.shape[d]}u) * ${input.strides[d]}u;`,
+        `  o = o + i32(rest % ${e.shape[d]}u) * (${input.strides[d]});`,
         `  rest = rest / ${e.shape[d]}u;`,
       );
     }
-    lines.push("  return o;", "}");
+    lines.push("  return u32(o);", "}");
     return lines.join("\n");
   });
   const constants = constantNodes(e.expr).length;
@@ -401,13 +405,26 @@ function gatherEpilogue(s: IndexingSpec, e: GatherEpilogueSpec): string {
       (k) => `epilogue_at${k + 1}(t)`,
       { zero: "p.pad" },
     ),
-    ...main(s.workgroupSize),
-    "  if (t >= p.n) { return; }",
+    "fn operands(t: u32) -> vec2<i32> {",
     ...offsets(s.rank, 2),
-    "  let i = resolve(indices[p.off1 + o1]);",
-    "  let at = p.off0 + o0 + max(i, 0) * p.axis_stride;",
-    `  let value = select(${zero}, ${read}, i >= 0);`,
-    `  out[t] = ${storeAs(e.expr.dtype, "gyre_epilogue(value, t)")};`,
+    "  return vec2<i32>(o0, o1);",
+    "}",
+    // The run layout of gatherRun: every index read, then every gathered read, then the stores.
+    `@compute @workgroup_size(${size})`,
+    "fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,",
+    "    @builtin(local_invocation_index) lid: u32) {",
+    `  let first = (wid.x + wid.y * nwg.x) * ${size * steps.length}u + lid;`,
+    "  if (first >= p.n) { return; }",
+    ...steps.map((u) => `  let t${u} = first + ${u * size}u;`),
+    ...steps.map((u) => `  let a${u} = operands(min(t${u}, p.n - 1u));`),
+    ...steps.map((u) => `  let i${u} = resolve(indices[p.off1 + a${u}.y]);`),
+    ...steps.map((u) => `  let at${u} = p.off0 + a${u}.x + max(i${u}, 0) * p.axis_stride;`),
+    ...steps.map((u) => `  let value${u} = select(${zero}, ${read(`at${u}`)}, i${u} >= 0);`),
+    ...steps.map((u) =>
+      `  if (t${u} < p.n) { out[t${u}] = ${
+        storeAs(e.expr.dtype, `gyre_epilogue(value${u}, t${u})`)
+      }; }`
+    ),
     "}",
   ].join("\n");
   return `${code}\n${preludeFor(code)}`;

@@ -64,13 +64,12 @@ function buffer(view: View): GPUBuffer {
 
 /**
  * A fused epilogue the gather's kernel can take (null: it cannot: an expression reading the
- * element index, an input with negative strides, more bindings than the device has).
+ * element index, more bindings than the device has).
  */
 function gatherEpilogue(gpu: GpuHost, job: GatherJob): GatherEpilogueSpec | null {
   const e = job.epilogue!;
   const bindings = 4 + e.inputs.length;
   if (readsIndex(e.expr) || bindings > gpu.caps.limits.maxStorageBuffersPerShaderStage) return null;
-  if (e.inputs.some((v) => v.strides.some((s) => s < 0))) return null;
   return {
     expr: e.expr,
     shape: e.shape,
@@ -117,7 +116,7 @@ export function runGatherGpu(gpu: GpuHost, job: GatherJob): GatherResult | null 
     ...(epilogue ? { epilogue } : {}),
   };
   const invocations = epilogue
-    ? n
+    ? Math.ceil(n / choice.perInvocation)
     : choice.perInvocation > 1
     ? Math.ceil(n / choice.perInvocation)
     : x.dtype === "float16"

@@ -147,7 +147,7 @@ export function planGather(
       : n >= GATHER_RUN_FROM
       ? 8
       : 4)
-    : variant !== "gather" || job.dtype === "float16" || job.fused
+    : variant !== "gather" || (job.dtype === "float16" && !job.fused)
     ? 1
     : forcedRun !== undefined && PER_INVOCATION.includes(forcedRun)
     ? forcedRun
