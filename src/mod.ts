@@ -81,6 +81,8 @@ export * from "./ops/pool.ts";
 export * from "./ops/scan.ts";
 export * from "./ops/sort.ts";
 export * from "./ops/indexing.ts";
+// One `where` of both forms (the elementwise module's is its three-argument form).
+export { where } from "./ops/indexing.ts";
 export * from "./ops/matmul.ts";
 export type { NestedArray, TensorLike } from "./ops/_dispatch.ts";
 export type { BinaryOp, UnaryOp } from "./ir/elementwise_table.ts";

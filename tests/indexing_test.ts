@@ -399,7 +399,7 @@ test("typed errors for bad indices and options, nothing allocated", (device) => 
   assert.deepEqual(liveCounts(), before);
 });
 
-test("argwhere, nonzero, maskedSelect: fixed sizes, fill values, exact counts", async (device) => {
+test("argwhere, nonzero, where, maskedSelect: fixed sizes, fill values, exact counts", async (device) => {
   const before = liveCounts();
   const x = gyre.tensor([[0, 3, 0], [4, NaN, -0]], { device });
   // NaN is non-zero; -0 is zero. Rows past the selected ones take the fill value.
@@ -427,6 +427,20 @@ test("argwhere, nonzero, maskedSelect: fixed sizes, fill values, exact counts", 
   const v = gyre.tensor([0, 5, 0, 7], { device });
   const [only] = await gyre.nonzeroAsync(v);
   await expectTensor(only, [2], "int32", [1, 3]);
+  // One-argument where is nonzero (JAX's size; NumPy's exact count through whereAsync).
+  const [at] = gyre.where(v, { size: 3, fillValue: -1 });
+  await expectTensor(at, [3], "int32", [1, 3, -1]);
+  const [r, c] = await gyre.whereAsync(x);
+  await expectTensor(r, [3], "int32", [0, 1, 1]);
+  await expectTensor(c, [3], "int32", [1, 0, 1]);
+  await expectTensor(gyre.tidy(() => gyre.where(v.greater(1), v, -1)), [4], "float32", [
+    -1,
+    5,
+    -1,
+    7,
+  ]);
+  assert.throws(() => (gyre.where as (c: unknown) => unknown)(v), gyre.ValueError);
+  assert.throws(() => (gyre.where as (c: unknown, a: unknown) => unknown)(v, 2), gyre.ValueError);
   for (const t of [big, none, v]) t.dispose();
   assert.throws(() => gyre.tidy(() => gyre.argwhere(x, {} as never)), gyre.ValueError);
   assert.throws(

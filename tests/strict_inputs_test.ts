@@ -352,6 +352,7 @@ const CALLS: Record<string, Call> = {
   nonzeroAsync: ({ x }) => [x],
   maskedSelectAsync: ({ x, mask }) => [x, mask],
   uniqueAsync: ({ x }) => [x, {}],
+  whereAsync: ({ x }) => [x],
 };
 /** Public functions of no arguments (nothing to get wrong) and the classes. */
 const NO_ARGUMENTS = new Set(

@@ -28,8 +28,8 @@ import { mergeAxes } from "../plans/indexing.ts";
 import { planOverrides } from "../plans/overrides.ts";
 import { backendFor, runtime } from "../runtime.ts";
 import { metaOf, Tensor, tensorFromStorage, viewOf } from "../tensor.ts";
-import { runElementwise } from "./_dispatch.ts";
-import { minimum, where } from "./elementwise.ts";
+import { runElementwise, type TensorLike } from "./_dispatch.ts";
+import { minimum, where as select } from "./elementwise.ts";
 import { concat } from "./shape.ts";
 import { searchsorted } from "./sort.ts";
 import { tidy } from "../tidy.ts";
@@ -898,7 +898,7 @@ export function histogram(x: Tensor, options?: HistogramOptions): [Tensor, Tenso
     const scaled = v.sub(lo).mul(step).floor();
     const inRange = v.greaterEqual(lo).logicalAnd(v.lessEqual(hi));
     const bin = scaled.minimum(bins - 1).cast("int32");
-    const ids = where(inRange, bin, -1);
+    const ids = select(inRange, bin, -1);
     const counts = segmentReduce(
       op,
       "sum",
@@ -1080,12 +1080,65 @@ function argwhereAs(op: string, x: Tensor, options: CompactOptions): Tensor {
  * ```
  */
 export function nonzero(x: Tensor, options: CompactOptions): Tensor[] {
+  return nonzeroAs("nonzero", x, options);
+}
+
+function nonzeroAs(op: string, x: Tensor, options: CompactOptions): Tensor[] {
   // Intermediate tensors are disposed; the result is kept.
   return tidy(() => {
-    const found = argwhereAs("nonzero", x, options);
+    const found = argwhereAs(op, x, options);
     const rank = found.shape[1];
     return Array.from({ length: rank }, (_, k) => found.slice(null, k));
   });
+}
+
+/**
+ * NumPy's `where`: with three arguments, `condition ? a : b` elementwise (broadcast across all
+ * three; `a` and `b` promote); with a condition and `{ size, fillValue }` only, the indices of
+ * its non-zero elements, one int32 tensor per axis (JAX's `where(condition, size=...)`, which
+ * is {@link nonzero}).
+ *
+ * @example
+ * ```ts
+ * import * as gyre from "@gyre/gyre";
+ * const x = gyre.tensor([-1, 2, 0, 5]);
+ * const clipped = gyre.where(x.greater(0), x, 0); // [0, 2, 0, 5]
+ * const [at] = gyre.where(x.greater(0), { size: 2 }); // [1, 3]
+ * ```
+ */
+export function where(condition: TensorLike, a: TensorLike, b: TensorLike): Tensor;
+export function where(condition: Tensor, options: CompactOptions): Tensor[];
+export function where(
+  condition: TensorLike,
+  a?: TensorLike | CompactOptions,
+  b?: TensorLike,
+): Tensor | Tensor[] {
+  if (arguments.length >= 3) return select(condition, a as TensorLike, b as TensorLike);
+  // One or two arguments: the indices form, whose options name its size.
+  if (a !== undefined && (typeof a !== "object" || a instanceof Tensor)) {
+    throw new ValueError({
+      op: "where",
+      argument: "b",
+      expected: "a third argument (or `{ size }` alone, for the indices of the non-zero elements)",
+      received: "none",
+    });
+  }
+  return nonzeroAs("where", tensorArg("where", "condition", condition), a as CompactOptions);
+}
+
+/**
+ * One-argument {@link where} with exactly as many indices as `condition` has non-zero elements
+ * (one device synchronisation): NumPy's `where(condition)`.
+ *
+ * @example
+ * ```ts
+ * import * as gyre from "@gyre/gyre";
+ * const [at] = await gyre.whereAsync(gyre.tensor([0, 5, 0, 7])); // [1, 3]
+ * ```
+ */
+export async function whereAsync(condition: Tensor): Promise<Tensor[]> {
+  const t = tensorArg("whereAsync", "condition", condition);
+  return nonzeroAs("whereAsync", t, { size: await selectedCount(t) });
 }
 
 /**
