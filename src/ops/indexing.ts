@@ -1107,6 +1107,16 @@ function nonzeroAs(op: string, x: Tensor, options: CompactOptions): Tensor[] {
  * ```
  */
 export function where(condition: TensorLike, a: TensorLike, b: TensorLike): Tensor;
+/**
+ * One-argument `where`: the indices of `condition`'s non-zero elements, one int32 tensor per
+ * axis, of a fixed `size` (see {@link nonzero}).
+ *
+ * @example
+ * ```ts
+ * import * as gyre from "@gyre/gyre";
+ * const [rows, cols] = gyre.where(gyre.tensor([[0, 3], [4, 0]]), { size: 2 }); // [0, 1], [1, 0]
+ * ```
+ */
 export function where(condition: Tensor, options: CompactOptions): Tensor[];
 export function where(
   condition: TensorLike,
