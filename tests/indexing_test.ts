@@ -255,6 +255,19 @@ test("bincount, histogram and oneHot", async (device) => {
     0,
     4,
   ]);
+  // NumPy's length: max + 1, or minlength where larger; an empty x gives minlength.
+  await expectTensor(await gyre.bincountAsync(v), [4], "int32", [1, 3, 0, 1]);
+  await expectTensor(await gyre.bincountAsync(v, { minlength: 6, weights: w }), [6], "float32", [
+    0.5,
+    11,
+    0,
+    4,
+    0,
+    0,
+  ]);
+  const empty = int([], device);
+  await expectTensor(await gyre.bincountAsync(empty, { minlength: 2 }), [2], "int32", [0, 0]);
+  empty.dispose();
   // NumPy: np.histogram([0, 1, 1, 2, 4], bins=4) and with a range (values outside not counted).
   const x = gyre.tensor([0, 1, 1, 2, 4], { device });
   const [counts, edges] = gyre.histogram(x, { bins: 4 });

@@ -353,6 +353,7 @@ const CALLS: Record<string, Call> = {
   maskedSelectAsync: ({ x, mask }) => [x, mask],
   uniqueAsync: ({ x }) => [x, {}],
   whereAsync: ({ x }) => [x],
+  bincountAsync: ({ i1 }) => [i1, {}],
 };
 /** Public functions of no arguments (nothing to get wrong) and the classes. */
 const NO_ARGUMENTS = new Set(

@@ -78,7 +78,8 @@ export interface BincountOptions {
   weights?: Tensor;
   /**
    * The output's length, which must be known without reading x: values must lie in
-   * [0, minlength) (else an IndexError); within that, the result is NumPy's.
+   * [0, minlength) (else an IndexError); within that, the result is NumPy's. (For NumPy's
+   * length, max(x) + 1 when larger, see {@link bincountAsync}.)
    */
   minlength: number;
 }
@@ -837,6 +838,41 @@ export function bincount(x: Tensor, options: BincountOptions): Tensor {
       { indexName: "x" },
     );
   });
+}
+
+/**
+ * NumPy's `bincount` exactly: the output's length is max(x) + 1 or `minlength` (default 0),
+ * whichever is larger, so x's maximum is read back first (one device synchronisation); negative
+ * values are an IndexError.
+ *
+ * @example
+ * ```ts
+ * import * as gyre from "@gyre/gyre";
+ * const counts = await gyre.bincountAsync(gyre.tensor([0, 1, 1, 3], { dtype: "int32" }));
+ * // [1, 2, 0, 1]
+ * ```
+ */
+export async function bincountAsync(
+  x: Tensor,
+  options: Partial<BincountOptions> = {},
+): Promise<Tensor> {
+  const op = "bincountAsync";
+  const o = optionsOf(op, options, ["weights", "minlength"]);
+  const minlength = integerOption(op, "options.minlength", o.minlength ?? 0, 0);
+  const t = tensorArg(op, "x", x);
+  const meta = metaOf(t, op, "x");
+  indexView(op, "x", t, meta.device);
+  let length = minlength;
+  if (sizeOf(meta.shape) > 0) {
+    const max = tidy(() => t.max());
+    try {
+      length = Math.max(length, (await max.data())[0] + 1);
+    } finally {
+      max.dispose();
+    }
+  }
+  const weights = o.weights as Tensor | undefined;
+  return bincount(t, { minlength: length, ...(weights ? { weights } : {}) });
 }
 
 /**
