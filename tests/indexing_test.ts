@@ -324,9 +324,48 @@ test("sorted segment sums: the same bits from run to run, crossing many tiles", 
   }
   assert.deepEqual(runs[1], runs[0]);
   assert.deepEqual(runs[2], runs[0]);
+  // Unsorted ids sorted first (the form for devices without float atomics) are as repeatable.
+  const shuffled = gyre.tidy(() =>
+    gyre.random.uniform([50000], { seed: 13, low: 0, high: 7, device }).floor().cast("int32")
+  );
+  const sortedRuns: number[][] = [];
+  for (let k = 0; k < 2; k++) {
+    tuning.setPlanOverride("indexing", { variant: "scatter-sorted" });
+    const s = gyre.segmentSum(data, shuffled, { numSegments: 7 });
+    tuning.setPlanOverride("indexing", null);
+    sortedRuns.push(Array.from(new Uint32Array((await s.data()).buffer)));
+    s.dispose();
+  }
+  assert.deepEqual(sortedRuns[1], sortedRuns[0]);
+  shuffled.dispose();
   data.dispose();
   ids.dispose();
   assert.deepEqual(liveCounts(), before);
+});
+
+Deno.test("the scatter plan: sorted ids reduce in order; float sums sort first without float atomics", () => {
+  const job = {
+    dtype: "float32" as const,
+    reduce: "sum" as const,
+    shape: [1000, 8],
+    indexStrides: [1, 0],
+    outStrides: [0, 1],
+    outLength: 80,
+    sorted: false,
+  };
+  const without = { float32Atomics: false };
+  assert.equal(tuning.planScatter({ float32Atomics: true }, job).variant, "scatter");
+  assert.equal(tuning.planScatter(without, job).variant, "scatter-sorted");
+  assert.equal(tuning.planScatter(without, job).combine, "store");
+  assert.equal(tuning.planScatter(without, { ...job, sorted: true }).variant, "scatter-segments");
+  // Integer sums keep their atomics; a scatter along an inner axis (indices varying across the
+  // row) cannot sort rows, so it keeps the compare-and-swap loop.
+  assert.equal(tuning.planScatter(without, { ...job, dtype: "int32" }).combine, "atomic");
+  const inner = { ...job, indexStrides: [8, 1], outStrides: [0, 0] };
+  assert.deepEqual(
+    [tuning.planScatter(without, inner).variant, tuning.planScatter(without, inner).combine],
+    ["scatter", "cas"],
+  );
 });
 
 test("out-of-range indices: an IndexError naming the op, then the runtime works", async (device) => {

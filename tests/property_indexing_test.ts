@@ -320,7 +320,7 @@ interface ScatterCase {
   extra: number;
   combine: "store" | "atomic" | "cas";
   /** The form forced (the plan keeps "scatter" where the others cannot run). */
-  form: "scatter" | "scatter-runs" | "scatter-segments" | "scatter-shared";
+  form: "scatter" | "scatter-runs" | "scatter-segments" | "scatter-sorted" | "scatter-shared";
   /** Segment ops: the ids sorted and declared so. */
   sorted: boolean;
   seed: number;
@@ -565,6 +565,7 @@ property(
       "scatter",
       "scatter-runs",
       "scatter-segments",
+      "scatter-sorted",
       "scatter-shared",
     ),
     sorted: fc.boolean(),
@@ -577,6 +578,7 @@ property(
       "indexing/scatter",
       "indexing/scatter-runs",
       "indexing/scatter-segments",
+      "indexing/scatter-sorted",
       "indexing/scatter-shared",
       "indexing/store",
       "indexing/atomic",

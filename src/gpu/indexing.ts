@@ -6,7 +6,7 @@
  * are reported through `GpuHost.indexCheck` and thrown by the next read-back.
  * @module
  */
-import { sizeOf } from "../core/shape.ts";
+import { contiguousStrides, sizeOf } from "../core/shape.ts";
 import type { View } from "../core/view.ts";
 import { E } from "../ir/expr.ts";
 import { observePlan } from "../contract/backend.ts";
@@ -29,6 +29,7 @@ import {
   SHARED_CHUNK,
 } from "../plans/indexing.ts";
 import type { GpuHost, GpuStorage } from "./host.ts";
+import { runSortGpu } from "./sort.ts";
 import { constantWords, withConstants } from "./_codegen_elementwise.ts";
 import { readsIndex } from "../ir/expr.ts";
 import {
@@ -214,6 +215,8 @@ export function runScatterGpu(gpu: GpuHost, job: ScatterJob): ScatterResult {
     if (keyed) finish("keys");
     if (n > 0 && choice.variant === "scatter-segments" && job.updates) {
       runSegments(gpu, job, out, counts, choice.workgroupSize);
+    } else if (n > 0 && choice.variant === "scatter-sorted" && job.updates) {
+      runSortedSegments(gpu, job, out, counts, choice.workgroupSize);
     } else if (n > 0) {
       const check = gpu.indexCheck(op, job.indexName ?? "indices", indexRange(axis));
       run(
@@ -356,6 +359,98 @@ function runSegments(
     }
   } finally {
     for (const s of [values, carriedCounts, ids]) if (s) gpu.free(s);
+  }
+}
+
+/**
+ * "scatter-sorted": the ids (axis 0 of the iteration space; negatives counted from the end made
+ * non-negative first) sorted with their order, the update rows gathered in that order, then the
+ * segmented reduction of the sorted ids ("scatter-segments"). Every temporary is freed.
+ */
+function runSortedSegments(
+  gpu: GpuHost,
+  job: ScatterJob,
+  out: GpuStorage,
+  counts: GpuStorage | null,
+  workgroupSize: number,
+): void {
+  const { op, overrides } = job;
+  const rows = job.shape[0];
+  const temps: GpuStorage[] = [];
+  const view = (storage: GpuStorage, dtype: View["dtype"], shape: number[]): View => ({
+    storage,
+    dtype,
+    offset: 0,
+    shape,
+    strides: contiguousStrides(shape),
+  });
+  try {
+    let ids: View = {
+      ...job.indices,
+      shape: [rows],
+      strides: [job.indexStrides[0]],
+    };
+    if (job.axis.negative === "wrap") {
+      const i = E.input(0, "int32");
+      const wrapped = gpu.evaluate({
+        op,
+        // Only [-n, 0) moves: an index out of range stays as it came, for its IndexError.
+        expr: E.where(
+          E.binary(
+            "logicalAnd",
+            E.binary("less", i, E.constant(0, "int32"), "bool"),
+            E.binary("greaterEqual", i, E.constant(-job.axis.length, "int32"), "bool"),
+            "bool",
+          ),
+          E.binary("add", i, E.constant(job.axis.length, "int32")),
+          i,
+        ),
+        inputs: [ids],
+        shape: [rows],
+        overrides,
+      }) as GpuStorage;
+      temps.push(wrapped);
+      ids = view(wrapped, "int32", [rows]);
+    }
+    const sorted = runSortGpu(gpu, {
+      overrides,
+      op,
+      x: ids,
+      axis: 0,
+      descending: false,
+      start: 0,
+      count: rows,
+      indices: true,
+    });
+    temps.push(sorted.values as GpuStorage, sorted.indices as GpuStorage);
+    const gathered = runGatherGpu(gpu, {
+      overrides,
+      op,
+      x: job.updates!,
+      indices: view(sorted.indices as GpuStorage, "int32", [rows]),
+      shape: job.shape,
+      xStrides: [0, ...job.updateStrides.slice(1)],
+      indexStrides: job.shape.map((_, d) => (d === 0 ? 1 : 0)),
+      axis: { stride: job.updateStrides[0], length: rows, negative: "error" },
+    })!.output as GpuStorage;
+    temps.push(gathered);
+    runSegments(
+      gpu,
+      {
+        ...job,
+        updates: view(gathered, job.dtype, [...job.shape]),
+        updateStrides: contiguousStrides(job.shape),
+        indices: view(sorted.values as GpuStorage, "int32", [rows]),
+        indexStrides: job.shape.map((_, d) => (d === 0 ? 1 : 0)),
+        axis: job.axis.negative === "wrap" ? { ...job.axis, negative: "error" } : job.axis,
+        sorted: true,
+      },
+      out,
+      counts,
+      workgroupSize,
+    );
+  } finally {
+    for (const t of temps) gpu.free(t);
   }
 }
 

@@ -13,6 +13,7 @@ export const INDEXING_VARIANTS = [
   "scatter",
   "scatter-runs",
   "scatter-segments",
+  "scatter-sorted",
   "scatter-shared",
 ] as const;
 /** One of {@link INDEXING_VARIANTS}. */
@@ -40,6 +41,8 @@ export interface IndexingChoice {
    * one combine into the output (one atomic a run instead of one an update); "scatter-segments"
    * (sorted ids, the default for them), a segmented reduction in a fixed order without atomics,
    * each output written by one invocation, so float sums are the same from run to run;
+   * "scatter-sorted" (unsorted ids of float sums and means on a device without float32
+   * atomics), the ids sorted first, the rows gathered in their order, then "scatter-segments";
    * "scatter-shared", outputs of at most SHARED_BINS elements combined in workgroup memory
    * first, one atomic an output element a workgroup (bincount into few bins).
    */
@@ -216,10 +219,11 @@ export interface ScatterShape {
 /**
  * The scatter plan. The combine: "store" without a reduction, else one atomic instruction where
  * one exists for the dtype and reduction, else a compare-and-swap loop. The form:
- * "scatter-segments" for sorted ids (no atomics), "scatter-shared" for integer atomics into few outputs from many updates, else
+ * "scatter-segments" for sorted ids (no atomics), "scatter-sorted" for float32 sums and means
+ * of runs where the device cannot add floats atomically, "scatter-shared" for integer atomics into few outputs from many updates, else
  * "scatter". An override applies where it can run ("cas" always can; "atomic" not for products or
- * float16; "scatter-runs" wherever the index is constant across the inner axes, and
- * "scatter-segments" there for sorted ids;
+ * float16; "scatter-runs" and "scatter-sorted" wherever the index is constant across the inner
+ * axes, and "scatter-segments" there for sorted ids;
  * "scatter-shared" only for integer atomics into at most SHARED_BINS outputs).
  *
  * @example
@@ -248,19 +252,27 @@ export function planScatter(
   const shared = combine === "atomic" && dtype !== "float32" && reduce !== "mean" &&
     job.outLength <= SHARED_BINS && !job.masked;
   const n = job.shape.reduce((a, b) => a * b, 1);
+  // Float sums where no atomic instruction adds floats: sorted, then reduced in order.
+  const sortFirst = runs && !job.sorted && dtype === "float32" && !caps.float32Atomics &&
+    (reduce === "sum" || reduce === "mean");
   let variant: IndexingVariant = runs && job.sorted
     ? "scatter-segments"
+    : sortFirst
+    ? "scatter-sorted"
     : shared && n >= 16 * job.outLength
     ? "scatter-shared"
     : "scatter";
   const forced = override?.variant;
   if (
     forced === "scatter" || (forced === "scatter-runs" && runs) ||
-    (forced === "scatter-segments" && runs && job.sorted) || (forced === "scatter-shared" && shared)
+    (forced === "scatter-segments" && runs && job.sorted) ||
+    (forced === "scatter-sorted" && runs) || (forced === "scatter-shared" && shared)
   ) variant = forced;
   // A segment's output has one writer: a read, a combine and a write (a word-wide
   // compare-and-swap for float16, whose neighbours share the word).
-  if (variant === "scatter-segments") combine = dtype === "float16" ? "cas" : "store";
+  if (variant === "scatter-segments" || variant === "scatter-sorted") {
+    combine = dtype === "float16" ? "cas" : "store";
+  }
   return {
     kernel: "indexing",
     variant,
