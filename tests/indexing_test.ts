@@ -524,6 +524,41 @@ test("unique: sorted, NaNs collapsed, counts and inverse, fixed and exact sizes"
   assert.deepEqual(liveCounts(), before);
 });
 
+test("jit: sorted segment sums replay in order, and ids out of order still throw", async (device) => {
+  const f = gyre.jit((data: gyre.Tensor, ids: gyre.Tensor) =>
+    gyre.segmentSum(data, ids, { numSegments: 3, sorted: true })
+  );
+  // 5000 rows: several tiles of the segmented reduction, so its carries' pass replays too.
+  const data = gyre.tidy(() => gyre.arange(0, 5000, 1, { device }).mod(7));
+  const idsOf = (values: number[]) =>
+    gyre.tensor(Int32Array.from(values), { dtype: "int32", device });
+  const sorted = idsOf(Array.from({ length: 5000 }, (_, r) => (r < 2000 ? 0 : r < 4500 ? 1 : 2)));
+  for (let call = 0; call < 2; call++) {
+    // The second call replays on the GPU: no plan is made again.
+    const plans: string[] = [];
+    const stop = tuning.onPlan((r) => plans.push(r.family));
+    const got = f(data, sorted) as gyre.Tensor;
+    stop();
+    if (device === "gpu" && call === 1) assert.deepEqual(plans, []);
+    const want = gyre.segmentSum(data, sorted, { numSegments: 3, sorted: true });
+    const [g, w] = await gyre.readAll([got, want]);
+    assert.deepEqual(Array.from(g), Array.from(w));
+    got.dispose();
+    want.dispose();
+  }
+  const unsorted = idsOf(Array.from({ length: 5000 }, (_, r) => (r === 4999 ? 0 : 1)));
+  await assert.rejects(async () => {
+    const out = f(data, unsorted) as gyre.Tensor;
+    try {
+      await out.data();
+    } finally {
+      out.dispose();
+    }
+  }, gyre.IndexError);
+  for (const t of [data, sorted, unsorted]) t.dispose();
+  f.dispose();
+});
+
 test("jit: indexing ops under jit equal their eager runs, and a bad index still throws", async (device) => {
   const f = gyre.jit((x: gyre.Tensor, i: gyre.Tensor) =>
     gyre.scatterAdd(gyre.zeros([4], { device }), i, gyre.take(x, i).mul(2), { axis: 0 })
