@@ -691,9 +691,9 @@ property(
 );
 
 // ---------------------------------------------------------------------------------------------
-// Compaction: argwhere, nonzero and maskedSelect (a scan of the mask, then a scatter of the
-// selected elements to their places) and unique (a sort first): exact, any size below, at or
-// above the count selected.
+// Compaction: argwhere, nonzero and maskedSelect (each tile's count of the mask, the tiles'
+// offsets, then each tile's selected elements written at their places) and unique (a sort
+// first): exact, any size below, at or above the count selected, over one tile or several.
 
 interface CompactCase {
   op: "argwhere" | "nonzero" | "maskedSelect" | "unique";
@@ -755,7 +755,7 @@ property(
     seed: fc.integer(),
   }),
   checkCompact,
-  { numRuns: 40 },
+  { numRuns: 40, variants: ["indexing/scatter-compact"] },
 );
 
 // ---------------------------------------------------------------------------------------------

@@ -107,10 +107,13 @@ export interface ScatterJob {
    * devices throw an IndexError ({@link SORTED_IDS}) where they are not.
    */
   sorted?: boolean;
-  /** Where false, the update is dropped (a compaction's unselected elements): bool words. */
-  mask?: View;
-  /** The mask's strides over the iteration space. */
-  maskStrides?: readonly number[];
+  /**
+   * A compaction (argwhere, maskedSelect, unique): the indices operand holds bool words, one per
+   * row (the first axis of the iteration space; constant across the others); a row whose word is
+   * false is dropped, and a kept row's index is how many kept rows come before it (rows whose
+   * index reaches axis.length are dropped). Plain stores (reduce "none").
+   */
+  compact?: boolean;
 }
 
 /**

@@ -9,6 +9,7 @@
 import type { DType } from "../core/dtype.ts";
 import type { ScatterReduce } from "../contract/indexing.ts";
 import {
+  COMPACT_ROWS,
   type IndexingCombine,
   type IndexingVariant,
   RUN_LENGTH,
@@ -26,6 +27,9 @@ export type IndexingStage =
   | "scatter"
   | "segments"
   | "segment-carries"
+  | "compact-count"
+  | "compact-offsets"
+  | "compact-write"
   | "keys"
   | "unkeys"
   | "mean";
@@ -42,8 +46,6 @@ export interface IndexingSpec {
    * value, inputs 1... views of the output's `shape` read through their baked strides).
    */
   epilogue?: GatherEpilogueSpec;
-  /** Scatters: a mask operand drops updates (the plain "scatter" form only). */
-  masked?: boolean;
   /** Scatters: each update is its position in the iteration space (no updates operand). */
   positions?: boolean;
   /** The form (gathers and scatters), the combine and the reduction (scatters). */
@@ -54,7 +56,10 @@ export interface IndexingSpec {
   perInvocation?: number;
   /** "segments" and "segment-carries": invocations a row (see segmentColumns). */
   columns?: number;
-  /** "segments": rows of one column, contiguous and aligned, read four at a time. */
+  /**
+   * "segments", "compact-count" and "compact-write": rows of one column, contiguous and aligned,
+   * read four at a time.
+   */
   wide?: boolean;
   workgroupSize: number;
 }
@@ -80,7 +85,6 @@ export function indexingKey(s: IndexingSpec): string {
     s.perInvocation && s.perInvocation > 1 ? `k${s.perInvocation}` : "",
     s.columns ? `c${s.columns}` : "",
     s.wide ? "wide" : "",
-    s.masked ? "masked" : "",
     s.positions ? "positions" : "",
     s.epilogue
       ? `e:${exprKey(s.epilogue.expr)}@[${s.epilogue.shape}]:${
@@ -93,8 +97,9 @@ export function indexingKey(s: IndexingSpec): string {
 
 /**
  * Uniform words: a header of 12 (n, rank, the axis' stride and length, two operand offsets, the
- * negative-index rule, the index check's slot, the mask's offset, 3 unused), the shape (8), then
- * 8 signed strides for each operand (gather: x, indices; scatter: updates, indices, output, mask).
+ * negative-index rule, the index check's slot, a compaction's tiles, the pad, a compaction's fill
+ * bits, 1 unused), the shape (8), then 8 signed strides for each operand (gather: x, indices;
+ * scatter: updates, indices, output).
  */
 export function indexingUniforms(
   header: readonly number[],
@@ -115,7 +120,7 @@ function params(constants = 0): string {
     "  n: u32, rank: u32, axis_stride: i32, axis_length: i32,",
     "  off0: i32, off1: i32, negative: u32, slot: u32,",
     // `pad` is always 0: the opaque zero a fused epilogue's rounding barrier reads.
-    "  off3: i32, pad: u32, unused1: u32, unused2: u32,",
+    "  tiles: u32, pad: u32, fill: u32, unused: u32,",
     "  shape: array<vec4<u32>, 2>,",
     `  strides: array<array<vec4<i32>, 2>, 4>${constantsMember(constants)}`,
     "}",
@@ -182,6 +187,10 @@ export function generateIndexing(s: IndexingSpec): string {
     case "segments":
     case "segment-carries":
       return segments(s);
+    case "compact-count":
+    case "compact-offsets":
+    case "compact-write":
+      return compaction(s);
     default:
       return finish(s);
   }
@@ -629,13 +638,11 @@ function scatter(s: IndexingSpec): string {
   } else {
     lines = [
       "  if (t >= p.n) { return; }",
-      ...offsets(s.rank, s.masked ? 4 : 3),
-      // Every load issued before the first branch: one memory latency per invocation, not three
-      // in a row (the compaction's scatter ran at half of copy speed with them chained).
-      s.masked ? "  let selected = mask[p.off3 + o3] != 0u;" : "  let selected = true;",
+      ...offsets(s.rank, 3),
+      // Both loads issued before the first branch: one memory latency per invocation, not two
+      // in a row.
       "  let raw = indices[p.off1 + o1];",
       `  let v = ${s.positions ? "t" : updateAt(half, "p.off0 + o0")};`,
-      "  if (!selected) { return; }",
       "  let i = resolve(raw);",
       "  if (i < 0) { return; }",
       "  let o = o2 + i * p.axis_stride;",
@@ -648,13 +655,12 @@ function scatter(s: IndexingSpec): string {
     PARAMS,
     "@group(0) @binding(0) var<storage, read> updates: array<u32>;",
     "@group(0) @binding(1) var<storage, read> indices: array<i32>;",
-    "@group(0) @binding(2) var<storage, read> mask: array<u32>;",
-    "@group(0) @binding(3) var<storage, read_write> checks: array<atomic<u32>>;",
-    "@group(0) @binding(4) var<storage, read_write> counts: array<atomic<u32>>;",
-    `@group(0) @binding(5) var<storage, read_write> out: array<${
+    "@group(0) @binding(2) var<storage, read_write> checks: array<atomic<u32>>;",
+    "@group(0) @binding(3) var<storage, read_write> counts: array<atomic<u32>>;",
+    `@group(0) @binding(4) var<storage, read_write> out: array<${
       s.combine === "store" && !half ? "u32" : `atomic<${outAtomic(s)}>`
     }>;`,
-    "@group(0) @binding(6) var<uniform> p: Params;",
+    "@group(0) @binding(5) var<uniform> p: Params;",
     ...shared,
     RESOLVE,
     HALF,
@@ -940,6 +946,183 @@ function segments(s: IndexingSpec): string {
     ...common,
     ...body,
   ].filter((l) => l !== "").join("\n");
+  return `${code}\n${preludeFor(code)}`;
+}
+
+/**
+ * The compaction ("scatter-compact"): rows (the first axis; p.axis_stride = `inner` elements a
+ * row) whose mask word (the indices operand) is non-zero are written, in order, to the output's
+ * first rows, and the rows past their total up to p.axis_length are filled with p.fill. Tiles of
+ * COMPACT_ROWS rows an invocation:
+ * - "compact-count": each tile's selected rows (its rows read in coalesced stripes), into
+ *   offsets[tile];
+ * - "compact-offsets": one workgroup turns the p.tiles counts into exclusive offsets, the total at
+ *   offsets[p.tiles];
+ * - "compact-write": each invocation counts its COMPACT_ROWS consecutive rows, a scan over the
+ *   workgroup places them after the tile's offset, and it writes its selected rows there; then
+ *   the workgroups fill the rows past the total in stripes.
+ * Float16 words hold two rows' halves: those stores are compare-and-swap loops.
+ */
+function compaction(s: IndexingSpec): string {
+  const size = s.workgroupSize;
+  const half = s.dtype === "float16";
+  const wide = s.wide === true;
+  const rows = Array.from({ length: COMPACT_ROWS }, (_, u) => u);
+  const quads = Array.from({ length: COMPACT_ROWS / 4 }, (_, q) => q);
+  const inner =
+    Array.from({ length: s.rank - 1 }, (_, d) => `p.shape[${(d + 1) >> 2}][${(d + 1) & 3}]`)
+      .join(" * ") || "1u";
+  const maskAt = (row: string) => `mask_word(${row})`;
+  // A thread's COMPACT_ROWS consecutive mask words, as `selected{u}` (rows past the end: 0).
+  const ownRows = wide
+    ? [
+      ...quads.map((q) => `  let words${q} = indices[(p.off1 + i32(r0)) / 4 + ${q}];`),
+      ...rows.map((u) =>
+        `  let selected${u} = r0 + ${u}u < rows && words${u >> 2}[${u & 3}] != 0;`
+      ),
+    ]
+    : rows.map((u) =>
+      `  let selected${u} = r0 + ${u}u < rows && ${maskAt(`min(r0 + ${u}u, rows - 1u)`)} != 0;`
+    );
+  const head = [
+    `@compute @workgroup_size(${size})`,
+    "fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,",
+    "    @builtin(local_invocation_index) lid: u32) {",
+    `  let inner = max(${inner}, 1u);`,
+    "  let rows = p.n / inner;",
+    "  let tile = wid.x + wid.y * nwg.x;",
+  ];
+  let body: string[];
+  if (s.stage === "compact-count") {
+    body = [
+      ...head,
+      "  if (tile >= p.tiles) { return; }",
+      `  let first = tile * TILE;`,
+      "  var count = 0u;",
+      ...rows.map((u) => `  let r${u} = first + ${u * size}u + lid;`),
+      ...rows.map((u) =>
+        `  if (r${u} < rows && ${maskAt(`min(r${u}, rows - 1u)`)} != 0) { count = count + 1u; }`
+      ),
+      "  if (lid == 0u) { atomicStore(&total, 0u); }",
+      "  workgroupBarrier();",
+      "  atomicAdd(&total, count);",
+      "  workgroupBarrier();",
+      "  if (lid == 0u) { offsets[tile] = atomicLoad(&total); }",
+      "}",
+    ];
+  } else if (s.stage === "compact-offsets") {
+    body = [
+      ...head,
+      "  if (tile > 0u) { return; }",
+      "  var carry = 0u;",
+      `  for (var start = 0u; start < p.tiles; start += ${size * COMPACT_ROWS}u) {`,
+      `    let first = start + lid * ${COMPACT_ROWS}u;`,
+      ...rows.map((u) =>
+        `    let c${u} = select(0u, offsets[min(first + ${u}u, p.tiles - 1u)], first + ${u}u < p.tiles);`
+      ),
+      `    let mine = ${rows.map((u) => `c${u}`).join(" + ")};`,
+      "    let before = carry + exclusive_scan(mine, lid);",
+      "    var running = before;",
+      ...rows.map((u) =>
+        `    if (first + ${u}u < p.tiles) { offsets[first + ${u}u] = running; } running = running + c${u};`
+      ),
+      // The last thread's running total is the round's; every thread reads it after a barrier.
+      `    if (lid == ${size - 1}u) { round_total = running; }`,
+      "    carry = workgroupUniformLoad(&round_total);",
+      "  }",
+      "  if (lid == 0u) { offsets[p.tiles] = carry; }",
+      "}",
+    ];
+  } else {
+    const value = (u: number) =>
+      s.positions
+        ? `r0 + ${u}u`
+        : updateAt(half, `p.off0 + o.x + i32(r0 + ${u}u) * p.strides[0][0][0]`);
+    body = [
+      ...head,
+      "  if (tile >= p.tiles) { return; }",
+      `  let r0 = tile * TILE + lid * ${COMPACT_ROWS}u;`,
+      ...ownRows,
+      `  let mine = ${rows.map((u) => `select(0u, 1u, selected${u})`).join(" + ")};`,
+      "  var at = offsets[tile] + exclusive_scan(mine, lid);",
+      "  let total = offsets[p.tiles];",
+      "  let size = u32(p.axis_length);",
+      // Each selected row's inner elements, at their output row.
+      "  for (var c = 0u; c < inner; c++) {",
+      "    let o = operands(c);",
+      "    var k = at;",
+      ...rows.flatMap((u) => [
+        `    if (selected${u}) {`,
+        `      if (k < size) { store(o.z + i32(k) * p.axis_stride, ${value(u)}); }`,
+        "      k = k + 1u;",
+        "    }",
+      ]),
+      "  }",
+      // The rows past the total, in stripes of the workgroups.
+      "  let past = size - min(total, size);",
+      `  for (var q = tile * ${size}u + lid; q < past * inner; q += p.tiles * ${size}u) {`,
+      "    let row = total + q / inner;",
+      "    let o = operands(q % inner);",
+      "    store(o.z + i32(row) * p.axis_stride, p.fill);",
+      "  }",
+      "}",
+    ];
+  }
+  const scan = [
+    // An exclusive sum over the workgroup (Hillis-Steele in workgroup memory).
+    "fn exclusive_scan(v: u32, lid: u32) -> u32 {",
+    "  scan_values[lid] = v;",
+    "  workgroupBarrier();",
+    "  var sum = v;",
+    `  for (var d = 1u; d < ${size}u; d = d << 1u) {`,
+    "    var add = 0u;",
+    "    if (lid >= d) { add = scan_values[lid - d]; }",
+    "    workgroupBarrier();",
+    "    sum = sum + add;",
+    "    scan_values[lid] = sum;",
+    "    workgroupBarrier();",
+    "  }",
+    "  return sum - v;",
+    "}",
+  ];
+  const code = [
+    PARAMS,
+    "@group(0) @binding(0) var<storage, read> updates: array<u32>;",
+    `@group(0) @binding(1) var<storage, read> indices: array<${wide ? "vec4<u32>" : "u32"}>;`,
+    "@group(0) @binding(2) var<storage, read_write> offsets: array<u32>;",
+    `@group(0) @binding(3) var<storage, read_write> out: array<${half ? "atomic<u32>" : "u32"}>;`,
+    "@group(0) @binding(4) var<uniform> p: Params;",
+    `const TILE = ${size * COMPACT_ROWS}u;`,
+    `var<workgroup> scan_values: array<u32, ${size}>;`,
+    "var<workgroup> total: atomic<u32>;",
+    "var<workgroup> round_total: u32;",
+    HALF,
+    wide
+      ? "fn mask_word(r: u32) -> u32 { let e = p.off1 + i32(r); return indices[e >> 2u][e & 3]; }"
+      : "fn mask_word(r: u32) -> u32 { return indices[p.off1 + i32(r) * p.strides[1][0][0]]; }",
+    // The updates', the mask's and the output's offsets of element c of row 0.
+    "fn operands(c: u32) -> vec3<i32> {",
+    ...offsets(s.rank, 3, "c"),
+    "  return vec3<i32>(o0, o1, o2);",
+    "}",
+    half
+      ? [
+        "fn store(o: i32, v: u32) {",
+        "  let w = o >> 1u;",
+        "  let shift = u32(o & 1) * 16u;",
+        "  var old = atomicLoad(&out[w]);",
+        "  loop {",
+        "    let next = (old & ~(0xffffu << shift)) | ((v & 0xffffu) << shift);",
+        "    let r = atomicCompareExchangeWeak(&out[w], old, next);",
+        "    if (r.exchanged) { break; }",
+        "    old = r.old_value;",
+        "  }",
+        "}",
+      ].join("\n")
+      : "fn store(o: i32, v: u32) { out[o] = v; }",
+    ...scan,
+    ...body,
+  ].join("\n");
   return `${code}\n${preludeFor(code)}`;
 }
 

@@ -41,7 +41,6 @@ type Slot =
 const STATELESS_SCRATCH = new Set([
   "index-checks",
   "indexing-none",
-  "indexing-no-mask",
   "indexing-no-updates",
   "indexing-no-checks",
   "indexing-no-carried-counts",

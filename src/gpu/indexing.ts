@@ -7,6 +7,7 @@
  * @module
  */
 import { contiguousStrides, sizeOf } from "../core/shape.ts";
+import { f32ToF16Bits } from "../core/dtype.ts";
 import type { View } from "../core/view.ts";
 import { E } from "../ir/expr.ts";
 import { observePlan } from "../contract/backend.ts";
@@ -21,6 +22,7 @@ import {
   SORTED_IDS,
 } from "../contract/indexing.ts";
 import {
+  COMPACT_ROWS,
   planGather,
   planScatter,
   RUN_LENGTH,
@@ -161,6 +163,7 @@ export function runGatherGpu(gpu: GpuHost, job: GatherJob): GatherResult | null 
 export function runScatterGpu(gpu: GpuHost, job: ScatterJob): ScatterResult {
   const { op, dtype, reduce, axis } = job;
   gpu.checkLive(op, [dtype]);
+  if (job.compact) return { output: runCompact(gpu, job) };
   const length = sizeOf(job.outShape);
   const out = (job.base
     ? gpu.evaluate({
@@ -191,7 +194,6 @@ export function runScatterGpu(gpu: GpuHost, job: ScatterJob): ScatterResult {
       outStrides: job.outStrides,
       outLength: length,
       sorted: job.sorted ?? false,
-      masked: job.mask !== undefined,
     }, job.overrides.indexing),
     job.overrides.indexing,
   );
@@ -228,7 +230,6 @@ export function runScatterGpu(gpu: GpuHost, job: ScatterJob): ScatterResult {
           dtype,
           variant: choice.variant,
           combine: choice.combine,
-          masked: job.mask !== undefined,
           positions: job.updates === null,
           reduce,
           workgroupSize: choice.workgroupSize,
@@ -236,7 +237,6 @@ export function runScatterGpu(gpu: GpuHost, job: ScatterJob): ScatterResult {
         [
           job.updates ? buffer(job.updates) : gpu.scratch("indexing-no-updates", 4),
           buffer(job.indices),
-          job.mask ? buffer(job.mask) : gpu.scratch("indexing-no-mask", 4),
           check.buffer,
           counts?.buffer ?? gpu.scratch("indexing-none", 4),
           out.buffer,
@@ -252,10 +252,9 @@ export function runScatterGpu(gpu: GpuHost, job: ScatterJob): ScatterResult {
             job.indices.offset,
             NEGATIVE_INDEX_CODE[axis.negative],
             check.slot,
-            job.mask?.offset ?? 0,
           ],
           job.shape,
-          [job.updateStrides, job.indexStrides, job.outStrides, job.maskStrides ?? []],
+          [job.updateStrides, job.indexStrides, job.outStrides],
         ),
         scatterInvocations(choice.variant, job.shape, choice.workgroupSize),
       );
@@ -360,6 +359,97 @@ function runSegments(
   } finally {
     for (const s of [values, carriedCounts, ids]) if (s) gpu.free(s);
   }
+}
+
+/**
+ * "scatter-compact": the compaction's three passes (see _codegen_indexing.ts): each tile's count
+ * of selected rows, their exclusive offsets (one workgroup), then each tile's selected rows
+ * written at their offsets and the rows past the total filled.
+ */
+function runCompact(gpu: GpuHost, job: ScatterJob): GpuStorage {
+  const { op, dtype, axis } = job;
+  const size = axis.length;
+  const inner = job.shape.slice(1).reduce((a, b) => a * b, 1);
+  const out = gpu.alloc(op, dtype, size * inner);
+  if (size * inner === 0) return out;
+  const choice = observePlan(
+    "gpu",
+    "indexing",
+    op,
+    planScatter(gpu.caps, {
+      dtype,
+      reduce: "none",
+      shape: job.shape,
+      indexStrides: job.indexStrides,
+      outStrides: job.outStrides,
+      outLength: size * inner,
+      sorted: false,
+      compact: true,
+    }, job.overrides.indexing),
+    job.overrides.indexing,
+  );
+  const size_ = choice.workgroupSize;
+  const rows = job.shape[0];
+  const tiles = Math.max(1, Math.ceil(rows / (size_ * COMPACT_ROWS)));
+  const offsets = gpu.alloc(op, "uint32", tiles + 1);
+  const half = dtype === "float16";
+  const fill = half
+    ? f32ToF16Bits(job.fill ?? 0)
+    : dtype === "float32"
+    ? new Uint32Array(new Float32Array([job.fill ?? 0]).buffer)[0]
+    : (job.fill ?? 0) >>> 0;
+  // One column of contiguous, aligned mask words: read four at a time.
+  const wide = job.indexStrides[0] === 1 && job.indices.offset % 4 === 0 &&
+    buffer(job.indices).size >= 16 * Math.ceil((job.indices.offset + rows) / 4);
+  try {
+    const uniforms = indexingUniforms(
+      [
+        rows * inner,
+        job.shape.length,
+        inner,
+        size,
+        job.updates?.offset ?? 0,
+        job.indices.offset,
+        0,
+        0,
+        tiles,
+        0,
+        fill,
+      ],
+      job.shape,
+      [job.updateStrides, job.indexStrides, job.outStrides],
+    );
+    const buffers = [
+      job.updates ? buffer(job.updates) : gpu.scratch("indexing-no-updates", 4),
+      buffer(job.indices),
+      offsets.buffer,
+      out.buffer,
+    ];
+    for (const stage of ["compact-count", "compact-offsets", "compact-write"] as const) {
+      run(
+        gpu,
+        op,
+        {
+          stage,
+          rank: job.shape.length,
+          dtype,
+          positions: job.updates === null,
+          ...(wide && stage !== "compact-offsets" ? { wide } : {}),
+          workgroupSize: size_,
+        },
+        buffers,
+        2,
+        uniforms,
+        (stage === "compact-offsets" ? 1 : tiles) * size_,
+      );
+    }
+  } catch (e) {
+    gpu.free(out);
+    throw e;
+  } finally {
+    gpu.free(offsets);
+  }
+  return out;
 }
 
 /**

@@ -514,11 +514,15 @@ function runScatter(
     sorted?: boolean;
     /** The argument the indices came from, as an IndexError names it ("indices" by default). */
     indexName?: string;
-    mask?: { view: View; strides: readonly number[] };
+    /** A compaction: the indices are the rows' bool words (see ScatterJob.compact). */
+    compact?: boolean;
   } = {},
 ): Tensor {
-  const { sorted = false, indexName, mask } = extra;
-  const merged = mergeAxes(shape, mask ? [...strides, mask.strides] : strides);
+  const { sorted = false, indexName, compact } = extra;
+  // A compaction keeps its axes: its first is the rows' (one row merges away otherwise).
+  const merged = compact && sizeOf(shape) > 0
+    ? { shape: [...shape], strides: strides.map((s) => [...s]) }
+    : mergeAxes(shape, strides);
   checkRank(op, merged.shape);
   const { output } = backendFor(indices.storage.backend.name, op).scatter({
     overrides: planOverrides(),
@@ -537,7 +541,7 @@ function runScatter(
     reduce,
     sorted,
     ...(indexName ? { indexName } : {}),
-    ...(mask ? { mask: mask.view, maskStrides: merged.strides[3] } : {}),
+    ...(compact ? { compact } : {}),
   });
   return tensorFromStorage(output, dtype, outShape);
 }
@@ -996,18 +1000,6 @@ export interface CompactOptions {
   fillValue?: number;
 }
 
-/**
- * The selected elements of `mask` (flattened, as bool) and each element's position in the
- * result: how many are selected before it (an exclusive sum: one scan, which reads the bool
- * words as the int32 0 and 1 they are, with no conversion pass).
- */
-function compactPositions(mask: Tensor): { selected: Tensor; before: Tensor } {
-  const flat = mask.reshape([-1]);
-  const selected = metaOf(flat, "compact", "mask").dtype === "bool" ? flat : flat.cast("bool");
-  const words = new Tensor({ ...viewOf(selected, "compact", "mask"), dtype: "int32" });
-  return { selected, before: words.cumsum({ exclusive: true }) };
-}
-
 function sizeOption(op: string, options: unknown): { size: number; fillValue: number } {
   const o = optionsOf(op, options, ["size", "fillValue"]);
   if (o.size === undefined) {
@@ -1037,29 +1029,32 @@ function sizeOption(op: string, options: unknown): { size: number; fillValue: nu
  * those past `size`.
  */
 function compact(op: string, values: Tensor | null, mask: Tensor, size: number, fill: number) {
-  const { selected, before } = compactPositions(mask);
+  const flat = mask.reshape([-1]);
+  const selected = metaOf(flat, op, "mask").dtype === "bool" ? flat : flat.cast("bool");
   // Values null: each selected element's own position (argwhere of a 1-d x), int32.
   const meta = values
     ? metaOf(values, op, "x")
     : { shape: [sizeOf(metaOf(selected, op, "mask").shape)], dtype: "int32" as const };
   const rest = meta.shape.slice(1);
-  const iv = viewOf(before, op, "indices");
   const mv = viewOf(selected, op, "mask");
   const uv = values ? viewOf(values, op, "x") : null;
   const restStrides = contiguousStrides(rest);
-  const perRow = (s: readonly number[]) => [s[0], ...rest.map(() => 0)];
   return runScatter(
     op,
     fill,
     [size, ...rest],
     meta.dtype,
     uv,
-    iv,
+    mv,
     meta.shape,
-    [uv ? uv.strides : meta.shape.map(() => 0), perRow(iv.strides), [0, ...restStrides]],
+    [
+      uv ? uv.strides : meta.shape.map(() => 0),
+      [mv.strides[0], ...rest.map(() => 0)],
+      [0, ...restStrides],
+    ],
     { stride: sizeOf(rest), length: size, negative: "drop-all" },
     "none",
-    { mask: { view: mv, strides: perRow(mv.strides) } },
+    { compact: true, indexName: "mask" },
   );
 }
 

@@ -15,6 +15,7 @@ export const INDEXING_VARIANTS = [
   "scatter-segments",
   "scatter-sorted",
   "scatter-shared",
+  "scatter-compact",
 ] as const;
 /** One of {@link INDEXING_VARIANTS}. */
 export type IndexingVariant = (typeof INDEXING_VARIANTS)[number];
@@ -44,7 +45,9 @@ export interface IndexingChoice {
    * "scatter-sorted" (unsorted ids of float sums and means on a device without float32
    * atomics), the ids sorted first, the rows gathered in their order, then "scatter-segments";
    * "scatter-shared", outputs of at most SHARED_BINS elements combined in workgroup memory
-   * first, one atomic an output element a workgroup (bincount into few bins).
+   * first, one atomic an output element a workgroup (bincount into few bins); "scatter-compact",
+   * a compaction's rows written at their counts of selected rows before them (each tile's count,
+   * the tiles' offsets, then the writes: the mask read twice, no scan of it stored).
    */
   variant: IndexingVariant;
   /**
@@ -65,6 +68,9 @@ export interface IndexingChoice {
   /** Invocations per workgroup. */
   workgroupSize: number;
 }
+
+/** Rows a "scatter-compact" invocation takes (a tile is this many times the workgroup). */
+export const COMPACT_ROWS = 16;
 
 /** Rows of updates a "scatter-segments" invocation reduces in order. */
 export const SEGMENT_ROWS = 16;
@@ -212,8 +218,8 @@ export interface ScatterShape {
   outLength: number;
   /** The indices are declared sorted (segment ops' `sorted`). */
   sorted: boolean;
-  /** A mask drops some updates (compaction): the plain "scatter" form only. */
-  masked?: boolean;
+  /** A compaction (see ScatterJob.compact): "scatter-compact" only. */
+  compact?: boolean;
 }
 
 /**
@@ -248,9 +254,18 @@ export function planScatter(
   if (reduce !== "none" && (forcedCombine === "cas" || (forcedCombine === "atomic" && canAtomic))) {
     combine = forcedCombine;
   }
-  const runs = reduce !== "none" && !job.masked && scatterRuns(job);
+  if (job.compact) {
+    return {
+      kernel: "indexing",
+      variant: "scatter-compact",
+      combine: "store",
+      perInvocation: 1,
+      workgroupSize: 256,
+    };
+  }
+  const runs = reduce !== "none" && scatterRuns(job);
   const shared = combine === "atomic" && dtype !== "float32" && reduce !== "mean" &&
-    job.outLength <= SHARED_BINS && !job.masked;
+    job.outLength <= SHARED_BINS;
   const n = job.shape.reduce((a, b) => a * b, 1);
   // Float sums where no atomic instruction adds floats: sorted, then reduced in order.
   const sortFirst = runs && !job.sorted && dtype === "float32" && !caps.float32Atomics &&

@@ -107,19 +107,27 @@ export function runScatterWasm(wasm: WasmHost, job: ScatterJob): ScatterResult {
   const counts = reduce === "mean"
     ? wasm.upload("int32", new Int32Array(length)) as WasmStorage
     : null;
+  let positions: WasmStorage | null = null;
   try {
     if (acc) wasm.kernel("indexing_acc_init")(acc.ptr, out.ptr, length, kind);
     if (n > 0) {
-      const strides = [job.updateStrides, job.indexStrides, job.outStrides];
-      if (job.mask) strides.push(job.maskStrides!);
+      // A compaction: each row's index is the count of selected rows before it (computed here),
+      // its bool word the kernel's mask.
+      if (job.compact) positions = compactPositions(wasm, job);
+      const strides = [
+        job.updateStrides,
+        positions ? job.shape.map((_, d) => (d === 0 ? 1 : 0)) : job.indexStrides,
+        job.outStrides,
+      ];
+      if (positions) strides.push(job.indexStrides);
       describe(wasm, job.shape, strides);
       const failed = checked(wasm, "indexing_scatter")(
         out.ptr,
         acc?.ptr ?? 0,
         counts?.ptr ?? 0,
         job.updates ? wasm.pointer(job.updates) : 0,
-        wasm.pointer(job.indices),
-        job.mask ? wasm.pointer(job.mask) : 0,
+        positions ? positions.ptr : wasm.pointer(job.indices),
+        positions ? wasm.pointer(job.indices) : 0,
         axis.stride,
         axis.length,
         NEGATIVE_INDEX_CODE[axis.negative],
@@ -146,8 +154,23 @@ export function runScatterWasm(wasm: WasmHost, job: ScatterJob): ScatterResult {
   } finally {
     if (acc) wasm.free(acc);
     if (counts) wasm.free(counts);
+    if (positions) wasm.free(positions);
   }
   return { output: out };
+}
+
+/** Each row's count of selected rows before it (the rows' bool words are the job's indices). */
+function compactPositions(wasm: WasmHost, job: ScatterJob): WasmStorage {
+  const rows = job.shape[0];
+  const step = job.indexStrides[0];
+  const first = wasm.pointer(job.indices) / 4;
+  const words = new Uint32Array(wasm.allocator.memory.buffer);
+  const positions = new Int32Array(rows);
+  for (let r = 0, count = 0; r < rows; r++) {
+    positions[r] = count;
+    if (words[first + r * step] !== 0) count++;
+  }
+  return wasm.upload("int32", positions) as WasmStorage;
 }
 
 /** Throws for ids declared sorted that are not ascending along the first axis (as the GPU). */
