@@ -1034,29 +1034,36 @@ function compaction(s: IndexingSpec): string {
       "}",
     ];
   } else {
-    const value = (u: number) =>
-      s.positions
-        ? `r0 + ${u}u`
-        : updateAt(half, `p.off0 + o.x + i32(r0 + ${u}u) * p.strides[0][0][0]`);
+    // Row r's element whose column's offsets are `o`.
+    const value = (r: string, o: string) =>
+      s.positions ? r : updateAt(half, `p.off0 + ${o}.x + i32(${r}) * p.strides[0][0][0]`);
+    const copies = [0, 1, 2, 3];
     body = [
       ...head,
       "  if (tile >= p.tiles) { return; }",
       `  let r0 = tile * TILE + lid * ${COMPACT_ROWS}u;`,
       ...ownRows,
       `  let mine = ${rows.map((u) => `select(0u, 1u, selected${u})`).join(" + ")};`,
-      "  var at = offsets[tile] + exclusive_scan(mine, lid);",
+      // The tile's selected rows, in order, into workgroup memory, then copied out in stripes
+      // (stores from each invocation's own rows scattered a word per sector).
+      "  var k = exclusive_scan(mine, lid);",
+      `  if (lid == ${size - 1}u) { round_total = k + mine; }`,
+      ...rows.map((u) => `  if (selected${u}) { staged[k] = r0 + ${u}u; k = k + 1u; }`),
+      "  let count = workgroupUniformLoad(&round_total);",
+      "  let base = offsets[tile];",
       "  let total = offsets[p.tiles];",
       "  let size = u32(p.axis_length);",
-      // Each selected row's inner elements, at their output row.
-      "  for (var c = 0u; c < inner; c++) {",
-      "    let o = operands(c);",
-      "    var k = at;",
-      ...rows.flatMap((u) => [
-        `    if (selected${u}) {`,
-        `      if (k < size) { store(o.z + i32(k) * p.axis_stride, ${value(u)}); }`,
-        "      k = k + 1u;",
-        "    }",
-      ]),
+      "  let elements = count * inner;",
+      `  for (var e0 = lid; e0 < elements; e0 += ${4 * size}u) {`,
+      ...copies.map((q) => `    let e${q} = e0 + ${q * size}u;`),
+      ...copies.map((q) => `    let i${q} = min(e${q}, elements - 1u) / inner;`),
+      ...copies.map((q) => `    let row${q} = staged[i${q}];`),
+      ...copies.map((q) => `    let o${q} = operands(min(e${q}, elements - 1u) % inner);`),
+      ...copies.map((q) => `    let v${q} = ${value(`row${q}`, `o${q}`)};`),
+      ...copies.map((q) =>
+        `    if (e${q} < elements && base + i${q} < size) { ` +
+        `store(o${q}.z + i32(base + i${q}) * p.axis_stride, v${q}); }`
+      ),
       "  }",
       // The rows past the total, in stripes of the workgroups.
       "  let past = size - min(total, size);",
@@ -1096,6 +1103,7 @@ function compaction(s: IndexingSpec): string {
     `var<workgroup> scan_values: array<u32, ${size}>;`,
     "var<workgroup> total: atomic<u32>;",
     "var<workgroup> round_total: u32;",
+    ...(s.stage === "compact-write" ? ["var<workgroup> staged: array<u32, TILE>;"] : []),
     HALF,
     wide
       ? "fn mask_word(r: u32) -> u32 { let e = p.off1 + i32(r); return indices[e >> 2u][e & 3]; }"
