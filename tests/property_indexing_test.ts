@@ -701,6 +701,9 @@ interface CompactCase {
   shape: number[];
   density: number;
   sizePick: number;
+  /** How the compaction's tiles find their offsets, and its workgroup, forced. */
+  offsets: "summed" | "pass";
+  workgroupSize: number;
   seed: number;
 }
 
@@ -732,13 +735,21 @@ async function checkCompact(c: CompactCase): Promise<void> {
         }
       }
     };
+    forcePlan("indexing", { offsets: c.offsets, workgroupSize: c.workgroupSize });
     const got = run("gpu").map((t) => bag.add(t));
+    forcePlan("indexing", null);
     const want = run("wasm").map((t) => bag.add(t));
+    const label = `${c.op} ${c.dtype} [${c.shape}] size ${size} ${c.offsets}/${c.workgroupSize}`;
     for (let k = 0; k < want.length; k++) {
       const [g, w] = await Promise.all([got[k].data(), want[k].data()]);
-      expectSameBits(`${c.op} ${c.dtype} [${c.shape}] size ${size} output ${k}`, g, w);
+      expectSameBits(`${label} output ${k}`, g, w);
+    }
+    const ran = plansRan("indexing").filter((r) => r.variants[0] === "scatter-compact");
+    if (size > 0 && !ran.some((r) => (r.choice as { offsets?: string }).offsets === c.offsets)) {
+      throw new Error(`${label}: the compaction did not find its offsets by "${c.offsets}"`);
     }
   } finally {
+    forcePlan("indexing", null);
     bag.dispose();
   }
 }
@@ -752,6 +763,8 @@ property(
     shape: shapeArb(3, LENGTHS),
     density: fc.constantFrom(0, 0.01, 0.5, 0.99, 1),
     sizePick: fc.constantFrom(0, 0.3, 0.5, 1, 1.2),
+    offsets: fc.constantFrom<CompactCase["offsets"]>("summed", "pass"),
+    workgroupSize: fc.constantFrom(64, 256),
     seed: fc.integer(),
   }),
   checkCompact,

@@ -61,6 +61,11 @@ export interface IndexingSpec {
    * read four at a time.
    */
   wide?: boolean;
+  /**
+   * "compact-write": each workgroup sums the tiles' counts itself (no "compact-offsets" pass;
+   * few tiles: each reads them all).
+   */
+  summed?: boolean;
   workgroupSize: number;
 }
 
@@ -85,6 +90,7 @@ export function indexingKey(s: IndexingSpec): string {
     s.perInvocation && s.perInvocation > 1 ? `k${s.perInvocation}` : "",
     s.columns ? `c${s.columns}` : "",
     s.wide ? "wide" : "",
+    s.summed ? "summed" : "",
     s.positions ? "positions" : "",
     s.epilogue
       ? `e:${exprKey(s.epilogue.expr)}@[${s.epilogue.shape}]:${
@@ -1050,8 +1056,22 @@ function compaction(s: IndexingSpec): string {
       `  if (lid == ${size - 1}u) { round_total = k + mine; }`,
       ...rows.map((u) => `  if (selected${u}) { staged[k] = r0 + ${u}u; k = k + 1u; }`),
       "  let count = workgroupUniformLoad(&round_total);",
-      "  let base = offsets[tile];",
-      "  let total = offsets[p.tiles];",
+      ...(s.summed
+        ? [
+          // The tiles' counts (unscanned) summed here: those before this tile, and all.
+          "  var before = 0u;",
+          "  var all = 0u;",
+          `  for (var t = lid; t < p.tiles; t += ${size}u) {`,
+          "    let c = offsets[t];",
+          "    all = all + c;",
+          "    if (t < tile) { before = before + c; }",
+          "  }",
+          "  atomicAdd(&sum_before, before);",
+          "  atomicAdd(&sum_all, all);",
+          "  let base = workgroupUniformLoad(&sum_before);",
+          "  let total = workgroupUniformLoad(&sum_all);",
+        ]
+        : ["  let base = offsets[tile];", "  let total = offsets[p.tiles];"]),
       "  let size = u32(p.axis_length);",
       "  let elements = count * inner;",
       `  for (var e0 = lid; e0 < elements; e0 += ${4 * size}u) {`,
@@ -1104,6 +1124,9 @@ function compaction(s: IndexingSpec): string {
     "var<workgroup> total: atomic<u32>;",
     "var<workgroup> round_total: u32;",
     ...(s.stage === "compact-write" ? ["var<workgroup> staged: array<u32, TILE>;"] : []),
+    ...(s.summed
+      ? ["var<workgroup> sum_before: atomic<u32>;", "var<workgroup> sum_all: atomic<u32>;"]
+      : []),
     HALF,
     wide
       ? "fn mask_word(r: u32) -> u32 { let e = p.off1 + i32(r); return indices[e >> 2u][e & 3]; }"

@@ -391,6 +391,7 @@ function runCompact(gpu: GpuHost, job: ScatterJob): GpuStorage {
   const size_ = choice.workgroupSize;
   const rows = job.shape[0];
   const tiles = Math.max(1, Math.ceil(rows / (size_ * COMPACT_ROWS)));
+  const summed = choice.offsets === "summed";
   const offsets = gpu.alloc(op, "uint32", tiles + 1);
   const half = dtype === "float16";
   const fill = half
@@ -425,7 +426,10 @@ function runCompact(gpu: GpuHost, job: ScatterJob): GpuStorage {
       offsets.buffer,
       out.buffer,
     ];
-    for (const stage of ["compact-count", "compact-offsets", "compact-write"] as const) {
+    const stages = summed
+      ? ["compact-count", "compact-write"] as const
+      : ["compact-count", "compact-offsets", "compact-write"] as const;
+    for (const stage of stages) {
       run(
         gpu,
         op,
@@ -435,6 +439,7 @@ function runCompact(gpu: GpuHost, job: ScatterJob): GpuStorage {
           dtype,
           positions: job.updates === null,
           ...(wide && stage !== "compact-offsets" ? { wide } : {}),
+          ...(summed && stage === "compact-write" ? { summed } : {}),
           workgroupSize: size_,
         },
         buffers,
