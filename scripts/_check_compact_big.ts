@@ -9,6 +9,11 @@ const size = Math.floor(n * 0.4);
 const g = await gyre.argwhere(m, { size, fillValue: -1 }).data();
 const mw = await (await m.to("wasm")).data();
 let k = 0, bad = 0;
-for (let i = 0; i < n; i++) if (mw[i]) { if (k < size && g[k] !== i) bad++; k++; }
+for (let i = 0; i < n; i++) {
+  if (mw[i]) {
+    if (k < size && g[k] !== i) bad++;
+    k++;
+  }
+}
 for (let j = k; j < size; j++) if (g[j] !== -1) bad++;
 console.log(`argwhere of ${n} (${k} selected, size ${size}): ${bad} wrong`);
