@@ -18,6 +18,7 @@ bins1m = torch.randint(0, Mi, (16 * Mi,), device="cuda", generator=g)
 sorted_ids = torch.sort(torch.randint(0, 65536, (16 * Mi,), device="cuda", generator=g)).values
 small = torch.randint(0, 1024, (16 * Mi,), device="cuda", generator=g)
 mask = x16 > 0
+row_ids = torch.sort(torch.randint(0, 4096, (16 * Mi // 64,), device="cuda", generator=g)).values
 cases = [
     ("take_along_dim [4096,4096]", lambda: torch.take_along_dim(square, order, dim=1)),
     ("index_select 65536 rows of [1000000,256]", lambda: torch.index_select(table, 0, rows)),
@@ -26,6 +27,7 @@ cases = [
     ("nonzero 16Mi half", lambda: torch.nonzero(mask)),
     ("index_add 16Mi sorted ids into 65536", lambda: torch.zeros(65536, device="cuda").index_add_(0, sorted_ids, x16)),
     ("bincount 16Mi into 1024 bins", lambda: torch.bincount(small, minlength=1024)),
+    ("index_add [262144,64] sorted ids into 4096", lambda: torch.zeros((4096, 64), device="cuda").index_add_(0, row_ids, x16.view(-1, 64))),
     ("copy 16Mi f32", lambda: x16.clone()),
 ]
 print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}")
