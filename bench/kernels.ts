@@ -719,6 +719,23 @@ await bench(`cummax ${big / Mi}Mi f32`, big, 2 * 4 * big, () => gyre.cummax(a));
     4 * mid + 4 * count,
     () => gyre.argwhere(positive, { size: count }),
   );
+  if (args.includes("--indexing-forms")) {
+    // How the compaction's tiles find their offsets (the plan's choice is above), at two sizes.
+    for (const n of [Mi, mid].filter((n) => n <= mid)) {
+      const part = positive.slice([0, n]);
+      const selected = (await part.cast("int32").sum().data())[0];
+      for (const offsets of ["summed", "pass"] as const) {
+        tuning.setPlanOverride("indexing", { offsets });
+        await bench(
+          `argwhere ${n / Mi}Mi half, offsets ${offsets}`,
+          n,
+          4 * n + 4 * selected,
+          () => gyre.argwhere(part, { size: selected }),
+        );
+        tuning.setPlanOverride("indexing", null);
+      }
+    }
+  }
   if (args.includes("--breakdown")) {
     await dispatchBreakdown(
       profiler,
