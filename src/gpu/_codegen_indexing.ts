@@ -1005,10 +1005,25 @@ function compaction(s: IndexingSpec): string {
       "  if (tile >= p.tiles) { return; }",
       `  let first = tile * TILE;`,
       "  var count = 0u;",
-      ...rows.map((u) => `  let r${u} = first + ${u * size}u + lid;`),
-      ...rows.map((u) =>
-        `  if (r${u} < rows && ${maskAt(`min(r${u}, rows - 1u)`)} != 0) { count = count + 1u; }`
-      ),
+      ...(wide
+        ? [
+          // Stripes of vec4: four words a load.
+          ...quads.map((q) => `  let q${q} = first / 4u + ${q * size}u + lid;`),
+          ...quads.map((q) =>
+            `  let w${q} = indices[(p.off1 + i32(min(q${q}, (rows - 1u) / 4u) * 4u)) / 4];`
+          ),
+          ...quads.flatMap((q) =>
+            [0, 1, 2, 3].map((c) =>
+              `  if (4u * q${q} + ${c}u < rows && w${q}[${c}] != 0u) { count = count + 1u; }`
+            )
+          ),
+        ]
+        : [
+          ...rows.map((u) => `  let r${u} = first + ${u * size}u + lid;`),
+          ...rows.map((u) =>
+            `  if (r${u} < rows && ${maskAt(`min(r${u}, rows - 1u)`)} != 0) { count = count + 1u; }`
+          ),
+        ]),
       "  if (lid == 0u) { atomicStore(&total, 0u); }",
       "  workgroupBarrier();",
       "  atomicAdd(&total, count);",
