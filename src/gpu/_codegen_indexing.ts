@@ -179,6 +179,27 @@ function offsets(rank: number, operands: number, t = "t"): string[] {
   return lines;
 }
 
+/** The product of the lengths of every axis but the first (a row's elements), in WGSL. */
+function innerLength(rank: number): string {
+  return Array.from({ length: rank - 1 }, (_, d) => `p.shape[${(d + 1) >> 2}][${(d + 1) & 3}]`)
+    .join(" * ") || "1u";
+}
+
+/**
+ * The start of `main` of a kernel over rows (the first axis) of `inner` elements, by workgroups:
+ * `inner`, `rows` and the workgroup's index `group`.
+ */
+function rowsMain(s: IndexingSpec): string[] {
+  return [
+    `@compute @workgroup_size(${s.workgroupSize})`,
+    "fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,",
+    "    @builtin(local_invocation_index) lid: u32) {",
+    `  let inner = max(${innerLength(s.rank)}, 1u);`,
+    "  let rows = p.n / inner;",
+    "  let group = wid.x + wid.y * nwg.x;",
+  ];
+}
+
 /** The half at element e of a u32 array. */
 const HALF =
   "fn half_at(words: u32, e: i32) -> u32 { return (words >> (u32(e & 1) * 16u)) & 0xffffu; }";
@@ -261,6 +282,39 @@ function gather(s: IndexingSpec): string {
   ].join("\n");
 }
 
+/** The bindings of a gather taking `k` steps an invocation, then {@link runMain}. */
+function runHead(s: IndexingSpec, indexType: string, outType: string, k: number): string[] {
+  return [
+    PARAMS,
+    "@group(0) @binding(0) var<storage, read> x: array<u32>;",
+    `@group(0) @binding(1) var<storage, read> indices: array<${indexType}>;`,
+    "@group(0) @binding(2) var<storage, read_write> checks: array<atomic<u32>>;",
+    `@group(0) @binding(3) var<storage, read_write> out: array<${outType}>;`,
+    "@group(0) @binding(4) var<uniform> p: Params;",
+    RESOLVE,
+    ...runMain(s, k),
+  ];
+}
+
+/**
+ * `operands(t)` (x's and the indices' offsets of output element t) and the start of `main` of a
+ * gather whose workgroups each take `k` steps of consecutive outputs (`first`: the invocation's
+ * first).
+ */
+function runMain(s: IndexingSpec, k: number): string[] {
+  const size = s.workgroupSize;
+  return [
+    "fn operands(t: u32) -> vec2<i32> {",
+    ...offsets(s.rank, 2),
+    "  return vec2<i32>(o0, o1);",
+    "}",
+    `@compute @workgroup_size(${size})`,
+    "fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,",
+    "    @builtin(local_invocation_index) lid: u32) {",
+    `  let first = (wid.x + wid.y * nwg.x) * ${size * k}u + lid;`,
+  ];
+}
+
 /**
  * "gather" taking k output elements an invocation: workgroup g covers the consecutive outputs
  * [g * size * k, (g + 1) * size * k), its invocations stepping together, every index read issued
@@ -272,22 +326,7 @@ function gatherRun(s: IndexingSpec, k: number): string {
   const size = s.workgroupSize;
   const steps = Array.from({ length: k }, (_, u) => u);
   return [
-    PARAMS,
-    "@group(0) @binding(0) var<storage, read> x: array<u32>;",
-    "@group(0) @binding(1) var<storage, read> indices: array<i32>;",
-    "@group(0) @binding(2) var<storage, read_write> checks: array<atomic<u32>>;",
-    "@group(0) @binding(3) var<storage, read_write> out: array<u32>;",
-    "@group(0) @binding(4) var<uniform> p: Params;",
-    RESOLVE,
-    // x's and the indices' offsets of output element t.
-    "fn operands(t: u32) -> vec2<i32> {",
-    ...offsets(s.rank, 2),
-    "  return vec2<i32>(o0, o1);",
-    "}",
-    `@compute @workgroup_size(${size})`,
-    "fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,",
-    "    @builtin(local_invocation_index) lid: u32) {",
-    `  let first = (wid.x + wid.y * nwg.x) * ${size * k}u + lid;`,
+    ...runHead(s, "i32", "u32", k),
     "  if (first >= p.n) { return; }",
     // Steps past the end repeat the last element's reads and skip the store.
     ...steps.map((u) => `  let t${u} = first + ${u * size}u;`),
@@ -313,22 +352,8 @@ function gatherQuad(s: IndexingSpec, k: number): string {
   const steps = Array.from({ length: k }, (_, u) => u);
   const lanes = [0, 1, 2, 3];
   return [
-    PARAMS,
-    "@group(0) @binding(0) var<storage, read> x: array<u32>;",
-    "@group(0) @binding(1) var<storage, read> indices: array<vec4<i32>>;",
-    "@group(0) @binding(2) var<storage, read_write> checks: array<atomic<u32>>;",
-    "@group(0) @binding(3) var<storage, read_write> out: array<vec4<u32>>;",
-    "@group(0) @binding(4) var<uniform> p: Params;",
-    RESOLVE,
-    "fn operands(t: u32) -> vec2<i32> {",
-    ...offsets(s.rank, 2),
-    "  return vec2<i32>(o0, o1);",
-    "}",
-    `@compute @workgroup_size(${size})`,
-    "fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,",
-    "    @builtin(local_invocation_index) lid: u32) {",
+    ...runHead(s, "vec4<i32>", "vec4<u32>", k),
     "  let quads = p.n / 4u;",
-    `  let first = (wid.x + wid.y * nwg.x) * ${size * k}u + lid;`,
     "  if (first >= quads) { return; }",
     ...steps.map((u) => `  let q${u} = first + ${u * size}u;`),
     ...steps.map((u) => `  let a${u} = operands(4u * min(q${u}, quads - 1u));`),
@@ -420,15 +445,8 @@ function gatherEpilogue(s: IndexingSpec, e: GatherEpilogueSpec): string {
       (k) => `epilogue_at${k + 1}(t)`,
       { zero: "p.pad" },
     ),
-    "fn operands(t: u32) -> vec2<i32> {",
-    ...offsets(s.rank, 2),
-    "  return vec2<i32>(o0, o1);",
-    "}",
     // The run layout of gatherRun: every index read, then every gathered read, then the stores.
-    `@compute @workgroup_size(${size})`,
-    "fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,",
-    "    @builtin(local_invocation_index) lid: u32) {",
-    `  let first = (wid.x + wid.y * nwg.x) * ${size * steps.length}u + lid;`,
+    ...runMain(s, steps.length),
     "  if (first >= p.n) { return; }",
     ...steps.map((u) => `  let t${u} = first + ${u * size}u;`),
     ...steps.map((u) => `  let a${u} = operands(min(t${u}, p.n - 1u));`),
@@ -563,9 +581,7 @@ function scatter(s: IndexingSpec): string {
   if (s.variant === "scatter-runs") {
     // Rows [r0, r0 + RUN_LENGTH) of axis 0 at one position of the inner axes: neighbours with
     // equal indices combine in registers, each run once into the output.
-    const inner = Array.from({ length: s.rank - 1 }, (_, d) =>
-      `p.shape[${(d + 1) >> 2}][${(d + 1) & 3}]`)
-      .join(" * ") || "1u";
+    const inner = innerLength(s.rank);
     lines = [
       `  let inner = ${inner};`,
       "  let rows = p.n / max(inner, 1u);",
@@ -707,9 +723,6 @@ function segments(s: IndexingSpec): string {
   const size = s.workgroupSize;
   const columns = s.columns!;
   const lanes = size / columns;
-  const inner =
-    Array.from({ length: s.rank - 1 }, (_, d) => `p.shape[${(d + 1) >> 2}][${(d + 1) & 3}]`)
-      .join(" * ") || "1u";
   const combine = (a: string, b: string) => merged(s.dtype, partial, a, b);
   const rows = Array.from({ length: SEGMENT_ROWS }, (_, u) => u);
   // Contiguous rows of one column, aligned: read as vec4 (pass 1).
@@ -732,13 +745,8 @@ function segments(s: IndexingSpec): string {
     "}",
   ];
   const head = [
-    `@compute @workgroup_size(${size})`,
-    "fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,",
-    "    @builtin(local_invocation_index) lid: u32) {",
-    `  let inner = max(${inner}, 1u);`,
-    "  let rows = p.n / inner;",
+    ...rowsMain(s),
     "  let blocks = (inner + COLUMNS - 1u) / COLUMNS;",
-    "  let group = wid.x + wid.y * nwg.x;",
     "  let tile = group / blocks;",
     "  let tiles = (rows + TILE - 1u) / TILE;",
     // Uniform across the workgroup: every barrier is reached by all or none.
@@ -975,9 +983,6 @@ function compaction(s: IndexingSpec): string {
   const wide = s.wide === true;
   const rows = Array.from({ length: COMPACT_ROWS }, (_, u) => u);
   const quads = Array.from({ length: COMPACT_ROWS / 4 }, (_, q) => q);
-  const inner =
-    Array.from({ length: s.rank - 1 }, (_, d) => `p.shape[${(d + 1) >> 2}][${(d + 1) & 3}]`)
-      .join(" * ") || "1u";
   const maskAt = (row: string) => `mask_word(${row})`;
   // A thread's COMPACT_ROWS consecutive mask words, as `selected{u}` (rows past the end: 0).
   const ownRows = wide
@@ -990,14 +995,7 @@ function compaction(s: IndexingSpec): string {
     : rows.map((u) =>
       `  let selected${u} = r0 + ${u}u < rows && ${maskAt(`min(r0 + ${u}u, rows - 1u)`)} != 0;`
     );
-  const head = [
-    `@compute @workgroup_size(${size})`,
-    "fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,",
-    "    @builtin(local_invocation_index) lid: u32) {",
-    `  let inner = max(${inner}, 1u);`,
-    "  let rows = p.n / inner;",
-    "  let tile = wid.x + wid.y * nwg.x;",
-  ];
+  const head = [...rowsMain(s), "  let tile = group;"];
   let body: string[];
   if (s.stage === "compact-count") {
     body = [
