@@ -97,6 +97,7 @@ export {
   type GyreErrorDetails,
   IndexError,
   OutOfMemoryError,
+  RuleError,
   ShapeError,
   ValueError,
 } from "./core/errors.ts";

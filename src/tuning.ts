@@ -19,6 +19,7 @@
 import { planObservers, type PlanRecord } from "./contract/backend.ts";
 
 export * from "./plans/mod.ts";
+export * from "./heuristics/spiralk.ts";
 export type { PlanRecord } from "./contract/backend.ts";
 export type { DeviceCaps } from "./core/caps.ts";
 export type { DeviceName } from "./core/view.ts";

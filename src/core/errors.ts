@@ -180,6 +180,33 @@ export class OutOfMemoryError extends GyreError {
  */
 export class DeviceError extends GyreError {}
 
+/**
+ * A SpiralK rule program that does not read or type-check (or a key that misses one of its
+ * variables): `line` and `column` (from 1; 0 where no place in the source is at fault) say
+ * where, and no part of the program is used.
+ *
+ * @example
+ * ```ts
+ * import { RuleError } from "@gyre/gyre";
+ * const e = new RuleError({
+ *   op: "heuristics", argument: "rules", expected: '";"', received: '"tile" at line 2, column 1',
+ *   line: 2, column: 1,
+ * });
+ * ```
+ */
+export class RuleError extends GyreError {
+  /** The line at fault (from 1; 0: none). */
+  line: number;
+  /** The column at fault (from 1; 0: none). */
+  column: number;
+  /** An error from its details and place. */
+  constructor(details: GyreErrorDetails & { line: number; column: number }) {
+    super(details);
+    this.line = details.line;
+    this.column = details.column;
+  }
+}
+
 /** Formats a value for an error message: shapes as `[2, 3]`, strings quoted. */
 export function describe(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(describe).join(", ")}]`;
