@@ -359,7 +359,7 @@ const CALLS: Record<string, Call> = {
 const NO_ARGUMENTS = new Set(
   [
     "init runtime flush sync startWasmThreads stopWasmThreads wasmThreadCapacity wasmThreadCount",
-    "Runtime Tensor GyreError AxisError DTypeError DeviceError DisposedError GpuError ShapeError",
+    "Runtime Tensor GyreError AxisError DTypeError DeviceError DisposedError GpuError ShapeError RuleError",
     "ValueError OutOfMemoryError IndexError",
   ].join(" ").split(" "),
 );
