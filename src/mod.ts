@@ -30,6 +30,7 @@ export {
   wasmThreadCount,
 } from "./runtime.ts";
 export { tidy } from "./tidy.ts";
+export { VERSION } from "./version.ts";
 export { explain, type ExplainedPlan, type Explanation } from "./explain.ts";
 export { jit, type JittedFunction } from "./jit.ts";
 export {

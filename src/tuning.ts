@@ -20,6 +20,7 @@ import { planObservers, type PlanRecord } from "./contract/backend.ts";
 
 export * from "./plans/mod.ts";
 export * from "./heuristics/spiralk.ts";
+export * from "./heuristics/fingerprint.ts";
 export type { PlanRecord } from "./contract/backend.ts";
 export type { DeviceCaps } from "./core/caps.ts";
 export type { DeviceName } from "./core/view.ts";

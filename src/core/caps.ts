@@ -10,6 +10,8 @@ export interface DeviceCaps {
   description: string;
   /** Vendor id or name as the adapter reports it. */
   vendor: string;
+  /** The adapter's architecture (e.g. "hopper"), where it reports one. */
+  architecture?: string;
   /** True for a software or fallback adapter (llvmpipe, lavapipe). */
   isFallbackAdapter: boolean;
   /** Subgroup size range reported by the adapter. */

@@ -78,6 +78,7 @@ export async function acquireDevice(
   const caps: DeviceCaps = {
     description: info.description || info.device || "unknown adapter",
     vendor: info.vendor,
+    architecture: info.architecture ?? "",
     isFallbackAdapter: Boolean(info.isFallbackAdapter),
     subgroupMinSize: info.subgroupMinSize ?? 0,
     subgroupMaxSize: info.subgroupMaxSize ?? 0,
