@@ -21,6 +21,7 @@ import { planObservers, type PlanRecord } from "./contract/backend.ts";
 export * from "./plans/mod.ts";
 export * from "./heuristics/spiralk.ts";
 export * from "./heuristics/fingerprint.ts";
+export * from "./heuristics/self_rewrite.ts";
 export type { PlanRecord } from "./contract/backend.ts";
 export type { DeviceCaps } from "./core/caps.ts";
 export type { DeviceName } from "./core/view.ts";
