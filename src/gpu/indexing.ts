@@ -23,6 +23,7 @@ import {
 } from "../contract/indexing.ts";
 import {
   COMPACT_ROWS,
+  type IndexingChoice,
   planGather,
   planScatter,
   RUN_LENGTH,
@@ -159,6 +160,26 @@ export function runGatherGpu(gpu: GpuHost, job: GatherJob): GatherResult | null 
   return { output: out };
 }
 
+/** The scatter plan's choice for a job, as observed. */
+function scatterChoice(gpu: GpuHost, job: ScatterJob): IndexingChoice {
+  return observePlan(
+    "gpu",
+    "indexing",
+    job.op,
+    planScatter(gpu.caps, {
+      dtype: job.dtype,
+      reduce: job.reduce,
+      shape: job.shape,
+      indexStrides: job.indexStrides,
+      outStrides: job.outStrides,
+      outLength: sizeOf(job.outShape),
+      sorted: job.sorted ?? false,
+      ...(job.compact ? { compact: true } : {}),
+    }, job.overrides.indexing),
+    job.overrides.indexing,
+  );
+}
+
 /** Runs a scatter job (see `Backend.scatter`). */
 export function runScatterGpu(gpu: GpuHost, job: ScatterJob): ScatterResult {
   const { op, dtype, reduce, axis } = job;
@@ -182,21 +203,7 @@ export function runScatterGpu(gpu: GpuHost, job: ScatterJob): ScatterResult {
     })) as GpuStorage;
   const n = sizeOf(job.shape);
   if (n === 0 && reduce !== "mean") return { output: out };
-  const choice = observePlan(
-    "gpu",
-    "indexing",
-    op,
-    planScatter(gpu.caps, {
-      dtype,
-      reduce,
-      shape: job.shape,
-      indexStrides: job.indexStrides,
-      outStrides: job.outStrides,
-      outLength: length,
-      sorted: job.sorted ?? false,
-    }, job.overrides.indexing),
-    job.overrides.indexing,
-  );
+  const choice = scatterChoice(gpu, job);
   const counts = reduce === "mean" ? gpu.alloc(op, "uint32", Math.max(length, 1)) : null;
   const half = dtype === "float16";
   const finishWords = half ? Math.ceil(length / 2) : length;
@@ -372,22 +379,7 @@ function runCompact(gpu: GpuHost, job: ScatterJob): GpuStorage {
   const inner = job.shape.slice(1).reduce((a, b) => a * b, 1);
   const out = gpu.alloc(op, dtype, size * inner);
   if (size * inner === 0) return out;
-  const choice = observePlan(
-    "gpu",
-    "indexing",
-    op,
-    planScatter(gpu.caps, {
-      dtype,
-      reduce: "none",
-      shape: job.shape,
-      indexStrides: job.indexStrides,
-      outStrides: job.outStrides,
-      outLength: size * inner,
-      sorted: false,
-      compact: true,
-    }, job.overrides.indexing),
-    job.overrides.indexing,
-  );
+  const choice = scatterChoice(gpu, job);
   const size_ = choice.workgroupSize;
   const rows = job.shape[0];
   const tiles = Math.max(1, Math.ceil(rows / (size_ * COMPACT_ROWS)));
