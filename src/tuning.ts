@@ -22,6 +22,7 @@ export * from "./plans/mod.ts";
 export * from "./heuristics/spiralk.ts";
 export * from "./heuristics/fingerprint.ts";
 export * from "./heuristics/self_rewrite.ts";
+export * from "./heuristics/tuning_cache.ts";
 export type { PlanRecord } from "./contract/backend.ts";
 export type { DeviceCaps } from "./core/caps.ts";
 export type { DeviceName } from "./core/view.ts";

@@ -7,6 +7,7 @@
  * @module
  */
 import { parseRules, printRules, type RuleType } from "./spiralk.ts";
+import { readFileOrNull, withFileLock, writeFileAtomic } from "./_files.ts";
 
 /** The fewest A/B trials after which a win can be adopted. */
 export const MIN_TRIALS = 20;
@@ -73,9 +74,6 @@ export interface SoftRuleText {
   condition: string;
 }
 
-/** How long a lock older than this is taken as left by a process that died holding it. */
-const STALE_LOCK_MS = 10_000;
-
 /**
  * Appends `soft(field, value, weight, condition);` to the rules file at `path` (made if missing),
  * under a comment giving the evidence, unless the file already holds that rule (compared in
@@ -103,21 +101,12 @@ export async function appendSoftRule(
   variables: Readonly<Record<string, RuleType>>,
 ): Promise<boolean> {
   const text = `soft(${rule.field}, ${rule.value}, ${rule.weight}, ${rule.condition});`;
-  const lock = `${path}.lock`;
-  await acquire(lock);
-  try {
-    let old = "";
-    try {
-      old = await Deno.readTextFile(path);
-    } catch (e) {
-      if (!(e instanceof Deno.errors.NotFound)) throw e;
-    }
+  return await withFileLock(path, async () => {
+    const old = (await readFileOrNull(path)) ?? "";
+    const separator = old.endsWith("\n") || old === "" ? "" : "\n";
     // The rule must read in the file's context (its fields and variables), canonically compared.
     const before = parseRules(old, variables);
-    const after = parseRules(
-      `${old}${old.endsWith("\n") || old === "" ? "" : "\n"}${text}\n`,
-      variables,
-    );
+    const after = parseRules(`${old}${separator}${text}\n`, variables);
     const added = printRules({ ...after, statements: after.statements.slice(-1) });
     const existing = new Set(
       before.statements.filter((s) => s.kind === "soft").map((s) =>
@@ -128,37 +117,7 @@ export async function appendSoftRule(
     const { low } = wilsonInterval(evidence);
     const comment = `# Self-Rewrite ${new Date().toISOString()}: won ${evidence.wins} of ` +
       `${evidence.trials} trials (95% Wilson lower bound ${low.toFixed(3)})\n`;
-    const content = `${old}${old.endsWith("\n") || old === "" ? "" : "\n"}${comment}${added}`;
-    const temporary = `${path}.${Deno.pid}.${crypto.randomUUID()}.tmp`;
-    try {
-      await Deno.writeTextFile(temporary, content);
-      await Deno.rename(temporary, path);
-    } catch (e) {
-      await Deno.remove(temporary).catch(() => {});
-      throw e;
-    }
+    await writeFileAtomic(path, `${old}${separator}${comment}${added}`);
     return true;
-  } finally {
-    await Deno.remove(lock).catch(() => {});
-  }
-}
-
-/** Takes the lock file (made exclusively), waiting out other holders; a stale one is removed. */
-async function acquire(lock: string): Promise<void> {
-  for (let wait = 1;; wait = Math.min(wait * 2, 50)) {
-    try {
-      const file = await Deno.open(lock, { createNew: true, write: true });
-      file.close();
-      return;
-    } catch (e) {
-      if (!(e instanceof Deno.errors.AlreadyExists)) throw e;
-    }
-    try {
-      const age = Date.now() - ((await Deno.stat(lock)).mtime?.getTime() ?? Date.now());
-      if (age > STALE_LOCK_MS) await Deno.remove(lock).catch(() => {});
-    } catch {
-      // Released meanwhile.
-    }
-    await new Promise((resolve) => setTimeout(resolve, wait));
-  }
+  });
 }
