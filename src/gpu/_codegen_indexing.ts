@@ -226,9 +226,10 @@ export function generateIndexing(s: IndexingSpec): string {
 function gather(s: IndexingSpec): string {
   if (s.epilogue) return gatherEpilogue(s, s.epilogue);
   if (s.variant === "gather-quad") return gatherQuad(s, s.perInvocation! / 4);
-  if ((s.perInvocation ?? 1) > 1) return gatherRun(s, s.perInvocation!);
   const half = s.dtype === "float16";
   const vec4 = s.variant === "gather-vec4";
+  // One 32-bit output a step, one step or several an invocation.
+  if (!half && !vec4) return gatherRun(s, s.perInvocation ?? 1);
   const body = half
     ? [
       // Two outputs an invocation: one word written whole.
@@ -251,20 +252,12 @@ function gather(s: IndexingSpec): string {
       "  return half_at(x[e >> 1u], e);",
       "}",
     ]
-    : vec4
-    ? [
+    : [
       // Four consecutive outputs from four consecutive elements of x (offsets multiples of 4).
       "  if (4u * t >= p.n) { return; }",
       ...offsets(s.rank, 2, "4u * t"),
       "  let i = resolve(indices[p.off1 + o1]);",
       "  out[t] = select(vec4<u32>(0u), x[(p.off0 + o0 + max(i, 0) * p.axis_stride) / 4], i >= 0);",
-      "}",
-    ]
-    : [
-      "  if (t >= p.n) { return; }",
-      ...offsets(s.rank, 2),
-      "  let i = resolve(indices[p.off1 + o1]);",
-      "  out[t] = select(0u, x[p.off0 + o0 + max(i, 0) * p.axis_stride], i >= 0);",
       "}",
     ];
   const word = vec4 ? "vec4<u32>" : "u32";

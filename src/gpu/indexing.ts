@@ -119,15 +119,12 @@ export function runGatherGpu(gpu: GpuHost, job: GatherJob): GatherResult | null 
     workgroupSize: choice.workgroupSize,
     ...(epilogue ? { epilogue } : {}),
   };
-  const invocations = epilogue
-    ? Math.ceil(n / choice.perInvocation)
-    : choice.perInvocation > 1
-    ? Math.ceil(n / choice.perInvocation)
-    : x.dtype === "float16"
+  // A float16 pair or a vec4 an invocation, else perInvocation outputs (gather-quad: in quads).
+  const invocations = !epilogue && x.dtype === "float16"
     ? Math.ceil(n / 2)
     : variant === "gather-vec4"
     ? n / 4
-    : n;
+    : Math.ceil(n / choice.perInvocation);
   const uniforms = indexingUniforms(
     [
       n,

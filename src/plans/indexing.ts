@@ -33,13 +33,15 @@ export interface IndexingChoice {
    * Gathers: "gather", one invocation an output element (a pair for float16); "gather-vec4",
    * four consecutive outputs from four consecutive elements of x (runs of x copied whole: the
    * indexSelect of rows); "gather-quad", four consecutive outputs from four consecutive indices
-   * (read as one vec4, stored as one: takeAlongAxis and take by contiguous indices). (A form loading each line of x into workgroup memory before gathering
-   * from it ran takeAlongAxis of [4096, 4096] at 0.46-0.70 ms on an H200, and again at 0.125 ms
-   * in a second form, against 0.076 ms for "gather" taking 8 outputs an invocation, whose
-   * scattered reads within a line hit the caches: removed.)
+   * (read as one vec4, stored as one: takeAlongAxis and take by contiguous indices). (A form
+   * loading each line of x into workgroup memory before gathering from it ran takeAlongAxis of
+   * [4096, 4096] at 0.46-0.70 ms on an H200, and again at 0.125 ms in a second form, against
+   * 0.065 ms for "gather-quad", whose scattered reads within a line hit the caches: removed.)
    * Scatters: "scatter", one invocation an update; "scatter-runs", an invocation a run of
    * RUN_LENGTH updates along the first axis, combining neighbours with equal indices before
-   * one combine into the output (one atomic a run instead of one an update); "scatter-segments"
+   * one combine into the output (one atomic a run instead of one an update; no longer the
+   * plan's choice, kept for the tuner: faster on long rows, 1.86 ms on one segment of 16 Mi
+   * against 0.084 for "scatter-segments"); "scatter-segments"
    * (sorted ids, the default for them), a segmented reduction in a fixed order without atomics,
    * each output written by one invocation, so float sums are the same from run to run;
    * "scatter-sorted" (unsorted ids of float sums and means on a device without float32
@@ -61,8 +63,9 @@ export interface IndexingChoice {
    */
   combine: IndexingCombine;
   /**
-   * "gather": the output elements each invocation takes, a workgroup's invocations stepping
-   * together over its consecutive run of `workgroupSize * perInvocation` (1 elsewhere).
+   * "gather" (fused or not) and "gather-quad": the output elements each invocation takes, a
+   * workgroup's invocations stepping together over its consecutive run of `workgroupSize *
+   * perInvocation` (a multiple of 4 for "gather-quad"; 1 elsewhere).
    */
   perInvocation: number;
   /**
@@ -123,8 +126,8 @@ export interface GatherShape {
   indexStrides: readonly number[];
   /** x's offset, in elements. */
   xOffset: number;
-  /** The indices' offset, in elements (unknown: no form that needs it aligned). */
-  indexOffset?: number;
+  /** The indices' offset, in elements. */
+  indexOffset: number;
   /** The indexed axis' stride in x. */
   axisStride: number;
   /** The indexed axis' length. */
@@ -143,7 +146,7 @@ export interface GatherShape {
  * import { planGather } from "@gyre/gyre/tuning";
  * planGather({
  *   dtype: "float32", shape: [65536, 256], xStrides: [0, 1], indexStrides: [1, 0],
- *   xOffset: 0, axisStride: 256, axisLength: 1000000,
+ *   xOffset: 0, indexOffset: 0, axisStride: 256, axisLength: 1000000,
  * }).variant; // "gather-vec4"
  * ```
  */
@@ -202,7 +205,7 @@ export const GATHER_RUN_FROM = 1 << 20;
 function gatherQuad(job: GatherShape): boolean {
   const last = job.shape.length - 1;
   return !job.fused && job.dtype !== "float16" && last >= 0 && job.shape[last] % 4 === 0 &&
-    job.indexStrides[last] === 1 && (job.indexOffset ?? 1) % 4 === 0 &&
+    job.indexStrides[last] === 1 && job.indexOffset % 4 === 0 &&
     job.indexStrides.every((s, d) => d === last || s % 4 === 0);
 }
 
