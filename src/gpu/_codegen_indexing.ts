@@ -20,6 +20,7 @@ import {
 import { computeType, preludeFor, storageType, storeAs } from "./_wgsl_types.ts";
 import { constantNodes, type Expr, exprKey } from "../ir/expr.ts";
 import { constantsMember, epilogueFunction } from "./_codegen_elementwise.ts";
+import { workgroupInclusiveSum } from "./_codegen_workgroup.ts";
 
 /** One kernel of the family. */
 export type IndexingStage =
@@ -1106,16 +1107,8 @@ function compaction(s: IndexingSpec): string {
     "fn exclusive_scan(v: u32, lid: u32) -> u32 {",
     "  scan_values[lid] = v;",
     "  workgroupBarrier();",
-    "  var sum = v;",
-    `  for (var d = 1u; d < ${size}u; d = d << 1u) {`,
-    "    var add = 0u;",
-    "    if (lid >= d) { add = scan_values[lid - d]; }",
-    "    workgroupBarrier();",
-    "    sum = sum + add;",
-    "    scan_values[lid] = sum;",
-    "    workgroupBarrier();",
-    "  }",
-    "  return sum - v;",
+    ...workgroupInclusiveSum("scan_values", "lid", size, "  "),
+    "  return scan_values[lid] - v;",
     "}",
   ];
   const code = [

@@ -35,6 +35,7 @@
  */
 
 import { ballotPoolWords, SELECT_TILE, SORT_WORKGROUP, STREAM_CHUNK } from "../plans/sort.ts";
+import { workgroupInclusiveSum } from "./_codegen_workgroup.ts";
 
 export { SELECT_TILE, SORT_WORKGROUP, STREAM_CHUNK };
 
@@ -372,15 +373,7 @@ function tallyAdd(
 
 /** WGSL: an inclusive scan of `sums` (one word an invocation) by Hillis and Steele. */
 function inclusiveScan(indent: string): string[] {
-  return [
-    `for (var step = 1u; step < ${SORT_WORKGROUP}u; step = step * 2u) {`,
-    "  var add = 0u;",
-    "  if (l >= step) { add = sums[l - step]; }",
-    "  workgroupBarrier();",
-    "  sums[l] = sums[l] + add;",
-    "  workgroupBarrier();",
-    "}",
-  ].map((line) => indent + line);
+  return workgroupInclusiveSum("sums", "l", SORT_WORKGROUP, indent);
 }
 
 /**
