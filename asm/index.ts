@@ -9,3 +9,4 @@ export * from "./transpose";
 export * from "./sort";
 export { exp_f32x4_array, sigmoid_f32x4_array } from "./vector_math";
 export * from "./indexing";
+export * from "./_choose";

@@ -8,12 +8,15 @@
  *   uses it where SharedArrayBuffer is available, so that workers can run kernels on its memory;
  * - asm/matmul.ts alone with relaxed SIMD, unshared and shared (`src/wasm/_gemm_relaxed_bytes.ts`):
  *   its fused multiply-adds replace the main module's GEMM where the engine validates it;
- * - `src/gpu/_wgsl_bundle.ts` from the static WGSL files in `wgsl/`.
+ * - `src/gpu/_wgsl_bundle.ts` from the static WGSL files in `wgsl/`;
+ * - `asm/_choose.ts` (compiled into both modules) and `src/heuristics/_choose_devices.ts` from the
+ *   reference devices' tuned tables in `src/heuristics/tables/` (scripts/gen_choose.ts).
  *
  * `deno task build` writes them; `--check` rebuilds into memory and fails if any is stale.
  * @module
  */
 import { generateAsm } from "./gen_asm.ts";
+import { generateChooseAsm, generateChooseDevices, readTables } from "./gen_choose.ts";
 
 const root = new URL("../", import.meta.url);
 const check = Deno.args.includes("--check");
@@ -124,6 +127,10 @@ async function wgslBundle(): Promise<string> {
 
 const generated = generateAsm();
 await emit("asm/_generated.ts", generated);
+// The choose table first: the module's compilation reads it from asm/.
+const tables = await readTables(new URL("src/heuristics/tables/", root));
+await emit("asm/_choose.ts", generateChooseAsm(tables));
+await emit("src/heuristics/_choose_devices.ts", generateChooseDevices(tables));
 const wasm = await compileWasm(generated, false);
 await emit("src/wasm/kernels.wasm", wasm);
 await emit(

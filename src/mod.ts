@@ -45,6 +45,8 @@ export {
   zeros,
 } from "./creation.ts";
 export * as random from "./random.ts";
+export * as heuristics from "./heuristics.ts";
+export { tune, type TuneOptions, type TuneReport } from "./tune.ts";
 export * from "./ops/elementwise.ts";
 export * from "./ops/activations.ts";
 export {

@@ -11,6 +11,13 @@ import { acquireDevice, type DeviceCaps } from "./gpu/device.ts";
 import type { PoolStats } from "./gpu/buffer_pool.ts";
 import type { AllocatorStats } from "./wasm/allocator.ts";
 import { WasmBackend } from "./wasm/backend.ts";
+import { loadHeuristics } from "./heuristics/startup.ts";
+import { provideChooserModule } from "./heuristics/chooser.ts";
+import { compiledKernels, kernelImports } from "./wasm/module.ts";
+
+// The chooser's table lives in the kernel module: the runtime, which names the devices, hands it
+// over (compiled on first use).
+provideChooserModule({ module: () => compiledKernels(false), imports: kernelImports });
 
 // The WASM device's thread pool is part of the public surface; the runtime, which makes the
 // devices, is the one front-end module that names them.
@@ -228,6 +235,8 @@ export async function init(options: InitOptions = {}): Promise<Runtime> {
   }
   current = new Runtime(preference, gpu);
   if (gpu) destroyDeviceOnExit();
+  // The user's rules and tuning results (warnings at most: never an error here).
+  await loadHeuristics(gpu ? gpu.caps : null);
   return current;
 }
 

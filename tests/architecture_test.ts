@@ -2,9 +2,11 @@
  * The layers of src/ (README, "Layout"), checked on the module graph `deno info` reports:
  * - no module of the front end (src/ops/, src/tensor.ts, the creation functions, jit, tidy,
  *   explain, random) imports a device module (src/gpu/, src/wasm/): ops build jobs, devices run
- *   them, and only src/runtime.ts, which makes the devices, names them;
+ *   them, and only src/runtime.ts, which makes the devices, and src/tune.ts, the tuner, which
+ *   times them with the GPU profiler, name them;
  * - the layers below import nothing above them: core imports only core; ir only core and ir;
- *   plans only core, ir and plans; contract only core, ir, plans and contract;
+ *   plans only core, ir and plans; heuristics (the chooser: rules, tables, consensus) only core,
+ *   plans and heuristics; contract only core, ir, plans and contract;
  * - no import circle exists among source files. One kind of edge is left out: the type-only
  *   imports of src/tensor.ts, whose method signatures name the ops' option types while the ops
  *   construct tensors (type-only imports are erased; the methods reach the ops through the table
@@ -60,9 +62,11 @@ const edges = await graph([
 ]);
 
 const layer = (file: string): string => {
-  const m = file.match(/^src\/(core|ir|plans|contract|gpu|wasm|ops)\//);
+  const m = file.match(/^src\/(core|ir|plans|heuristics|contract|gpu|wasm|ops)\//);
   if (m) return m[1];
-  return file === "src/runtime.ts" ? "runtime" : "front";
+  // The version is a constant of no imports: as low as core.
+  if (file === "src/version.ts") return "core";
+  return file === "src/runtime.ts" || file === "src/tune.ts" ? "runtime" : "front";
 };
 
 /** Strongly connected components with more than one module (Tarjan). */
@@ -103,7 +107,7 @@ export function circles(list: readonly Edge[]): string[][] {
 
 Deno.test("architecture: the graph covers the library", () => {
   const files = new Set(edges.flatMap((e) => [e.from, e.to]));
-  for (const dir of ["core", "ir", "plans", "contract", "gpu", "wasm", "ops"]) {
+  for (const dir of ["core", "ir", "plans", "heuristics", "contract", "gpu", "wasm", "ops"]) {
     assert.ok([...files].some((f) => f.startsWith(`src/${dir}/`)), `no module of src/${dir}/`);
   }
 });
@@ -120,6 +124,7 @@ Deno.test("architecture: lower layers import nothing above them", () => {
     core: ["core"],
     ir: ["core", "ir"],
     plans: ["core", "ir", "plans"],
+    heuristics: ["core", "plans", "heuristics"],
     contract: ["core", "ir", "plans", "contract"],
   };
   const bad = edges.filter((e) =>

@@ -5,31 +5,7 @@
 import assert from "node:assert/strict";
 import * as gyre from "../src/mod.ts";
 import { type DeviceCaps, deviceFingerprint, sizeBucket } from "../src/tuning.ts";
-
-const H200: DeviceCaps = {
-  description: "NVIDIA H200",
-  vendor: "nvidia",
-  architecture: "hopper",
-  isFallbackAdapter: false,
-  subgroupMinSize: 32,
-  subgroupMaxSize: 32,
-  features: ["subgroups", "shader-f16", "timestamp-query"],
-  subgroups: true,
-  shaderF16: true,
-  timestampQuery: true,
-  float32Atomics: true,
-  int64Atomics: true,
-  limits: {
-    maxStorageBufferBindingSize: 2 ** 31,
-    maxBufferSize: 2 ** 32,
-    maxComputeWorkgroupStorageSize: 49152,
-    maxComputeInvocationsPerWorkgroup: 1024,
-    maxComputeWorkgroupSizeX: 1024,
-    maxComputeWorkgroupsPerDimension: 65535,
-    maxStorageBuffersPerShaderStage: 10,
-    minUniformBufferOffsetAlignment: 256,
-  },
-};
+import { H200 } from "./_caps.ts";
 
 Deno.test("fingerprint: stable, order-blind, and changed by what changes the kernels", () => {
   const a = deviceFingerprint(H200);

@@ -8,12 +8,12 @@ import * as gyre from "../src/mod.ts";
 import {
   appendSoftRule,
   MIN_TRIALS,
-  parseRules,
+  parseRuleSections,
   wilsonInterval,
   winsTrials,
 } from "../src/tuning.ts";
 
-const RANK_K = { r: "number", c: "number", k: "number", sg: "bool" } as const;
+const RANK_K = "rankk" as const;
 
 Deno.test("self-rewrite: the Wilson interval and the adoption test", () => {
   const close = (a: number, b: number) => Math.abs(a - b) < 5e-4;
@@ -42,7 +42,7 @@ Deno.test("self-rewrite: a rule appended once, with its evidence, to a file that
     const text = await Deno.readTextFile(path);
     assert.match(text, /^# mine\nmk: sel\(sg, 2, 1\);\n# Self-Rewrite .*won 18 of 20 trials/);
     assert.match(text, /soft\(mk, 2, 0\.25, sg && k <= 128\);\n$/);
-    assert.equal(parseRules(text, RANK_K).statements.length, 2);
+    assert.equal(parseRuleSections(text).rankk!.statements.length, 2);
     // A rule that does not type-check, or a file that does not parse: a RuleError, file kept.
     await assert.rejects(
       () => appendSoftRule(path, { ...rule, condition: "k" }, { wins: 20, trials: 20 }, RANK_K),
@@ -55,6 +55,22 @@ Deno.test("self-rewrite: a rule appended once, with its evidence, to a file that
     );
     assert.equal(await Deno.readTextFile(`${dir}/bad.kdsl`), "mk: ;");
     assert.equal(await Deno.readTextFile(path), text);
+    // Another family's rule goes under its header, once; Rank-K's again under its own.
+    const scan = { field: "variant", value: "2", weight: "0.25", condition: "n > 4096 && al" };
+    const evidence = { wins: 20, trials: 20 };
+    assert.equal(await appendSoftRule(path, scan, evidence, "scan"), true);
+    assert.equal(await appendSoftRule(path, { ...scan, value: "1" }, evidence, "scan"), true);
+    assert.equal(await appendSoftRule(path, scan, evidence, "scan"), false);
+    assert.equal(await appendSoftRule(path, { ...rule, value: "1" }, evidence, RANK_K), true);
+    const sectioned = await Deno.readTextFile(path);
+    assert.equal(sectioned.match(/^\[scan\]$/gm)?.length, 1, sectioned);
+    assert.equal(sectioned.match(/^\[rankk\]$/gm)?.length, 1, sectioned);
+    const read = parseRuleSections(sectioned);
+    assert.equal(read.scan!.statements.length, 2);
+    assert.equal(read.rankk!.statements.length, 3);
+    // Scan's rule does not read in Rank-K's section (no such field or variable there).
+    await assert.rejects(() => appendSoftRule(path, scan, evidence, RANK_K), gyre.RuleError);
+    await Deno.writeTextFile(path, text);
     // No lock or temporary file is left behind.
     const left = [];
     for await (const e of Deno.readDir(dir)) left.push(e.name);
@@ -86,16 +102,15 @@ Deno.test("self-rewrite: concurrent appends, in this process and in others, all 
     const children = [0, 1, 2].map((p) => {
       const code = `
         const { appendSoftRule } = await import(${JSON.stringify(module)});
-        const vars = { r: "number", c: "number", k: "number", sg: "bool" };
         await Promise.all([0, 1, 2, 3].map((i) => appendSoftRule(${JSON.stringify(path)}, {
           field: "mk", value: String(${p} * 10 + i), weight: "0.1", condition: "sg",
-        }, { wins: 20, trials: 20 }, vars)));`;
+        }, { wins: 20, trials: 20 }, "rankk")));`;
       return new Deno.Command(Deno.execPath(), { args: ["eval", code], stderr: "piped" }).output();
     });
     for (const out of await Promise.all(children)) {
       assert.ok(out.success, new TextDecoder().decode(out.stderr));
     }
-    const program = parseRules(await Deno.readTextFile(path), RANK_K);
+    const program = parseRuleSections(await Deno.readTextFile(path)).rankk!;
     assert.equal(program.statements.length, 8 + 12);
   } finally {
     await Deno.remove(dir, { recursive: true });

@@ -486,6 +486,46 @@ Deno.test({
 });
 
 Deno.test({
+  name: "jit replays every Rank-K form, the radix selection's histograms included",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  ignore: !DEVICES.includes("gpu"),
+  fn: async () => {
+    // Each form forced while the trace is recorded (overrides are captured with the work), then
+    // replayed on new inputs: the selection's histogram scratch is zero between passes.
+    for (const variant of ["radix-select", "merge", "bitonic-tree", "radix"] as const) {
+      let traces = 0;
+      const ran: string[] = [];
+      const stop = tuning.onPlan((r) => r.family === "sort" && ran.push(...r.variants));
+      const jitted = gyre.jit((x: gyre.Tensor) => {
+        traces++;
+        tuning.setPlanOverride("sort", { variant });
+        try {
+          return gyre.topk(x, 7);
+        } finally {
+          tuning.setPlanOverride("sort", null);
+        }
+      });
+      for (let call = 0; call < 3; call++) {
+        const x = gyre.random.normal([3, 5000], { seed: 90 + call, device: "gpu" }).realize();
+        const got = jitted(x) as gyre.Tensor[];
+        const onWasm = await x.to("wasm");
+        const want = gyre.topk(onWasm, 7);
+        const [g, w] = [await gyre.readAll(got), await gyre.readAll(want)];
+        g.forEach((v, i) =>
+          assert.deepEqual(Array.from(v), Array.from(w[i]), `${variant} ${call}`)
+        );
+        for (const t of [x, onWasm, ...got, ...want]) t.dispose();
+      }
+      stop();
+      assert.ok(ran.includes(variant), `${variant} ran: ${ran}`);
+      assert.equal(traces, 1, `${variant} replayed`);
+      jitted.dispose();
+    }
+  },
+});
+
+Deno.test({
   name: "WASM: a long row shared among threads sorts as one thread sorts it",
   sanitizeOps: false,
   sanitizeResources: false,

@@ -354,11 +354,15 @@ const CALLS: Record<string, Call> = {
   uniqueAsync: ({ x }) => [x, {}],
   whereAsync: ({ x }) => [x],
   bincountAsync: ({ i1 }) => [i1, {}],
+  tune: () => [["reduce"], { shapes: { reduce: [] }, record: false, load: false }],
+  "heuristics.set": () => ["[scan]\nsoft(variant, 1, 0.5, true);"],
+  "heuristics.explain": () => ["scan", { r: 1, n: 64, sg: false, al: true }],
 };
 /** Public functions of no arguments (nothing to get wrong) and the classes. */
 const NO_ARGUMENTS = new Set(
   [
     "init runtime flush sync startWasmThreads stopWasmThreads wasmThreadCapacity wasmThreadCount",
+    "heuristics.clear",
     "Runtime Tensor GyreError AxisError DTypeError DeviceError DisposedError GpuError ShapeError RuleError",
     "ValueError OutOfMemoryError IndexError",
   ].join(" ").split(" "),
@@ -378,6 +382,9 @@ const publicFunctions = (): [string, (...a: unknown[]) => unknown][] => [
   ][],
   ...Object.entries(gyre.random).map(([k, v]) =>
     [`random.${k}`, v] as [string, (...a: unknown[]) => unknown]
+  ),
+  ...Object.entries(gyre.heuristics).map(([k, v]) =>
+    [`heuristics.${k}`, v] as [string, (...a: unknown[]) => unknown]
   ),
 ];
 
@@ -419,7 +426,10 @@ for (const device of DEVICES) {
       gyre.flush();
       checked.push(label);
       if (!(e instanceof gyre.GyreError)) failures.push(`${label}: ${e === null ? "ran" : e}`);
-      else if (!e.op.toLowerCase().includes(op.replace(/^random\./, "").toLowerCase())) {
+      else if (
+        !e.op.toLowerCase().includes(op.replace(/^random\./, "").toLowerCase()) &&
+        !(op.startsWith("heuristics.") && /heuristics|explain/.test(e.op))
+      ) {
         failures.push(`${label}: the error names op "${e.op}"`);
       }
       if (JSON.stringify(liveCounts()) !== JSON.stringify(before)) {

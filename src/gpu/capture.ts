@@ -35,11 +35,14 @@ type Slot =
 
 /**
  * Scratch buffers a replay may bind as they are: the index checks (each replayed check takes a
- * fresh slot, see INDEX_CHECK_SLOT_WORD) and the indexing kernels' unused bindings. Other scratch
- * (look-back states, tickets) keeps state across calls, so work binding it is not replayed.
+ * fresh slot, see INDEX_CHECK_SLOT_WORD), the indexing kernels' unused bindings, and the radix
+ * selection's histograms (each pick zeroes the words its pass counted, so they are zero between
+ * passes, as when made). Other scratch (look-back states, tickets) keeps state across calls, so
+ * work binding it is not replayed.
  */
 const STATELESS_SCRATCH = new Set([
   "index-checks",
+  "sort selection histograms",
   "indexing-none",
   "indexing-no-updates",
   "indexing-no-checks",

@@ -19,6 +19,8 @@ import {
 import { UNARY } from "../ir/elementwise_table.ts";
 import { constantNodes, type Expr, exprKey, readsIndex } from "../ir/expr.ts";
 import { observePlan } from "../contract/backend.ts";
+import { tunedOverride } from "../heuristics/consensus.ts";
+import { matmulTuneKey } from "../heuristics/families.ts";
 import { transposeCopy } from "./elementwise.ts";
 import { type MatmulChoice, planMatmul } from "../plans/mod.ts";
 import type { GpuHost, GpuStorage } from "./host.ts";
@@ -207,7 +209,13 @@ function runGpu(
         halfAccumulate: p.halfAccumulate,
         aCopyable: aBatch !== null,
       },
-      x.overrides.matmul,
+      // Plain float32 products are the tuned family's (what the tuner measured: no prologue or
+      // epilogue, which a split or streamed K would move out of the product's kernel).
+      p.dtype === "float32" && !p.halfAccumulate && sizeOf(p.batch) === 1 && aK === 1 &&
+        bOuter === 1 && !x.aPrologue && !x.bPrologue && !parts.bias && !parts.activation &&
+        !custom && p.m > 1 && p.n > 1
+        ? tunedOverride("matmul", backend.caps, matmulTuneKey(p.m, p.n, p.k), x.overrides.matmul)
+        : x.overrides.matmul,
     ),
     x.overrides.matmul,
   );

@@ -8,6 +8,8 @@ import type { DType } from "../core/dtype.ts";
 import { isContiguous, sizeOf } from "../core/shape.ts";
 import type { View } from "../core/view.ts";
 import { observePlan } from "../contract/backend.ts";
+import { tunedOverride } from "../heuristics/consensus.ts";
+import { rowsTuneKey } from "../heuristics/families.ts";
 import type { ReduceJob } from "../contract/reduce.ts";
 import { planReduce } from "../plans/mod.ts";
 import { constantWords } from "./_codegen_elementwise.ts";
@@ -75,7 +77,19 @@ export function runReduceGpu(gpu: GpuHost, job: ReduceJob): GpuStorage | null {
     "gpu",
     "reduce",
     op,
-    planReduce(gpu.caps, { rows, rowLength, aligned, rowsAdjacent }, overrides.reduce),
+    planReduce(
+      gpu.caps,
+      { rows, rowLength, aligned, rowsAdjacent },
+      // Sums of contiguous rows are the tuned family's (what the tuner measured).
+      reduction === "sum" && contiguous
+        ? tunedOverride(
+          "reduce",
+          gpu.caps,
+          rowsTuneKey(gpu.caps, rows, rowLength),
+          overrides.reduce,
+        )
+        : overrides.reduce,
+    ),
     overrides.reduce,
   );
   // Arg reductions pass (value bits, index) pairs between their two passes, stateful ones their

@@ -16,6 +16,8 @@ import type { ScanJob, ScanResult } from "../contract/scan.ts";
 import type { ScanOp, ScanType } from "../ir/scan.ts";
 import { E } from "../ir/expr.ts";
 import { observePlan } from "../contract/backend.ts";
+import { tunedOverride } from "../heuristics/consensus.ts";
+import { rowsTuneKey } from "../heuristics/families.ts";
 import { NO_OVERRIDES } from "../plans/overrides.ts";
 import { planScan, type ScanChoice } from "../plans/mod.ts";
 import type { GpuHost, GpuStorage } from "./host.ts";
@@ -283,7 +285,14 @@ function gpuScan(gpu: GpuHost, job: ScanJob): GpuStorage {
     "gpu",
     "scan",
     op,
-    planScan(gpu.caps, { rows, rowLength: len, inner, op: scanOp }, override),
+    planScan(
+      gpu.caps,
+      { rows, rowLength: len, inner, op: scanOp },
+      // Sums along the last axis are the tuned family's (what the tuner measured).
+      inner === 1 && scanOp === "sum"
+        ? tunedOverride("scan", gpu.caps, rowsTuneKey(gpu.caps, rows, len), override)
+        : override,
+    ),
     override,
     { acrossAxis: inner > 1 },
   );

@@ -31,6 +31,8 @@ import {
 import { E } from "../ir/expr.ts";
 import type { PlanOverrides } from "../plans/overrides.ts";
 import { observePlan } from "../contract/backend.ts";
+import { tunedOverride } from "../heuristics/consensus.ts";
+import { sortTuneKey } from "../heuristics/families.ts";
 import { planSort, type SortChoice } from "../plans/mod.ts";
 import type { GpuHost, GpuStorage } from "./host.ts";
 import { runScanGpu } from "./scan.ts";
@@ -141,11 +143,17 @@ function sortRows(
   indices: GpuStorage,
   overrides: Readonly<PlanOverrides>,
 ): void {
+  const keep = w.start + w.count;
+  const tune = sortTuneKey(gpu.caps, r.rows, r.length, keep);
   const choice = observePlan(
     "gpu",
     "sort",
     op,
-    planSort(gpu.caps, { rows: r.rows, length: r.length, keep: w.start + w.count }, overrides.sort),
+    planSort(
+      gpu.caps,
+      { rows: r.rows, length: r.length, keep },
+      tunedOverride(tune.family, gpu.caps, tune.key, overrides.sort),
+    ),
     overrides.sort,
   );
   if (choice.variant === "radix" || choice.variant === "radix-ballot") {

@@ -6,7 +6,9 @@
  * and never onto a file that does not read as SpiralK.
  * @module
  */
-import { parseRules, printRules, type RuleType } from "./spiralk.ts";
+import { printRules } from "./spiralk.ts";
+import { parseRuleSections } from "./consensus.ts";
+import type { TuneFamilyName } from "./families.ts";
 import { readFileOrNull, withFileLock, writeFileAtomic } from "./_files.ts";
 
 /** The fewest A/B trials after which a win can be adopted. */
@@ -75,13 +77,14 @@ export interface SoftRuleText {
 }
 
 /**
- * Appends `soft(field, value, weight, condition);` to the rules file at `path` (made if missing),
- * under a comment giving the evidence, unless the file already holds that rule (compared in
- * canonical form). The file is read and checked against `variables` first: if it, or it with the
- * rule, does not read as SpiralK, a RuleError is thrown and the file is left as it was. Returns
- * whether the rule was written. Concurrent callers, in this process
- * or others, take turns through `path + ".lock"`; the new content is written to a temporary
- * file and renamed over the old, so a reader never sees half a file.
+ * Appends `soft(field, value, weight, condition);` to `family`'s rules in the rules file at
+ * `path` (made if missing; a `[family]` header added where the file does not end in that
+ * family's section), under a comment giving the evidence, unless the section already holds that
+ * rule (compared in canonical form). The file is read first: if it, or it with the rule, does not
+ * read as SpiralK sections (src/heuristics/consensus.ts), a RuleError is thrown and the file is
+ * left as it was. Returns whether the rule was written. Concurrent callers, in this process or
+ * others, take turns through `path + ".lock"`; the new content is written to a temporary file
+ * and renamed over the old, so a reader never sees half a file.
  *
  * @example
  * ```ts
@@ -90,7 +93,7 @@ export interface SoftRuleText {
  * await appendSoftRule(path, { field: "mk", value: "2", weight: "0.25", condition: "sg" }, {
  *   wins: 18,
  *   trials: 20,
- * }, { sg: "bool" }); // true
+ * }, "rankk"); // true
  * await Deno.remove(path);
  * ```
  */
@@ -98,26 +101,30 @@ export async function appendSoftRule(
   path: string,
   rule: SoftRuleText,
   evidence: TrialEvidence,
-  variables: Readonly<Record<string, RuleType>>,
+  family: TuneFamilyName = "rankk",
 ): Promise<boolean> {
   const text = `soft(${rule.field}, ${rule.value}, ${rule.weight}, ${rule.condition});`;
   return await withFileLock(path, async () => {
     const old = (await readFileOrNull(path)) ?? "";
     const separator = old.endsWith("\n") || old === "" ? "" : "\n";
-    // The rule must read in the file's context (its fields and variables), canonically compared.
-    const before = parseRules(old, variables);
-    const after = parseRules(`${old}${separator}${text}\n`, variables);
+    const before = parseRuleSections(old);
+    // The section the file ends in: its last header's, else Rank-K's.
+    const headers = [...old.matchAll(/^\s*\[\s*([A-Za-z_][A-Za-z0-9_]*)\s*\]/gm)];
+    const header = (headers.at(-1)?.[1] ?? "rankk") === family ? "" : `[${family}]\n`;
+    // The rule must read in the file's context (its section's fields and variables).
+    const after = parseRuleSections(`${old}${separator}${header}${text}\n`)[family]!;
     const added = printRules({ ...after, statements: after.statements.slice(-1) });
+    const section = before[family];
     const existing = new Set(
-      before.statements.filter((s) => s.kind === "soft").map((s) =>
-        printRules({ ...before, statements: [s] })
+      (section?.statements ?? []).filter((s) => s.kind === "soft").map((s) =>
+        printRules({ ...section!, statements: [s] })
       ),
     );
     if (existing.has(added)) return false;
     const { low } = wilsonInterval(evidence);
     const comment = `# Self-Rewrite ${new Date().toISOString()}: won ${evidence.wins} of ` +
       `${evidence.trials} trials (95% Wilson lower bound ${low.toFixed(3)})\n`;
-    await writeFileAtomic(path, `${old}${separator}${comment}${added}`);
+    await writeFileAtomic(path, `${old}${separator}${header}${comment}${added}`);
     return true;
   });
 }

@@ -116,7 +116,7 @@ export interface MatmulChoice {
 }
 
 /** A tile configuration the matmul rule chooses among. */
-type MatmulTile =
+export type MatmulTile =
   & Pick<MatmulChoice, "tileM" | "tileN" | "tileK" | "threadM" | "threadN" | "laneColumns">
   & Partial<Pick<MatmulChoice, "productForm" | "doubleBuffer">>;
 
@@ -129,7 +129,7 @@ type MatmulTile =
  * Tile rows walked together (`swizzle`): 4 gave 39.08 at 4096^3 against 38.80 with 8 and 39.01
  * with 16 (39.44 against 38.99 with A stored transposed), so the rule takes 4.
  */
-const MATMUL_TILES: readonly MatmulTile[] = [
+export const MATMUL_TILES: readonly MatmulTile[] = [
   { tileM: 128, tileN: 128, tileK: 8, threadM: 8, threadN: 16, laneColumns: 2 },
   { tileM: 64, tileN: 128, tileK: 16, threadM: 8, threadN: 8, laneColumns: 8 },
   { tileM: 64, tileN: 64, tileK: 16, threadM: 4, threadN: 4, laneColumns: 8 },

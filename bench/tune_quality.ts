@@ -1,0 +1,232 @@
+/**
+ * The held-out test of the chooser (issue 24): for each family, tune on the grid (tuneGrid), then
+ * draw keys from a seeded random grid the tuner never saw (sizes between the grid's points),
+ * measure every legal candidate at each (GPU timestamps, medians), and count the keys where each
+ * layer's pick is within 5% of the best: the hand-written plan, the table (C; where no row covers
+ * a key the plan runs), SoftLogic (A) and the consensus.
+ *
+ * `deno run -A bench/tune_quality.ts [families...] [--keys N] [--seed S] [--out NAME]` writes
+ * bench/results/tune-quality-NAME.md and .json.
+ * @module
+ */
+import * as gyre from "../src/mod.ts";
+import {
+  choiceText,
+  explainChoice,
+  familyCandidates,
+  loadUserRows,
+  matmulTuneKey,
+  measureKey,
+  rowsTuneKey,
+  tableChoice,
+  tune,
+  TUNE_FAMILIES,
+  type TuneChoice,
+  type TuneFamilyName,
+  type TuneKey,
+} from "../src/tuning.ts";
+
+const args = [...Deno.args];
+const option = (name: string) => {
+  const i = args.indexOf(name);
+  if (i < 0) return undefined;
+  const [, value] = args.splice(i, 2);
+  return value;
+};
+const perFamily = Number(option("--keys") ?? 24);
+const seed = Number(option("--seed") ?? 2411);
+const outName = option("--out");
+const tableName = option("--table");
+const families = (args.length ? args : TUNE_FAMILIES) as TuneFamilyName[];
+
+const rt = await gyre.init({ device: "gpu" });
+const caps = rt.gpu!.caps;
+const soft = caps.isFallbackAdapter;
+const most = soft ? 1 << 18 : 1 << 24;
+
+/** mulberry32: a small seeded generator. */
+function generator(s: number): () => number {
+  return () => {
+    s = (s + 0x6d2b79f5) | 0;
+    let t = Math.imul(s ^ (s >>> 15), 1 | s);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+const random = generator(seed);
+/** A size drawn log-uniformly in [low, high], never a power of two. */
+const size = (low: number, high: number) => {
+  for (;;) {
+    const v = Math.round(Math.exp(Math.log(low) + random() * (Math.log(high) - Math.log(low))));
+    if ((v & (v - 1)) !== 0) return v;
+  }
+};
+
+function heldOut(family: TuneFamilyName): TuneKey {
+  const sg = caps.subgroups;
+  for (;;) {
+    let key: TuneKey;
+    switch (family) {
+      case "rankk": {
+        const c = size(1024, 1 << 20);
+        key = { r: size(1, 4096), c, k: size(8, 512), sg };
+        if ((key.k as number) * 4 > c) continue;
+        break;
+      }
+      case "sort":
+        key = { r: size(1, 4096), c: size(256, 1 << 20), sg };
+        break;
+      case "scan":
+      case "reduce":
+        key = rowsTuneKey(caps, size(1, 16384), size(64, 1 << 24));
+        if ((key.r as number) * (key.n as number) < 4096) continue;
+        break;
+      case "matmul": {
+        key = matmulTuneKey(size(64, 4096), size(64, 4096), size(64, 16384));
+        const [m, n, k] = [key.m as number, key.n as number, key.k as number];
+        if (m * n * k > most * (soft ? 16 : 4096) || m * k > most || k * n > most) continue;
+        break;
+      }
+    }
+    const elements = family === "matmul" ? 0 : (key.r as number) * ((key.c ?? key.n) as number);
+    if (elements <= most) return key;
+  }
+}
+
+interface Row {
+  family: TuneFamilyName;
+  key: TuneKey;
+  best: number;
+  picks: Record<string, { choice: string; us: number; within: boolean }>;
+}
+
+// A hardware GPU idles at a low clock: run it hot for a few seconds before measuring.
+if (!soft) {
+  const a = gyre.random.uniform([4096, 4096], { seed: 1 });
+  const until = performance.now() + 3000;
+  while (performance.now() < until) {
+    const y = gyre.matmul(a, a);
+    await y.array().then(() => y.dispose()).catch(() => {});
+  }
+  a.dispose();
+}
+
+const rows: Row[] = [];
+const tableRows: Record<string, unknown> = {};
+const tuneSeconds: Record<string, number> = {};
+const tuneKeys: Record<string, number> = {};
+for (const family of families) {
+  loadUserRows({});
+  console.log(`${family}: tuning on the grid`);
+  const report = await tune([family], { record: false, budget: 600 });
+  tuneSeconds[family] = report.seconds[family] ?? 0;
+  tuneKeys[family] = report.rows[family]?.length ?? 0;
+  tableRows[family] = report.rows[family];
+  const keys = Array.from({ length: perFamily }, () => heldOut(family));
+  for (const [i, key] of keys.entries()) {
+    const candidates = familyCandidates(family, caps, key);
+    // Round 1 finds the best candidate; round 2 measures it again with every layer's pick,
+    // interleaved, and judges the picks there (the fastest of a noisy round is biased low).
+    const first = await measureKey(family, key, { choices: candidates, samples: soft ? 9 : 7 });
+    const leader = first.candidates.find((c) => c.samples >= 7) ?? first.candidates[0];
+    const d = explainChoice(family, caps, key);
+    const table: TuneChoice = tableChoice(family, caps, key) ?? d.plan;
+    const named = { plan: d.plan, table, soft: d.soft.choice!, consensus: d.choice };
+    const finalists = new Map<string, TuneChoice>([[choiceText(leader.choice), leader.choice]]);
+    for (const c of Object.values(named)) finalists.set(choiceText(c), c);
+    const second = await measureKey(family, key, {
+      choices: [...finalists.values()],
+      samples: soft ? 21 : 15,
+    });
+    const us = new Map(second.candidates.map((c) => [choiceText(c.choice), c.us]));
+    const best = Math.min(...us.values());
+    const pick = (c: TuneChoice) => {
+      const t = us.get(choiceText(c)) ?? Infinity;
+      return { choice: choiceText(c), us: t, within: t <= 1.05 * best };
+    };
+    rows.push({
+      family,
+      key,
+      best,
+      picks: Object.fromEntries(Object.entries(named).map(([n, c]) => [n, pick(c)])),
+    });
+    console.log(
+      `  ${i + 1}/${keys.length} ${JSON.stringify(key)}: best ${best.toFixed(1)} us; plan ${
+        rows.at(-1)!.picks.plan.us.toFixed(1)
+      }, consensus ${rows.at(-1)!.picks.consensus.us.toFixed(1)} (${d.decidedBy})`,
+    );
+  }
+}
+
+const layers = ["plan", "table", "soft", "consensus"] as const;
+const share = (rs: Row[], layer: string) =>
+  rs.length ? rs.filter((r) => r.picks[layer].within).length / rs.length : 0;
+const pct = (x: number) => `${(100 * x).toFixed(0)}%`;
+const lines = [
+  `# Chooser quality on held-out keys: ${caps.description}`,
+  "",
+  `bench/tune_quality.ts at ${
+    new TextDecoder().decode(
+      (await new Deno.Command("git", { args: ["rev-parse", "--short", "HEAD"] }).output()).stdout,
+    ).trim()
+  }, ${new Date().toISOString().slice(0, 10)}; seed ${seed}, ${perFamily} keys a family drawn ` +
+  "log-uniformly between the tuning grid's points (no power of two). Every legal candidate " +
+  "measured at each key (GPU timestamps of the whole op, median of 7 (9 on a software " +
+  "adapter) after a warm-up, " +
+  "candidates over 1.3x the leader after 3 samples dropped); then the leader and every " +
+  "layer's pick measured again together (median of 15, 21 on a software adapter, " +
+  "interleaved), and a pick counts when " +
+  "its median there is within 5% of the fastest's (a second round, because the fastest of one " +
+  "noisy round is biased low). The table is the tuner's rows (this run: each cell between grid points takes the candidate best on average over its measured corners); where " +
+  "no row covers a key the plan runs. SoftLogic has no user rules here: its pick is the plan's " +
+  "unless the tile metric disagrees.",
+  "",
+  "| family | keys | tuned keys | tuning s | plan | table | SoftLogic | consensus |",
+  "|---|---:|---:|---:|---:|---:|---:|---:|",
+];
+for (const family of families) {
+  const rs = rows.filter((r) => r.family === family);
+  lines.push(
+    `| ${family} | ${rs.length} | ${tuneKeys[family]} | ${tuneSeconds[family].toFixed(1)} | ${
+      layers.map((l) => pct(share(rs, l))).join(" | ")
+    } |`,
+  );
+}
+lines.push(
+  `| all | ${rows.length} | | | ${layers.map((l) => pct(share(rows, l))).join(" | ")} |`,
+  "",
+  "Keys where the consensus missed (us: best, consensus, plan):",
+  "",
+);
+for (const r of rows.filter((r) => !r.picks.consensus.within)) {
+  lines.push(
+    `- ${r.family} ${JSON.stringify(r.key)}: ${r.best.toFixed(1)}, ${
+      r.picks.consensus.us.toFixed(1)
+    } (${r.picks.consensus.choice}), ${r.picks.plan.us.toFixed(1)} (${r.picks.plan.choice})`,
+  );
+}
+const text = lines.join("\n") + "\n";
+console.log(text);
+if (outName) {
+  await Deno.writeTextFile(`bench/results/tune-quality-${outName}.md`, text);
+  await Deno.writeTextFile(
+    `bench/results/tune-quality-${outName}.json`,
+    JSON.stringify({ device: caps.description, seed, tuneSeconds, rows }, null, 1) + "\n",
+  );
+}
+if (tableName) {
+  // The grid's winners as a reference table (src/heuristics/tables/; `deno task build` compiles it).
+  const path = `src/heuristics/tables/${tableName}.json`;
+  await Deno.mkdir("src/heuristics/tables", { recursive: true });
+  let old: { device?: unknown; families?: Record<string, unknown> } = {};
+  try {
+    old = JSON.parse(await Deno.readTextFile(path));
+  } catch { /* a new table */ }
+  const table = {
+    device: old.device ??
+      { name: tableName, match: caps.description, description: caps.description },
+    source: `bench/tune_quality.ts, ${new Date().toISOString().slice(0, 10)}`,
+    families: { ...old.families, ...tableRows },
+  };
+  await Deno.writeTextFile(path, JSON.stringify(table, null, 1) + "\n");
+}

@@ -1,0 +1,81 @@
+/**
+ * `deno task tune [families...] [--budget S] [--table NAME] [--no-record] [--self-rewrite]`: tunes
+ * the tunable families on this machine's GPU (a progress bar on a terminal, plain lines
+ * otherwise), records the winners in the user's tuning cache and, with `--table NAME`, writes
+ * them as the committed reference table `src/heuristics/tables/NAME.json` (then
+ * `deno task build` compiles it in); `--self-rewrite` appends soft rules for winners that beat
+ * the chooser's pick in A/B trials to the user's rules file.
+ * @module
+ */
+import * as gyre from "../src/mod.ts";
+import {
+  type ChooseTable,
+  deviceFingerprint,
+  tune,
+  TUNE_FAMILIES,
+  type TuneFamilyName,
+  type TuneProgress,
+} from "../src/tuning.ts";
+
+const args = [...Deno.args];
+const option = (name: string) => {
+  const i = args.indexOf(name);
+  if (i < 0) return undefined;
+  const [, value] = args.splice(i, 2);
+  return value;
+};
+const budget = Number(option("--budget") ?? 60);
+const table = option("--table");
+const record = !args.includes("--no-record");
+const selfRewrite = args.includes("--self-rewrite");
+const families = args.filter((a) => !a.startsWith("--")) as TuneFamilyName[];
+for (const f of families) {
+  if (!TUNE_FAMILIES.includes(f)) {
+    throw new Error(`unknown family ${f} (${TUNE_FAMILIES.join(", ")})`);
+  }
+}
+
+const rt = await gyre.init({ device: "gpu" });
+const caps = rt.gpu!.caps;
+const tty = Deno.stdout.isTerminal();
+const encoder = new TextEncoder();
+const show = (p: TuneProgress) => {
+  const width = 30;
+  const filled = Math.round((width * p.done) / p.total);
+  const text = `${p.family.padEnd(7)} [${"#".repeat(filled)}${".".repeat(width - filled)}] ` +
+    `${p.done}/${p.total} keys, ${p.seconds.toFixed(1)} s`;
+  if (tty) Deno.stdout.writeSync(encoder.encode(`\r${text}${p.done === p.total ? "\n" : ""}`));
+  else if (p.done === p.total || p.done % 10 === 0) console.log(text);
+};
+console.log(`tuning on ${caps.description} (fingerprint ${deviceFingerprint(caps).id})`);
+const report = await tune(families.length ? families : TUNE_FAMILIES, {
+  budget,
+  record,
+  selfRewrite,
+  onProgress: show,
+});
+if (tty) Deno.stdout.writeSync(encoder.encode("\n"));
+for (const [family, seconds] of Object.entries(report.seconds)) {
+  console.log(
+    `${family}: ${report.rows[family as TuneFamilyName]?.length} keys in ${seconds.toFixed(1)} s`,
+  );
+}
+if (report.rewritten) console.log(`Self-Rewrite appended ${report.rewritten} soft rules`);
+if (report.skipped) console.log(`${report.skipped} keys skipped (budget ${budget} s a family)`);
+if (table) {
+  const path = new URL(`../src/heuristics/tables/${table}.json`, import.meta.url);
+  let old: ChooseTable | null = null;
+  try {
+    old = JSON.parse(await Deno.readTextFile(path));
+  } catch { /* a new table */ }
+  const commit = new TextDecoder().decode(
+    (await new Deno.Command("git", { args: ["rev-parse", "--short", "HEAD"] }).output()).stdout,
+  ).trim();
+  const out: ChooseTable = {
+    device: old?.device ?? { name: table, match: caps.description, description: caps.description },
+    source: `deno task tune at ${commit || "?"}, ${new Date().toISOString().slice(0, 10)}`,
+    families: { ...old?.families, ...report.rows },
+  };
+  await Deno.writeTextFile(path, JSON.stringify(out, null, 1) + "\n");
+  console.log(`wrote ${path.pathname}; run \`deno task build\` to compile it in`);
+}

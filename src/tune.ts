@@ -1,0 +1,536 @@
+/**
+ * The tuner: measures every legal choice of each tunable family over a grid of keys on the GPU
+ * (GPU timestamps of whole ops, a warm-up, several samples interleaved across the candidates,
+ * early drop of candidates clearly slower than the leader), keeps each key's fastest, writes the
+ * results to the user's tuning cache and loads them into the WASM chooser.
+ * @module
+ */
+import { ValueError } from "./core/errors.ts";
+import { checkOptions } from "./core/options.ts";
+import type { DeviceCaps } from "./core/caps.ts";
+import { GpuProfiler } from "./gpu/profiler.ts";
+import { GpuHost } from "./gpu/host.ts";
+import { setPlanOverride } from "./plans/overrides.ts";
+import { cellRows, type ChooseRow, type MeasuredKey } from "./heuristics/choose_table.ts";
+import { loadUserRows, userTableRows } from "./heuristics/chooser.ts";
+import {
+  checkTuneKey,
+  choiceText,
+  familyCandidates,
+  matmulTuneKey,
+  rowsTuneKey,
+  TUNE_FAMILIES,
+  TUNE_FAMILY,
+  type TuneChoice,
+  type TuneFamilyName,
+  type TuneKey,
+} from "./heuristics/families.ts";
+import { deviceFingerprint, sizeBucket } from "./heuristics/fingerprint.ts";
+import { recordTuning, type TuningEntry } from "./heuristics/tuning_cache.ts";
+import { appendSoftRule, MIN_TRIALS, winsTrials } from "./heuristics/self_rewrite.ts";
+import { explainChoice } from "./heuristics/consensus.ts";
+import { rulesFilePath } from "./heuristics/startup.ts";
+import { runtime } from "./runtime.ts";
+import type { Tensor } from "./tensor.ts";
+import { uniform } from "./random.ts";
+import { sort, topk } from "./ops/sort.ts";
+import { cumsum } from "./ops/scan.ts";
+import { sum } from "./ops/reduce.ts";
+import { matmul } from "./ops/matmul.ts";
+
+/** One candidate's measurement at a key. */
+export interface CandidateTiming {
+  /** The choice. */
+  choice: TuneChoice;
+  /** Median GPU time of the op, in microseconds. */
+  us: number;
+  /** Samples taken (fewer where it was dropped early). */
+  samples: number;
+  /** Each sample's time in microseconds, in the order taken (interleaved with the others'). */
+  times: number[];
+}
+
+/** A key's measurements. */
+export interface KeyTiming {
+  /** The family. */
+  family: TuneFamilyName;
+  /** The key. */
+  key: TuneKey;
+  /** Every candidate, fastest first. */
+  candidates: CandidateTiming[];
+}
+
+/** Progress of a tuning run. */
+export interface TuneProgress {
+  /** The family being tuned. */
+  family: TuneFamilyName;
+  /** Keys of the family done. */
+  done: number;
+  /** Keys of the family in all. */
+  total: number;
+  /** Seconds since the family started. */
+  seconds: number;
+}
+
+/** Options of {@link tune} and {@link measureKey}. */
+export interface TuneOptions {
+  /** Seconds each family may take (keys past it are skipped); default 60. */
+  budget?: number;
+  /** Keys to measure by family; default {@link tuneGrid}'s for the device. */
+  shapes?: Partial<Record<TuneFamilyName, readonly TuneKey[]>>;
+  /** Samples of each candidate after its warm-up (default 5; the leaders take 9 more). */
+  samples?: number;
+  /** Called after each key. */
+  onProgress?: (progress: TuneProgress) => void;
+  /** Write the results to the user's tuning cache (default true). */
+  record?: boolean;
+  /** Load the results into the chooser, over rows loaded before (default true). */
+  load?: boolean;
+  /**
+   * Self-Rewrite: where a key's winner differs from what the chooser picked before, run A/B
+   * trials of the two and, if the winner wins them (see `winsTrials`), append a soft rule for
+   * each field that differs to this rules file (`true`: the user's, `rulesFilePath()`). Off by
+   * default.
+   */
+  selfRewrite?: boolean | string;
+}
+
+/** What {@link tune} measured. */
+export interface TuneReport {
+  /** Every key measured, by family. */
+  keys: KeyTiming[];
+  /** The table rows the winners make (what was recorded and loaded). */
+  rows: Partial<Record<TuneFamilyName, ChooseRow[]>>;
+  /** Seconds each family took. */
+  seconds: Partial<Record<TuneFamilyName, number>>;
+  /** Keys skipped because a family's budget ran out. */
+  skipped: number;
+  /** Soft rules Self-Rewrite appended. */
+  rewritten: number;
+}
+
+/** Candidates over this times the leader's median after three samples take no more. */
+const DROP = 1.3;
+/** Candidates over this times the leader at the previous grid key are not measured. */
+const PRUNE = 1.5;
+/** Leaders within this factor of the fastest are measured again before a winner is named. */
+const CONFIRM_WITHIN = 1.1;
+/** The most leaders measured again. */
+const CONFIRM_LEADERS = 3;
+
+/** Elements an input of the tuner's grid may have on a software adapter, and on hardware. */
+const GRID_ELEMENTS = { soft: 1 << 18, hard: 1 << 24 };
+
+/**
+ * The grid of keys the tuner measures by default for a family on a device: powers of two (each
+ * the start of its table bucket) within a size a software adapter measures in seconds.
+ *
+ * @example
+ * ```ts
+ * import { tuneGrid } from "@gyre/gyre/tuning";
+ * tuneGrid("scan", undefined).length > 0; // true
+ * ```
+ */
+export function tuneGrid(family: TuneFamilyName, caps: DeviceCaps | undefined): TuneKey[] {
+  const soft = caps?.isFallbackAdapter ?? true;
+  const most = soft ? GRID_ELEMENTS.soft : GRID_ELEMENTS.hard;
+  const sg = Boolean(caps?.subgroups);
+  const pow = (from: number, to: number, step = 4) => {
+    const out: number[] = [];
+    for (let v = from; v <= to; v *= step) out.push(v);
+    return out;
+  };
+  const keys: TuneKey[] = [];
+  switch (family) {
+    // Sorts: every power of two on hardware (their forms cross over within a factor of 4).
+    case "rankk":
+      for (const r of pow(1, 4096, soft ? 4 : 2)) {
+        for (const c of pow(1024, 1 << 20, soft ? 4 : 2)) {
+          for (const k of soft ? [8, 64, 512] : [8, 32, 128, 512]) {
+            if (r * c <= most && 4 * k <= c) keys.push({ r, c, k, sg });
+          }
+        }
+      }
+      break;
+    // Whole sorts: rows of a power of two and one more (the bitonic forms pad to the next power,
+    // so a cell between 2^i + 1 and 2^(i+1) pads alike at both ends).
+    case "sort":
+      for (const r of pow(1, 4096, 2)) {
+        for (const c of pow(256, 1 << 20, 2)) {
+          if (r * c <= most) keys.push({ r, c, sg });
+          if (r * (c + 1) <= most) keys.push({ r, c: c + 1, sg });
+        }
+      }
+      break;
+    // Rows of a multiple of 4 (vector loads) and one more (scalar loads): keys of each kind.
+    case "scan":
+    case "reduce":
+      for (const r of pow(1, 16384, 2)) {
+        for (const n of pow(64, 1 << 24, 2)) {
+          if (r * n > most || r * n < 4096) continue;
+          keys.push(rowsTuneKey(caps, r, n), rowsTuneKey(caps, r, n + 1));
+        }
+      }
+      break;
+    // Products of every power of two where they are small enough to measure many, else every
+    // other; unaligned ones (n and k one more) densely on hardware too, where most shapes are.
+    case "matmul":
+      for (const al of [true, false]) {
+        const step = soft || !al ? 2 : 4;
+        for (const m of pow(64, 4096, step)) {
+          for (const n of pow(64, 4096, step)) {
+            for (const k of pow(64, 16384, soft || !al ? 2 : 4)) {
+              // Unaligned products up to 2^35 multiply-adds densely (larger ones take the edge).
+              const largest = most * (soft ? 16 : al ? 4096 : 2048);
+              if (m * n * k <= largest && m * k <= most && k * n <= most) {
+                keys.push(al ? matmulTuneKey(m, n, k) : matmulTuneKey(m, n + 1, k + 1));
+              }
+            }
+          }
+        }
+      }
+      break;
+  }
+  return keys;
+}
+
+/** The op a family runs at a key, over inputs made once. */
+function workload(family: TuneFamilyName, key: TuneKey): { run: () => Tensor[]; inputs: Tensor[] } {
+  const n = (name: string) => key[name] as number;
+  const seed = 7;
+  switch (family) {
+    case "rankk": {
+      const x = uniform([n("r"), n("c")], { seed, device: "gpu" }).realize();
+      return { inputs: [x], run: () => topk(x, n("k")) };
+    }
+    case "sort": {
+      const x = uniform([n("r"), n("c")], { seed, device: "gpu" }).realize();
+      return { inputs: [x], run: () => [sort(x)] };
+    }
+    case "scan": {
+      const x = uniform([n("r"), n("n")], { seed, device: "gpu" }).realize();
+      return { inputs: [x], run: () => [cumsum(x, { axis: -1 })] };
+    }
+    case "reduce": {
+      const x = uniform([n("r"), n("n")], { seed, device: "gpu" }).realize();
+      return { inputs: [x], run: () => [sum(x, { axis: -1 })] };
+    }
+    case "matmul": {
+      const a = uniform([n("m"), n("k")], { seed, device: "gpu" }).realize();
+      const b = uniform([n("k"), n("n")], { seed: seed + 1, device: "gpu" }).realize();
+      return { inputs: [a, b], run: () => [matmul(a, b)] };
+    }
+  }
+}
+
+function median(values: readonly number[]): number {
+  const s = [...values].sort((a, b) => a - b);
+  const h = s.length >> 1;
+  return s.length % 2 ? s[h] : (s[h - 1] + s[h]) / 2;
+}
+
+function gpuHost(op: string): GpuHost {
+  const gpu = runtime().gpu;
+  if (!(gpu instanceof GpuHost)) {
+    throw new ValueError({
+      op,
+      argument: "runtime",
+      expected: 'a GPU runtime (await gyre.init({ device: "gpu" }))',
+      received: "no GPU",
+    });
+  }
+  if (!gpu.caps.timestampQuery) {
+    throw new ValueError({
+      op,
+      argument: "runtime",
+      expected: "a GPU with timestamp queries",
+      received: gpu.caps.description,
+    });
+  }
+  return gpu;
+}
+
+/**
+ * Measures `choices` of `family` at `key` (default: every legal candidate) by GPU timestamps:
+ * one warm-up and `samples` runs of each, interleaved; after three samples, candidates over 1.3
+ * times the leader's median are dropped.
+ *
+ * @example
+ * ```ts
+ * import * as gyre from "@gyre/gyre";
+ * import { measureKey } from "@gyre/gyre/tuning";
+ * const rt = await gyre.init({ device: "auto" });
+ * if (rt.gpu?.caps.timestampQuery) {
+ *   const t = await measureKey("reduce", { r: 64, n: 4096, sg: rt.gpu.caps.subgroups });
+ *   console.log(t.candidates[0]);
+ * }
+ * ```
+ */
+export async function measureKey(
+  family: TuneFamilyName,
+  key: TuneKey,
+  options: {
+    samples?: number;
+    choices?: readonly TuneChoice[];
+    /** Drop candidates over this times the leader after 3 samples (default 1.3; Infinity: none). */
+    drop?: number;
+  } = {},
+): Promise<KeyTiming> {
+  checkTuneKey("measureKey", family, key);
+  const gpu = gpuHost("measureKey");
+  const f = TUNE_FAMILY[family];
+  const choices = options.choices ?? familyCandidates(family, gpu.caps, key);
+  const samples = options.samples ?? 7;
+  const { run, inputs } = workload(family, key);
+  const profiler = new GpuProfiler(gpu);
+  const times = choices.map(() => [] as number[]);
+  const live = choices.map(() => true);
+  try {
+    const round = async (count: number, warm: boolean) => {
+      profiler.startGroups();
+      const order: number[] = [];
+      for (let s = 0; s < count + (warm ? 1 : 0); s++) {
+        choices.forEach((choice, i) => {
+          if (!live[i]) return;
+          setPlanOverride(f.plan, f.override(choice));
+          let outputs: Tensor[] = [];
+          try {
+            profiler.group(String(i), () => {
+              outputs = run();
+              for (const y of outputs) y.realize();
+            });
+          } finally {
+            setPlanOverride(f.plan, null);
+            for (const y of outputs) y.dispose();
+          }
+          order.push(warm && s === 0 ? -1 : i);
+        });
+      }
+      const timings = await profiler.stop();
+      timings.forEach((t, j) => {
+        if (order[j] >= 0) times[order[j]].push(t.nanoseconds / 1000);
+      });
+    };
+    await round(Math.min(3, samples), true);
+    const lead = Math.min(...times.map((t) => median(t)));
+    times.forEach((t, i) => (live[i] = median(t) <= (options.drop ?? DROP) * lead));
+    if (samples > 3) await round(samples - 3, false);
+  } finally {
+    profiler.destroy();
+    for (const x of inputs) x.dispose();
+  }
+  const candidates = choices.map((choice, i) => ({
+    choice,
+    us: median(times[i]),
+    samples: times[i].length,
+    times: times[i],
+  }));
+  candidates.sort((a, b) => a.us - b.us);
+  return { family, key, candidates };
+}
+
+/**
+ * Tunes `families` (default: all) on the runtime's GPU: measures every legal choice at each key
+ * of the grid ({@link tuneGrid}, or `options.shapes`) within each family's budget, records the
+ * winners in the user's tuning cache for this device's fingerprint and loads them into the
+ * chooser, where the consensus takes them over the hand-written plans.
+ *
+ * @example
+ * ```ts
+ * import * as gyre from "@gyre/gyre";
+ * import { loadUserRows, tune } from "@gyre/gyre/tuning";
+ * const rt = await gyre.init({ device: "auto" });
+ * if (rt.gpu?.caps.timestampQuery) {
+ *   const sg = rt.gpu.caps.subgroups;
+ *   const report = await tune(["reduce"], {
+ *     shapes: { reduce: [{ r: 16, n: 4096, sg }] },
+ *     record: false,
+ *   });
+ *   console.log(report.rows.reduce);
+ *   loadUserRows({}); // back to the compiled tables
+ * }
+ * ```
+ */
+export async function tune(
+  families: readonly TuneFamilyName[] = TUNE_FAMILIES,
+  options: TuneOptions = {},
+): Promise<TuneReport> {
+  if (!Array.isArray(families as unknown)) {
+    throw new ValueError({
+      op: "tune",
+      argument: "families",
+      expected: `an array of families (${TUNE_FAMILIES.join(", ")})`,
+      received: typeof families,
+    });
+  }
+  checkOptions("tune", options, [
+    "budget",
+    "shapes",
+    "samples",
+    "onProgress",
+    "record",
+    "load",
+    "selfRewrite",
+  ]);
+  const gpu = gpuHost("tune");
+  for (const family of families) {
+    if (!TUNE_FAMILIES.includes(family)) {
+      throw new ValueError({
+        op: "tune",
+        argument: "families",
+        expected: `families of ${TUNE_FAMILIES.join(", ")}`,
+        received: String(family),
+      });
+    }
+  }
+  const budget = options.budget ?? 60;
+  const report: TuneReport = { keys: [], rows: {}, seconds: {}, skipped: 0, rewritten: 0 };
+  for (const family of families) {
+    const keys = options.shapes?.[family] ?? tuneGrid(family, gpu.caps);
+    for (const key of keys) checkTuneKey("tune", family, key);
+    const start = performance.now();
+    const entries: TuningEntry[] = [];
+    const measured: MeasuredKey[] = [];
+    for (const [i, key] of keys.entries()) {
+      if ((performance.now() - start) / 1000 > budget) {
+        report.skipped += keys.length - i;
+        break;
+      }
+      // Candidates far behind at the previous key (a neighbour on the grid: one variable a step
+      // away) are not measured again; the plan's own choice always is.
+      const all = familyCandidates(family, gpu.caps, key);
+      const soft = gpu.caps.isFallbackAdapter;
+      const previous = report.keys.at(-1);
+      const lagging = new Set<string>();
+      if (previous?.family === family && neighbours(family, previous.key, key)) {
+        const lead = previous.candidates[0].us;
+        for (const c of previous.candidates) {
+          if (c.us > PRUNE * lead) lagging.add(choiceText(c.choice));
+        }
+      }
+      const choices = all.filter((c, i) => i === 0 || !lagging.has(choiceText(c)));
+      const timing = await measureKey(family, key, {
+        samples: options.samples ?? (soft ? 9 : 5),
+        choices,
+      });
+      report.keys.push(timing);
+      // What the chooser picks now (before this run's rows load), for Self-Rewrite.
+      const before = options.selfRewrite ? explainChoice(family, gpu.caps, key).choice : null;
+      // The leaders measured again together: the fastest of one noisy round is biased low.
+      const leaders = timing.candidates.filter((c) =>
+        c.us <= CONFIRM_WITHIN * timing.candidates[0].us
+      )
+        .slice(0, CONFIRM_LEADERS);
+      const again = leaders.length > 1
+        ? (await measureKey(family, key, {
+          choices: leaders.map((c) => c.choice),
+          samples: soft ? 15 : 9,
+        }))
+          .candidates
+        : [];
+      const best = again[0] ?? timing.candidates[0];
+      entries.push({ key, choice: best.choice, us: best.us, measured: new Date().toISOString() });
+      if (before && choiceText(before) !== choiceText(best.choice)) {
+        const path = typeof options.selfRewrite === "string"
+          ? options.selfRewrite
+          : rulesFilePath();
+        report.rewritten += await selfRewrite(family, key, best.choice, before, path);
+      }
+      // Every candidate's time for the table's cells, the leaders' from their second round.
+      const confirmed = new Map(again.map((c) => [choiceText(c.choice), c.us]));
+      measured.push({
+        key,
+        timings: timing.candidates.map((c) => ({
+          choice: c.choice,
+          us: confirmed.get(choiceText(c.choice)) ?? c.us,
+        })),
+      });
+      options.onProgress?.({
+        family,
+        done: i + 1,
+        total: keys.length,
+        seconds: (performance.now() - start) / 1000,
+      });
+    }
+    report.seconds[family] = (performance.now() - start) / 1000;
+    report.rows[family] = cellRows(family, measured);
+    if (options.record !== false && entries.length) {
+      await recordTuning(deviceFingerprint(gpu.caps), family, entries);
+    }
+  }
+  if (options.load !== false) loadUserRows({ ...userTableRows(), ...report.rows });
+  return report;
+}
+
+/**
+ * The SpiralK condition of a key's power-of-two buckets (booleans as they are), e.g.
+ * `r >= 8 && r < 16 && n >= 4096 && n < 8192 && sg && !al`.
+ *
+ * @example
+ * ```ts
+ * import { keyCondition } from "@gyre/gyre/tuning";
+ * keyCondition("scan", { r: 10, n: 5000, sg: true, al: false });
+ * // "r >= 8 && r < 16 && n >= 4096 && n < 8192 && sg && !al"
+ * ```
+ */
+export function keyCondition(family: TuneFamilyName, key: TuneKey): string {
+  return TUNE_FAMILY[family].keys.map((k) => {
+    const v = key[k.name];
+    if (typeof v === "boolean") return v ? k.name : `!${k.name}`;
+    const b = sizeBucket(v);
+    return `${k.name} >= ${b} && ${k.name} < ${2 * b}`;
+  }).join(" && ");
+}
+
+/** Weight of the soft rules Self-Rewrite appends (above the table's prior). */
+const REWRITE_WEIGHT = "0.25";
+
+/**
+ * A/B trials of `winner` against `before` at `key` (MIN_TRIALS interleaved pairs); where the
+ * winner wins them, a soft rule for each field that differs, appended to `path`. Returns the
+ * rules appended.
+ */
+async function selfRewrite(
+  family: TuneFamilyName,
+  key: TuneKey,
+  winner: TuneChoice,
+  before: TuneChoice,
+  path: string,
+): Promise<number> {
+  const trial = await measureKey(family, key, {
+    choices: [winner, before],
+    samples: MIN_TRIALS,
+    drop: Infinity,
+  });
+  const [a, b] = [winner, before].map((c) =>
+    trial.candidates.find((t) => choiceText(t.choice) === choiceText(c))!.times
+  );
+  const trials = Math.min(a.length, b.length);
+  const wins = a.slice(0, trials).filter((t, i) => t < b[i]).length;
+  if (!winsTrials({ wins, trials })) return 0;
+  let appended = 0;
+  for (const field of TUNE_FAMILY[family].fields) {
+    if (winner[field.name] === before[field.name]) continue;
+    const rule = {
+      field: field.name,
+      value: String(winner[field.name]),
+      weight: REWRITE_WEIGHT,
+      condition: keyCondition(family, key),
+    };
+    if (await appendSoftRule(path, rule, { wins, trials }, family)) appended++;
+  }
+  return appended;
+}
+
+/** Whether two keys differ in one numeric variable, by at most a factor of 4, and in no flag. */
+function neighbours(family: TuneFamilyName, a: TuneKey, b: TuneKey): boolean {
+  let differ = 0;
+  for (const k of TUNE_FAMILY[family].keys) {
+    const [x, y] = [a[k.name], b[k.name]];
+    if (x === y) continue;
+    if (typeof x !== "number" || typeof y !== "number") return false;
+    if (Math.max(x, y) > 4 * Math.min(x, y)) return false;
+    differ++;
+  }
+  return differ === 1;
+}

@@ -1,0 +1,221 @@
+/**
+ * The tuner (issue 24, parts 2 and 7): it measures every legal candidate by GPU timestamps and
+ * runs each as asked, records the winners in the user's cache and loads them into the chooser
+ * (and `gyre.init` loads them again), and Self-Rewrite appends a soft rule only for a winner that
+ * won its A/B trials. Startup reads the rules file and `GYRE_HEUR_K`, never failing on them.
+ */
+import assert from "node:assert/strict";
+import * as gyre from "../src/mod.ts";
+import {
+  choiceText,
+  deviceFingerprint,
+  explainChoice,
+  familyCandidates,
+  loadHeuristics,
+  loadUserRows,
+  measureKey,
+  onPlan,
+  parseRuleSections,
+  readTuningCache,
+  rowsTuneKey,
+  setRules,
+  tableChoice,
+  tune,
+} from "../src/tuning.ts";
+import { devices } from "./_devices.ts";
+
+const hasGpu = (await devices()).includes("gpu");
+const caps = gyre.runtime().gpu?.caps;
+const timed = hasGpu && caps!.timestampQuery;
+
+/** Runs `fn` with environment variables set, restoring them after. */
+async function withEnv<T>(vars: Record<string, string>, fn: () => Promise<T>): Promise<T> {
+  const saved = Object.fromEntries(Object.keys(vars).map((k) => [k, Deno.env.get(k)]));
+  for (const [k, v] of Object.entries(vars)) Deno.env.set(k, v);
+  try {
+    return await fn();
+  } finally {
+    for (const [k, v] of Object.entries(saved)) {
+      if (v === undefined) Deno.env.delete(k);
+      else Deno.env.set(k, v);
+    }
+  }
+}
+
+Deno.test({
+  name: "tune: measureKey times every candidate, as forced, fastest first",
+  ignore: !timed,
+  fn: async () => {
+    const key = rowsTuneKey(caps, 64, 4096);
+    const candidates = familyCandidates("reduce", caps, key);
+    assert.ok(candidates.length >= 2, JSON.stringify(candidates));
+    const ran = new Set<string>();
+    const stop = onPlan((r) => r.family === "reduce" && ran.add(r.variants[0]));
+    const t = await measureKey("reduce", key, { samples: 4, drop: Infinity });
+    stop();
+    assert.equal(t.candidates.length, candidates.length);
+    assert.deepEqual(
+      new Set(t.candidates.map((c) => choiceText(c.choice))),
+      new Set(candidates.map(choiceText)),
+    );
+    for (const c of t.candidates) {
+      assert.equal(c.samples, 4);
+      assert.equal(c.times.length, 4);
+      assert.ok(c.times.every((x) => x > 0));
+    }
+    for (let i = 1; i < t.candidates.length; i++) {
+      assert.ok(t.candidates[i - 1].us <= t.candidates[i].us);
+    }
+    // Each candidate's form ran (the override reached the plan).
+    const forms = candidates.map((c) =>
+      c.variant === 1 ? "thread" : c.subgroups ? "workgroup-subgroup" : "workgroup-shared"
+    );
+    for (const form of forms) assert.ok(ran.has(form), `${form} of ${[...ran]}`);
+  },
+});
+
+Deno.test({
+  name: "tune: winners are recorded, loaded into the chooser, and loaded again by init",
+  ignore: !timed,
+  fn: async () => {
+    const dir = await Deno.makeTempDir();
+    try {
+      await withEnv({ GYRE_TUNING_CACHE: dir }, async () => {
+        const keys = [rowsTuneKey(caps, 1, 4096), rowsTuneKey(caps, 256, 64)];
+        const seen: number[] = [];
+        const report = await tune(["reduce"], {
+          shapes: { reduce: keys },
+          samples: 3,
+          onProgress: (p) => seen.push(p.done),
+        });
+        assert.deepEqual(seen, [1, 2]);
+        assert.equal(report.keys.length, 2);
+        const cache = await readTuningCache(deviceFingerprint(caps!));
+        assert.deepEqual(cache.families.reduce?.map((e) => e.key), keys);
+        const recorded = cache.families.reduce!.map((e) => e.choice);
+        // Loaded: the run's cell (one here, spanning both keys) answers with one of the winners.
+        for (const key of keys) {
+          const choice = tableChoice("reduce", caps, key);
+          assert.ok(recorded.some((c) => JSON.stringify(c) === JSON.stringify(choice)));
+          assert.deepEqual(report.rows.reduce?.length, 1);
+        }
+        loadUserRows({});
+        assert.equal(tableChoice("reduce", { ...caps!, description: "none" }, keys[0]), null);
+        // init reads the cache again: each key's own winner (rows around the points).
+        await gyre.init({ device: "gpu" });
+        keys.forEach((key, i) => assert.deepEqual(tableChoice("reduce", caps, key), recorded[i]));
+      });
+    } finally {
+      loadUserRows({});
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
+
+Deno.test({
+  name: "tune: Self-Rewrite appends a rule only for a winner of its A/B trials",
+  ignore: !timed,
+  fn: async () => {
+    const dir = await Deno.makeTempDir();
+    const path = `${dir}/heur.kdsl`;
+    try {
+      // One long row: one invocation walking it ("thread") is far slower than a workgroup. The
+      // rules force it, so the chooser's pick before tuning loses.
+      const key = rowsTuneKey(caps, 1, 1 << 16);
+      setRules("set", "[reduce]\nvariant: 1;");
+      assert.equal(explainChoice("reduce", caps, key).choice.variant, 1);
+      const report = await tune(["reduce"], {
+        shapes: { reduce: [key] },
+        record: false,
+        load: false,
+        selfRewrite: path,
+      });
+      assert.equal(report.keys[0].candidates[0].choice.variant, 0);
+      assert.ok(report.rewritten >= 1);
+      const text = await Deno.readTextFile(path);
+      assert.match(text, /# Self-Rewrite .*won (\d+) of \d+ trials/);
+      assert.match(text, /^\[reduce\]$/m);
+      assert.match(text, /soft\(variant, 0, 0\.25, r >= 1 && r < 2 && n >= 65536 && n < 131072/);
+      // Tuned again with the same pick before: the rule is not appended twice.
+      const again = await tune(["reduce"], {
+        shapes: { reduce: [key] },
+        record: false,
+        load: false,
+        selfRewrite: path,
+      });
+      assert.equal(again.rewritten, 0);
+      const rules = parseRuleSections(await Deno.readTextFile(path)).reduce!.statements;
+      assert.equal(rules.length, report.rewritten);
+      // Where the pick before is the winner, no trials and no rule.
+      setRules("set", "[reduce]\nvariant: 0;");
+      const none = await tune(["reduce"], {
+        shapes: { reduce: [key] },
+        record: false,
+        load: false,
+        selfRewrite: `${dir}/other.kdsl`,
+      });
+      assert.equal(none.rewritten, 0);
+      await assert.rejects(() => Deno.stat(`${dir}/other.kdsl`), Deno.errors.NotFound);
+    } finally {
+      setRules("set", null);
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
+
+Deno.test("tune: bad arguments are typed errors", async () => {
+  const cases: [() => Promise<unknown>, RegExp][] = [
+    [() => tune("reduce" as never), /families/],
+    [() => tune(["reduces" as never]), /families/],
+    [() => tune(["reduce"], { bogus: 1 } as never), /bogus/],
+    [() => measureKey("reduce", { r: 1 }), /key\.n/],
+    [() => measureKey("reduce", { r: 1, n: 2.5, sg: true, al: false }), /key\.n/],
+  ];
+  for (const [fn, message] of cases) {
+    await assert.rejects(
+      fn,
+      (e: unknown) => e instanceof gyre.ValueError && message.test(e.message),
+    );
+  }
+  if (!hasGpu) {
+    await assert.rejects(() => tune(["reduce"]), gyre.ValueError);
+  }
+});
+
+Deno.test("tune: startup reads the rules file and GYRE_HEUR_K, and never fails on them", async () => {
+  const dir = await Deno.makeTempDir();
+  const key = rowsTuneKey(caps, 1, 1 << 20);
+  const warnings: string[] = [];
+  const warn = console.warn;
+  console.warn = (m: string) => warnings.push(m);
+  try {
+    await Deno.writeTextFile(`${dir}/good.kdsl`, "[reduce]\nsoft(variant, 1, 0.5, true);\n");
+    await Deno.writeTextFile(`${dir}/bad.kdsl`, "[reduce]\nvariant: 1 +;\n");
+    await withEnv(
+      { GYRE_HEUR_FILE: `${dir}/good.kdsl`, GYRE_HEUR_K: "[reduce]\nsubgroups: 0;" },
+      () => loadHeuristics(null),
+    );
+    const d = explainChoice("reduce", undefined, key);
+    assert.equal(d.decidedBy, "hard");
+    assert.deepEqual(d.choice, { variant: 1, subgroups: 0 });
+    // A bad file: one warning with the position; nothing of it applies; the variable's rules do.
+    await withEnv(
+      { GYRE_HEUR_FILE: `${dir}/bad.kdsl`, GYRE_HEUR_K: "[reduce]\nsubgroups: 0;" },
+      () => loadHeuristics(null),
+    );
+    assert.equal(warnings.length, 1);
+    assert.match(warnings[0], /bad\.kdsl.*line 2/);
+    assert.equal(explainChoice("reduce", undefined, key).choice.variant, 0);
+    // No file at all: nothing, silently.
+    await withEnv(
+      { GYRE_HEUR_FILE: `${dir}/none.kdsl`, GYRE_HEUR_K: "" },
+      () => loadHeuristics(null),
+    );
+    assert.equal(warnings.length, 1);
+    assert.equal(explainChoice("reduce", undefined, key).decidedBy, "plan");
+  } finally {
+    console.warn = warn;
+    await loadHeuristics(caps ?? null);
+    await Deno.remove(dir, { recursive: true });
+  }
+});
