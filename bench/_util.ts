@@ -67,3 +67,14 @@ export function cpuModel(): string {
     return "unknown CPU";
   }
 }
+
+/**
+ * Takes `name value` out of `args` (a command line's arguments) and returns the value, or
+ * undefined where `name` is absent.
+ */
+export function takeOption(args: string[], name: string): string | undefined {
+  const i = args.indexOf(name);
+  if (i < 0) return undefined;
+  const [, value] = args.splice(i, 2);
+  return value;
+}

@@ -10,6 +10,7 @@
  * @module
  */
 import * as gyre from "../src/mod.ts";
+import { takeOption } from "./_util.ts";
 import {
   choiceText,
   explainChoice,
@@ -27,12 +28,7 @@ import {
 } from "../src/tuning.ts";
 
 const args = [...Deno.args];
-const option = (name: string) => {
-  const i = args.indexOf(name);
-  if (i < 0) return undefined;
-  const [, value] = args.splice(i, 2);
-  return value;
-};
+const option = (name: string) => takeOption(args, name);
 const perFamily = Number(option("--keys") ?? 24);
 const seed = Number(option("--seed") ?? 2411);
 const outName = option("--out");
@@ -127,7 +123,7 @@ for (const family of families) {
     const candidates = familyCandidates(family, caps, key);
     // Round 1 finds the best candidate; round 2 measures it again with every layer's pick,
     // interleaved, and judges the picks there (the fastest of a noisy round is biased low).
-    const first = await measureKey(family, key, { choices: candidates, samples: soft ? 9 : 7 });
+    const first = await measureKey(family, key, { choices: candidates, samples: soft ? 15 : 7 });
     const leader = first.candidates.find((c) => c.samples >= 7) ?? first.candidates[0];
     const d = explainChoice(family, caps, key);
     const table: TuneChoice = tableChoice(family, caps, key) ?? d.plan;
@@ -136,7 +132,7 @@ for (const family of families) {
     for (const c of Object.values(named)) finalists.set(choiceText(c), c);
     const second = await measureKey(family, key, {
       choices: [...finalists.values()],
-      samples: soft ? 21 : 15,
+      samples: soft ? 41 : 15,
     });
     const us = new Map(second.candidates.map((c) => [choiceText(c.choice), c.us]));
     const best = Math.min(...us.values());
@@ -171,10 +167,10 @@ const lines = [
     ).trim()
   }, ${new Date().toISOString().slice(0, 10)}; seed ${seed}, ${perFamily} keys a family drawn ` +
   "log-uniformly between the tuning grid's points (no power of two). Every legal candidate " +
-  "measured at each key (GPU timestamps of the whole op, median of 7 (9 on a software " +
+  "measured at each key (GPU timestamps of the whole op, median of 7 (15 on a software " +
   "adapter) after a warm-up, " +
   "candidates over 1.3x the leader after 3 samples dropped); then the leader and every " +
-  "layer's pick measured again together (median of 15, 21 on a software adapter, " +
+  "layer's pick measured again together (median of 15, 41 on a software adapter, " +
   "interleaved), and a pick counts when " +
   "its median there is within 5% of the fastest's (a second round, because the fastest of one " +
   "noisy round is biased low). The table is the tuner's rows (this run: each cell between grid points takes the candidate best on average over its measured corners); where " +

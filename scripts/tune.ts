@@ -8,6 +8,7 @@
  * @module
  */
 import * as gyre from "../src/mod.ts";
+import { takeOption } from "../bench/_util.ts";
 import {
   type ChooseTable,
   deviceFingerprint,
@@ -18,12 +19,7 @@ import {
 } from "../src/tuning.ts";
 
 const args = [...Deno.args];
-const option = (name: string) => {
-  const i = args.indexOf(name);
-  if (i < 0) return undefined;
-  const [, value] = args.splice(i, 2);
-  return value;
-};
+const option = (name: string) => takeOption(args, name);
 const budget = Number(option("--budget") ?? 60);
 const table = option("--table");
 const record = !args.includes("--no-record");

@@ -8,7 +8,7 @@
  * ```ts
  * import * as gyre from "@gyre/gyre";
  * gyre.heuristics.set("mk: sel(sg && (k <= 128), 2, sel(k <= 2048, 1, 0));");
- * gyre.heuristics.explain("rankk", { r: 8, c: 65536, k: 64, sg: true }).decidedBy; // "hard"
+ * gyre.heuristics.explain("rankk", { r: 8, c: 65536, k: 512, sg: true }).decidedBy; // "hard"
  * gyre.heuristics.clear();
  * ```
  * @module

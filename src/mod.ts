@@ -46,7 +46,16 @@ export {
 } from "./creation.ts";
 export * as random from "./random.ts";
 export * as heuristics from "./heuristics.ts";
-export { tune, type TuneOptions, type TuneReport } from "./tune.ts";
+export {
+  type CandidateTiming,
+  type KeyTiming,
+  tune,
+  type TuneOptions,
+  type TuneProgress,
+  type TuneReport,
+} from "./tune.ts";
+export type { TuneChoice, TuneFamilyName, TuneKey } from "./heuristics/families.ts";
+export type { ChooseRow } from "./heuristics/choose_table.ts";
 export * from "./ops/elementwise.ts";
 export * from "./ops/activations.ts";
 export {

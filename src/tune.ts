@@ -29,6 +29,7 @@ import { deviceFingerprint, sizeBucket } from "./heuristics/fingerprint.ts";
 import { recordTuning, type TuningEntry } from "./heuristics/tuning_cache.ts";
 import { appendSoftRule, MIN_TRIALS, winsTrials } from "./heuristics/self_rewrite.ts";
 import { explainChoice } from "./heuristics/consensus.ts";
+import { shareRule, shareWinners } from "./heuristics/shared_hints.ts";
 import { rulesFilePath } from "./heuristics/startup.ts";
 import { runtime } from "./runtime.ts";
 import type { Tensor } from "./tensor.ts";
@@ -78,7 +79,7 @@ export interface TuneOptions {
   budget?: number;
   /** Keys to measure by family; default {@link tuneGrid}'s for the device. */
   shapes?: Partial<Record<TuneFamilyName, readonly TuneKey[]>>;
-  /** Samples of each candidate after its warm-up (default 5; the leaders take 9 more). */
+  /** Samples of each candidate after its warm-up (default 5, 15 on a software adapter, whose times vary more; the leaders take 9, 25, more). */
   samples?: number;
   /** Called after each key. */
   onProgress?: (progress: TuneProgress) => void;
@@ -258,10 +259,10 @@ function gpuHost(op: string): GpuHost {
  * @example
  * ```ts
  * import * as gyre from "@gyre/gyre";
- * import { measureKey } from "@gyre/gyre/tuning";
+ * import { measureKey, rowsTuneKey } from "@gyre/gyre/tuning";
  * const rt = await gyre.init({ device: "auto" });
  * if (rt.gpu?.caps.timestampQuery) {
- *   const t = await measureKey("reduce", { r: 64, n: 4096, sg: rt.gpu.caps.subgroups });
+ *   const t = await measureKey("reduce", rowsTuneKey(rt.gpu.caps, 64, 4096));
  *   console.log(t.candidates[0]);
  * }
  * ```
@@ -338,12 +339,11 @@ export async function measureKey(
  * @example
  * ```ts
  * import * as gyre from "@gyre/gyre";
- * import { loadUserRows, tune } from "@gyre/gyre/tuning";
+ * import { loadUserRows, rowsTuneKey, tune } from "@gyre/gyre/tuning";
  * const rt = await gyre.init({ device: "auto" });
  * if (rt.gpu?.caps.timestampQuery) {
- *   const sg = rt.gpu.caps.subgroups;
  *   const report = await tune(["reduce"], {
- *     shapes: { reduce: [{ r: 16, n: 4096, sg }] },
+ *     shapes: { reduce: [rowsTuneKey(rt.gpu.caps, 16, 4096)] },
  *     record: false,
  *   });
  *   console.log(report.rows.reduce);
@@ -410,7 +410,7 @@ export async function tune(
       }
       const choices = all.filter((c, i) => i === 0 || !lagging.has(choiceText(c)));
       const timing = await measureKey(family, key, {
-        samples: options.samples ?? (soft ? 9 : 5),
+        samples: options.samples ?? (soft ? 15 : 5),
         choices,
       });
       report.keys.push(timing);
@@ -424,7 +424,7 @@ export async function tune(
       const again = leaders.length > 1
         ? (await measureKey(family, key, {
           choices: leaders.map((c) => c.choice),
-          samples: soft ? 15 : 9,
+          samples: soft ? 25 : 9,
         }))
           .candidates
         : [];
@@ -434,7 +434,7 @@ export async function tune(
         const path = typeof options.selfRewrite === "string"
           ? options.selfRewrite
           : rulesFilePath();
-        report.rewritten += await selfRewrite(family, key, best.choice, before, path);
+        report.rewritten += await selfRewrite(gpu.caps, family, key, best.choice, before, path);
       }
       // Every candidate's time for the table's cells, the leaders' from their second round.
       const confirmed = new Map(again.map((c) => [choiceText(c.choice), c.us]));
@@ -456,6 +456,8 @@ export async function tune(
     report.rows[family] = cellRows(family, measured);
     if (options.record !== false && entries.length) {
       await recordTuning(deviceFingerprint(gpu.caps), family, entries);
+      // Shared after the local record (with REDIS_URL; a warning at most).
+      await shareWinners(deviceFingerprint(gpu.caps), family, entries);
     }
   }
   if (options.load !== false) loadUserRows({ ...userTableRows(), ...report.rows });
@@ -491,6 +493,7 @@ const REWRITE_WEIGHT = "0.25";
  * rules appended.
  */
 async function selfRewrite(
+  caps: DeviceCaps,
   family: TuneFamilyName,
   key: TuneKey,
   winner: TuneChoice,
@@ -517,7 +520,11 @@ async function selfRewrite(
       weight: REWRITE_WEIGHT,
       condition: keyCondition(family, key),
     };
-    if (await appendSoftRule(path, rule, { wins, trials }, family)) appended++;
+    if (await appendSoftRule(path, rule, { wins, trials }, family)) {
+      appended++;
+      const text = `soft(${rule.field}, ${rule.value}, ${rule.weight}, ${rule.condition});`;
+      await shareRule(deviceFingerprint(caps), family, text);
+    }
   }
   return appended;
 }

@@ -29,6 +29,7 @@ export * from "./heuristics/chooser.ts";
 export * from "./heuristics/consensus.ts";
 export * from "./tune.ts";
 export * from "./heuristics/startup.ts";
+export * from "./heuristics/shared_hints.ts";
 export type { PlanRecord } from "./contract/backend.ts";
 export type { DeviceCaps } from "./core/caps.ts";
 export type { DeviceName } from "./core/view.ts";

@@ -30,6 +30,7 @@ import {
 } from "../src/tuning.ts";
 import { H200 } from "./_caps.ts";
 import { devices } from "./_devices.ts";
+import { ISSUE_PROGRAM } from "./_heuristics.ts";
 
 await devices();
 
@@ -150,6 +151,18 @@ Deno.test("chooser: rows from a grid cover the space between its points", () => 
     2147483647,
   ]]);
   assert.deepEqual(rows.map((r) => [r.r_min, r.r_max]), [[4, 7], [4, 7], [4, 7]]);
+  // Unaligned keys beside aligned ones: each kind between its own points.
+  const mixed = gridRows(
+    "scan",
+    [1024, 1025, 4096, 4097].map((n) => ({ r: 4, n, sg: true, al: n % 4 === 0 })),
+    [a, b, a, b],
+  );
+  assert.deepEqual(mixed.map((r) => [r.al, r.n_min, r.n_max]), [
+    [true, 0, 2047],
+    [false, 0, 2049],
+    [true, 2048, 2147483647],
+    [false, 2050, 2147483647],
+  ]);
   // Cells: the choice best on average over a cell's corners, per combination of the flags.
   const measured = keys.map((key, i) => ({
     key,
@@ -165,13 +178,7 @@ Deno.test("chooser: rows from a grid cover the space between its points", () => 
 });
 
 Deno.test("chooser: rule sections read whole, each against its family, and fail with positions", () => {
-  const issue = [
-    "mk:   sel(sg && (k<=128), 2, sel(k<=2048, 1, 0));",
-    "tile: sel(log2(c)>15.0, 2048, sel(log2(c)>13.0, 1024, sel(log2(c)>12.0, 512, 256)));",
-    "ctile: sel(tile>=1024, tile/2, tile);",
-    "soft(mk, 2, 0.25, sg && (k<=128));",
-    "soft(tile, 2048, 0.20, log2(c)>15.0);",
-  ].join("\n");
+  const issue = ISSUE_PROGRAM;
   const sections = parseRuleSections(
     `${issue}\n[scan]  # sums\nsoft(variant, 2, 0.3, n > 4096);\n`,
   );
@@ -211,13 +218,7 @@ Deno.test("chooser: rule sections read whole, each against its family, and fail 
 });
 
 Deno.test("chooser: the issue's Rank-K program acts as written, and the GPU runs it", async () => {
-  const program = [
-    "mk:   sel(sg && (k<=128), 2, sel(k<=2048, 1, 0));",
-    "tile: sel(log2(c)>15.0, 2048, sel(log2(c)>13.0, 1024, sel(log2(c)>12.0, 512, 256)));",
-    "ctile: sel(tile>=1024, tile/2, tile);",
-    "soft(mk, 2, 0.25, sg && (k<=128));",
-    "soft(tile, 2048, 0.20, log2(c)>15.0);",
-  ].join("\n");
+  const program = ISSUE_PROGRAM;
   gyre.heuristics.set(program);
   try {
     // sg, k <= 128, c = 2^16: the subgroup stream in buffers of 2048.

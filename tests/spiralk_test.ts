@@ -15,16 +15,9 @@ import {
   type RuleType,
 } from "../src/tuning.ts";
 import { SEED } from "./_harness.ts";
+import { ISSUE_PROGRAM } from "./_heuristics.ts";
 
 const RANK_K = { r: "number", c: "number", k: "number", sg: "bool" } as const;
-
-const ISSUE_PROGRAM = `
-mk:   sel(sg && (k<=128), 2, sel(k<=2048, 1, 0));
-tile: sel(log2(c)>15.0, 2048, sel(log2(c)>13.0, 1024, sel(log2(c)>12.0, 512, 256)));
-ctile: sel(tile>=1024, tile/2, tile);
-soft(mk, 2, 0.25, sg && (k<=128));
-soft(tile, 2048, 0.20, log2(c)>15.0);
-`;
 
 Deno.test("spiralk: the issue's Rank-K program parses and acts as written", () => {
   const rules = parseRules(ISSUE_PROGRAM, RANK_K);

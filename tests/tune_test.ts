@@ -23,24 +23,11 @@ import {
   tune,
 } from "../src/tuning.ts";
 import { devices } from "./_devices.ts";
+import { withEnv } from "./_heuristics.ts";
 
 const hasGpu = (await devices()).includes("gpu");
 const caps = gyre.runtime().gpu?.caps;
 const timed = hasGpu && caps!.timestampQuery;
-
-/** Runs `fn` with environment variables set, restoring them after. */
-async function withEnv<T>(vars: Record<string, string>, fn: () => Promise<T>): Promise<T> {
-  const saved = Object.fromEntries(Object.keys(vars).map((k) => [k, Deno.env.get(k)]));
-  for (const [k, v] of Object.entries(vars)) Deno.env.set(k, v);
-  try {
-    return await fn();
-  } finally {
-    for (const [k, v] of Object.entries(saved)) {
-      if (v === undefined) Deno.env.delete(k);
-      else Deno.env.set(k, v);
-    }
-  }
-}
 
 Deno.test({
   name: "tune: measureKey times every candidate, as forced, fastest first",

@@ -36,7 +36,7 @@ export interface ChooseTable {
 /** Key variables and fields a family may have in the WASM chooser. */
 export const CHOOSE_SLOTS = 4;
 /** i32 words of a row in the chooser: family, low and high bounds, field values. */
-export const CHOOSE_ROW_WORDS = 1 + 3 * CHOOSE_SLOTS;
+export const CHOOSE_ROW_WORDS: number = 1 + 3 * CHOOSE_SLOTS;
 /** The largest bound (i32). */
 export const CHOOSE_MAX = 2147483647;
 
@@ -101,36 +101,6 @@ export function rowBounds(family: TuneFamilyName, row: ChooseRow): ChooseBounds 
 }
 
 /**
- * A table row covering a key's power-of-two buckets: each numeric variable from its bucket's
- * start ({@link sizeBucket}) to the next's, booleans exact.
- *
- * @example
- * ```ts
- * import { bucketRow } from "@gyre/gyre/tuning";
- * bucketRow("scan", { r: 1, n: 4096, sg: true }, { variant: 1, wg: 256, ept: 32 });
- * // { r_min: 1, r_max: 1, n_min: 4096, n_max: 8191, sg: true, variant: 1, wg: 256, ept: 32 }
- * ```
- */
-export function bucketRow(
-  family: TuneFamilyName,
-  key: Readonly<Record<string, number | boolean>>,
-  choice: TuneChoice,
-): Record<string, number | boolean> {
-  const row: Record<string, number | boolean> = {};
-  for (const k of TUNE_FAMILY[family].keys) {
-    const v = key[k.name];
-    if (typeof v === "boolean") row[k.name] = v;
-    else {
-      const bucket = sizeBucket(v);
-      row[`${k.name}_min`] = bucket;
-      row[`${k.name}_max`] = Math.min(CHOOSE_MAX, Math.max(bucket, 2 * bucket - 1));
-    }
-  }
-  for (const field of TUNE_FAMILY[family].fields) row[field.name] = choice[field.name];
-  return row;
-}
-
-/**
  * The chooser's words of rows (user rows: family index, low bounds, high bounds, values).
  *
  * @example
@@ -159,13 +129,15 @@ export function rowWords(family: TuneFamilyName, rows: readonly ChooseRow[]): In
  * Table rows from a grid of measured keys and their winners: each numeric variable's range runs
  * from the geometric midpoint with the grid's previous value to that with its next (open at the
  * grid's ends), so any key between grid points takes its nearest point's winner; a variable the
- * grid holds at one value covers its power-of-two bucket; booleans are exact.
+ * grid holds at one value covers its power-of-two bucket; booleans are exact, and each
+ * combination of them has its own grid.
  *
  * @example
  * ```ts
  * import { gridRows } from "@gyre/gyre/tuning";
  * const choice = { variant: 1, wg: 256, ept: 32 };
- * gridRows("scan", [{ r: 1, n: 1024, sg: true }, { r: 1, n: 4096, sg: true }], [choice, choice])
+ * const keys = [1024, 4096].map((n) => ({ r: 1, n, sg: true, al: true }));
+ * gridRows("scan", keys, [choice, choice])
  *   .map((row) => [row.n_min, row.n_max]); // [[0, 2047], [2048, 2147483647]]
  * ```
  */
@@ -175,15 +147,12 @@ export function gridRows(
   choices: readonly TuneChoice[],
 ): Record<string, number | boolean>[] {
   const f = TUNE_FAMILY[family];
-  const values = new Map<string, number[]>();
-  for (const k of f.keys) {
-    if (k.type === "number") {
-      values.set(
-        k.name,
-        [...new Set(keys.map((key) => key[k.name] as number))].sort((a, b) => a - b),
-      );
-    }
-  }
+  // Each combination of the flags has its own grid (unaligned keys sit beside aligned ones).
+  const flagsOf = (key: Readonly<Record<string, number | boolean>>) =>
+    JSON.stringify(f.keys.filter((k) => k.type === "bool").map((k) => key[k.name]));
+  const gridOf = (flags: string, name: string) =>
+    [...new Set(keys.filter((key) => flagsOf(key) === flags).map((key) => key[name] as number))]
+      .sort((a, b) => a - b);
   return keys.map((key, i) => {
     const row: Record<string, number | boolean> = {};
     for (const k of f.keys) {
@@ -192,7 +161,7 @@ export function gridRows(
         row[k.name] = v;
         continue;
       }
-      const grid = values.get(k.name)!;
+      const grid = gridOf(flagsOf(key), k.name);
       const at = grid.indexOf(v);
       if (grid.length === 1) {
         const bucket = sizeBucket(v);
@@ -234,8 +203,8 @@ const UNMEASURED = 2;
  * import { cellRows } from "@gyre/gyre/tuning";
  * const a = { variant: 1, wg: 256, ept: 32 }, b = { variant: 2, wg: 256, ept: 16 };
  * const rows = cellRows("scan", [
- *   { key: { r: 1, n: 1024, sg: true }, timings: [{ choice: a, us: 10 }, { choice: b, us: 12 }] },
- *   { key: { r: 1, n: 4096, sg: true }, timings: [{ choice: a, us: 30 }, { choice: b, us: 20 }] },
+ *   { key: { r: 1, n: 1024, sg: true, al: true }, timings: [{ choice: a, us: 10 }, { choice: b, us: 12 }] },
+ *   { key: { r: 1, n: 4096, sg: true, al: true }, timings: [{ choice: a, us: 30 }, { choice: b, us: 20 }] },
  * ]);
  * rows.map((row) => [row.n_min, row.n_max, row.variant]); // [[0, 2147483647, 2]]
  * ```

@@ -113,7 +113,8 @@ export function tableDevices(): string[] {
  * ```ts
  * import { loadUserRows, tableChoice } from "@gyre/gyre/tuning";
  * loadUserRows({ scan: [{ r: 1, n_min: 4096, n_max: 8191, sg: false, variant: 2, wg: 256, ept: 16 }] });
- * tableChoice("scan", undefined, { r: 1, n: 5000, sg: false }); // { variant: 2, wg: 256, ept: 16 }
+ * tableChoice("scan", undefined, { r: 1, n: 5000, sg: false, al: false });
+ * // { variant: 2, wg: 256, ept: 16 }
  * loadUserRows({});
  * ```
  */

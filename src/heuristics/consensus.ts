@@ -22,13 +22,16 @@ import {
 } from "./families.ts";
 import { evaluateRules, parseRules, type RuleProgram } from "./spiralk.ts";
 
-/** Where a rules source came from, in the order they apply (later hard assignments win). */
-export type RulesOrigin = "file" | "env" | "set";
+/**
+ * Where a rules source came from, in the order they apply (later hard assignments win): rules
+ * shared through Redis, the rules file, `GYRE_HEUR_K`, the program's own.
+ */
+export type RulesOrigin = "shared" | "file" | "env" | "set";
 
 /** A rules source read into programs, one per family it has a section for. */
 export type RuleSections = Partial<Record<TuneFamilyName, RuleProgram>>;
 
-const layers: Record<RulesOrigin, RuleSections> = { file: {}, env: {}, set: {} };
+const layers: Record<RulesOrigin, RuleSections> = { shared: {}, file: {}, env: {}, set: {} };
 let rulesVersion = 0;
 
 /**
@@ -46,16 +49,8 @@ let rulesVersion = 0;
  * ```
  */
 export function parseRuleSections(source: string): RuleSections {
-  if (typeof source !== "string") {
-    throw new RuleError({
-      op: "heuristics",
-      argument: "rules",
-      expected: "SpiralK source text",
-      received: typeof source,
-      line: 0,
-      column: 0,
-    });
-  }
+  // Not text: parseRules' own RuleError.
+  if (typeof source !== "string") parseRules(source, {});
   const lines = source.split("\n");
   const owner: TuneFamilyName[] = [];
   let family: TuneFamilyName = "rankk";
@@ -185,14 +180,15 @@ let decisionsVersion = "";
  * Decides `family`'s choice at `key` on a device, and says how: the hard assignments (B) when the
  * rules make any (completed by the best-scoring candidate that agrees with them; where none
  * agrees with all, the fields last in the family's order are let go one by one; ignored where no
- * legal candidate has even the first); otherwise SoftLogic's best (A) against the table's choice (C), scored by
- * the same soft rules and metrics, C with its prior; the plan's own choice where neither speaks.
+ * legal candidate has even the first); otherwise SoftLogic's best (A) against the table's choice
+ * (C), scored by the same soft rules and metrics, C with its prior; the plan's own choice where
+ * neither speaks.
  *
  * @example
  * ```ts
  * import { explainChoice, setRules } from "@gyre/gyre/tuning";
  * setRules("set", "[scan]\nsoft(variant, 2, 0.5, n >= 4096);");
- * explainChoice("scan", undefined, { r: 1, n: 1 << 20, sg: false }).decidedBy; // "soft"
+ * explainChoice("scan", undefined, { r: 1, n: 1 << 20, sg: false, al: true }).decidedBy; // "soft"
  * setRules("set", null);
  * ```
  */
@@ -213,7 +209,9 @@ export function explainChoice(
   const f = TUNE_FAMILY[family];
   const candidates = familyCandidates(family, caps, key);
   const plan = candidates[0] ?? f.realize(caps, key, null)!;
-  const programs = (["file", "env", "set"] as const).flatMap((o) => layers[o][family] ?? []);
+  const programs = (["shared", "file", "env", "set"] as const).flatMap((o) =>
+    layers[o][family] ?? []
+  );
   const fields = new Set(f.fields.map((x) => x.name));
   const assigned: Record<string, number> = {};
   const soft: { field: string; value: number; weight: number }[] = [];

@@ -14,6 +14,9 @@ import { planScan, SCAN_VARIANTS, type ScanChoice } from "../plans/scan.ts";
 import { planSort, type SortChoice, type SortVariant } from "../plans/sort.ts";
 import type { RuleType } from "./spiralk.ts";
 
+/** A family a tuner measures and a chooser decides. */
+export type TuneFamilyName = "rankk" | "sort" | "scan" | "reduce" | "matmul";
+
 /**
  * The families a tuner measures and a chooser decides.
  *
@@ -23,9 +26,13 @@ import type { RuleType } from "./spiralk.ts";
  * TUNE_FAMILIES.includes("matmul"); // true
  * ```
  */
-export const TUNE_FAMILIES = ["rankk", "sort", "scan", "reduce", "matmul"] as const;
-/** One of {@link TUNE_FAMILIES}. */
-export type TuneFamilyName = (typeof TUNE_FAMILIES)[number];
+export const TUNE_FAMILIES: readonly TuneFamilyName[] = [
+  "rankk",
+  "sort",
+  "scan",
+  "reduce",
+  "matmul",
+];
 
 /** A family's key at one problem: its SpiralK variables' values. */
 export type TuneKey = Readonly<Record<string, number | boolean>>;
@@ -157,6 +164,14 @@ function sortFamily(name: "rankk" | "sort"): TuneFamily {
   };
 }
 
+/** The key of scans and reductions along contiguous rows. */
+const ROWS_KEYS: readonly TuneKeyVar[] = [
+  { name: "r", type: "number", doc: "rows" },
+  { name: "n", type: "number", doc: "the row length" },
+  { name: "sg", type: "bool", doc: "subgroup operations available" },
+  { name: "al", type: "bool", doc: "rows a multiple of 4 long (vector loads)" },
+];
+
 const SCAN_SIZES = [256, 512];
 const SCAN_PER_THREAD = [16, 32];
 
@@ -164,12 +179,7 @@ const scanFamily: TuneFamily = {
   name: "scan",
   plan: "scan",
   summary: "cumulative sums along rows: the form and its tile",
-  keys: [
-    { name: "r", type: "number", doc: "rows" },
-    { name: "n", type: "number", doc: "the row length" },
-    { name: "sg", type: "bool", doc: "subgroup operations available" },
-    { name: "al", type: "bool", doc: "rows a multiple of 4 long (vector loads)" },
-  ],
+  keys: ROWS_KEYS,
   fields: [
     {
       name: "variant",
@@ -212,12 +222,7 @@ const reduceFamily: TuneFamily = {
   name: "reduce",
   plan: "reduce",
   summary: "sums along contiguous rows: one workgroup or one invocation a row, subgroups or not",
-  keys: [
-    { name: "r", type: "number", doc: "rows" },
-    { name: "n", type: "number", doc: "the row length" },
-    { name: "sg", type: "bool", doc: "subgroup operations available" },
-    { name: "al", type: "bool", doc: "rows a multiple of 4 long (vector loads)" },
-  ],
+  keys: ROWS_KEYS,
   fields: [
     { name: "variant", values: [0, 1], labels: REDUCE_FORMS, doc: "0 workgroup, 1 thread" },
     { name: "subgroups", values: [0, 1], doc: "combine by subgroup operations (1) or memory" },
@@ -349,7 +354,7 @@ export function choiceText(choice: TuneChoice): string {
  * @example
  * ```ts
  * import { familyCandidates } from "@gyre/gyre/tuning";
- * familyCandidates("scan", undefined, { r: 1, n: 1 << 20, sg: false }).length > 1; // true
+ * familyCandidates("scan", undefined, { r: 1, n: 1 << 20, sg: false, al: true }).length > 1; // true
  * ```
  */
 export function familyCandidates(
@@ -377,7 +382,10 @@ export function familyCandidates(
  * @example
  * ```ts
  * import { legalChoice } from "@gyre/gyre/tuning";
- * legalChoice("reduce", undefined, { r: 1, n: 4096, sg: false }, { variant: 0, subgroups: 1 });
+ * legalChoice("reduce", undefined, { r: 1, n: 4096, sg: false, al: true }, {
+ *   variant: 0,
+ *   subgroups: 1,
+ * });
  * // false: no device with subgroups is known
  * ```
  */

@@ -8,7 +8,8 @@ import type { DeviceCaps } from "../core/caps.ts";
 import { readFileOrNull } from "./_files.ts";
 import { gridRows } from "./choose_table.ts";
 import { loadUserRows } from "./chooser.ts";
-import { setRules } from "./consensus.ts";
+import { parseRuleSections, setRules } from "./consensus.ts";
+import { readSharedHints } from "./shared_hints.ts";
 import { TUNE_FAMILIES, type TuneChoice, type TuneFamilyName, type TuneKey } from "./families.ts";
 import { deviceFingerprint } from "./fingerprint.ts";
 import { readTuningCache } from "./tuning_cache.ts";
@@ -43,8 +44,8 @@ function warn(what: string, why: unknown): void {
 }
 
 /**
- * Loads the rules file, `GYRE_HEUR_K` and (with a device) the user's tuning results into the
- * chooser. Called by `gyre.init`.
+ * Loads the rules file, `GYRE_HEUR_K` and (with a device) the user's tuning results and, with
+ * `REDIS_URL`, the hints shared for the device, into the chooser. Called by `gyre.init`.
  *
  * @example
  * ```ts
@@ -67,12 +68,33 @@ export async function loadHeuristics(caps: DeviceCaps | null): Promise<void> {
     warn("GYRE_HEUR_K", e);
   }
   if (!caps) return;
+  const fingerprint = deviceFingerprint(caps);
+  // Shared hints (with REDIS_URL; never throws): their winners under the local ones, their
+  // rules, each read alone, as the lowest layer.
+  const shared = await readSharedHints(fingerprint);
+  const statements: string[] = [];
+  for (const family of TUNE_FAMILIES) {
+    for (const text of shared.rules[family] ?? []) {
+      try {
+        parseRuleSections(`[${family}]\n${text}`);
+        statements.push(`[${family}]`, text);
+      } catch (e) {
+        warn(`a shared rule of ${family} (${JSON.stringify(text.slice(0, 80))})`, e);
+      }
+    }
+  }
+  setRules("shared", statements.length ? statements.join("\n") : null);
   try {
-    const cache = await readTuningCache(deviceFingerprint(caps));
+    const cache = await readTuningCache(fingerprint);
     const rows: Partial<Record<TuneFamilyName, ReturnType<typeof gridRows>>> = {};
     for (const family of TUNE_FAMILIES) {
-      const entries = cache.families[family];
-      if (!entries?.length) continue;
+      const local = cache.families[family] ?? [];
+      const seen = new Set(local.map((e) => JSON.stringify(e.key)));
+      const entries = [
+        ...local,
+        ...(shared.winners[family] ?? []).filter((e) => !seen.has(JSON.stringify(e.key))),
+      ];
+      if (!entries.length) continue;
       rows[family] = gridRows(
         family,
         entries.map((e) => e.key as TuneKey),
