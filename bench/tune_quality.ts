@@ -163,7 +163,8 @@ const lines = [
   "",
   `bench/tune_quality.ts at ${
     new TextDecoder().decode(
-      (await new Deno.Command("git", { args: ["rev-parse", "--short", "HEAD"] }).output()).stdout,
+      (await new Deno.Command("git", { args: ["describe", "--always", "--dirty"] }).output())
+        .stdout,
     ).trim()
   }, ${new Date().toISOString().slice(0, 10)}; seed ${seed}, ${perFamily} keys a family drawn ` +
   "log-uniformly between the tuning grid's points (no power of two). Every legal candidate " +

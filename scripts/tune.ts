@@ -65,7 +65,7 @@ if (table) {
     old = JSON.parse(await Deno.readTextFile(path));
   } catch { /* a new table */ }
   const commit = new TextDecoder().decode(
-    (await new Deno.Command("git", { args: ["rev-parse", "--short", "HEAD"] }).output()).stdout,
+    (await new Deno.Command("git", { args: ["describe", "--always", "--dirty"] }).output()).stdout,
   ).trim();
   const out: ChooseTable = {
     device: old?.device ?? { name: table, match: caps.description, description: caps.description },
