@@ -313,6 +313,17 @@ Deno.test("chooser: the consensus's layers decide as documented", () => {
     setRules("set", null);
     loadUserRows({});
   }
+  // Decisions are kept per device, not per description: the same name with other caps decides
+  // again (no subgroups: no subgroup stream).
+  try {
+    setRules("set", "mk: 2;");
+    const rankKey = { r: 8, c: 65536, k: 64, sg: true };
+    assert.equal(explainChoice("rankk", H200, rankKey).decidedBy, "hard");
+    const same = { ...H200, subgroups: false, features: [] };
+    assert.notEqual(explainChoice("rankk", same, rankKey).decidedBy, "hard");
+  } finally {
+    setRules("set", null);
+  }
   assert.throws(() => explainChoice("scans" as TuneFamilyName, caps, key), gyre.ValueError);
   assert.throws(() => explainChoice("scan", caps, { r: 1, n: 5 }), /key\.sg/);
   assert.throws(() => explainChoice("scan", caps, { ...key, n: -1 }), /key\.n/);

@@ -112,7 +112,7 @@ export function parseRuleSections(source: string): RuleSections {
 export function setRules(origin: RulesOrigin, source: string | null): void {
   layers[origin] = source === null ? {} : parseRuleSections(source);
   rulesVersion++;
-  decisions.clear();
+  decisions = new WeakMap();
 }
 
 /**
@@ -173,7 +173,10 @@ export interface Decision {
   candidates: number;
 }
 
-const decisions = new Map<string, Decision>();
+/** Decisions by device (its caps object: the same for all its work) and then family and key. */
+let decisions = new WeakMap<object, Map<string, Decision>>();
+/** The key of decisions made with no device known. */
+const NO_DEVICE = {};
 let decisionsVersion = "";
 
 /**
@@ -200,11 +203,13 @@ export function explainChoice(
   checkTuneKey("explainChoice", family, key);
   const version = `${rulesVersion}:${chooseTableVersion()}`;
   if (version !== decisionsVersion) {
-    decisions.clear();
+    decisions = new WeakMap();
     decisionsVersion = version;
   }
-  const id = `${family}|${caps?.description ?? ""}|${JSON.stringify(key)}`;
-  const known = decisions.get(id);
+  let byKey = decisions.get(caps ?? NO_DEVICE);
+  if (!byKey) decisions.set(caps ?? NO_DEVICE, byKey = new Map());
+  const id = `${family}|${JSON.stringify(key)}`;
+  const known = byKey.get(id);
   if (known) return known;
   const f = TUNE_FAMILY[family];
   const candidates = familyCandidates(family, caps, key);
@@ -266,8 +271,8 @@ export function explainChoice(
     plan,
     candidates: candidates.length,
   };
-  if (decisions.size > 4096) decisions.clear();
-  decisions.set(id, decision);
+  if (byKey.size > 4096) byKey.clear();
+  byKey.set(id, decision);
   return decision;
 }
 
@@ -276,8 +281,10 @@ export type TuningMode = "table" | "off";
 let mode: TuningMode = "table";
 
 /**
- * Sets whether tuned choices apply to work issued from now on ("off": the hand-written plans,
- * as tests of a plan's own structure want). A ValueError for another value.
+ * Sets whether tuned choices apply ("off": the hand-written plans, as tests of a plan's own
+ * structure want). Read when a device plans work (unlike plan overrides, which work captures when
+ * it is issued): lazy work computed after the mode changes takes the new mode. A ValueError for
+ * another value.
  *
  * @example
  * ```ts
