@@ -144,7 +144,9 @@ for (const family of families) {
       family,
       key,
       best,
-      picks: Object.fromEntries(Object.entries(named).map(([n, c]) => [n, pick(c)])),
+      picks: Object.fromEntries(
+        Object.entries({ leader: leader.choice, ...named }).map(([n, c]) => [n, pick(c)]),
+      ),
     });
     console.log(
       `  ${i + 1}/${keys.length} ${JSON.stringify(key)}: best ${best.toFixed(1)} us; plan ${
