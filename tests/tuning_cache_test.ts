@@ -12,6 +12,7 @@ import {
   tuningCachePath,
   type TuningEntry,
 } from "../src/tuning.ts";
+import { withEnv } from "./_heuristics.ts";
 
 const FP = { id: "0123456789abcdef" };
 const entry = (cols: number, variant: string, us: number): TuningEntry => ({
@@ -111,16 +112,12 @@ Deno.test("tuning cache: an unusable file is ignored with one warning, then repl
   }
 });
 
-Deno.test("tuning cache: its folder follows GYRE_TUNING_CACHE, then XDG_CACHE_HOME", () => {
-  const saved = ["GYRE_TUNING_CACHE", "XDG_CACHE_HOME"].map((k) => [k, Deno.env.get(k)] as const);
-  try {
-    Deno.env.set("GYRE_TUNING_CACHE", "/tmp/gyre-cache");
+Deno.test("tuning cache: its folder follows GYRE_TUNING_CACHE, then XDG_CACHE_HOME", async () => {
+  await withEnv({ GYRE_TUNING_CACHE: "/tmp/gyre-cache" }, async () => {
     assert.equal(tuningCachePath(FP), `/tmp/gyre-cache/tuning-${FP.id}.json`);
-    Deno.env.delete("GYRE_TUNING_CACHE");
-    Deno.env.set("XDG_CACHE_HOME", "/tmp/xdg-cache");
+  });
+  await withEnv({ GYRE_TUNING_CACHE: undefined, XDG_CACHE_HOME: "/tmp/xdg-cache" }, async () => {
     assert.equal(tuningCachePath(FP), `/tmp/xdg-cache/gyre/tuning-${FP.id}.json`);
     assert.match(tuningCachePath(deviceFingerprint(null)), /\/tuning-[0-9a-f]{16}\.json$/);
-  } finally {
-    for (const [k, v] of saved) v === undefined ? Deno.env.delete(k) : Deno.env.set(k, v);
-  }
+  });
 });

@@ -21,6 +21,7 @@ import {
   type TuneKey,
 } from "./families.ts";
 import { evaluateRules, parseRules, type RuleProgram } from "./spiralk.ts";
+import { envVar } from "./_env.ts";
 
 /**
  * Where a rules source came from, in the order they apply (later hard assignments win): rules
@@ -136,11 +137,8 @@ export const PLAN_PRIOR = 0.06;
 export const TABLE_PRIOR = 0.10;
 
 function tablePrior(): number {
-  try {
-    const v = Number(Deno.env.get("GYRE_HEUR_GEN_WEIGHT"));
-    if (Deno.env.get("GYRE_HEUR_GEN_WEIGHT") !== undefined && Number.isFinite(v)) return v;
-  } catch { /* no env permission */ }
-  return TABLE_PRIOR;
+  const v = Number(envVar("GYRE_HEUR_GEN_WEIGHT"));
+  return envVar("GYRE_HEUR_GEN_WEIGHT") !== undefined && Number.isFinite(v) ? v : TABLE_PRIOR;
 }
 
 /** One layer's proposal and its score. */

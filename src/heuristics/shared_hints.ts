@@ -13,6 +13,7 @@
 import type { DeviceFingerprint } from "./fingerprint.ts";
 import { TUNE_FAMILIES, type TuneFamilyName } from "./families.ts";
 import type { TuningEntry } from "./tuning_cache.ts";
+import { envVar as env, messageOf, warnOnce } from "./_env.ts";
 
 /** The Redis client, pinned; imported only when `REDIS_URL` is set. */
 const CLIENT = "npm:redis@4.7.1";
@@ -41,23 +42,9 @@ interface RedisClient {
 
 let loaded = false;
 const cache = new Map<string, { at: number; hints: SharedHints }>();
-const warned = new Set<string>();
-
-function env(name: string): string | undefined {
-  try {
-    return Deno.env.get(name) || undefined;
-  } catch {
-    return undefined;
-  }
-}
-
 function warn(what: string, why: unknown): void {
-  const text = `gyre: Redis-shared hints ${what}: ${
-    why instanceof Error ? why.message : String(why)
-  }`;
-  if (warned.has(text)) return;
-  warned.add(text);
-  console.warn(text);
+  const text = `gyre: Redis-shared hints ${what}: ${messageOf(why)}`;
+  warnOnce(text, text);
 }
 
 /**

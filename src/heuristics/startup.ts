@@ -13,14 +13,7 @@ import { readSharedHints } from "./shared_hints.ts";
 import { TUNE_FAMILIES, type TuneChoice, type TuneFamilyName, type TuneKey } from "./families.ts";
 import { deviceFingerprint } from "./fingerprint.ts";
 import { readTuningCache } from "./tuning_cache.ts";
-
-function env(name: string): string | undefined {
-  try {
-    return Deno.env.get(name) || undefined;
-  } catch {
-    return undefined;
-  }
-}
+import { envVar as env, messageOf, warnOnce } from "./_env.ts";
 
 /**
  * The rules file: `GYRE_HEUR_FILE`, else `~/.gyre/heur.kdsl`.
@@ -35,12 +28,9 @@ export function rulesFilePath(): string {
   return env("GYRE_HEUR_FILE") ?? `${env("HOME") ?? "."}/.gyre/heur.kdsl`;
 }
 
-const warned = new Set<string>();
 function warn(what: string, why: unknown): void {
-  const text = `gyre: ignoring ${what}: ${why instanceof Error ? why.message : String(why)}`;
-  if (warned.has(text)) return;
-  warned.add(text);
-  console.warn(text);
+  const text = `gyre: ignoring ${what}: ${messageOf(why)}`;
+  warnOnce(text, text);
 }
 
 /**

@@ -8,6 +8,7 @@
  */
 import type { DeviceFingerprint } from "./fingerprint.ts";
 import { readFileOrNull, withFileLock, writeFileAtomic } from "./_files.ts";
+import { envVar as env, messageOf, warnOnce } from "./_env.ts";
 
 /** The cache files' format version; files of any other are ignored (and rewritten). */
 export const TUNING_CACHE_VERSION = 1;
@@ -53,22 +54,9 @@ export function tuningCachePath(fingerprint: Pick<DeviceFingerprint, "id">): str
   return `${folder}/tuning-${fingerprint.id}.json`;
 }
 
-/** An environment variable, or undefined where it is unset or may not be read. */
-function env(name: string): string | undefined {
-  try {
-    return Deno.env.get(name) || undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-const warned = new Set<string>();
-
 /** One warning a file, however often it is read. */
-function warnOnce(path: string, why: string): void {
-  if (warned.has(path)) return;
-  warned.add(path);
-  console.warn(`gyre: ignoring the tuning cache ${path}: ${why}`);
+function warnIgnored(path: string, why: string): void {
+  warnOnce(path, `gyre: ignoring the tuning cache ${path}: ${why}`);
 }
 
 /** The entries of a parsed file, or a reason to ignore it. */
@@ -116,7 +104,7 @@ export async function readTuningCache(
   try {
     text = await readFileOrNull(path);
   } catch (e) {
-    warnOnce(path, e instanceof Error ? e.message : String(e));
+    warnIgnored(path, messageOf(e));
     return empty;
   }
   if (text === null) return empty;
@@ -124,12 +112,12 @@ export async function readTuningCache(
   try {
     data = JSON.parse(text);
   } catch {
-    warnOnce(path, "not JSON");
+    warnIgnored(path, "not JSON");
     return empty;
   }
   const cache = validate(data, fingerprint.id);
   if (typeof cache === "string") {
-    warnOnce(path, cache);
+    warnIgnored(path, cache);
     return empty;
   }
   return cache;
