@@ -16,7 +16,7 @@ export const ISSUE_PROGRAM: string = [
 /** Runs `fn` with environment variables set (undefined: unset), restoring them after. */
 export async function withEnv<T>(
   vars: Record<string, string | undefined>,
-  fn: () => Promise<T>,
+  fn: () => T | Promise<T>,
 ): Promise<T> {
   const saved = Object.fromEntries(Object.keys(vars).map((k) => [k, Deno.env.get(k)]));
   const apply = (values: Record<string, string | undefined>) => {

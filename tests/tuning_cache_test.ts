@@ -113,10 +113,10 @@ Deno.test("tuning cache: an unusable file is ignored with one warning, then repl
 });
 
 Deno.test("tuning cache: its folder follows GYRE_TUNING_CACHE, then XDG_CACHE_HOME", async () => {
-  await withEnv({ GYRE_TUNING_CACHE: "/tmp/gyre-cache" }, async () => {
+  await withEnv({ GYRE_TUNING_CACHE: "/tmp/gyre-cache" }, () => {
     assert.equal(tuningCachePath(FP), `/tmp/gyre-cache/tuning-${FP.id}.json`);
   });
-  await withEnv({ GYRE_TUNING_CACHE: undefined, XDG_CACHE_HOME: "/tmp/xdg-cache" }, async () => {
+  await withEnv({ GYRE_TUNING_CACHE: undefined, XDG_CACHE_HOME: "/tmp/xdg-cache" }, () => {
     assert.equal(tuningCachePath(FP), `/tmp/xdg-cache/gyre/tuning-${FP.id}.json`);
     assert.match(tuningCachePath(deviceFingerprint(null)), /\/tuning-[0-9a-f]{16}\.json$/);
   });
