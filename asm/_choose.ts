@@ -53,6 +53,9 @@ export function choose(family: i32, device: i32, k0: i32, k1: i32, k2: i32, k3: 
   if (family == 2) return choose_scan(device, k0, k1, k2, k3);
   if (family == 3) return choose_reduce(device, k0, k1, k2, k3);
   if (family == 4) return choose_matmul(device, k0, k1, k2, k3);
+  if (family == 5) return choose_rows(device, k0, k1, k2, k3);
+  if (family == 6) return choose_pool(device, k0, k1, k2, k3);
+  if (family == 7) return choose_elementwise(device, k0, k1, k2, k3);
   return 0;
 }
 
@@ -1476,5 +1479,20 @@ function choose_matmul(device: i32, m: i32, n: i32, k: i32, al: i32): i32 {
     if (m >= 2048 && n >= 2049 && k <= 512 && al == 0) return pick(2, 1, 0, 0);
     if (m >= 2048 && n >= 2049 && k >= 513 && al == 0) return pick(0, 1, 1, 0);
   }
+  return 0;
+}
+
+/** softmax and the norms along contiguous rows: one pass or chunks, lanes a row, units a lane: keys r, n, sg, al; fields variant, tpr, reg. */
+function choose_rows(device: i32, r: i32, n: i32, sg: i32, al: i32): i32 {
+  return 0;
+}
+
+/** 2-D pooling of square windows without padding: the form, outputs an invocation, workgroup: keys k, s, w, o; fields variant, opi, wg. */
+function choose_pool(device: i32, k: i32, s: i32, w: i32, o: i32): i32 {
+  return 0;
+}
+
+/** elementwise kernels: vector or scalar loads, tiles for transposed operands, workgroup: keys e, v, t; fields variant, wg. */
+function choose_elementwise(device: i32, e: i32, v: i32, t: i32, _unused3: i32): i32 {
   return 0;
 }

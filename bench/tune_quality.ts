@@ -15,11 +15,13 @@ import { median, takeOption } from "./_util.ts";
 import { mulberry32 } from "../tests/_random.ts";
 import {
   choiceText,
+  elementwiseTuneKey,
   explainChoice,
   familyCandidates,
   loadUserRows,
   matmulTuneKey,
   measureKey,
+  rowsKernelTuneKey,
   rowsTuneKey,
   tableChoice,
   tune,
@@ -84,7 +86,31 @@ function heldOut(family: TuneFamilyName): TuneKey {
         if (m * n * k > most * (soft ? 16 : 4096) || m * k > most || k * n > most) continue;
         break;
       }
+      case "rows": {
+        const n = size(16, 1 << 18);
+        key = rowsKernelTuneKey(caps, size(1, 16384), n, n % 4 === 0);
+        if ((key.r as number) * n < 4096) continue;
+        break;
+      }
+      case "pool": {
+        // Windows of the grid's sides and between, strides up to the side.
+        const k = Math.round(2 + random() * 14);
+        const s = 1 + Math.floor(random() * Math.min(4, k));
+        const w = size(8, 512);
+        const o = size(1 << 12, most);
+        if (o < w * w || (o / (w * w)) * ((w - 1) * s + k) ** 2 > 4 * most) continue;
+        key = { k, s, w, o };
+        break;
+      }
+      case "elementwise": {
+        const e = size(1 << 10, 4 * most);
+        key = random() < 1 / 3
+          ? elementwiseTuneKey(e, false, true)
+          : elementwiseTuneKey(e, e % 4 === 0, false);
+        break;
+      }
     }
+    if (family === "pool" || family === "elementwise") return key;
     const elements = family === "matmul" ? 0 : (key.r as number) * ((key.c ?? key.n) as number);
     if (elements <= most) return key;
   }

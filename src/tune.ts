@@ -16,8 +16,10 @@ import { loadUserRows, userTableRows } from "./heuristics/chooser.ts";
 import {
   checkTuneKey,
   choiceText,
+  elementwiseTuneKey,
   familyCandidates,
   matmulTuneKey,
+  rowsKernelTuneKey,
   rowsTuneKey,
   TUNE_FAMILIES,
   TUNE_FAMILY,
@@ -38,6 +40,10 @@ import { sort, topk } from "./ops/sort.ts";
 import { cumsum } from "./ops/scan.ts";
 import { sum } from "./ops/reduce.ts";
 import { matmul } from "./ops/matmul.ts";
+import { softmax } from "./ops/rows.ts";
+import { maxPool2d } from "./ops/pool.ts";
+import { add } from "./ops/elementwise.ts";
+import { transpose } from "./ops/shape.ts";
 
 /** One candidate's measurement at a key. */
 export interface CandidateTiming {
@@ -191,8 +197,47 @@ export function tuneGrid(family: TuneFamilyName, caps: DeviceCaps | undefined): 
         }
       }
       break;
+    // Row kernels: lengths from a few units to chunked rows, aligned and one more.
+    case "rows":
+      for (const r of pow(1, 16384, soft ? 4 : 2)) {
+        for (const n of pow(16, 1 << 18, soft ? 4 : 2)) {
+          if (r * n > most || r * n < 4096) continue;
+          keys.push(rowsKernelTuneKey(caps, r, n, true), rowsKernelTuneKey(caps, r, n + 1, false));
+        }
+      }
+      break;
+    // Poolings: the windows networks use (2, 3, 5, 7) and larger ones past the unrolling rule.
+    case "pool":
+      for (const k of soft ? [2, 3, 7, 13] : [2, 3, 5, 7, 11, 16]) {
+        for (const s of [1, 2, 4]) {
+          if (s > k) continue;
+          for (const w of pow(8, 512, 4)) {
+            for (const o of pow(1 << 12, most, soft ? 8 : 4)) {
+              const input = (o / (w * w)) * ((w - 1) * s + k) ** 2;
+              if (o >= w * w && input <= 4 * most) keys.push({ k, s, w, o });
+            }
+          }
+        }
+      }
+      break;
+    // Elementwise: vector and scalar loads, and a transposed operand.
+    case "elementwise":
+      for (const e of pow(1 << 10, 4 * most, soft ? 4 : 2)) {
+        keys.push(
+          elementwiseTuneKey(e, true, false),
+          elementwiseTuneKey(e + 1, false, false),
+          elementwiseTuneKey(e, false, true),
+        );
+      }
+      break;
   }
   return keys;
+}
+
+/** The [rows, columns] of a near-square matrix of about `elements`. */
+function matrixOf(elements: number): [number, number] {
+  const rows = Math.max(1, Math.floor(Math.sqrt(elements)));
+  return [rows, Math.max(1, Math.round(elements / rows))];
 }
 
 /** The op a family runs at a key, over inputs made once. */
@@ -220,6 +265,29 @@ function workload(family: TuneFamilyName, key: TuneKey): { run: () => Tensor[]; 
       const a = uniform([n("m"), n("k")], { seed, device: "gpu" }).realize();
       const b = uniform([n("k"), n("n")], { seed: seed + 1, device: "gpu" }).realize();
       return { inputs: [a, b], run: () => [matmul(a, b)] };
+    }
+    case "rows": {
+      // An aligned key reads rows of whole vec4 units; an unaligned one rows one longer.
+      const x = uniform([n("r"), n("n")], { seed, device: "gpu" }).realize();
+      return { inputs: [x], run: () => [softmax(x, { axis: -1 })] };
+    }
+    case "pool": {
+      const [k, s, w] = [n("k"), n("s"), n("w")];
+      const side = (w - 1) * s + k;
+      const planes = Math.max(1, Math.round(n("o") / (w * w)));
+      const x = uniform([1, planes, side, side], { seed, device: "gpu" }).realize();
+      return { inputs: [x], run: () => [maxPool2d(x, { kernelSize: k, stride: s })] };
+    }
+    case "elementwise": {
+      if (key.t) {
+        const [rows, cols] = matrixOf(n("e"));
+        const a = uniform([cols, rows], { seed, device: "gpu" }).realize();
+        const b = uniform([rows, cols], { seed: seed + 1, device: "gpu" }).realize();
+        return { inputs: [a, b], run: () => [add(transpose(a), b)] };
+      }
+      const a = uniform([n("e")], { seed, device: "gpu" }).realize();
+      const b = uniform([n("e")], { seed: seed + 1, device: "gpu" }).realize();
+      return { inputs: [a, b], run: () => [add(a, b)] };
     }
   }
 }

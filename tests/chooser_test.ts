@@ -304,11 +304,13 @@ Deno.test("chooser: the consensus's layers decide as documented", () => {
     assert.equal(h.decidedBy, "hard");
     assert.equal(h.choice.variant, plain.plan.variant);
     assert.equal(h.choice.ept, other.ept);
-    // A table row the device cannot run is no proposal.
+    // A table row the device cannot run proposes the nearest legal choice: its first fields
+    // kept, the one that cannot hold at its nearest legal value (the largest workgroup).
     setRules("set", null);
     loadUserRows({ scan: [{ ...row, wg: 4096 }] });
-    assert.equal(explainChoice("scan", caps, key).table.choice, null);
-    assert.equal(explainChoice("scan", caps, key).decidedBy, "plan");
+    const near = explainChoice("scan", caps, key).table.choice!;
+    assert.ok(legalChoice("scan", caps, key, near));
+    assert.deepEqual(near, { ...other, wg: 512 });
   } finally {
     setRules("set", null);
     loadUserRows({});

@@ -8,6 +8,8 @@ import { type DType, storageBytes } from "../core/dtype.ts";
 import { batchRun, type Shape, sizeOf } from "../core/shape.ts";
 import type { View } from "../core/view.ts";
 import { observePlan } from "../contract/backend.ts";
+import { tunedOverride } from "../heuristics/consensus.ts";
+import { elementwiseTuneKey } from "../heuristics/families.ts";
 import type { ElementwiseJob } from "../contract/elementwise.ts";
 import {
   generateTranspose,
@@ -72,7 +74,15 @@ export function runElementwiseGpu(gpu: GpuHost, job: ElementwiseJob): GpuStorage
         transposedOperands: target ? 0 : transposedOperands,
         elementBytes: storageBytes(expr.dtype),
       },
-      overrides.elementwise,
+      // Computations (a plain copy's transposing form is its own): what the tuner measured.
+      copy === null
+        ? tunedOverride(
+          "elementwise",
+          gpu.caps,
+          elementwiseTuneKey(n, vec4Eligible, !target && transposedOperands > 0),
+          overrides.elementwise,
+        )
+        : overrides.elementwise,
     ),
     overrides.elementwise,
   );

@@ -11,6 +11,8 @@ import type { Pair, PoolJob, PoolResult } from "../contract/pool.ts";
 import { E } from "../ir/expr.ts";
 import { observePlan } from "../contract/backend.ts";
 import { planPool } from "../plans/mod.ts";
+import { tunedOverride } from "../heuristics/consensus.ts";
+import { poolTuneKey } from "../heuristics/families.ts";
 import type { GpuHost, GpuStorage } from "./host.ts";
 import {
   generatePool,
@@ -76,7 +78,8 @@ export function runPoolGpu(backend: GpuHost, job: PoolJob): PoolResult {
           outWidth: p.outWidth,
           alignedOffset: view.offset % 4 === 0,
         },
-        job.overrides.pool,
+        // Regular square windows without padding or dilation: what the tuner measured.
+        window === "regular" ? tunedPool(backend, job, kernel, stride) : job.overrides.pool,
       ),
       job.overrides.pool,
     );
@@ -136,4 +139,12 @@ export function runPoolGpu(backend: GpuHost, job: PoolJob): PoolResult {
   } finally {
     if (copy) backend.free(copy);
   }
+}
+
+/** The tuned choice for a regular pooling, where its key is one the tuner measures. */
+function tunedPool(backend: GpuHost, job: PoolJob, kernel: Pair, stride: Pair) {
+  const p = job.problem;
+  const outputs = p.planes * p.outHeight * p.outWidth;
+  const key = poolTuneKey(kernel, stride, p.padding, p.dilation, p.outWidth, outputs);
+  return key ? tunedOverride("pool", backend.caps, key, job.overrides.pool) : job.overrides.pool;
 }

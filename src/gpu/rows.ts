@@ -10,6 +10,8 @@ import type { RowsJob, RowsResult } from "../contract/rows.ts";
 import { observePlan } from "../contract/backend.ts";
 import { constantNodes, type Expr, exprKey, readsIndex } from "../ir/expr.ts";
 import { planRows } from "../plans/mod.ts";
+import { tunedOverride } from "../heuristics/consensus.ts";
+import { rowsKernelTuneKey } from "../heuristics/families.ts";
 import type { GpuHost, GpuStorage } from "./host.ts";
 import {
   generateRows,
@@ -171,7 +173,15 @@ export function runRowsGpu(backend: GpuHost, job: RowsJob): RowsResult | null {
         stats: job.stats,
         elementBytes: x.dtype === "float16" ? 2 : 4,
       },
-      job.overrides.rows,
+      // Float32 rows along the innermost axis without statistics: what the tuner measured.
+      x.dtype === "float32" && !layout.acrossRows && !job.stats
+        ? tunedOverride(
+          "rows",
+          backend.caps,
+          rowsKernelTuneKey(backend.caps, rows, len, layout.vec4),
+          job.overrides.rows,
+        )
+        : job.overrides.rows,
     ),
     job.overrides.rows,
   );

@@ -234,18 +234,30 @@ export function explainChoice(
     cs.reduce<TuneChoice | null>((b, c) => (b === null || score(c) > score(b) ? c : b), null);
   const soft_ = best(candidates)!;
   const softProposal: Proposal = { choice: soft_, score: score(soft_) };
+  // The fields in the family's order that `wanted` gives; where no candidate meets them all, the
+  // last are let go one by one, so the first ones the device can run hold. The fields let go are
+  // filled from the best-scoring candidate, or (`close`) the one nearest in them (log distance).
+  const nearest = (wanted: Readonly<Record<string, number>>, close = false) => {
+    const order = f.fields.map((x) => x.name).filter((n) => n in wanted);
+    const distance = (c: TuneChoice) =>
+      order.reduce((d, n) => d + Math.abs(Math.log2((c[n] + 1) / (wanted[n] + 1))), 0);
+    for (let kept = order.length; kept > 0; kept--) {
+      const met = candidates.filter((c) => order.slice(0, kept).every((n) => c[n] === wanted[n]));
+      if (!met.length) continue;
+      if (!close) return best(met);
+      const d = Math.min(...met.map(distance));
+      return best(met.filter((c) => distance(c) === d));
+    }
+    return null;
+  };
+  // A table's cell may span keys where its choice does not fit (a single pass's lanes too few
+  // for a longer row): the nearest legal choice stands for it.
   let table = tableChoice(family, caps, key);
-  if (table && !legalChoice(family, caps, key, table)) table = null;
+  if (table && !legalChoice(family, caps, key, table)) table = nearest(table, true);
   const tableProposal: Proposal = table
     ? { choice: table, score: score(table) + tablePrior() }
     : { choice: null, score: 0 };
-  let hard: TuneChoice | null = null;
-  // The assigned fields in the family's order; where no candidate meets them all, the last are
-  // let go one by one (filled from the candidates), so the first ones the device can run hold.
-  const order = f.fields.map((x) => x.name).filter((n) => n in assigned);
-  for (let kept = order.length; kept > 0 && !hard; kept--) {
-    hard = best(candidates.filter((c) => order.slice(0, kept).every((n) => c[n] === assigned[n])));
-  }
+  const hard = nearest(assigned);
   let decidedBy: Decision["decidedBy"];
   let choice: TuneChoice;
   if (hard) {

@@ -12,10 +12,25 @@ import { MATMUL_TILES, type MatmulChoice, planMatmul } from "../plans/matmul.ts"
 import { planReduce, type ReduceChoice } from "../plans/reduce.ts";
 import { planScan, SCAN_VARIANTS, type ScanChoice } from "../plans/scan.ts";
 import { planSort, type SortChoice, type SortVariant } from "../plans/sort.ts";
+import { planRows, ROWS_VARIANTS, type RowsChoice } from "../plans/rows.ts";
+import { planPool, POOL_VARIANTS, type PoolChoice } from "../plans/pool.ts";
+import {
+  ELEMENTWISE_VARIANTS,
+  type ElementwiseChoice,
+  planElementwise,
+} from "../plans/elementwise.ts";
 import type { RuleType } from "./spiralk.ts";
 
 /** A family a tuner measures and a chooser decides. */
-export type TuneFamilyName = "rankk" | "sort" | "scan" | "reduce" | "matmul";
+export type TuneFamilyName =
+  | "rankk"
+  | "sort"
+  | "scan"
+  | "reduce"
+  | "matmul"
+  | "rows"
+  | "pool"
+  | "elementwise";
 
 /**
  * The families a tuner measures and a chooser decides.
@@ -32,6 +47,9 @@ export const TUNE_FAMILIES: readonly TuneFamilyName[] = [
   "scan",
   "reduce",
   "matmul",
+  "rows",
+  "pool",
+  "elementwise",
 ];
 
 /** A family's key at one problem: its SpiralK variables' values. */
@@ -66,13 +84,18 @@ export interface TuneFamily {
   /** The family's name. */
   name: TuneFamilyName;
   /** The plan override family its choices become. */
-  plan: "sort" | "scan" | "reduce" | "matmul";
+  plan: "sort" | "scan" | "reduce" | "matmul" | "rows" | "pool" | "elementwise";
   /** What the family decides. */
   summary: string;
   /** Its key variables. */
   keys: readonly TuneKeyVar[];
   /** Its choice fields. */
   fields: readonly TuneField[];
+  /**
+   * Whether a tuner measures `choice` at `key` (default: every legal one); a narrower set than
+   * the legal one, where some fields matter only in a few of their values.
+   */
+  tries?(key: TuneKey, choice: TuneChoice): boolean;
   /** The choice the plan makes at `key` under `override` (null where the plan refuses it). */
   realize(caps: DeviceCaps | undefined, key: TuneKey, override: object | null): TuneChoice | null;
   /** The plan override a choice becomes. */
@@ -304,6 +327,167 @@ const matmulFamily: TuneFamily = {
   },
 };
 
+/** Invocations a workgroup may hold on a device (256 where none is known). */
+const maxInvocations = (caps: DeviceCaps | undefined) =>
+  caps?.limits.maxComputeInvocationsPerWorkgroup ?? 256;
+
+const rowsFamily: TuneFamily = {
+  name: "rows",
+  plan: "rows",
+  summary:
+    "softmax and the norms along contiguous rows: one pass or chunks, lanes a row, units a lane",
+  keys: [
+    { name: "r", type: "number", doc: "rows" },
+    { name: "n", type: "number", doc: "the row length" },
+    { name: "sg", type: "bool", doc: "subgroup operations available" },
+    { name: "al", type: "bool", doc: "rows of whole aligned vec4 units (vector loads)" },
+  ],
+  fields: [
+    { name: "variant", values: [0, 1], labels: ROWS_VARIANTS, doc: "0 single, 1 chunked" },
+    {
+      name: "tpr",
+      values: [1, 4, 16, 32, 64, 128, 256, 512, 1024],
+      doc: "invocations sharing a row",
+    },
+    {
+      name: "reg",
+      values: [0, 4, 8],
+      doc: "units a lane keeps in registers, chunked (0: a single pass's, derived from the lanes)",
+    },
+  ],
+  // Lanes past the row's units would only idle (a row of 17 on 1024 lanes took 17 s on
+  // lavapipe, against 1.8 ms on 4); chunks want a workgroup's worth of lanes.
+  tries(key, choice) {
+    const units = Math.ceil(num(key, "n") / (key.al ? 4 : 1));
+    if (choice.tpr > Math.max(4, 2 ** Math.ceil(Math.log2(units)))) return false;
+    return choice.variant === 0 || choice.tpr >= 64;
+  },
+  realize(caps, key, override) {
+    const choice = planRows(
+      caps,
+      { rows: num(key, "r"), rowLength: num(key, "n"), vec4: key.al === true },
+      override as Partial<RowsChoice>,
+    );
+    return {
+      variant: ROWS_VARIANTS.indexOf(choice.variant),
+      tpr: choice.threadsPerRow,
+      reg: choice.variant === "single" ? 0 : choice.registers,
+    };
+  },
+  override(choice): Partial<RowsChoice> {
+    return {
+      variant: ROWS_VARIANTS[choice.variant],
+      threadsPerRow: choice.tpr,
+      ...(choice.reg ? { registers: choice.reg } : {}),
+      workgroupSize: Math.max(256, choice.tpr),
+    };
+  },
+  fit(_caps, key, choice) {
+    const units = Math.ceil(num(key, "n") / (key.al ? 4 : 1));
+    const tile = choice.tpr * (choice.reg || 2 ** Math.ceil(Math.log2(units / choice.tpr)));
+    return fill(units, Math.ceil(units / tile) * tile);
+  },
+};
+
+/** A square window of side `k` at stride `s` over output rows `w` wide: the plan's problem. */
+function poolProblem(key: TuneKey) {
+  const [k, s, w] = [num(key, "k"), num(key, "s"), num(key, "w")];
+  return {
+    window: "regular" as const,
+    kernel: [k, k] as const,
+    stride: [s, s] as const,
+    padding: [0, 0] as const,
+    dilation: [1, 1] as const,
+    inWidth: (w - 1) * s + k,
+    outWidth: w,
+    alignedOffset: true,
+  };
+}
+
+const POOL_WORKGROUPS = [64, 128, 256, 512];
+
+const poolFamily: TuneFamily = {
+  name: "pool",
+  plan: "pool",
+  summary:
+    "2-D pooling of square windows without padding: the form, outputs an invocation, workgroup",
+  keys: [
+    { name: "k", type: "number", doc: "the window's side" },
+    { name: "s", type: "number", doc: "the stride" },
+    { name: "w", type: "number", doc: "the output's width" },
+    { name: "o", type: "number", doc: "outputs in all (planes x height x width)" },
+  ],
+  fields: [
+    {
+      name: "variant",
+      values: [0, 1, 2],
+      labels: POOL_VARIANTS,
+      doc: "0 unrolled, 1 looped, 2 team",
+    },
+    { name: "opi", values: [1, 2, 4], doc: "neighbouring outputs an invocation (unrolled)" },
+    { name: "wg", values: POOL_WORKGROUPS, doc: "invocations of a workgroup" },
+  ],
+  realize(caps, key, override) {
+    const choice = planPool(caps, poolProblem(key), override as Partial<PoolChoice>);
+    if (choice.workgroupSize > maxInvocations(caps)) return null;
+    return {
+      variant: POOL_VARIANTS.indexOf(choice.variant),
+      opi: choice.outputsPerInvocation,
+      wg: choice.workgroupSize,
+    };
+  },
+  override(choice): Partial<PoolChoice> {
+    return {
+      variant: POOL_VARIANTS[choice.variant],
+      outputsPerInvocation: choice.opi as 1 | 2 | 4,
+      workgroupSize: choice.wg,
+    };
+  },
+  fit(_caps, key, choice) {
+    const w = num(key, "w");
+    return fill(w, Math.ceil(w / choice.opi) * choice.opi);
+  },
+};
+
+const ELEMENTWISE_WORKGROUPS = [64, 128, 256, 512, 1024];
+
+const elementwiseFamily: TuneFamily = {
+  name: "elementwise",
+  plan: "elementwise",
+  summary: "elementwise kernels: vector or scalar loads, tiles for transposed operands, workgroup",
+  keys: [
+    { name: "e", type: "number", doc: "elements of the result" },
+    { name: "v", type: "bool", doc: "every operand allows vec4 loads" },
+    { name: "t", type: "bool", doc: "a transposed matrix among the operands" },
+  ],
+  fields: [
+    {
+      name: "variant",
+      values: [0, 1, 3],
+      labels: ELEMENTWISE_VARIANTS,
+      doc: "0 vec4, 1 scalar, 3 tiled (2, the transposing copy, is a plain copy's own)",
+    },
+    { name: "wg", values: ELEMENTWISE_WORKGROUPS, doc: "invocations of a workgroup" },
+  ],
+  realize(caps, key, override) {
+    const choice = planElementwise(
+      caps,
+      { elements: num(key, "e"), vec4Eligible: key.v === true, transposedOperands: Number(key.t) },
+      override as Partial<ElementwiseChoice>,
+    );
+    if (choice.workgroupSize > maxInvocations(caps)) return null;
+    return { variant: ELEMENTWISE_VARIANTS.indexOf(choice.variant), wg: choice.workgroupSize };
+  },
+  override(choice): Partial<ElementwiseChoice> {
+    return { variant: ELEMENTWISE_VARIANTS[choice.variant], workgroupSize: choice.wg };
+  },
+  fit(_caps, key, choice) {
+    const e = num(key, "e");
+    const per = choice.wg * (choice.variant === 0 ? 4 : 1);
+    return fill(e, Math.ceil(e / per) * per);
+  },
+};
+
 /**
  * Every tunable family, by name.
  *
@@ -319,6 +503,9 @@ export const TUNE_FAMILY: Readonly<Record<TuneFamilyName, TuneFamily>> = {
   scan: scanFamily,
   reduce: reduceFamily,
   matmul: matmulFamily,
+  rows: rowsFamily,
+  pool: poolFamily,
+  elementwise: elementwiseFamily,
 };
 
 /**
@@ -371,6 +558,7 @@ export function familyCandidates(
     product = product.flatMap((c) => field.values.map((v) => ({ ...c, [field.name]: v })));
   }
   for (const choice of product) {
+    if (f.tries && !f.tries(key, choice)) continue;
     if (legalChoice(family, caps, key, choice)) out.set(choiceText(choice), choice);
   }
   return [...out.values()];
@@ -490,4 +678,60 @@ export function checkTuneKey(op: string, family: unknown, key: unknown): void {
       });
     }
   }
+}
+
+/**
+ * The key of a row kernel (softmax, a norm) over `rows` contiguous rows of `length`, `vec4`
+ * where the layout gives whole aligned vec4 units.
+ *
+ * @example
+ * ```ts
+ * import { rowsKernelTuneKey } from "@gyre/gyre/tuning";
+ * rowsKernelTuneKey(undefined, 4096, 4096, true); // { r: 4096, n: 4096, sg: false, al: true }
+ * ```
+ */
+export function rowsKernelTuneKey(
+  caps: DeviceCaps | undefined,
+  rows: number,
+  length: number,
+  vec4: boolean,
+): TuneKey {
+  return { r: rows, n: length, sg: Boolean(caps?.subgroups), al: vec4 };
+}
+
+/**
+ * The key of a pooling of square `k` x `k` windows at stride `s` (both axes, no padding or
+ * dilation) into `outputs` outputs of rows `width` wide; null for other poolings (not tuned).
+ *
+ * @example
+ * ```ts
+ * import { poolTuneKey } from "@gyre/gyre/tuning";
+ * poolTuneKey([3, 3], [2, 2], [0, 0], [1, 1], 56, 64 * 56 * 56); // { k: 3, s: 2, w: 56, o: 200704 }
+ * ```
+ */
+export function poolTuneKey(
+  kernel: readonly [number, number],
+  stride: readonly [number, number],
+  padding: readonly [number, number],
+  dilation: readonly [number, number],
+  width: number,
+  outputs: number,
+): TuneKey | null {
+  const square = kernel[0] === kernel[1] && stride[0] === stride[1];
+  const plain = padding[0] === 0 && padding[1] === 0 && dilation[0] === 1 && dilation[1] === 1;
+  return square && plain ? { k: kernel[0], s: stride[0], w: width, o: outputs } : null;
+}
+
+/**
+ * The key of an elementwise kernel of `elements` outputs: whether every operand allows vec4
+ * loads, and whether a transposed matrix is among them.
+ *
+ * @example
+ * ```ts
+ * import { elementwiseTuneKey } from "@gyre/gyre/tuning";
+ * elementwiseTuneKey(1 << 20, true, false); // { e: 1048576, v: true, t: false }
+ * ```
+ */
+export function elementwiseTuneKey(elements: number, vec4: boolean, transposed: boolean): TuneKey {
+  return { e: elements, v: vec4, t: transposed };
 }
