@@ -206,13 +206,15 @@ export function tuneGrid(family: TuneFamilyName, caps: DeviceCaps | undefined): 
         }
       }
       break;
-    // Poolings: the windows networks use (2, 3, 5, 7) and larger ones past the unrolling rule.
+    // Poolings: the windows networks use (2, 3, 5) and larger ones, each stride up to 3 (and 4
+    // for the larger windows), outputs from where a pooling is a few microseconds (the forms all
+    // alike) to where the form decides.
     case "pool":
-      for (const k of soft ? [2, 3, 7, 13] : [2, 3, 5, 7, 11, 16]) {
-        for (const s of [1, 2, 4]) {
-          if (s > k) continue;
-          for (const w of pow(8, 512, 4)) {
-            for (const o of pow(1 << 12, most, soft ? 8 : 4)) {
+      for (const k of soft ? [2, 3, 7, 13] : [2, 3, 5, 8, 16]) {
+        for (const s of [1, 2, 3, 4]) {
+          if (s > k || (s === 4 && k < 8)) continue;
+          for (const w of soft ? pow(8, 512, 4) : [8, 64, 512]) {
+            for (const o of pow(soft ? 1 << 12 : 1 << 17, most, 8)) {
               const input = (o / (w * w)) * ((w - 1) * s + k) ** 2;
               if (o >= w * w && input <= 4 * most) keys.push({ k, s, w, o });
             }
@@ -508,6 +510,7 @@ export async function tune(
       const confirmed = new Map(again.map((c) => [choiceText(c.choice), c.us]));
       measured.push({
         key,
+        plan: all[0],
         timings: timing.candidates.map((c) => ({
           choice: c.choice,
           us: confirmed.get(choiceText(c.choice)) ?? c.us,

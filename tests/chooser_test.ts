@@ -175,6 +175,25 @@ Deno.test("chooser: rows from a grid cover the space between its points", () => 
     [true, 4096, 2147483647, 1], // a: 1.5 + 1, b: 1 + 1.5: the first of equals
     [false, 4096, 8191, 1], // one point: its power-of-two bucket
   ]);
+  // Where the measurements name the plan's own choice, a cell it keeps up in (within 3% of the
+  // best on average) gets no row; one it loses clearly does.
+  const withPlan = (plan: typeof a) => measured.map((m) => ({ ...m, plan }));
+  assert.deepEqual(cellRows("scan", withPlan(b)).map((r) => [r.al, r.n_min, r.variant]), [
+    // The first cell's winner is the plan's; the second's ties it (2.5 each); the plan was not
+    // measured at the unaligned key, where the row stays.
+    [false, 4096, 1],
+  ]);
+  const close = keys.map((key, i) => ({
+    key,
+    plan: b,
+    timings: [{ choice: a, us: 100 }, { choice: b, us: [102, 103, 101][i] }],
+  }));
+  assert.deepEqual(cellRows("scan", close), []);
+  const far = close.map((m) => ({ ...m, timings: [m.timings[0], { choice: b, us: 110 }] }));
+  // (Both cells' rows, merged where they meet.)
+  assert.deepEqual(cellRows("scan", far).map((r) => [r.n_min, r.n_max, r.variant]), [
+    [0, 2147483647, 1],
+  ]);
 });
 
 Deno.test("chooser: rule sections read whole, each against its family, and fail with positions", () => {

@@ -185,7 +185,16 @@ export interface MeasuredKey {
   key: Readonly<Record<string, number | boolean>>;
   /** Each candidate measured there and its median time. */
   timings: readonly { choice: TuneChoice; us: number }[];
+  /** The hand-written plan's choice there (a cell where it keeps up gets no row). */
+  plan?: TuneChoice;
 }
+
+/**
+ * How much worse on average over a cell's corners than the cell's best the plan may be and keep
+ * the cell (no row): a row must win clearly, since a choice best at the corners can lose between
+ * them, where the plan, deciding key by key, adapts.
+ */
+const PLAN_MARGIN = 0.03;
 
 /** What a candidate unmeasured at a corner costs in a cell's score (twice the corner's best). */
 const UNMEASURED = 2;
@@ -196,7 +205,9 @@ const UNMEASURED = 2;
  * past the grid take its edge), and the cell's choice is the candidate whose time relative to
  * each measured corner's fastest is lowest on average: good across the cell, not only at one
  * corner. A variable the grid holds at one value covers its power-of-two bucket; booleans are
- * exact. Cells with no measured corner get no row.
+ * exact. Cells with no measured corner get no row, and neither do cells where the plan's own
+ * choices (where the measurements name them) come within 3% of the best on average: there the
+ * plan decides.
  *
  * @example
  * ```ts
@@ -277,6 +288,15 @@ function groupCells(
       for (const [text, s] of scores) s.score += at.get(text) ?? UNMEASURED;
     }
     const winner = [...scores.values()].reduce((a, b) => (b.score < a.score ? b : a));
+    if (found.every((m) => m.plan)) {
+      // The plan's own choice at each corner (it may differ from corner to corner).
+      const planScore = found.reduce((sum, m) => {
+        const best = Math.min(...m.timings.map((t) => t.us));
+        const own = m.timings.find((t) => choiceText(t.choice) === choiceText(m.plan!));
+        return sum + (own ? own.us / best : UNMEASURED);
+      }, 0);
+      if (planScore <= winner.score + PLAN_MARGIN * found.length) continue;
+    }
     const row: Record<string, number | boolean> = {};
     for (const k of f.keys) {
       if (k.type === "bool") {

@@ -427,6 +427,11 @@ const poolFamily: TuneFamily = {
     { name: "opi", values: [1, 2, 4], doc: "neighbouring outputs an invocation (unrolled)" },
     { name: "wg", values: POOL_WORKGROUPS, doc: "invocations of a workgroup" },
   ],
+  // Each unrolled window is a shader of its own, and compiling them is most of a key's time: the
+  // loops and teams are tried at one workgroup size (4-10x slower than unrolled windows on an
+  // H200 wherever both apply), and workgroups of 64 (fastest at 1 held-out key in 24, by 3%)
+  // not at all.
+  tries: (_key, choice) => choice.variant === 0 ? choice.wg >= 128 : choice.wg === 256,
   realize(caps, key, override) {
     const choice = planPool(caps, poolProblem(key), override as Partial<PoolChoice>);
     if (choice.workgroupSize > maxInvocations(caps)) return null;
