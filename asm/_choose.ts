@@ -1243,6 +1243,104 @@ function choose_matmul(device: i32, m: i32, n: i32, k: i32, al: i32): i32 {
 
 /** softmax and the norms along contiguous rows: one pass or chunks, lanes a row, units a lane: keys r, n, sg, al; fields variant, tpr, reg. */
 function choose_rows(device: i32, r: i32, n: i32, sg: i32, al: i32): i32 {
+  if (device == 1) {
+    // nvidia-h100: bench/tune_quality.ts, 2026-11-27
+    if (r <= 1 && n >= 8192 && n <= 32767 && sg == 1 && al == 1) return pick(0, 256, 0, 0);
+    if (r <= 1 && n >= 131072 && sg == 1 && al == 1) return pick(1, 64, 4, 0);
+    if (r >= 2 && r <= 3 && n >= 8192 && n <= 32767 && sg == 1 && al == 1) return pick(0, 256, 0, 0);
+    if (r >= 2 && r <= 3 && n >= 65536 && sg == 1 && al == 1) return pick(1, 64, 4, 0);
+    if (r >= 4 && r <= 7 && n >= 8192 && n <= 32767 && sg == 1 && al == 1) return pick(0, 256, 0, 0);
+    if (r >= 4 && r <= 7 && n >= 32768 && n <= 131071 && sg == 1 && al == 1) return pick(1, 64, 4, 0);
+    if (r >= 4 && r <= 7 && n >= 131072 && sg == 1 && al == 1) return pick(1, 64, 8, 0);
+    if (r >= 8 && r <= 15 && n >= 8192 && n <= 32767 && sg == 1 && al == 1) return pick(0, 256, 0, 0);
+    if (r >= 8 && r <= 15 && n >= 32768 && n <= 131071 && sg == 1 && al == 1) return pick(1, 64, 4, 0);
+    if (r >= 8 && r <= 15 && n >= 131072 && sg == 1 && al == 1) return pick(1, 64, 8, 0);
+    if (r >= 16 && r <= 31 && n >= 8192 && n <= 32767 && sg == 1 && al == 1) return pick(0, 256, 0, 0);
+    if (r >= 16 && r <= 31 && n >= 32768 && n <= 65535 && sg == 1 && al == 1) return pick(1, 64, 4, 0);
+    if (r >= 16 && r <= 31 && n >= 65536 && sg == 1 && al == 1) return pick(1, 64, 8, 0);
+    if (r >= 32 && r <= 63 && n >= 8192 && n <= 32767 && sg == 1 && al == 1) return pick(0, 256, 0, 0);
+    if (r >= 32 && r <= 63 && n >= 32768 && sg == 1 && al == 1) return pick(1, 64, 8, 0);
+    if (r >= 64 && r <= 127 && n >= 8192 && n <= 32767 && sg == 1 && al == 1) return pick(0, 256, 0, 0);
+    if (r >= 64 && r <= 127 && n >= 32768 && n <= 65535 && sg == 1 && al == 1) return pick(1, 64, 8, 0);
+    if (r >= 64 && r <= 127 && n >= 65536 && sg == 1 && al == 1) return pick(1, 64, 4, 0);
+    if (r >= 128 && r <= 255 && n >= 8192 && n <= 32767 && sg == 1 && al == 1) return pick(0, 256, 0, 0);
+    if (r >= 128 && r <= 255 && n >= 32768 && sg == 1 && al == 1) return pick(1, 64, 4, 0);
+    if (r >= 256 && r <= 511 && n >= 8192 && n <= 32767 && sg == 1 && al == 1) return pick(0, 256, 0, 0);
+    if (r >= 256 && r <= 511 && n >= 32768 && n <= 131071 && sg == 1 && al == 1) return pick(1, 64, 4, 0);
+    if (r >= 512 && r <= 1023 && n >= 8192 && n <= 65535 && sg == 1 && al == 1) return pick(0, 256, 0, 0);
+    if (r >= 1024 && r <= 2047 && n >= 8192 && n <= 32767 && sg == 1 && al == 1) return pick(0, 256, 0, 0);
+    if (r >= 4096 && r <= 8191 && n >= 4096 && n <= 8191 && sg == 1 && al == 1) return pick(0, 128, 0, 0);
+    if (r >= 8192 && n >= 64 && n <= 255 && sg == 1 && al == 1) return pick(0, 16, 0, 0);
+    if (r <= 1 && n >= 1025 && n <= 4096 && sg == 1 && al == 0) return pick(0, 256, 0, 0);
+    if (r <= 1 && n >= 4097 && n <= 8192 && sg == 1 && al == 0) return pick(0, 512, 0, 0);
+    if (r <= 1 && n >= 8193 && n <= 65536 && sg == 1 && al == 0) return pick(1, 64, 4, 0);
+    if (r <= 1 && n >= 65537 && n <= 131072 && sg == 1 && al == 0) return pick(1, 128, 4, 0);
+    if (r <= 1 && n >= 131073 && sg == 1 && al == 0) return pick(1, 128, 8, 0);
+    if (r >= 2 && r <= 3 && n >= 1025 && n <= 4096 && sg == 1 && al == 0) return pick(0, 256, 0, 0);
+    if (r >= 2 && r <= 3 && n >= 4097 && n <= 8192 && sg == 1 && al == 0) return pick(0, 512, 0, 0);
+    if (r >= 2 && r <= 3 && n >= 8193 && n <= 32768 && sg == 1 && al == 0) return pick(1, 64, 4, 0);
+    if (r >= 2 && r <= 3 && n >= 32769 && n <= 65536 && sg == 1 && al == 0) return pick(1, 128, 4, 0);
+    if (r >= 2 && r <= 3 && n >= 65537 && sg == 1 && al == 0) return pick(1, 128, 8, 0);
+    if (r >= 4 && r <= 7 && n >= 257 && n <= 512 && sg == 1 && al == 0) return pick(0, 128, 0, 0);
+    if (r >= 4 && r <= 7 && n >= 1025 && n <= 4096 && sg == 1 && al == 0) return pick(0, 256, 0, 0);
+    if (r >= 4 && r <= 7 && n >= 4097 && n <= 8192 && sg == 1 && al == 0) return pick(0, 512, 0, 0);
+    if (r >= 4 && r <= 7 && n >= 8193 && n <= 32768 && sg == 1 && al == 0) return pick(1, 64, 4, 0);
+    if (r >= 4 && r <= 7 && n >= 32769 && n <= 65536 && sg == 1 && al == 0) return pick(1, 128, 4, 0);
+    if (r >= 4 && r <= 7 && n >= 65537 && sg == 1 && al == 0) return pick(1, 128, 8, 0);
+    if (r >= 8 && r <= 15 && n >= 1025 && n <= 4096 && sg == 1 && al == 0) return pick(0, 256, 0, 0);
+    if (r >= 8 && r <= 15 && n >= 4097 && n <= 8192 && sg == 1 && al == 0) return pick(0, 512, 0, 0);
+    if (r >= 8 && r <= 15 && n >= 8193 && n <= 16384 && sg == 1 && al == 0) return pick(1, 64, 4, 0);
+    if (r >= 8 && r <= 15 && n >= 16385 && n <= 32768 && sg == 1 && al == 0) return pick(1, 128, 4, 0);
+    if (r >= 8 && r <= 15 && n >= 32769 && n <= 131072 && sg == 1 && al == 0) return pick(1, 128, 8, 0);
+    if (r >= 8 && r <= 15 && n >= 131073 && sg == 1 && al == 0) return pick(1, 64, 8, 0);
+    if (r >= 16 && r <= 31 && n >= 65 && n <= 128 && sg == 1 && al == 0) return pick(0, 32, 0, 0);
+    if (r >= 16 && r <= 31 && n >= 1025 && n <= 4096 && sg == 1 && al == 0) return pick(0, 256, 0, 0);
+    if (r >= 16 && r <= 31 && n >= 4097 && n <= 8192 && sg == 1 && al == 0) return pick(0, 512, 0, 0);
+    if (r >= 16 && r <= 31 && n >= 8193 && n <= 16384 && sg == 1 && al == 0) return pick(1, 64, 4, 0);
+    if (r >= 16 && r <= 31 && n >= 16385 && sg == 1 && al == 0) return pick(1, 64, 8, 0);
+    if (r >= 32 && r <= 63 && n >= 257 && n <= 512 && sg == 1 && al == 0) return pick(0, 128, 0, 0);
+    if (r >= 32 && r <= 63 && n >= 1025 && n <= 4096 && sg == 1 && al == 0) return pick(0, 256, 0, 0);
+    if (r >= 32 && r <= 63 && n >= 4097 && n <= 8192 && sg == 1 && al == 0) return pick(0, 512, 0, 0);
+    if (r >= 32 && r <= 63 && n >= 8193 && n <= 16384 && sg == 1 && al == 0) return pick(1, 128, 8, 0);
+    if (r >= 32 && r <= 63 && n >= 16385 && sg == 1 && al == 0) return pick(1, 64, 8, 0);
+    if (r >= 64 && r <= 127 && n <= 32 && sg == 1 && al == 0) return pick(0, 16, 0, 0);
+    if (r >= 64 && r <= 127 && n >= 257 && n <= 512 && sg == 1 && al == 0) return pick(0, 128, 0, 0);
+    if (r >= 64 && r <= 127 && n >= 1025 && n <= 4096 && sg == 1 && al == 0) return pick(0, 256, 0, 0);
+    if (r >= 64 && r <= 127 && n >= 4097 && n <= 8192 && sg == 1 && al == 0) return pick(0, 512, 0, 0);
+    if (r >= 64 && r <= 127 && n >= 8193 && sg == 1 && al == 0) return pick(1, 64, 8, 0);
+    if (r >= 128 && r <= 255 && n >= 257 && n <= 1024 && sg == 1 && al == 0) return pick(0, 128, 0, 0);
+    if (r >= 128 && r <= 255 && n >= 1025 && n <= 4096 && sg == 1 && al == 0) return pick(0, 256, 0, 0);
+    if (r >= 128 && r <= 255 && n >= 4097 && n <= 8192 && sg == 1 && al == 0) return pick(0, 512, 0, 0);
+    if (r >= 128 && r <= 255 && n >= 8193 && sg == 1 && al == 0) return pick(1, 64, 8, 0);
+    if (r >= 256 && r <= 511 && n >= 257 && n <= 2048 && sg == 1 && al == 0) return pick(0, 128, 0, 0);
+    if (r >= 256 && r <= 511 && n >= 2049 && n <= 4096 && sg == 1 && al == 0) return pick(0, 256, 0, 0);
+    if (r >= 256 && r <= 511 && n >= 4097 && n <= 8192 && sg == 1 && al == 0) return pick(0, 512, 0, 0);
+    if (r >= 256 && r <= 511 && n >= 8193 && n <= 131072 && sg == 1 && al == 0) return pick(1, 64, 8, 0);
+    if (r >= 512 && r <= 1023 && n >= 129 && n <= 256 && sg == 1 && al == 0) return pick(0, 32, 0, 0);
+    if (r >= 512 && r <= 1023 && n >= 257 && n <= 512 && sg == 1 && al == 0) return pick(0, 64, 0, 0);
+    if (r >= 512 && r <= 1023 && n >= 513 && n <= 2048 && sg == 1 && al == 0) return pick(0, 128, 0, 0);
+    if (r >= 512 && r <= 1023 && n >= 2049 && n <= 4096 && sg == 1 && al == 0) return pick(0, 256, 0, 0);
+    if (r >= 512 && r <= 1023 && n >= 4097 && n <= 65536 && sg == 1 && al == 0) return pick(1, 64, 8, 0);
+    if (r >= 1024 && r <= 2047 && n >= 65 && n <= 256 && sg == 1 && al == 0) return pick(0, 32, 0, 0);
+    if (r >= 1024 && r <= 2047 && n >= 257 && n <= 1024 && sg == 1 && al == 0) return pick(0, 64, 0, 0);
+    if (r >= 1024 && r <= 2047 && n >= 1025 && n <= 2048 && sg == 1 && al == 0) return pick(0, 128, 0, 0);
+    if (r >= 1024 && r <= 2047 && n >= 2049 && n <= 4096 && sg == 1 && al == 0) return pick(0, 256, 0, 0);
+    if (r >= 1024 && r <= 2047 && n >= 4097 && n <= 32768 && sg == 1 && al == 0) return pick(1, 64, 8, 0);
+    if (r >= 2048 && r <= 4095 && n >= 65 && n <= 256 && sg == 1 && al == 0) return pick(0, 32, 0, 0);
+    if (r >= 2048 && r <= 4095 && n >= 257 && n <= 1024 && sg == 1 && al == 0) return pick(0, 64, 0, 0);
+    if (r >= 2048 && r <= 4095 && n >= 1025 && n <= 2048 && sg == 1 && al == 0) return pick(0, 128, 0, 0);
+    if (r >= 2048 && r <= 4095 && n >= 2049 && n <= 16384 && sg == 1 && al == 0) return pick(1, 64, 8, 0);
+    if (r >= 4096 && r <= 8191 && n <= 64 && sg == 1 && al == 0) return pick(0, 16, 0, 0);
+    if (r >= 4096 && r <= 8191 && n >= 65 && n <= 512 && sg == 1 && al == 0) return pick(0, 32, 0, 0);
+    if (r >= 4096 && r <= 8191 && n >= 513 && n <= 1024 && sg == 1 && al == 0) return pick(0, 64, 0, 0);
+    if (r >= 4096 && r <= 8191 && n >= 1025 && n <= 2048 && sg == 1 && al == 0) return pick(0, 128, 0, 0);
+    if (r >= 4096 && r <= 8191 && n >= 2049 && n <= 8192 && sg == 1 && al == 0) return pick(1, 64, 8, 0);
+    if (r >= 8192 && n <= 128 && sg == 1 && al == 0) return pick(0, 16, 0, 0);
+    if (r >= 8192 && n >= 129 && n <= 512 && sg == 1 && al == 0) return pick(0, 32, 0, 0);
+    if (r >= 8192 && n >= 513 && n <= 1024 && sg == 1 && al == 0) return pick(0, 64, 0, 0);
+    if (r >= 8192 && n >= 1025 && n <= 2048 && sg == 1 && al == 0) return pick(0, 128, 0, 0);
+    if (r >= 8192 && n >= 2049 && n <= 4096 && sg == 1 && al == 0) return pick(0, 256, 0, 0);
+  }
   if (device == 2) {
     // nvidia-h200: bench/tune_quality.ts, 2026-11-27
     if (r <= 1 && n >= 8192 && n <= 32767 && sg == 1 && al == 1) return pick(0, 256, 0, 0);
@@ -1351,6 +1449,40 @@ function choose_rows(device: i32, r: i32, n: i32, sg: i32, al: i32): i32 {
 
 /** 2-D pooling of square windows without padding: the form and outputs an invocation: keys k, s, w, o; fields variant, opi. */
 function choose_pool(device: i32, k: i32, s: i32, w: i32, o: i32): i32 {
+  if (device == 1) {
+    // nvidia-h100: bench/tune_quality.ts, 2026-11-27
+    if (k <= 2 && s <= 1 && o <= 32767) return pick(0, 1, 0, 0);
+    if (k <= 2 && s == 2 && w <= 63 && o <= 262143) return pick(0, 1, 0, 0);
+    if (k <= 2 && s == 2 && w >= 64 && o <= 32767) return pick(0, 1, 0, 0);
+    if (k <= 2 && s >= 3 && w <= 63) return pick(0, 1, 0, 0);
+    if (k <= 2 && s >= 3 && w >= 64 && o <= 32767) return pick(0, 1, 0, 0);
+    if (k <= 2 && s >= 3 && w >= 64 && o >= 2097152) return pick(0, 1, 0, 0);
+    if (k >= 3 && k <= 4 && s <= 1 && o <= 32767) return pick(0, 1, 0, 0);
+    if (k >= 3 && k <= 4 && s == 2 && w <= 63 && o <= 262143) return pick(0, 1, 0, 0);
+    if (k >= 3 && k <= 4 && s == 2 && w >= 64 && o <= 32767) return pick(0, 1, 0, 0);
+    if (k >= 3 && k <= 4 && s >= 3 && w <= 63) return pick(0, 1, 0, 0);
+    if (k >= 3 && k <= 4 && s >= 3 && w >= 64 && o <= 32767) return pick(0, 1, 0, 0);
+    if (k >= 3 && k <= 4 && s >= 3 && w >= 64 && o >= 2097152) return pick(0, 1, 0, 0);
+    if (k >= 5 && k <= 7 && s <= 1 && w <= 63 && o <= 262143) return pick(0, 1, 0, 0);
+    if (k >= 5 && k <= 7 && s <= 1 && w >= 64 && o <= 32767) return pick(0, 1, 0, 0);
+    if (k >= 5 && k <= 7 && s == 2 && w <= 63 && o <= 262143) return pick(0, 1, 0, 0);
+    if (k >= 5 && k <= 7 && s == 2 && w >= 64 && o <= 32767) return pick(0, 1, 0, 0);
+    if (k >= 5 && k <= 7 && s >= 3 && w <= 63 && o <= 262143) return pick(0, 1, 0, 0);
+    if (k >= 5 && k <= 7 && s >= 3 && w >= 64 && o <= 32767) return pick(0, 1, 0, 0);
+    if (k >= 8 && s <= 1 && w <= 63 && o <= 262143) return pick(0, 1, 0, 0);
+    if (k >= 8 && s <= 1 && w <= 63 && o >= 262144) return pick(0, 4, 0, 0);
+    if (k >= 8 && s <= 1 && w >= 64 && o <= 262143) return pick(0, 1, 0, 0);
+    if (k >= 8 && s <= 1 && w >= 64 && o >= 262144) return pick(0, 4, 0, 0);
+    if (k >= 8 && s == 2 && w <= 63 && o <= 262143) return pick(0, 1, 0, 0);
+    if (k >= 8 && s == 2 && w <= 63 && o >= 262144 && o <= 2097151) return pick(0, 4, 0, 0);
+    if (k >= 8 && s == 2 && w <= 63 && o >= 2097152) return pick(0, 2, 0, 0);
+    if (k >= 8 && s == 2 && w >= 64 && o <= 262143) return pick(0, 1, 0, 0);
+    if (k >= 8 && s == 2 && w >= 64 && o >= 262144) return pick(0, 4, 0, 0);
+    if (k >= 8 && s >= 3 && w <= 63 && o <= 2097151) return pick(0, 1, 0, 0);
+    if (k >= 8 && s >= 3 && w <= 63 && o >= 2097152) return pick(0, 2, 0, 0);
+    if (k >= 8 && s >= 3 && w >= 64 && o <= 262143) return pick(0, 1, 0, 0);
+    if (k >= 8 && s >= 3 && w >= 64 && o >= 262144) return pick(0, 2, 0, 0);
+  }
   if (device == 2) {
     // nvidia-h200: bench/tune_quality.ts, 2026-11-27
     if (k <= 2 && s <= 1 && w <= 63 && o <= 32767) return pick(0, 2, 0, 0);
@@ -1385,6 +1517,20 @@ function choose_pool(device: i32, k: i32, s: i32, w: i32, o: i32): i32 {
 
 /** elementwise kernels: vector or scalar loads, tiles for transposed operands, workgroup: keys e, v, t; fields variant, wg. */
 function choose_elementwise(device: i32, e: i32, v: i32, t: i32, _unused3: i32): i32 {
+  if (device == 1) {
+    // nvidia-h100: bench/tune_quality.ts, 2026-11-27
+    if (e <= 2047 && v == 1 && t == 0) return pick(1, 128, 0, 0);
+    if (e >= 2048 && e <= 4095 && v == 1 && t == 0) return pick(1, 512, 0, 0);
+    if (e >= 4096 && e <= 8191 && v == 1 && t == 0) return pick(0, 128, 0, 0);
+    if (e >= 8192 && e <= 16383 && v == 1 && t == 0) return pick(1, 256, 0, 0);
+    if (e >= 4194305 && e <= 8388608 && v == 0 && t == 0) return pick(1, 512, 0, 0);
+    if (e >= 8388609 && e <= 16777216 && v == 0 && t == 0) return pick(1, 1024, 0, 0);
+    if (e <= 2047 && v == 0 && t == 1) return pick(1, 64, 0, 0);
+    if (e >= 4096 && e <= 8191 && v == 0 && t == 1) return pick(1, 64, 0, 0);
+    if (e >= 65536 && e <= 262143 && v == 0 && t == 1) return pick(3, 512, 0, 0);
+    if (e >= 262144 && e <= 1048575 && v == 0 && t == 1) return pick(3, 256, 0, 0);
+    if (e >= 1048576 && e <= 2097151 && v == 0 && t == 1) return pick(3, 128, 0, 0);
+  }
   if (device == 2) {
     // nvidia-h200: bench/tune_quality.ts, 2026-11-27
     if (e >= 2097152 && e <= 8388607 && v == 1 && t == 0) return pick(0, 128, 0, 0);
