@@ -56,6 +56,7 @@ export {
 } from "./tune.ts";
 export type { TuneChoice, TuneFamilyName, TuneKey } from "./heuristics/families.ts";
 export type { ChooseRow } from "./heuristics/choose_table.ts";
+export type { TuningMode } from "./heuristics/consensus.ts";
 export * from "./ops/elementwise.ts";
 export * from "./ops/activations.ts";
 export {

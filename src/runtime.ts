@@ -13,6 +13,7 @@ import type { AllocatorStats } from "./wasm/allocator.ts";
 import { WasmBackend } from "./wasm/backend.ts";
 import { loadHeuristics } from "./heuristics/startup.ts";
 import { provideChooserModule } from "./heuristics/chooser.ts";
+import { setTuningMode, type TuningMode, tuningMode } from "./heuristics/consensus.ts";
 import { compiledKernels, kernelImports } from "./wasm/module.ts";
 
 // The chooser's table lives in the kernel module: the runtime, which names the devices, hands it
@@ -97,6 +98,29 @@ export class Runtime {
       // "auto" carries on on the CPU; tensors already on the GPU report the loss when used.
       if (this.preference === "auto") this.device = "wasm";
     });
+  }
+
+  /**
+   * Whether tuned choices apply (the same setting as `setTuningMode` in `@gyre/gyre/tuning`, for
+   * every runtime): "table" (default: the chooser's table, rules and plans), "off" (the
+   * hand-written plans), or "online" (as "table", and the first calls of a key this machine has
+   * not measured try alternatives, timed by the GPU, then adopt the fastest and record it in the
+   * tuning cache). Results during a trial may differ in rounding from call to call, as the
+   * alternatives sum in other orders. A ValueError for another value.
+   *
+   * @example
+   * ```ts
+   * import * as gyre from "@gyre/gyre";
+   * const rt = await gyre.init({ device: "auto" });
+   * rt.tuning = "online";
+   * rt.tuning = "table";
+   * ```
+   */
+  get tuning(): TuningMode {
+    return tuningMode();
+  }
+  set tuning(mode: TuningMode) {
+    setTuningMode(mode);
   }
 
   /** The GPU's capabilities, or null without a GPU. */

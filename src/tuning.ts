@@ -27,6 +27,7 @@ export * from "./heuristics/families.ts";
 export * from "./heuristics/choose_table.ts";
 export * from "./heuristics/chooser.ts";
 export * from "./heuristics/consensus.ts";
+export * from "./heuristics/online.ts";
 export * from "./tune.ts";
 export * from "./heuristics/startup.ts";
 export * from "./heuristics/shared_hints.ts";

@@ -24,6 +24,7 @@ import { runPoolGpu } from "./pool.ts";
 import { runMatmulGpu } from "./matmul.ts";
 import { runRowsGpu } from "./rows.ts";
 import { runScanGpu } from "./scan.ts";
+import { timedForOnline } from "./online.ts";
 import type {
   QuantileJob,
   QuantileResult,
@@ -36,25 +37,28 @@ import { runQuantileGpu, runSearchGpu, runSortGpu } from "./sort.ts";
 import type { GatherJob, GatherResult, ScatterJob, ScatterResult } from "../contract/indexing.ts";
 import { runGatherGpu, runScatterGpu } from "./indexing.ts";
 
-/** The GPU backend over one WebGPU device. */
+/**
+ * The GPU backend over one WebGPU device. The tunable families' entry points run under
+ * {@link timedForOnline}, which times them for online tuning when that mode is on.
+ */
 export class GpuBackend extends GpuHost implements Backend {
   evaluate(job: ElementwiseJob): Storage {
-    return runElementwiseGpu(this, job);
+    return timedForOnline(this, () => runElementwiseGpu(this, job));
   }
   reduce(job: ReduceJob): Storage | null {
-    return runReduceGpu(this, job);
+    return timedForOnline(this, () => runReduceGpu(this, job));
   }
   rows(job: RowsJob): RowsResult | null {
-    return runRowsGpu(this, job);
+    return timedForOnline(this, () => runRowsGpu(this, job));
   }
   scan(job: ScanJob): ScanResult {
-    return runScanGpu(this, job);
+    return timedForOnline(this, () => runScanGpu(this, job));
   }
   pool(job: PoolJob): PoolResult {
-    return runPoolGpu(this, job);
+    return timedForOnline(this, () => runPoolGpu(this, job));
   }
   sort(job: SortJob): SortResult {
-    return runSortGpu(this, job);
+    return timedForOnline(this, () => runSortGpu(this, job));
   }
   quantile(job: QuantileJob): QuantileResult {
     return runQuantileGpu(this, job);
@@ -69,7 +73,7 @@ export class GpuBackend extends GpuHost implements Backend {
     return runScatterGpu(this, job);
   }
   matmul(job: MatmulJob): MatmulResult | null {
-    return runMatmulGpu(this, job);
+    return timedForOnline(this, () => runMatmulGpu(this, job));
   }
   capture(inputs: readonly View[]): CaptureSession {
     return startCapture(this, inputs);

@@ -213,6 +213,20 @@ export class CommandBatch {
   }
 
   #group: TimestampSlot | null = null;
+  #afterSubmit: (() => void)[] = [];
+
+  /** Whether a timed group is open. */
+  get inTimedGroup(): boolean {
+    return this.#group !== null;
+  }
+
+  /**
+   * Runs `fn` once the work recorded so far is submitted (to map a buffer that work writes: a
+   * buffer may be mapped only after the commands using it are submitted).
+   */
+  afterSubmit(fn: () => void): void {
+    this.#afterSubmit.push(fn);
+  }
 
   /**
    * Times a group of dispatches as one: every dispatch until `endTimedGroup` runs in one compute
@@ -261,6 +275,9 @@ export class CommandBatch {
     this.#encoder = null;
     this.#dispatches = 0;
     this.totalSubmits++;
+    const after = this.#afterSubmit;
+    this.#afterSubmit = [];
+    for (const fn of after) fn();
     this.#pendingErrors.push(this.#device.popErrorScope(), this.#device.popErrorScope());
     this.#pool.recycle();
   }

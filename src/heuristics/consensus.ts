@@ -7,6 +7,7 @@
  */
 import type { DeviceCaps } from "../core/caps.ts";
 import { RuleError, ValueError } from "../core/errors.ts";
+import { onlineChoice } from "./online.ts";
 import { chooseTableVersion, tableChoice } from "./chooser.ts";
 import {
   checkTuneKey,
@@ -286,13 +287,18 @@ export function explainChoice(
   return decision;
 }
 
-/** Whether tuned choices apply: "table" (default) or "off" (hand-written plans only). */
-export type TuningMode = "table" | "off";
+/**
+ * Whether tuned choices apply: "table" (default), "off" (hand-written plans only) or "online"
+ * (as "table", and keys this machine has not measured first try alternatives on the user's own
+ * calls, timed by the GPU, and adopt the fastest: src/heuristics/online.ts).
+ */
+export type TuningMode = "table" | "off" | "online";
 let mode: TuningMode = "table";
 
 /**
  * Sets whether tuned choices apply ("off": the hand-written plans, as tests of a plan's own
- * structure want). Read when a device plans work (unlike plan overrides, which work captures when
+ * structure want; "online": tuned, and unmeasured keys tried on the user's calls, see
+ * {@link TuningMode}). Read when a device plans work (unlike plan overrides, which work captures when
  * it is issued): lazy work computed after the mode changes takes the new mode. A ValueError for
  * another value.
  *
@@ -304,11 +310,11 @@ let mode: TuningMode = "table";
  * ```
  */
 export function setTuningMode(next: TuningMode): void {
-  if (next !== "table" && next !== "off") {
+  if (next !== "table" && next !== "off" && next !== "online") {
     throw new ValueError({
       op: "setTuningMode",
       argument: "mode",
-      expected: '"table" or "off"',
+      expected: '"table", "off" or "online"',
       received: String(next),
     });
   }
@@ -348,6 +354,7 @@ export function tunedOverride<T extends object>(
   if (explicit) return explicit;
   if (mode === "off") return null;
   const d = explainChoice(family, caps, key);
-  if (d.decidedBy === "plan") return null;
-  return TUNE_FAMILY[family].override(d.choice) as T;
+  const choice = mode === "online" ? onlineChoice(family, caps, key, d.choice) : d.choice;
+  if (choiceText(choice) === choiceText(d.plan)) return null;
+  return TUNE_FAMILY[family].override(choice) as T;
 }
