@@ -294,6 +294,12 @@ function workload(family: TuneFamilyName, key: TuneKey): { run: () => Tensor[]; 
   }
 }
 
+/** Median absolute deviation over the median: the relative spread of samples. */
+function spread(values: readonly number[]): number {
+  const m = median(values);
+  return m > 0 ? median(values.map((v) => Math.abs(v - m))) / m : 0;
+}
+
 function median(values: readonly number[]): number {
   const s = [...values].sort((a, b) => a - b);
   const h = s.length >> 1;
@@ -508,9 +514,11 @@ export async function tune(
       }
       // Every candidate's time for the table's cells, the leaders' from their second round.
       const confirmed = new Map(again.map((c) => [choiceText(c.choice), c.us]));
+      const planned = timing.candidates.find((c) => choiceText(c.choice) === choiceText(all[0]));
       measured.push({
         key,
         plan: all[0],
+        noise: planned ? spread(planned.times) : undefined,
         timings: timing.candidates.map((c) => ({
           choice: c.choice,
           us: confirmed.get(choiceText(c.choice)) ?? c.us,

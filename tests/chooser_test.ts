@@ -189,6 +189,9 @@ Deno.test("chooser: rows from a grid cover the space between its points", () => 
     timings: [{ choice: a, us: 100 }, { choice: b, us: [102, 103, 101][i] }],
   }));
   assert.deepEqual(cellRows("scan", close), []);
+  // Where the plan's samples spread wider than its loss, the plan keeps the cell too.
+  const noisy = close.map((m) => ({ ...m, timings: [m.timings[0], { choice: b, us: 110 }] }));
+  assert.deepEqual(cellRows("scan", noisy.map((m) => ({ ...m, noise: 0.15 }))), []);
   const far = close.map((m) => ({ ...m, timings: [m.timings[0], { choice: b, us: 110 }] }));
   // (Both cells' rows, merged where they meet.)
   assert.deepEqual(cellRows("scan", far).map((r) => [r.n_min, r.n_max, r.variant]), [

@@ -187,6 +187,11 @@ export interface MeasuredKey {
   timings: readonly { choice: TuneChoice; us: number }[];
   /** The hand-written plan's choice there (a cell where it keeps up gets no row). */
   plan?: TuneChoice;
+  /**
+   * The spread of the plan's samples there (median absolute deviation over median): a row must
+   * beat the plan by more than this too, or a noisy device's tables follow its noise.
+   */
+  noise?: number;
 }
 
 /**
@@ -206,8 +211,8 @@ const UNMEASURED = 2;
  * each measured corner's fastest is lowest on average: good across the cell, not only at one
  * corner. A variable the grid holds at one value covers its power-of-two bucket; booleans are
  * exact. Cells with no measured corner get no row, and neither do cells where the plan's own
- * choices (where the measurements name them) come within 3% of the best on average: there the
- * plan decides.
+ * choices (where the measurements name them) come within 3% of the best on average, or within
+ * their samples' spread where that is wider: there the plan decides.
  *
  * @example
  * ```ts
@@ -295,7 +300,8 @@ function groupCells(
         const own = m.timings.find((t) => choiceText(t.choice) === choiceText(m.plan!));
         return sum + (own ? own.us / best : UNMEASURED);
       }, 0);
-      if (planScore <= winner.score + PLAN_MARGIN * found.length) continue;
+      const margin = found.reduce((sum, m) => sum + Math.max(PLAN_MARGIN, m.noise ?? 0), 0);
+      if (planScore <= winner.score + margin) continue;
     }
     const row: Record<string, number | boolean> = {};
     for (const k of f.keys) {
