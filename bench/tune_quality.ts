@@ -26,6 +26,9 @@ import {
   tableChoice,
   tune,
   TUNE_FAMILIES,
+  TUNE_FAMILY,
+  tuneGrid,
+  wasmGemmTuneKey,
   type TuneChoice,
   type TuneFamilyName,
   type TuneKey,
@@ -47,6 +50,10 @@ const soft = caps.isFallbackAdapter;
 const most = soft ? 1 << 18 : 1 << 24;
 
 const random = mulberry32(seed);
+
+/** The WASM device's families decide with no GPU's capabilities. */
+const capsOf = (family: TuneFamilyName) =>
+  TUNE_FAMILY[family].device === "wasm" ? undefined : caps;
 
 /** The tree measured: `git describe --always --dirty`. */
 async function describe(): Promise<string> {
@@ -101,6 +108,13 @@ function heldOut(family: TuneFamilyName): TuneKey {
         if (o < w * w || (o / (w * w)) * ((w - 1) * s + k) ** 2 > 4 * most) continue;
         key = { k, s, w, o };
         break;
+      }
+      case "wasmGemm": {
+        // The WASM device's products, timed by wall clock, with the threads this machine has.
+        const t = tuneGrid("wasmGemm", undefined)[0].t as number;
+        key = wasmGemmTuneKey(size(32, 1024), size(32, 1024), size(32, 1024), t);
+        if ((key.m as number) * (key.n as number) * (key.k as number) > 1 << 28) continue;
+        return key;
       }
       case "elementwise": {
         const e = size(1 << 10, 4 * most);
@@ -180,7 +194,7 @@ if (noiseFloor) {
     const judged: Awaited<ReturnType<typeof judge>> = [];
     for (let i = 0; i < perFamily; i++) {
       const key = heldOut(family);
-      const plan = familyCandidates(family, caps, key)[0];
+      const plan = familyCandidates(family, capsOf(family), key)[0];
       judged.push(...await judge(family, key, [plan, plan, plan, plan, plan]));
     }
     const pctOf = (f: (j: { within: boolean; paired: boolean }) => boolean) =>
@@ -205,16 +219,17 @@ for (const family of families) {
   const report = await tune([family], { record: false, budget: 600 });
   tuneSeconds[family] = report.seconds[family] ?? 0;
   tuneKeys[family] = report.rows[family]?.length ?? 0;
-  tableRows[family] = report.rows[family];
+  // A GPU's table holds its own families (the WASM device's are the user's to tune).
+  if (capsOf(family)) tableRows[family] = report.rows[family];
   const keys = Array.from({ length: perFamily }, () => heldOut(family));
   for (const [i, key] of keys.entries()) {
-    const candidates = familyCandidates(family, caps, key);
+    const candidates = familyCandidates(family, capsOf(family), key);
     // Round 1 finds the best candidate; round 2 measures it again with every layer's pick,
     // interleaved, and judges the picks there (the fastest of a noisy round is biased low).
     const first = await measureKey(family, key, { choices: candidates, samples: soft ? 15 : 7 });
     const leader = first.candidates.find((c) => c.samples >= 7) ?? first.candidates[0];
-    const d = explainChoice(family, caps, key);
-    const table: TuneChoice = tableChoice(family, caps, key) ?? d.plan;
+    const d = explainChoice(family, capsOf(family), key);
+    const table: TuneChoice = tableChoice(family, capsOf(family), key) ?? d.plan;
     const named = { plan: d.plan, table, soft: d.soft.choice!, consensus: d.choice };
     const finalists = new Map<string, TuneChoice>([[choiceText(leader.choice), leader.choice]]);
     for (const c of Object.values(named)) finalists.set(choiceText(c), c);

@@ -1,7 +1,7 @@
 /**
  * `deno task tune [families...] [--budget S] [--table NAME] [--no-record] [--self-rewrite]`: tunes
- * the tunable families on this machine's GPU (a progress bar on a terminal, plain lines
- * otherwise), records the winners in the user's tuning cache and, with `--table NAME`, writes
+ * the tunable families on this machine's GPU, and the WASM device's on its CPU (a progress bar on
+ * a terminal, plain lines otherwise; without a GPU, the WASM device's families only), records the winners in the user's tuning cache and, with `--table NAME`, writes
  * them as the committed reference table `src/heuristics/tables/NAME.json` (then
  * `deno task build` compiles it in); `--self-rewrite` appends soft rules for winners that beat
  * the chooser's pick in A/B trials to the user's rules file.
@@ -14,6 +14,7 @@ import {
   deviceFingerprint,
   tune,
   TUNE_FAMILIES,
+  TUNE_FAMILY,
   type TuneFamilyName,
   type TuneProgress,
 } from "../src/tuning.ts";
@@ -31,8 +32,10 @@ for (const f of families) {
   }
 }
 
-const rt = await gyre.init({ device: "gpu" });
-const caps = rt.gpu!.caps;
+const rt = await gyre.init({ device: "auto" });
+const caps = rt.gpu?.caps;
+const onWasm = (f: TuneFamilyName) => TUNE_FAMILY[f].device === "wasm";
+const asked = families.length ? families : TUNE_FAMILIES.filter((f) => caps || onWasm(f));
 const tty = Deno.stdout.isTerminal();
 const encoder = new TextEncoder();
 const show = (p: TuneProgress) => {
@@ -43,8 +46,12 @@ const show = (p: TuneProgress) => {
   if (tty) Deno.stdout.writeSync(encoder.encode(`\r${text}${p.done === p.total ? "\n" : ""}`));
   else if (p.done === p.total || p.done % 10 === 0) console.log(text);
 };
-console.log(`tuning on ${caps.description} (fingerprint ${deviceFingerprint(caps).id})`);
-const report = await tune(families.length ? families : TUNE_FAMILIES, {
+console.log(
+  `tuning on ${caps?.description ?? "no GPU"} (fingerprint ${
+    deviceFingerprint(caps ?? null).id
+  }; the WASM device's ${deviceFingerprint(null).id})`,
+);
+const report = await tune(asked, {
   budget,
   record,
   selfRewrite,
@@ -58,7 +65,7 @@ for (const [family, seconds] of Object.entries(report.seconds)) {
 }
 if (report.rewritten) console.log(`Self-Rewrite appended ${report.rewritten} soft rules`);
 if (report.skipped) console.log(`${report.skipped} keys skipped (budget ${budget} s a family)`);
-if (table) {
+if (table && caps) {
   const path = new URL(`../src/heuristics/tables/${table}.json`, import.meta.url);
   let old: ChooseTable | null = null;
   try {
@@ -70,7 +77,13 @@ if (table) {
   const out: ChooseTable = {
     device: old?.device ?? { name: table, match: caps.description, description: caps.description },
     source: `deno task tune at ${commit || "?"}, ${new Date().toISOString().slice(0, 10)}`,
-    families: { ...old?.families, ...report.rows },
+    // A GPU's table holds its own families (the WASM device's are each user's to tune).
+    families: {
+      ...old?.families,
+      ...Object.fromEntries(
+        Object.entries(report.rows).filter(([f]) => !onWasm(f as TuneFamilyName)),
+      ),
+    },
   };
   await Deno.writeTextFile(path, JSON.stringify(out, null, 1) + "\n");
   console.log(`wrote ${path.pathname}; run \`deno task build\` to compile it in`);

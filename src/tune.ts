@@ -26,8 +26,9 @@ import {
   type TuneChoice,
   type TuneFamilyName,
   type TuneKey,
+  wasmGemmTuneKey,
 } from "./heuristics/families.ts";
-import { deviceFingerprint, sizeBucket } from "./heuristics/fingerprint.ts";
+import { type DeviceFingerprint, deviceFingerprint, sizeBucket } from "./heuristics/fingerprint.ts";
 import { recordTuning, type TuningEntry } from "./heuristics/tuning_cache.ts";
 import { appendSoftRule, MIN_TRIALS, winsTrials } from "./heuristics/self_rewrite.ts";
 import { explainChoice } from "./heuristics/consensus.ts";
@@ -44,6 +45,7 @@ import { softmax } from "./ops/rows.ts";
 import { maxPool2d } from "./ops/pool.ts";
 import { add } from "./ops/elementwise.ts";
 import { transpose } from "./ops/shape.ts";
+import { wasmThreadCapacity } from "./wasm/threads.ts";
 
 /** One candidate's measurement at a key. */
 export interface CandidateTiming {
@@ -222,6 +224,17 @@ export function tuneGrid(family: TuneFamilyName, caps: DeviceCaps | undefined): 
         }
       }
       break;
+    // WASM products: sides of 32 to 1024 (each thread's share a few tiles to many), up to 2^28
+    // multiply-adds (about a tenth of a second on one core), with the threads this machine has.
+    case "wasmGemm":
+      for (const m of pow(32, 1024, 2)) {
+        for (const n of pow(32, 1024, 2)) {
+          for (const k of pow(32, 1024, 4)) {
+            if (m * n * k <= 1 << 28) keys.push(wasmGemmTuneKey(m, n, k, wasmThreads()));
+          }
+        }
+      }
+      break;
     // Elementwise: vector and scalar loads, and a transposed operand.
     case "elementwise":
       for (const e of pow(1 << 10, 4 * most, soft ? 4 : 2)) {
@@ -234,6 +247,11 @@ export function tuneGrid(family: TuneFamilyName, caps: DeviceCaps | undefined): 
       break;
   }
   return keys;
+}
+
+/** Threads the WASM device can run here (1 without shared memory). */
+function wasmThreads(): number {
+  return (runtime().wasm as { shared?: boolean }).shared ? wasmThreadCapacity() : 1;
 }
 
 /** The [rows, columns] of a near-square matrix of about `elements`. */
@@ -279,6 +297,11 @@ function workload(family: TuneFamilyName, key: TuneKey): { run: () => Tensor[]; 
       const planes = Math.max(1, Math.round(n("o") / (w * w)));
       const x = uniform([1, planes, side, side], { seed, device: "gpu" }).realize();
       return { inputs: [x], run: () => [maxPool2d(x, { kernelSize: k, stride: s })] };
+    }
+    case "wasmGemm": {
+      const a = uniform([n("m"), n("k")], { seed, device: "wasm" }).realize();
+      const b = uniform([n("k"), n("n")], { seed: seed + 1, device: "wasm" }).realize();
+      return { inputs: [a, b], run: () => [matmul(a, b)] };
     }
     case "elementwise": {
       if (key.t) {
@@ -327,10 +350,45 @@ function gpuHost(op: string): GpuHost {
   return gpu;
 }
 
+/** Times runs of an op: each `time` call's work, in microseconds, in order, at `stop`. */
+interface OpTimer {
+  start(): void;
+  time(fn: () => void): void;
+  stop(): Promise<number[]>;
+  destroy(): void;
+}
+
+/** GPU timestamps of each run's dispatches as one group. */
+function gpuTimer(gpu: GpuHost): OpTimer {
+  const profiler = new GpuProfiler(gpu);
+  let runs = 0;
+  return {
+    start: () => profiler.startGroups(),
+    time: (fn) => void profiler.group(String(runs++), fn),
+    stop: async () => (await profiler.stop()).map((t) => t.nanoseconds / 1000),
+    destroy: () => profiler.destroy(),
+  };
+}
+
+/** Wall clock around each run (the WASM device computes while `realize` runs). */
+function wallClockTimer(): OpTimer {
+  let times: number[] = [];
+  return {
+    start: () => (times = []),
+    time: (fn) => {
+      const t0 = performance.now();
+      fn();
+      times.push((performance.now() - t0) * 1000);
+    },
+    stop: () => Promise.resolve(times),
+    destroy: () => {},
+  };
+}
+
 /**
- * Measures `choices` of `family` at `key` (default: every legal candidate) by GPU timestamps:
- * one warm-up and `samples` runs of each, interleaved; after three samples, candidates over 1.3
- * times the leader's median are dropped.
+ * Measures `choices` of `family` at `key` (default: every legal candidate) by GPU timestamps
+ * (the WASM device's families by wall clock): one warm-up and `samples` runs of each,
+ * interleaved; after three samples, candidates over 1.3 times the leader's median are dropped.
  *
  * @example
  * ```ts
@@ -354,17 +412,17 @@ export async function measureKey(
   } = {},
 ): Promise<KeyTiming> {
   checkTuneKey("measureKey", family, key);
-  const gpu = gpuHost("measureKey");
   const f = TUNE_FAMILY[family];
-  const choices = options.choices ?? familyCandidates(family, gpu.caps, key);
+  const gpu = f.device === "wasm" ? null : gpuHost("measureKey");
+  const choices = options.choices ?? familyCandidates(family, gpu?.caps, key);
   const samples = options.samples ?? 7;
   const { run, inputs } = workload(family, key);
-  const profiler = new GpuProfiler(gpu);
+  const timer = gpu ? gpuTimer(gpu) : wallClockTimer();
   const times = choices.map(() => [] as number[]);
   const live = choices.map(() => true);
   try {
     const round = async (count: number, warm: boolean) => {
-      profiler.startGroups();
+      timer.start();
       const order: number[] = [];
       for (let s = 0; s < count + (warm ? 1 : 0); s++) {
         choices.forEach((choice, i) => {
@@ -372,7 +430,7 @@ export async function measureKey(
           setPlanOverride(f.plan, f.override(choice));
           let outputs: Tensor[] = [];
           try {
-            profiler.group(String(i), () => {
+            timer.time(() => {
               outputs = run();
               for (const y of outputs) y.realize();
             });
@@ -383,9 +441,9 @@ export async function measureKey(
           order.push(warm && s === 0 ? -1 : i);
         });
       }
-      const timings = await profiler.stop();
-      timings.forEach((t, j) => {
-        if (order[j] >= 0) times[order[j]].push(t.nanoseconds / 1000);
+      const timings = await timer.stop();
+      timings.forEach((us, j) => {
+        if (order[j] >= 0) times[order[j]].push(us);
       });
     };
     await round(Math.min(3, samples), true);
@@ -393,7 +451,7 @@ export async function measureKey(
     times.forEach((t, i) => (live[i] = median(t) <= (options.drop ?? DROP) * lead));
     if (samples > 3) await round(samples - 3, false);
   } finally {
-    profiler.destroy();
+    timer.destroy();
     for (const x of inputs) x.dispose();
   }
   const candidates = choices.map((choice, i) => ({
@@ -448,7 +506,6 @@ export async function tune(
     "load",
     "selfRewrite",
   ]);
-  const gpu = gpuHost("tune");
   for (const family of families) {
     if (!TUNE_FAMILIES.includes(family)) {
       throw new ValueError({
@@ -459,10 +516,17 @@ export async function tune(
       });
     }
   }
+  // A GPU only where a GPU family is asked for: the WASM device's are timed by wall clock.
+  const onWasm = (family: TuneFamilyName) => TUNE_FAMILY[family].device === "wasm";
+  const gpu = families.every(onWasm) ? null : gpuHost("tune");
   const budget = options.budget ?? 60;
   const report: TuneReport = { keys: [], rows: {}, seconds: {}, skipped: 0, rewritten: 0 };
   for (const family of families) {
-    const keys = options.shapes?.[family] ?? tuneGrid(family, gpu.caps);
+    // The WASM device's families decide without a GPU's capabilities and cache under its own
+    // fingerprint (src/heuristics/startup.ts loads it with or without a GPU).
+    const caps = onWasm(family) ? undefined : gpu!.caps;
+    const fingerprint = deviceFingerprint(caps ?? null);
+    const keys = options.shapes?.[family] ?? tuneGrid(family, caps);
     for (const key of keys) checkTuneKey("tune", family, key);
     const start = performance.now();
     const entries: TuningEntry[] = [];
@@ -474,8 +538,8 @@ export async function tune(
       }
       // Candidates far behind at the previous key (a neighbour on the grid: one variable a step
       // away) are not measured again; the plan's own choice always is.
-      const all = familyCandidates(family, gpu.caps, key);
-      const soft = gpu.caps.isFallbackAdapter;
+      const all = familyCandidates(family, caps, key);
+      const soft = caps?.isFallbackAdapter ?? false;
       const previous = report.keys.at(-1);
       const lagging = new Set<string>();
       if (previous?.family === family && neighbours(family, previous.key, key)) {
@@ -491,7 +555,7 @@ export async function tune(
       });
       report.keys.push(timing);
       // What the chooser picks now (before this run's rows load), for Self-Rewrite.
-      const before = options.selfRewrite ? explainChoice(family, gpu.caps, key).choice : null;
+      const before = options.selfRewrite ? explainChoice(family, caps, key).choice : null;
       // The leaders measured again together: the fastest of one noisy round is biased low.
       const leaders = timing.candidates.filter((c) =>
         c.us <= CONFIRM_WITHIN * timing.candidates[0].us
@@ -510,7 +574,7 @@ export async function tune(
         const path = typeof options.selfRewrite === "string"
           ? options.selfRewrite
           : rulesFilePath();
-        report.rewritten += await selfRewrite(gpu.caps, family, key, best.choice, before, path);
+        report.rewritten += await selfRewrite(fingerprint, family, key, best.choice, before, path);
       }
       // Every candidate's time for the table's cells, the leaders' from their second round.
       const confirmed = new Map(again.map((c) => [choiceText(c.choice), c.us]));
@@ -534,9 +598,9 @@ export async function tune(
     report.seconds[family] = (performance.now() - start) / 1000;
     report.rows[family] = cellRows(family, measured);
     if (options.record !== false && entries.length) {
-      await recordTuning(deviceFingerprint(gpu.caps), family, entries);
+      await recordTuning(fingerprint, family, entries);
       // Shared after the local record (with REDIS_URL; a warning at most).
-      await shareWinners(deviceFingerprint(gpu.caps), family, entries);
+      await shareWinners(fingerprint, family, entries);
     }
   }
   if (options.load !== false) loadUserRows({ ...userTableRows(), ...report.rows });
@@ -572,7 +636,7 @@ const REWRITE_WEIGHT = "0.25";
  * rules appended.
  */
 async function selfRewrite(
-  caps: DeviceCaps,
+  fingerprint: DeviceFingerprint,
   family: TuneFamilyName,
   key: TuneKey,
   winner: TuneChoice,
@@ -602,7 +666,7 @@ async function selfRewrite(
     if (await appendSoftRule(path, rule, { wins, trials }, family)) {
       appended++;
       const text = `soft(${rule.field}, ${rule.value}, ${rule.weight}, ${rule.condition});`;
-      await shareRule(deviceFingerprint(caps), family, text);
+      await shareRule(fingerprint, family, text);
     }
   }
   return appended;

@@ -371,3 +371,86 @@ Deno.test("the GEMM is the relaxed-SIMD build where the engine has it: one round
   a.dispose();
   b.dispose();
 });
+
+Deno.test({
+  name: "the WASM GEMM plan asks the chooser: a rule keeps a large product on one thread",
+  ignore: !threaded,
+  fn: async () => {
+    const a = gyre.random.uniform([300, 300], { seed: 3, device: "wasm" });
+    const product = async () => {
+      const before = postedTasks();
+      const c = gyre.matmul(a, a);
+      await c.data();
+      c.dispose();
+      return postedTasks() - before;
+    };
+    try {
+      assert.ok(await product() > 0, "the plan's own choice shares a 300^3 product");
+      gyre.heuristics.set("[wasmGemm]\nthreads: sel(m * n * k < 1e8, 1, t);");
+      const key = tuning.wasmGemmTuneKey(
+        300,
+        300,
+        300,
+        tuning.tuneGrid("wasmGemm", undefined)[0].t as number,
+      );
+      assert.equal(gyre.heuristics.explain("wasmGemm", key).decidedBy, "hard");
+      assert.equal(await product(), 0, "the rule's one thread was not used");
+      // The user's tuning rows (as the tuning cache loads them) decide too.
+      gyre.heuristics.clear();
+      tuning.loadUserRows({
+        wasmGemm: [{
+          m_min: 256,
+          m_max: 511,
+          n_min: 256,
+          n_max: 511,
+          k_min: 256,
+          k_max: 511,
+          t_min: 0,
+          t_max: 64,
+          threads: 1,
+          split: 1,
+        }],
+      });
+      assert.equal(await product(), 0, "the user's row of one thread was not used");
+    } finally {
+      gyre.heuristics.clear();
+      tuning.loadUserRows({});
+      a.dispose();
+    }
+  },
+});
+
+Deno.test({
+  name: "tune: the WASM GEMM's choices are timed by wall clock, without a GPU",
+  ignore: !threaded,
+  fn: async () => {
+    const t = tuning.tuneGrid("wasmGemm", undefined)[0].t as number;
+    const key = tuning.wasmGemmTuneKey(256, 256, 256, t);
+    const candidates = tuning.familyCandidates("wasmGemm", undefined, key);
+    assert.ok(candidates.length >= 4, JSON.stringify(candidates)); // 1 and 2+ threads, 2 splits
+    const timing = await tuning.measureKey("wasmGemm", key, { samples: 4, drop: Infinity });
+    assert.equal(timing.candidates.length, candidates.length);
+    for (const c of timing.candidates) {
+      assert.ok(c.times.length === 4 && c.times.every((x) => x > 0));
+    }
+    // A forced choice ran as asked: one thread posts no task, more do.
+    const a = gyre.random.uniform([256, 256], { seed: 4, device: "wasm" });
+    for (const threads of [1, t]) {
+      const before = postedTasks();
+      tuning.setPlanOverride("wasmGemm", { threads });
+      const c = gyre.matmul(a, a);
+      tuning.setPlanOverride("wasmGemm", null);
+      await c.data();
+      c.dispose();
+      assert.equal(postedTasks() > before, threads > 1, `threads ${threads}`);
+    }
+    a.dispose();
+    const report = await tuning.tune(["wasmGemm"], {
+      shapes: { wasmGemm: [key] },
+      record: false,
+      load: false,
+    });
+    assert.equal(report.keys.length, 1);
+    assert.equal(report.rows.wasmGemm?.length, 1);
+  },
+});

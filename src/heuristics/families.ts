@@ -8,7 +8,13 @@
  */
 import type { DeviceCaps } from "../core/caps.ts";
 import { ValueError } from "../core/errors.ts";
-import { MATMUL_TILES, type MatmulChoice, planMatmul } from "../plans/matmul.ts";
+import {
+  MATMUL_TILES,
+  type MatmulChoice,
+  planMatmul,
+  planWasmGemm,
+  type WasmGemmChoice,
+} from "../plans/matmul.ts";
 import { planReduce, type ReduceChoice } from "../plans/reduce.ts";
 import { planScan, SCAN_VARIANTS, type ScanChoice } from "../plans/scan.ts";
 import { planSort, type SortChoice, type SortVariant } from "../plans/sort.ts";
@@ -30,7 +36,8 @@ export type TuneFamilyName =
   | "matmul"
   | "rows"
   | "pool"
-  | "elementwise";
+  | "elementwise"
+  | "wasmGemm";
 
 /**
  * The families a tuner measures and a chooser decides.
@@ -50,6 +57,7 @@ export const TUNE_FAMILIES: readonly TuneFamilyName[] = [
   "rows",
   "pool",
   "elementwise",
+  "wasmGemm",
 ];
 
 /** A family's key at one problem: its SpiralK variables' values. */
@@ -84,7 +92,12 @@ export interface TuneFamily {
   /** The family's name. */
   name: TuneFamilyName;
   /** The plan override family its choices become. */
-  plan: "sort" | "scan" | "reduce" | "matmul" | "rows" | "pool" | "elementwise";
+  plan: "sort" | "scan" | "reduce" | "matmul" | "rows" | "pool" | "elementwise" | "wasmGemm";
+  /**
+   * The device whose plan it is: the GPU (absent), or the WASM device (measured by wall clock,
+   * decided with no GPU's capabilities, its tuning cached under the WASM device's fingerprint).
+   */
+  device?: "wasm";
   /** What the family decides. */
   summary: string;
   /** Its key variables. */
@@ -481,6 +494,42 @@ const elementwiseFamily: TuneFamily = {
   },
 };
 
+const WASM_GEMM_SPLITS = ["rows", "columns"] as const;
+
+const wasmGemmFamily: TuneFamily = {
+  name: "wasmGemm",
+  plan: "wasmGemm",
+  device: "wasm",
+  summary: "float32 products on the WASM device: threads, and the side of C they split",
+  keys: [
+    { name: "m", type: "number", doc: "rows of the product (over the batch)" },
+    { name: "n", type: "number", doc: "columns of the product" },
+    { name: "k", type: "number", doc: "the shared dimension" },
+    { name: "t", type: "number", doc: "threads the WASM device can run (1 without shared memory)" },
+  ],
+  fields: [
+    { name: "threads", values: [1, 2, 4, 8, 16], doc: "threads sharing the product" },
+    { name: "split", values: [0, 1], labels: WASM_GEMM_SPLITS, doc: "0 rows of C, 1 columns" },
+  ],
+  realize(_caps, key, override) {
+    const t = num(key, "t");
+    const choice = planWasmGemm(
+      { m: num(key, "m"), n: num(key, "n"), k: num(key, "k"), batch: 1, cores: t },
+      override as Partial<WasmGemmChoice>,
+    );
+    if (choice.threads > Math.max(1, t)) return null;
+    return { threads: choice.threads, split: WASM_GEMM_SPLITS.indexOf(choice.split) };
+  },
+  override(choice): Partial<WasmGemmChoice> {
+    return { threads: choice.threads, split: WASM_GEMM_SPLITS[choice.split] };
+  },
+  fit(_caps, key, choice) {
+    // Threads share C's rows or columns in tiles: a side shorter than the threads idles some.
+    const side = choice.split === 0 ? num(key, "m") : num(key, "n");
+    return fill(side, Math.max(side, choice.threads * 8));
+  },
+};
+
 /**
  * Every tunable family, by name.
  *
@@ -499,6 +548,7 @@ export const TUNE_FAMILY: Readonly<Record<TuneFamilyName, TuneFamily>> = {
   rows: rowsFamily,
   pool: poolFamily,
   elementwise: elementwiseFamily,
+  wasmGemm: wasmGemmFamily,
 };
 
 /**
@@ -727,4 +777,18 @@ export function poolTuneKey(
  */
 export function elementwiseTuneKey(elements: number, vec4: boolean, transposed: boolean): TuneKey {
   return { e: elements, v: vec4, t: transposed };
+}
+
+/**
+ * The key of a float32 product of `m` rows (over the batch), `n` columns and depth `k` on the
+ * WASM device with `threads` threads available.
+ *
+ * @example
+ * ```ts
+ * import { wasmGemmTuneKey } from "@gyre/gyre/tuning";
+ * wasmGemmTuneKey(512, 512, 512, 2); // { m: 512, n: 512, k: 512, t: 2 }
+ * ```
+ */
+export function wasmGemmTuneKey(m: number, n: number, k: number, threads: number): TuneKey {
+  return { m, n, k, t: threads };
 }

@@ -10,7 +10,13 @@ import { gridRows } from "./choose_table.ts";
 import { loadUserRows } from "./chooser.ts";
 import { parseRuleSections, setRules } from "./consensus.ts";
 import { readSharedHints } from "./shared_hints.ts";
-import { TUNE_FAMILIES, type TuneChoice, type TuneFamilyName, type TuneKey } from "./families.ts";
+import {
+  TUNE_FAMILIES,
+  TUNE_FAMILY,
+  type TuneChoice,
+  type TuneFamilyName,
+  type TuneKey,
+} from "./families.ts";
 import { deviceFingerprint } from "./fingerprint.ts";
 import { readTuningCache } from "./tuning_cache.ts";
 import { envVar as env, messageOf, warnOnce } from "./_env.ts";
@@ -34,13 +40,14 @@ function warn(what: string, why: unknown): void {
 }
 
 /**
- * Loads the rules file, `GYRE_HEUR_K` and (with a device) the user's tuning results and, with
- * `REDIS_URL`, the hints shared for the device, into the chooser. Called by `gyre.init`.
+ * Loads the rules file, `GYRE_HEUR_K`, the user's tuning results (the GPU's, with a GPU, and the
+ * WASM device's) and, with `REDIS_URL`, the hints shared for each device, into the chooser.
+ * Called by `gyre.init`.
  *
  * @example
  * ```ts
  * import { loadHeuristics } from "@gyre/gyre/tuning";
- * await loadHeuristics(null); // rules only: no device, no tuning results
+ * await loadHeuristics(null); // rules and the WASM device's results: no GPU
  * ```
  */
 export async function loadHeuristics(caps: DeviceCaps | null): Promise<void> {
@@ -57,43 +64,54 @@ export async function loadHeuristics(caps: DeviceCaps | null): Promise<void> {
     setRules("env", null);
     warn("GYRE_HEUR_K", e);
   }
-  if (!caps) return;
-  const fingerprint = deviceFingerprint(caps);
-  // Shared hints (with REDIS_URL; never throws): their winners under the local ones, their
-  // rules, each read alone, as the lowest layer.
-  const shared = await readSharedHints(fingerprint);
+  // Each device's families read its own fingerprint's results: the GPU's (with a GPU) and the
+  // WASM device's (always).
+  const onWasm = (f: TuneFamilyName) => TUNE_FAMILY[f].device === "wasm";
+  const devices: [DeviceCaps | null, TuneFamilyName[]][] = [
+    ...(caps
+      ? [[caps, TUNE_FAMILIES.filter((f) => !onWasm(f))] as [DeviceCaps, TuneFamilyName[]]]
+      : []),
+    [null, TUNE_FAMILIES.filter(onWasm)],
+  ];
   const statements: string[] = [];
-  for (const family of TUNE_FAMILIES) {
-    for (const text of shared.rules[family] ?? []) {
-      try {
-        parseRuleSections(`[${family}]\n${text}`);
-        statements.push(`[${family}]`, text);
-      } catch (e) {
-        warn(`a shared rule of ${family} (${JSON.stringify(text.slice(0, 80))})`, e);
+  const rows: Partial<Record<TuneFamilyName, ReturnType<typeof gridRows>>> = {};
+  let failed = false;
+  for (const [device, families] of devices) {
+    const fingerprint = deviceFingerprint(device);
+    // Shared hints (with REDIS_URL; never throws): their winners under the local ones, their
+    // rules, each read alone, as the lowest layer.
+    const shared = await readSharedHints(fingerprint);
+    for (const family of families) {
+      for (const text of shared.rules[family] ?? []) {
+        try {
+          parseRuleSections(`[${family}]\n${text}`);
+          statements.push(`[${family}]`, text);
+        } catch (e) {
+          warn(`a shared rule of ${family} (${JSON.stringify(text.slice(0, 80))})`, e);
+        }
       }
+    }
+    try {
+      const cache = await readTuningCache(fingerprint);
+      for (const family of families) {
+        const local = cache.families[family] ?? [];
+        const seen = new Set(local.map((e) => JSON.stringify(e.key)));
+        const entries = [
+          ...local,
+          ...(shared.winners[family] ?? []).filter((e) => !seen.has(JSON.stringify(e.key))),
+        ];
+        if (!entries.length) continue;
+        rows[family] = gridRows(
+          family,
+          entries.map((e) => e.key as TuneKey),
+          entries.map((e) => e.choice as TuneChoice),
+        );
+      }
+    } catch (e) {
+      failed = true;
+      warn("the tuning cache", e);
     }
   }
   setRules("shared", statements.length ? statements.join("\n") : null);
-  try {
-    const cache = await readTuningCache(fingerprint);
-    const rows: Partial<Record<TuneFamilyName, ReturnType<typeof gridRows>>> = {};
-    for (const family of TUNE_FAMILIES) {
-      const local = cache.families[family] ?? [];
-      const seen = new Set(local.map((e) => JSON.stringify(e.key)));
-      const entries = [
-        ...local,
-        ...(shared.winners[family] ?? []).filter((e) => !seen.has(JSON.stringify(e.key))),
-      ];
-      if (!entries.length) continue;
-      rows[family] = gridRows(
-        family,
-        entries.map((e) => e.key as TuneKey),
-        entries.map((e) => e.choice as TuneChoice),
-      );
-    }
-    loadUserRows(rows);
-  } catch (e) {
-    loadUserRows({});
-    warn("the tuning cache", e);
-  }
+  loadUserRows(failed ? {} : rows);
 }

@@ -9,6 +9,8 @@ import { contiguousStrides, sizeOf } from "../core/shape.ts";
 import type { DType } from "../core/dtype.ts";
 import type { MatmulJob, MatmulProblem, MatmulResult } from "../contract/matmul.ts";
 import { planWasmGemm } from "../plans/mod.ts";
+import { tunedOverride } from "../heuristics/consensus.ts";
+import { wasmGemmTuneKey } from "../heuristics/families.ts";
 import type { Value, WasmHost, WasmStorage } from "./host.ts";
 import { runShares, startWasmThreads, wasmThreadCapacity, wasmThreadCount } from "./threads.ts";
 
@@ -58,13 +60,19 @@ function runWasm(op: string, backend: WasmHost, p: MatmulProblem, x: Operands): 
   const compute: DType = p.dtype === "int32" ? "int32" : "float32";
   const r = p.batch.length;
   const count = sizeOf(p.batch);
-  const choice = planWasmGemm({
-    m,
-    n,
-    k,
-    batch: count,
-    cores: backend.shared ? wasmThreadCapacity() : 1,
-  }, x.overrides.wasmGemm);
+  const cores = backend.shared ? wasmThreadCapacity() : 1;
+  const choice = planWasmGemm(
+    { m, n, k, batch: count, cores },
+    // Float32 products are the tuned family's (what the tuner measured).
+    compute === "float32"
+      ? tunedOverride(
+        "wasmGemm",
+        undefined,
+        wasmGemmTuneKey(count * m, n, k, cores),
+        x.overrides.wasmGemm,
+      )
+      : x.overrides.wasmGemm,
+  );
   let threads = 1;
   if (choice.threads > 1 && backend.shared) {
     // Started on the first large product; this one runs on the threads that are ready now.
