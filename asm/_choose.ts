@@ -56,6 +56,7 @@ export function choose(family: i32, device: i32, k0: i32, k1: i32, k2: i32, k3: 
   if (family == 5) return choose_rows(device, k0, k1, k2, k3);
   if (family == 6) return choose_pool(device, k0, k1, k2, k3);
   if (family == 7) return choose_elementwise(device, k0, k1, k2, k3);
+  if (family == 8) return choose_wasmGemm(device, k0, k1, k2, k3);
   return 0;
 }
 
@@ -1541,5 +1542,10 @@ function choose_elementwise(device: i32, e: i32, v: i32, t: i32, _unused3: i32):
     if (e >= 262144 && e <= 1048575 && v == 0 && t == 1) return pick(3, 256, 0, 0);
     if (e >= 1048576 && e <= 2097151 && v == 0 && t == 1) return pick(3, 128, 0, 0);
   }
+  return 0;
+}
+
+/** float32 products on the WASM device: threads, and the side of C they split: keys m, n, k, t; fields threads, split. */
+function choose_wasmGemm(device: i32, m: i32, n: i32, k: i32, t: i32): i32 {
   return 0;
 }

@@ -27,11 +27,11 @@ import {
   tune,
   TUNE_FAMILIES,
   TUNE_FAMILY,
-  tuneGrid,
-  wasmGemmTuneKey,
   type TuneChoice,
   type TuneFamilyName,
+  tuneGrid,
   type TuneKey,
+  wasmGemmTuneKey,
 } from "../src/tuning.ts";
 
 const args = [...Deno.args];
@@ -52,8 +52,7 @@ const most = soft ? 1 << 18 : 1 << 24;
 const random = mulberry32(seed);
 
 /** The WASM device's families decide with no GPU's capabilities. */
-const capsOf = (family: TuneFamilyName) =>
-  TUNE_FAMILY[family].device === "wasm" ? undefined : caps;
+const capsOf = (family: TuneFamilyName) => TUNE_FAMILY[family].device === "wasm" ? undefined : caps;
 
 /** The tree measured: `git describe --always --dirty`. */
 async function describe(): Promise<string> {
