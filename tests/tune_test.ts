@@ -82,11 +82,13 @@ Deno.test({
         const cache = await readTuningCache(deviceFingerprint(caps!));
         assert.deepEqual(cache.families.reduce?.map((e) => e.key), keys);
         const recorded = cache.families.reduce!.map((e) => e.choice);
-        // Loaded: the run's cell (one here, spanning both keys) answers with one of the winners.
+        // Loaded: the run's cell (one here, spanning both keys) answers with one of the winners,
+        // unless the plan came within its margin of them there (then the cell has no row).
+        assert.ok((report.rows.reduce?.length ?? 0) <= 1);
         for (const key of keys) {
+          if (!report.rows.reduce?.length) continue;
           const choice = tableChoice("reduce", caps, key);
           assert.ok(recorded.some((c) => JSON.stringify(c) === JSON.stringify(choice)));
-          assert.deepEqual(report.rows.reduce?.length, 1);
         }
         loadUserRows({});
         assert.equal(tableChoice("reduce", { ...caps!, description: "none" }, keys[0]), null);
