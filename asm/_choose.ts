@@ -64,20 +64,12 @@ export function choose(family: i32, device: i32, k0: i32, k1: i32, k2: i32, k3: 
 function choose_rankk(device: i32, r: i32, c: i32, k: i32, sg: i32): i32 {
   if (device == 0) {
     // lavapipe: bench/tune_quality.ts, 2026-11-27
-    if (r <= 3 && c <= 4095 && sg == 1) return pick(1, 512, 0, 0);
-    if (r <= 3 && c >= 4096 && c <= 16383 && sg == 1) return pick(1, 512, 0, 0);
-    if (r <= 3 && c >= 16384 && c <= 65535 && sg == 1) return pick(1, 512, 0, 0);
-    if (r <= 3 && c >= 65536 && sg == 1) return pick(1, 512, 0, 0);
-    if (r >= 4 && r <= 15 && c <= 4095 && sg == 1) return pick(1, 512, 0, 0);
-    if (r >= 4 && r <= 15 && c >= 4096 && c <= 16383 && sg == 1) return pick(1, 512, 0, 0);
-    if (r >= 4 && r <= 15 && c >= 16384 && c <= 65535 && sg == 1) return pick(1, 512, 0, 0);
-    if (r >= 4 && r <= 15 && c >= 65536 && sg == 1) return pick(1, 512, 0, 0);
+    if (r <= 3 && c <= 65535 && k >= 64 && sg == 1) return pick(1, 512, 0, 0);
+    if (r >= 4 && r <= 15 && c <= 65535 && k >= 64 && sg == 1) return pick(1, 512, 0, 0);
     if (r >= 16 && r <= 63 && c <= 4095 && sg == 1) return pick(1, 512, 0, 0);
-    if (r >= 16 && r <= 63 && c >= 4096 && c <= 16383 && sg == 1) return pick(1, 512, 0, 0);
-    if (r >= 16 && r <= 63 && c >= 16384 && c <= 65535 && sg == 1) return pick(1, 512, 0, 0);
-    if (r >= 64 && c <= 4095 && k <= 63 && sg == 1) return pick(0, 1024, 0, 0);
-    if (r >= 64 && c <= 4095 && k >= 64 && sg == 1) return pick(1, 512, 0, 0);
-    if (r >= 64 && c >= 4096 && c <= 16383 && sg == 1) return pick(1, 512, 0, 0);
+    if (r >= 16 && r <= 63 && c >= 4096 && c <= 65535 && k >= 64 && sg == 1) return pick(1, 512, 0, 0);
+    if (r >= 64 && c <= 4095 && sg == 1) return pick(1, 512, 0, 0);
+    if (r >= 64 && c >= 4096 && c <= 16383 && k >= 64 && sg == 1) return pick(1, 512, 0, 0);
   }
   if (device == 1) {
     // nvidia-h100: bench/tune_quality.ts, 2026-11-27
@@ -364,33 +356,26 @@ function choose_rankk(device: i32, r: i32, c: i32, k: i32, sg: i32): i32 {
 function choose_sort(device: i32, r: i32, c: i32, sg: i32, _unused3: i32): i32 {
   if (device == 0) {
     // lavapipe: bench/tune_quality.ts, 2026-11-27
-    if (r <= 1 && c <= 511 && sg == 1) return pick(4, 1024, 0, 0);
-    if (r <= 1 && c >= 512 && c <= 1023 && sg == 1) return pick(5, 1024, 0, 0);
-    if (r <= 1 && c >= 1024 && sg == 1) return pick(0, 2048, 0, 0);
-    if (r >= 2 && r <= 3 && c <= 1023 && sg == 1) return pick(5, 1024, 0, 0);
-    if (r >= 2 && r <= 3 && c >= 1024 && c <= 2048 && sg == 1) return pick(0, 2048, 0, 0);
-    if (r >= 2 && r <= 3 && c >= 2049 && c <= 4095 && sg == 1) return pick(0, 1024, 0, 0);
-    if (r >= 2 && r <= 3 && c >= 4096 && c <= 131072 && sg == 1) return pick(0, 2048, 0, 0);
-    if (r >= 4 && r <= 7 && c <= 1023 && sg == 1) return pick(5, 1024, 0, 0);
-    if (r >= 4 && r <= 7 && c == 1024 && sg == 1) return pick(0, 1024, 0, 0);
-    if (r >= 4 && r <= 7 && c >= 1025 && c <= 2047 && sg == 1) return pick(0, 2048, 0, 0);
-    if (r >= 4 && r <= 7 && c == 2048 && sg == 1) return pick(0, 1024, 0, 0);
-    if (r >= 4 && r <= 7 && c >= 2049 && c <= 65536 && sg == 1) return pick(0, 2048, 0, 0);
-    if (r >= 8 && r <= 15 && c <= 512 && sg == 1) return pick(5, 1024, 0, 0);
-    if (r >= 8 && r <= 15 && c >= 513 && c <= 1024 && sg == 1) return pick(0, 1024, 0, 0);
-    if (r >= 8 && r <= 15 && c >= 1025 && c <= 32768 && sg == 1) return pick(0, 2048, 0, 0);
+    if (r <= 1 && c >= 512 && c <= 1024 && sg == 1) return pick(0, 1024, 0, 0);
+    if (r >= 2 && r <= 3 && c >= 257 && c <= 511 && sg == 1) return pick(5, 1024, 0, 0);
+    if (r >= 2 && r <= 3 && c >= 512 && c <= 1023 && sg == 1) return pick(0, 1024, 0, 0);
+    if (r >= 4 && r <= 7 && c <= 511 && sg == 1) return pick(5, 1024, 0, 0);
+    if (r >= 4 && r <= 7 && c >= 512 && c <= 1023 && sg == 1) return pick(0, 1024, 0, 0);
+    if (r >= 8 && r <= 15 && c <= 511 && sg == 1) return pick(5, 1024, 0, 0);
+    if (r >= 8 && r <= 15 && c >= 512 && c <= 1023 && sg == 1) return pick(0, 1024, 0, 0);
+    if (r >= 8 && r <= 15 && c == 1024 && sg == 1) return pick(0, 2048, 0, 0);
     if (r >= 16 && r <= 31 && c <= 511 && sg == 1) return pick(5, 1024, 0, 0);
-    if (r >= 16 && r <= 31 && c >= 512 && c <= 1024 && sg == 1) return pick(0, 1024, 0, 0);
-    if (r >= 16 && r <= 31 && c >= 1025 && c <= 16384 && sg == 1) return pick(0, 2048, 0, 0);
+    if (r >= 16 && r <= 31 && c >= 512 && c <= 1023 && sg == 1) return pick(0, 1024, 0, 0);
+    if (r >= 16 && r <= 31 && c == 1024 && sg == 1) return pick(0, 2048, 0, 0);
     if (r >= 32 && r <= 63 && c <= 511 && sg == 1) return pick(5, 1024, 0, 0);
-    if (r >= 32 && r <= 63 && c >= 512 && c <= 1024 && sg == 1) return pick(0, 1024, 0, 0);
-    if (r >= 32 && r <= 63 && c >= 1025 && c <= 8192 && sg == 1) return pick(0, 2048, 0, 0);
+    if (r >= 32 && r <= 63 && c >= 512 && c <= 1023 && sg == 1) return pick(0, 1024, 0, 0);
+    if (r >= 32 && r <= 63 && c == 1024 && sg == 1) return pick(0, 2048, 0, 0);
     if (r >= 64 && r <= 127 && c <= 511 && sg == 1) return pick(5, 1024, 0, 0);
-    if (r >= 64 && r <= 127 && c >= 512 && c <= 1024 && sg == 1) return pick(0, 1024, 0, 0);
-    if (r >= 64 && r <= 127 && c >= 1025 && c <= 4096 && sg == 1) return pick(0, 2048, 0, 0);
+    if (r >= 64 && r <= 127 && c >= 512 && c <= 1023 && sg == 1) return pick(0, 1024, 0, 0);
+    if (r >= 64 && r <= 127 && c == 1024 && sg == 1) return pick(0, 2048, 0, 0);
     if (r >= 128 && r <= 255 && c <= 511 && sg == 1) return pick(5, 1024, 0, 0);
-    if (r >= 128 && r <= 255 && c >= 512 && c <= 1024 && sg == 1) return pick(0, 1024, 0, 0);
-    if (r >= 128 && r <= 255 && c >= 1025 && c <= 2048 && sg == 1) return pick(0, 2048, 0, 0);
+    if (r >= 128 && r <= 255 && c >= 512 && c <= 1023 && sg == 1) return pick(0, 1024, 0, 0);
+    if (r >= 128 && r <= 255 && c == 1024 && sg == 1) return pick(0, 2048, 0, 0);
     if (r >= 256 && r <= 511 && c <= 511 && sg == 1) return pick(5, 1024, 0, 0);
     if (r >= 256 && r <= 511 && c >= 512 && c <= 1024 && sg == 1) return pick(0, 1024, 0, 0);
     if (r >= 512 && c <= 512 && sg == 1) return pick(5, 1024, 0, 0);
@@ -481,111 +466,92 @@ function choose_sort(device: i32, r: i32, c: i32, sg: i32, _unused3: i32): i32 {
 function choose_scan(device: i32, r: i32, n: i32, sg: i32, al: i32): i32 {
   if (device == 0) {
     // lavapipe: bench/tune_quality.ts, 2026-11-27
-    if (r <= 1 && n >= 1024 && n <= 2047 && sg == 1 && al == 1) return pick(2, 512, 16, 0);
-    if (r <= 1 && n >= 2048 && n <= 4095 && sg == 1 && al == 1) return pick(0, 512, 32, 0);
-    if (r <= 1 && n >= 4096 && n <= 8191 && sg == 1 && al == 1) return pick(2, 256, 32, 0);
-    if (r <= 1 && n >= 8192 && n <= 32767 && sg == 1 && al == 1) return pick(1, 512, 32, 0);
+    if (r <= 1 && n >= 2048 && n <= 4095 && sg == 1 && al == 1) return pick(2, 256, 16, 0);
+    if (r <= 1 && n >= 4096 && n <= 8191 && sg == 1 && al == 1) return pick(1, 256, 32, 0);
+    if (r <= 1 && n >= 16384 && n <= 32767 && sg == 1 && al == 1) return pick(1, 512, 32, 0);
     if (r <= 1 && n >= 32768 && sg == 1 && al == 1) return pick(1, 256, 32, 0);
-    if (r >= 2 && r <= 3 && n >= 512 && n <= 2047 && sg == 1 && al == 1) return pick(0, 256, 16, 0);
+    if (r >= 2 && r <= 3 && n >= 512 && n <= 2047 && sg == 1 && al == 1) return pick(1, 256, 16, 0);
     if (r >= 2 && r <= 3 && n >= 2048 && n <= 4095 && sg == 1 && al == 1) return pick(1, 256, 32, 0);
     if (r >= 2 && r <= 3 && n >= 4096 && n <= 8191 && sg == 1 && al == 1) return pick(2, 256, 32, 0);
     if (r >= 2 && r <= 3 && n >= 8192 && n <= 16383 && sg == 1 && al == 1) return pick(2, 512, 32, 0);
-    if (r >= 2 && r <= 3 && n >= 16384 && sg == 1 && al == 1) return pick(1, 256, 32, 0);
-    if (r >= 4 && r <= 7 && n >= 256 && n <= 511 && sg == 1 && al == 1) return pick(0, 512, 16, 0);
-    if (r >= 4 && r <= 7 && n >= 512 && n <= 2047 && sg == 1 && al == 1) return pick(0, 256, 16, 0);
-    if (r >= 4 && r <= 7 && n >= 2048 && n <= 8191 && sg == 1 && al == 1) return pick(0, 256, 32, 0);
+    if (r >= 2 && r <= 3 && n >= 16384 && n <= 32767 && sg == 1 && al == 1) return pick(1, 512, 32, 0);
+    if (r >= 2 && r <= 3 && n >= 32768 && sg == 1 && al == 1) return pick(1, 256, 32, 0);
+    if (r >= 4 && r <= 7 && n >= 512 && n <= 2047 && sg == 1 && al == 1) return pick(1, 256, 16, 0);
+    if (r >= 4 && r <= 7 && n >= 2048 && n <= 8191 && sg == 1 && al == 1) return pick(1, 256, 32, 0);
     if (r >= 4 && r <= 7 && n >= 8192 && n <= 16383 && sg == 1 && al == 1) return pick(2, 512, 32, 0);
-    if (r >= 4 && r <= 7 && n >= 16384 && n <= 131071 && sg == 1 && al == 1) return pick(1, 256, 32, 0);
-    if (r >= 8 && r <= 15 && n >= 128 && n <= 255 && sg == 1 && al == 1) return pick(1, 256, 16, 0);
-    if (r >= 8 && r <= 15 && n >= 256 && n <= 2047 && sg == 1 && al == 1) return pick(0, 256, 16, 0);
-    if (r >= 8 && r <= 15 && n >= 2048 && n <= 4095 && sg == 1 && al == 1) return pick(2, 512, 32, 0);
-    if (r >= 8 && r <= 15 && n >= 4096 && n <= 8191 && sg == 1 && al == 1) return pick(0, 256, 32, 0);
-    if (r >= 8 && r <= 15 && n >= 8192 && n <= 16383 && sg == 1 && al == 1) return pick(2, 512, 32, 0);
-    if (r >= 8 && r <= 15 && n >= 16384 && n <= 32767 && sg == 1 && al == 1) return pick(1, 512, 32, 0);
+    if (r >= 4 && r <= 7 && n >= 16384 && n <= 32767 && sg == 1 && al == 1) return pick(1, 512, 32, 0);
+    if (r >= 4 && r <= 7 && n >= 32768 && n <= 131071 && sg == 1 && al == 1) return pick(1, 256, 32, 0);
+    if (r >= 8 && r <= 15 && n >= 1024 && n <= 2047 && sg == 1 && al == 1) return pick(1, 256, 32, 0);
+    if (r >= 8 && r <= 15 && n >= 2048 && n <= 4095 && sg == 1 && al == 1) return pick(0, 512, 32, 0);
+    if (r >= 8 && r <= 15 && n >= 4096 && n <= 32767 && sg == 1 && al == 1) return pick(1, 512, 32, 0);
     if (r >= 8 && r <= 15 && n >= 32768 && n <= 65535 && sg == 1 && al == 1) return pick(1, 256, 32, 0);
-    if (r >= 16 && r <= 31 && n <= 127 && sg == 1 && al == 1) return pick(0, 256, 32, 0);
-    if (r >= 16 && r <= 31 && n >= 128 && n <= 255 && sg == 1 && al == 1) return pick(2, 512, 16, 0);
-    if (r >= 16 && r <= 31 && n >= 256 && n <= 1023 && sg == 1 && al == 1) return pick(0, 256, 16, 0);
-    if (r >= 16 && r <= 31 && n >= 1024 && n <= 8191 && sg == 1 && al == 1) return pick(0, 512, 32, 0);
-    if (r >= 16 && r <= 31 && n >= 8192 && n <= 32767 && sg == 1 && al == 1) return pick(1, 512, 32, 0);
-    if (r >= 32 && r <= 63 && n <= 255 && sg == 1 && al == 1) return pick(2, 512, 16, 0);
-    if (r >= 32 && r <= 63 && n >= 256 && n <= 511 && sg == 1 && al == 1) return pick(2, 256, 16, 0);
-    if (r >= 32 && r <= 63 && n >= 512 && n <= 8191 && sg == 1 && al == 1) return pick(0, 512, 32, 0);
-    if (r >= 32 && r <= 63 && n >= 8192 && n <= 16383 && sg == 1 && al == 1) return pick(1, 512, 32, 0);
-    if (r >= 64 && r <= 127 && n <= 127 && sg == 1 && al == 1) return pick(1, 256, 16, 0);
-    if (r >= 64 && r <= 127 && n >= 128 && n <= 255 && sg == 1 && al == 1) return pick(0, 512, 16, 0);
-    if (r >= 64 && r <= 127 && n >= 256 && n <= 511 && sg == 1 && al == 1) return pick(0, 256, 16, 0);
-    if (r >= 64 && r <= 127 && n >= 512 && n <= 1023 && sg == 1 && al == 1) return pick(2, 512, 32, 0);
-    if (r >= 64 && r <= 127 && n >= 1024 && n <= 2047 && sg == 1 && al == 1) return pick(1, 512, 16, 0);
-    if (r >= 64 && r <= 127 && n >= 2048 && n <= 4095 && sg == 1 && al == 1) return pick(2, 512, 32, 0);
-    if (r >= 64 && r <= 127 && n >= 4096 && n <= 8191 && sg == 1 && al == 1) return pick(1, 512, 32, 0);
-    if (r >= 128 && r <= 255 && n <= 255 && sg == 1 && al == 1) return pick(2, 512, 16, 0);
-    if (r >= 128 && r <= 255 && n >= 256 && n <= 1023 && sg == 1 && al == 1) return pick(1, 256, 32, 0);
+    if (r >= 16 && r <= 31 && n >= 256 && n <= 511 && sg == 1 && al == 1) return pick(2, 256, 32, 0);
+    if (r >= 16 && r <= 31 && n >= 512 && n <= 2047 && sg == 1 && al == 1) return pick(2, 512, 32, 0);
+    if (r >= 16 && r <= 31 && n >= 2048 && n <= 4095 && sg == 1 && al == 1) return pick(1, 512, 32, 0);
+    if (r >= 16 && r <= 31 && n >= 4096 && n <= 32767 && sg == 1 && al == 1) return pick(0, 512, 32, 0);
+    if (r >= 32 && r <= 63 && n <= 127 && sg == 1 && al == 1) return pick(2, 256, 32, 0);
+    if (r >= 32 && r <= 63 && n >= 256 && n <= 511 && sg == 1 && al == 1) return pick(2, 256, 32, 0);
+    if (r >= 32 && r <= 63 && n >= 512 && n <= 2047 && sg == 1 && al == 1) return pick(0, 512, 32, 0);
+    if (r >= 32 && r <= 63 && n >= 2048 && n <= 16383 && sg == 1 && al == 1) return pick(1, 256, 32, 0);
+    if (r >= 64 && r <= 127 && n <= 127 && sg == 1 && al == 1) return pick(0, 256, 32, 0);
+    if (r >= 64 && r <= 127 && n >= 128 && n <= 255 && sg == 1 && al == 1) return pick(2, 256, 32, 0);
+    if (r >= 64 && r <= 127 && n >= 256 && n <= 511 && sg == 1 && al == 1) return pick(1, 512, 32, 0);
+    if (r >= 64 && r <= 127 && n >= 512 && n <= 1023 && sg == 1 && al == 1) return pick(0, 512, 32, 0);
+    if (r >= 64 && r <= 127 && n >= 1024 && n <= 2047 && sg == 1 && al == 1) return pick(0, 256, 32, 0);
+    if (r >= 64 && r <= 127 && n >= 2048 && n <= 4095 && sg == 1 && al == 1) return pick(1, 256, 32, 0);
+    if (r >= 64 && r <= 127 && n >= 4096 && n <= 8191 && sg == 1 && al == 1) return pick(2, 256, 32, 0);
+    if (r >= 128 && r <= 255 && n >= 128 && n <= 255 && sg == 1 && al == 1) return pick(2, 512, 32, 0);
+    if (r >= 128 && r <= 255 && n >= 256 && n <= 1023 && sg == 1 && al == 1) return pick(1, 512, 32, 0);
     if (r >= 128 && r <= 255 && n >= 1024 && n <= 2047 && sg == 1 && al == 1) return pick(2, 256, 32, 0);
     if (r >= 128 && r <= 255 && n >= 2048 && n <= 4095 && sg == 1 && al == 1) return pick(1, 256, 32, 0);
-    if (r >= 256 && r <= 511 && n <= 255 && sg == 1 && al == 1) return pick(2, 256, 32, 0);
-    if (r >= 256 && r <= 511 && n >= 256 && n <= 511 && sg == 1 && al == 1) return pick(1, 256, 32, 0);
-    if (r >= 256 && r <= 511 && n >= 512 && n <= 1023 && sg == 1 && al == 1) return pick(0, 512, 32, 0);
-    if (r >= 256 && r <= 511 && n >= 1024 && n <= 2047 && sg == 1 && al == 1) return pick(0, 256, 32, 0);
-    if (r >= 512 && r <= 1023 && n <= 127 && sg == 1 && al == 1) return pick(1, 512, 32, 0);
-    if (r >= 512 && r <= 1023 && n >= 128 && n <= 511 && sg == 1 && al == 1) return pick(1, 256, 32, 0);
-    if (r >= 512 && r <= 1023 && n >= 512 && n <= 1023 && sg == 1 && al == 1) return pick(2, 512, 32, 0);
-    if (r >= 1024 && r <= 2047 && n <= 127 && sg == 1 && al == 1) return pick(1, 512, 32, 0);
-    if (r >= 1024 && r <= 2047 && n >= 128 && n <= 511 && sg == 1 && al == 1) return pick(1, 256, 32, 0);
-    if (r >= 2048 && n <= 255 && sg == 1 && al == 1) return pick(1, 512, 32, 0);
-    if (r <= 1 && n >= 1025 && n <= 2048 && sg == 1 && al == 0) return pick(2, 256, 32, 0);
-    if (r <= 1 && n >= 2049 && n <= 4096 && sg == 1 && al == 0) return pick(1, 256, 32, 0);
-    if (r <= 1 && n >= 4097 && n <= 8192 && sg == 1 && al == 0) return pick(0, 512, 32, 0);
-    if (r <= 1 && n >= 8193 && sg == 1 && al == 0) return pick(1, 256, 32, 0);
-    if (r >= 2 && r <= 3 && n >= 513 && n <= 1024 && sg == 1 && al == 0) return pick(2, 512, 32, 0);
-    if (r >= 2 && r <= 3 && n >= 1025 && n <= 2048 && sg == 1 && al == 0) return pick(1, 256, 32, 0);
-    if (r >= 2 && r <= 3 && n >= 2049 && n <= 4096 && sg == 1 && al == 0) return pick(2, 256, 32, 0);
-    if (r >= 2 && r <= 3 && n >= 4097 && n <= 8192 && sg == 1 && al == 0) return pick(0, 512, 32, 0);
+    if (r >= 256 && r <= 511 && n >= 256 && n <= 511 && sg == 1 && al == 1) return pick(1, 512, 32, 0);
+    if (r >= 256 && r <= 511 && n >= 512 && n <= 2047 && sg == 1 && al == 1) return pick(0, 256, 32, 0);
+    if (r >= 512 && r <= 1023 && n <= 511 && sg == 1 && al == 1) return pick(1, 512, 32, 0);
+    if (r >= 512 && r <= 1023 && n >= 512 && n <= 1023 && sg == 1 && al == 1) return pick(1, 256, 32, 0);
+    if (r >= 1024 && r <= 2047 && n <= 127 && sg == 1 && al == 1) return pick(2, 512, 32, 0);
+    if (r >= 1024 && r <= 2047 && n >= 128 && n <= 255 && sg == 1 && al == 1) return pick(1, 512, 32, 0);
+    if (r >= 1024 && r <= 2047 && n >= 256 && n <= 511 && sg == 1 && al == 1) return pick(0, 256, 32, 0);
+    if (r >= 2048 && n <= 127 && sg == 1 && al == 1) return pick(1, 256, 32, 0);
+    if (r >= 2048 && n >= 128 && n <= 255 && sg == 1 && al == 1) return pick(2, 512, 32, 0);
+    if (r <= 1 && n >= 8193 && n <= 16384 && sg == 1 && al == 0) return pick(1, 256, 16, 0);
+    if (r <= 1 && n >= 16385 && sg == 1 && al == 0) return pick(1, 256, 32, 0);
+    if (r >= 2 && r <= 3 && n >= 513 && n <= 1024 && sg == 1 && al == 0) return pick(0, 256, 32, 0);
     if (r >= 2 && r <= 3 && n >= 8193 && sg == 1 && al == 0) return pick(1, 256, 32, 0);
-    if (r >= 4 && r <= 7 && n >= 257 && n <= 512 && sg == 1 && al == 0) return pick(0, 256, 16, 0);
-    if (r >= 4 && r <= 7 && n >= 513 && n <= 4096 && sg == 1 && al == 0) return pick(1, 256, 32, 0);
-    if (r >= 4 && r <= 7 && n >= 4097 && n <= 8192 && sg == 1 && al == 0) return pick(2, 512, 32, 0);
-    if (r >= 4 && r <= 7 && n >= 8193 && n <= 16384 && sg == 1 && al == 0) return pick(1, 512, 32, 0);
+    if (r >= 4 && r <= 7 && n >= 257 && n <= 1024 && sg == 1 && al == 0) return pick(2, 256, 32, 0);
+    if (r >= 4 && r <= 7 && n >= 1025 && n <= 2048 && sg == 1 && al == 0) return pick(1, 512, 16, 0);
+    if (r >= 4 && r <= 7 && n >= 2049 && n <= 4096 && sg == 1 && al == 0) return pick(2, 256, 32, 0);
+    if (r >= 4 && r <= 7 && n >= 4097 && n <= 16384 && sg == 1 && al == 0) return pick(1, 512, 32, 0);
     if (r >= 4 && r <= 7 && n >= 16385 && n <= 131072 && sg == 1 && al == 0) return pick(1, 256, 32, 0);
-    if (r >= 8 && r <= 15 && n >= 129 && n <= 256 && sg == 1 && al == 0) return pick(1, 256, 16, 0);
-    if (r >= 8 && r <= 15 && n >= 257 && n <= 1024 && sg == 1 && al == 0) return pick(0, 256, 16, 0);
-    if (r >= 8 && r <= 15 && n >= 1025 && n <= 2048 && sg == 1 && al == 0) return pick(1, 256, 32, 0);
-    if (r >= 8 && r <= 15 && n >= 2049 && n <= 4096 && sg == 1 && al == 0) return pick(0, 512, 32, 0);
-    if (r >= 8 && r <= 15 && n >= 4097 && n <= 8192 && sg == 1 && al == 0) return pick(1, 512, 32, 0);
-    if (r >= 8 && r <= 15 && n >= 8193 && n <= 16384 && sg == 1 && al == 0) return pick(1, 256, 16, 0);
+    if (r >= 8 && r <= 15 && n >= 257 && n <= 512 && sg == 1 && al == 0) return pick(0, 512, 16, 0);
+    if (r >= 8 && r <= 15 && n >= 513 && n <= 1024 && sg == 1 && al == 0) return pick(2, 256, 32, 0);
+    if (r >= 8 && r <= 15 && n >= 1025 && n <= 2048 && sg == 1 && al == 0) return pick(1, 512, 16, 0);
+    if (r >= 8 && r <= 15 && n >= 2049 && n <= 4096 && sg == 1 && al == 0) return pick(2, 256, 32, 0);
+    if (r >= 8 && r <= 15 && n >= 4097 && n <= 16384 && sg == 1 && al == 0) return pick(1, 512, 32, 0);
     if (r >= 8 && r <= 15 && n >= 16385 && n <= 65536 && sg == 1 && al == 0) return pick(1, 256, 32, 0);
-    if (r >= 16 && r <= 31 && n <= 128 && sg == 1 && al == 0) return pick(0, 256, 32, 0);
-    if (r >= 16 && r <= 31 && n >= 129 && n <= 512 && sg == 1 && al == 0) return pick(1, 256, 32, 0);
-    if (r >= 16 && r <= 31 && n >= 513 && n <= 1024 && sg == 1 && al == 0) return pick(1, 512, 32, 0);
-    if (r >= 16 && r <= 31 && n >= 1025 && n <= 4096 && sg == 1 && al == 0) return pick(2, 256, 32, 0);
+    if (r >= 16 && r <= 31 && n >= 1025 && n <= 2048 && sg == 1 && al == 0) return pick(2, 256, 32, 0);
+    if (r >= 16 && r <= 31 && n >= 2049 && n <= 4096 && sg == 1 && al == 0) return pick(1, 256, 32, 0);
     if (r >= 16 && r <= 31 && n >= 4097 && n <= 16384 && sg == 1 && al == 0) return pick(1, 512, 32, 0);
     if (r >= 16 && r <= 31 && n >= 16385 && n <= 32768 && sg == 1 && al == 0) return pick(1, 256, 32, 0);
-    if (r >= 32 && r <= 63 && n <= 256 && sg == 1 && al == 0) return pick(1, 256, 32, 0);
-    if (r >= 32 && r <= 63 && n >= 257 && n <= 512 && sg == 1 && al == 0) return pick(0, 256, 32, 0);
-    if (r >= 32 && r <= 63 && n >= 513 && n <= 2048 && sg == 1 && al == 0) return pick(1, 512, 32, 0);
-    if (r >= 32 && r <= 63 && n >= 2049 && n <= 4096 && sg == 1 && al == 0) return pick(0, 256, 32, 0);
-    if (r >= 32 && r <= 63 && n >= 4097 && n <= 8192 && sg == 1 && al == 0) return pick(2, 512, 32, 0);
-    if (r >= 32 && r <= 63 && n >= 8193 && n <= 16384 && sg == 1 && al == 0) return pick(1, 512, 32, 0);
+    if (r >= 32 && r <= 63 && n >= 129 && n <= 256 && sg == 1 && al == 0) return pick(1, 256, 16, 0);
+    if (r >= 32 && r <= 63 && n >= 1025 && n <= 4096 && sg == 1 && al == 0) return pick(1, 256, 32, 0);
+    if (r >= 32 && r <= 63 && n >= 4097 && n <= 16384 && sg == 1 && al == 0) return pick(1, 512, 32, 0);
     if (r >= 64 && r <= 127 && n <= 128 && sg == 1 && al == 0) return pick(1, 256, 32, 0);
-    if (r >= 64 && r <= 127 && n >= 129 && n <= 256 && sg == 1 && al == 0) return pick(2, 256, 16, 0);
-    if (r >= 64 && r <= 127 && n >= 257 && n <= 512 && sg == 1 && al == 0) return pick(0, 512, 32, 0);
-    if (r >= 64 && r <= 127 && n >= 513 && n <= 1024 && sg == 1 && al == 0) return pick(0, 256, 32, 0);
-    if (r >= 64 && r <= 127 && n >= 1025 && n <= 2048 && sg == 1 && al == 0) return pick(2, 512, 32, 0);
-    if (r >= 64 && r <= 127 && n >= 2049 && n <= 8192 && sg == 1 && al == 0) return pick(0, 256, 32, 0);
+    if (r >= 64 && r <= 127 && n >= 129 && n <= 256 && sg == 1 && al == 0) return pick(1, 512, 16, 0);
+    if (r >= 64 && r <= 127 && n >= 1025 && n <= 4096 && sg == 1 && al == 0) return pick(0, 256, 32, 0);
+    if (r >= 64 && r <= 127 && n >= 4097 && n <= 8192 && sg == 1 && al == 0) return pick(1, 256, 32, 0);
     if (r >= 128 && r <= 255 && n <= 256 && sg == 1 && al == 0) return pick(1, 256, 32, 0);
-    if (r >= 128 && r <= 255 && n >= 257 && n <= 512 && sg == 1 && al == 0) return pick(2, 256, 32, 0);
-    if (r >= 128 && r <= 255 && n >= 513 && n <= 2048 && sg == 1 && al == 0) return pick(2, 512, 32, 0);
-    if (r >= 128 && r <= 255 && n >= 2049 && n <= 4096 && sg == 1 && al == 0) return pick(1, 512, 32, 0);
-    if (r >= 256 && r <= 511 && n <= 128 && sg == 1 && al == 0) return pick(1, 256, 32, 0);
-    if (r >= 256 && r <= 511 && n >= 129 && n <= 512 && sg == 1 && al == 0) return pick(2, 256, 32, 0);
-    if (r >= 256 && r <= 511 && n >= 513 && n <= 2048 && sg == 1 && al == 0) return pick(2, 512, 32, 0);
-    if (r >= 512 && r <= 1023 && n <= 128 && sg == 1 && al == 0) return pick(0, 256, 32, 0);
-    if (r >= 512 && r <= 1023 && n >= 129 && n <= 512 && sg == 1 && al == 0) return pick(2, 256, 32, 0);
-    if (r >= 512 && r <= 1023 && n >= 513 && n <= 1024 && sg == 1 && al == 0) return pick(1, 256, 32, 0);
-    if (r >= 1024 && r <= 2047 && n <= 256 && sg == 1 && al == 0) return pick(0, 512, 32, 0);
-    if (r >= 1024 && r <= 2047 && n >= 257 && n <= 512 && sg == 1 && al == 0) return pick(1, 512, 32, 0);
-    if (r >= 2048 && n <= 128 && sg == 1 && al == 0) return pick(1, 512, 32, 0);
-    if (r >= 2048 && n >= 129 && n <= 256 && sg == 1 && al == 0) return pick(0, 512, 32, 0);
+    if (r >= 128 && r <= 255 && n >= 257 && n <= 512 && sg == 1 && al == 0) return pick(1, 512, 16, 0);
+    if (r >= 128 && r <= 255 && n >= 513 && n <= 2048 && sg == 1 && al == 0) return pick(0, 512, 32, 0);
+    if (r >= 128 && r <= 255 && n >= 2049 && n <= 4096 && sg == 1 && al == 0) return pick(2, 256, 32, 0);
+    if (r >= 256 && r <= 511 && n >= 129 && n <= 256 && sg == 1 && al == 0) return pick(1, 512, 16, 0);
+    if (r >= 256 && r <= 511 && n >= 257 && n <= 512 && sg == 1 && al == 0) return pick(1, 512, 32, 0);
+    if (r >= 256 && r <= 511 && n >= 513 && n <= 1024 && sg == 1 && al == 0) return pick(1, 256, 32, 0);
+    if (r >= 256 && r <= 511 && n >= 1025 && n <= 2048 && sg == 1 && al == 0) return pick(1, 512, 32, 0);
+    if (r >= 512 && r <= 1023 && n >= 129 && n <= 512 && sg == 1 && al == 0) return pick(0, 256, 32, 0);
+    if (r >= 1024 && r <= 2047 && n <= 128 && sg == 1 && al == 0) return pick(1, 256, 32, 0);
+    if (r >= 1024 && r <= 2047 && n >= 257 && n <= 512 && sg == 1 && al == 0) return pick(0, 256, 32, 0);
+    if (r >= 2048 && n <= 128 && sg == 1 && al == 0) return pick(2, 512, 32, 0);
+    if (r >= 2048 && n >= 129 && n <= 256 && sg == 1 && al == 0) return pick(1, 512, 32, 0);
   }
   if (device == 1) {
     // nvidia-h100: bench/tune_quality.ts, 2026-11-27
@@ -767,73 +733,62 @@ function choose_scan(device: i32, r: i32, n: i32, sg: i32, al: i32): i32 {
 function choose_reduce(device: i32, r: i32, n: i32, sg: i32, al: i32): i32 {
   if (device == 0) {
     // lavapipe: bench/tune_quality.ts, 2026-11-27
-    if (r <= 1 && n >= 1024 && n <= 2047 && sg == 1 && al == 1) return pick(1, 1, 0, 0);
-    if (r <= 1 && n >= 2048 && n <= 4095 && sg == 1 && al == 1) return pick(0, 0, 0, 0);
-    if (r <= 1 && n >= 4096 && n <= 16383 && sg == 1 && al == 1) return pick(0, 1, 0, 0);
-    if (r <= 1 && n >= 16384 && n <= 65535 && sg == 1 && al == 1) return pick(0, 0, 0, 0);
-    if (r <= 1 && n >= 65536 && sg == 1 && al == 1) return pick(0, 1, 0, 0);
-    if (r >= 2 && r <= 3 && n >= 512 && n <= 4095 && sg == 1 && al == 1) return pick(1, 1, 0, 0);
-    if (r >= 2 && r <= 3 && n >= 4096 && n <= 16383 && sg == 1 && al == 1) return pick(0, 1, 0, 0);
-    if (r >= 2 && r <= 3 && n >= 16384 && n <= 65535 && sg == 1 && al == 1) return pick(0, 0, 0, 0);
-    if (r >= 2 && r <= 3 && n >= 65536 && sg == 1 && al == 1) return pick(0, 1, 0, 0);
-    if (r >= 4 && r <= 7 && n >= 256 && n <= 4095 && sg == 1 && al == 1) return pick(1, 1, 0, 0);
-    if (r >= 4 && r <= 7 && n >= 4096 && n <= 16383 && sg == 1 && al == 1) return pick(0, 1, 0, 0);
-    if (r >= 4 && r <= 7 && n >= 16384 && n <= 32767 && sg == 1 && al == 1) return pick(0, 0, 0, 0);
-    if (r >= 4 && r <= 7 && n >= 32768 && n <= 131071 && sg == 1 && al == 1) return pick(0, 1, 0, 0);
-    if (r >= 8 && r <= 15 && n >= 128 && n <= 511 && sg == 1 && al == 1) return pick(1, 1, 0, 0);
-    if (r >= 8 && r <= 15 && n >= 512 && n <= 2047 && sg == 1 && al == 1) return pick(1, 0, 0, 0);
-    if (r >= 8 && r <= 15 && n >= 2048 && n <= 4095 && sg == 1 && al == 1) return pick(1, 1, 0, 0);
-    if (r >= 8 && r <= 15 && n >= 4096 && n <= 65535 && sg == 1 && al == 1) return pick(0, 1, 0, 0);
-    if (r >= 16 && r <= 31 && n <= 8191 && sg == 1 && al == 1) return pick(1, 0, 0, 0);
-    if (r >= 16 && r <= 31 && n >= 8192 && n <= 32767 && sg == 1 && al == 1) return pick(0, 1, 0, 0);
-    if (r >= 32 && r <= 63 && n <= 16383 && sg == 1 && al == 1) return pick(1, 0, 0, 0);
-    if (r >= 64 && r <= 127 && n <= 511 && sg == 1 && al == 1) return pick(1, 1, 0, 0);
-    if (r >= 64 && r <= 127 && n >= 512 && n <= 1023 && sg == 1 && al == 1) return pick(1, 0, 0, 0);
-    if (r >= 64 && r <= 127 && n >= 1024 && n <= 8191 && sg == 1 && al == 1) return pick(1, 1, 0, 0);
+    if (r <= 1 && n >= 2048 && n <= 4095 && sg == 1 && al == 1) return pick(1, 1, 0, 0);
+    if (r >= 2 && r <= 3 && n >= 512 && n <= 1023 && sg == 1 && al == 1) return pick(1, 0, 0, 0);
+    if (r >= 2 && r <= 3 && n >= 1024 && n <= 4095 && sg == 1 && al == 1) return pick(1, 1, 0, 0);
+    if (r >= 4 && r <= 7 && n >= 256 && n <= 1023 && sg == 1 && al == 1) return pick(1, 0, 0, 0);
+    if (r >= 4 && r <= 7 && n >= 1024 && n <= 4095 && sg == 1 && al == 1) return pick(1, 1, 0, 0);
+    if (r >= 8 && r <= 15 && n >= 128 && n <= 8191 && sg == 1 && al == 1) return pick(1, 1, 0, 0);
+    if (r >= 16 && r <= 31 && n <= 1023 && sg == 1 && al == 1) return pick(1, 1, 0, 0);
+    if (r >= 16 && r <= 31 && n >= 1024 && n <= 16383 && sg == 1 && al == 1) return pick(1, 0, 0, 0);
+    if (r >= 32 && r <= 63 && n <= 255 && sg == 1 && al == 1) return pick(1, 1, 0, 0);
+    if (r >= 32 && r <= 63 && n >= 256 && n <= 8191 && sg == 1 && al == 1) return pick(1, 0, 0, 0);
+    if (r >= 32 && r <= 63 && n >= 8192 && n <= 16383 && sg == 1 && al == 1) return pick(1, 1, 0, 0);
+    if (r >= 64 && r <= 127 && n <= 127 && sg == 1 && al == 1) return pick(1, 1, 0, 0);
+    if (r >= 64 && r <= 127 && n >= 128 && n <= 511 && sg == 1 && al == 1) return pick(1, 0, 0, 0);
+    if (r >= 64 && r <= 127 && n >= 512 && n <= 1023 && sg == 1 && al == 1) return pick(1, 1, 0, 0);
+    if (r >= 64 && r <= 127 && n >= 1024 && n <= 4095 && sg == 1 && al == 1) return pick(1, 0, 0, 0);
     if (r >= 128 && r <= 255 && n <= 255 && sg == 1 && al == 1) return pick(1, 1, 0, 0);
     if (r >= 128 && r <= 255 && n >= 256 && n <= 1023 && sg == 1 && al == 1) return pick(1, 0, 0, 0);
-    if (r >= 128 && r <= 255 && n >= 1024 && n <= 2047 && sg == 1 && al == 1) return pick(1, 1, 0, 0);
-    if (r >= 128 && r <= 255 && n >= 2048 && n <= 4095 && sg == 1 && al == 1) return pick(1, 0, 0, 0);
-    if (r >= 256 && r <= 511 && n <= 511 && sg == 1 && al == 1) return pick(1, 1, 0, 0);
-    if (r >= 256 && r <= 511 && n >= 512 && n <= 2047 && sg == 1 && al == 1) return pick(1, 0, 0, 0);
-    if (r >= 512 && r <= 1023 && n <= 1023 && sg == 1 && al == 1) return pick(1, 1, 0, 0);
-    if (r >= 1024 && r <= 2047 && n <= 511 && sg == 1 && al == 1) return pick(1, 1, 0, 0);
+    if (r >= 128 && r <= 255 && n >= 1024 && n <= 4095 && sg == 1 && al == 1) return pick(1, 1, 0, 0);
+    if (r >= 256 && r <= 511 && n <= 255 && sg == 1 && al == 1) return pick(1, 1, 0, 0);
+    if (r >= 256 && r <= 511 && n >= 256 && n <= 2047 && sg == 1 && al == 1) return pick(1, 0, 0, 0);
+    if (r >= 512 && r <= 1023 && n <= 255 && sg == 1 && al == 1) return pick(1, 0, 0, 0);
+    if (r >= 512 && r <= 1023 && n >= 256 && n <= 511 && sg == 1 && al == 1) return pick(1, 1, 0, 0);
+    if (r >= 512 && r <= 1023 && n >= 512 && n <= 1023 && sg == 1 && al == 1) return pick(1, 0, 0, 0);
+    if (r >= 1024 && r <= 2047 && n <= 127 && sg == 1 && al == 1) return pick(1, 1, 0, 0);
+    if (r >= 1024 && r <= 2047 && n >= 128 && n <= 255 && sg == 1 && al == 1) return pick(1, 0, 0, 0);
+    if (r >= 1024 && r <= 2047 && n >= 256 && n <= 511 && sg == 1 && al == 1) return pick(1, 1, 0, 0);
     if (r >= 2048 && n <= 255 && sg == 1 && al == 1) return pick(1, 1, 0, 0);
-    if (r <= 1 && n >= 1025 && n <= 4096 && sg == 1 && al == 0) return pick(1, 1, 0, 0);
-    if (r <= 1 && n >= 4097 && n <= 65536 && sg == 1 && al == 0) return pick(0, 1, 0, 0);
-    if (r <= 1 && n >= 65537 && n <= 131072 && sg == 1 && al == 0) return pick(1, 1, 0, 0);
-    if (r <= 1 && n >= 131073 && sg == 1 && al == 0) return pick(0, 1, 0, 0);
-    if (r >= 2 && r <= 3 && n >= 513 && n <= 2048 && sg == 1 && al == 0) return pick(1, 0, 0, 0);
-    if (r >= 2 && r <= 3 && n >= 2049 && n <= 8192 && sg == 1 && al == 0) return pick(1, 1, 0, 0);
-    if (r >= 2 && r <= 3 && n >= 8193 && n <= 32768 && sg == 1 && al == 0) return pick(0, 1, 0, 0);
-    if (r >= 2 && r <= 3 && n >= 32769 && sg == 1 && al == 0) return pick(1, 0, 0, 0);
-    if (r >= 4 && r <= 7 && n >= 257 && n <= 1024 && sg == 1 && al == 0) return pick(1, 1, 0, 0);
-    if (r >= 4 && r <= 7 && n >= 1025 && n <= 4096 && sg == 1 && al == 0) return pick(1, 0, 0, 0);
-    if (r >= 4 && r <= 7 && n >= 4097 && n <= 8192 && sg == 1 && al == 0) return pick(1, 1, 0, 0);
-    if (r >= 4 && r <= 7 && n >= 8193 && n <= 32768 && sg == 1 && al == 0) return pick(0, 1, 0, 0);
-    if (r >= 4 && r <= 7 && n >= 32769 && n <= 131072 && sg == 1 && al == 0) return pick(1, 0, 0, 0);
-    if (r >= 8 && r <= 15 && n >= 129 && n <= 1024 && sg == 1 && al == 0) return pick(1, 1, 0, 0);
-    if (r >= 8 && r <= 15 && n >= 1025 && n <= 4096 && sg == 1 && al == 0) return pick(1, 0, 0, 0);
-    if (r >= 8 && r <= 15 && n >= 4097 && n <= 65536 && sg == 1 && al == 0) return pick(1, 1, 0, 0);
+    if (r <= 1 && n >= 2049 && n <= 8192 && sg == 1 && al == 0) return pick(1, 0, 0, 0);
+    if (r >= 2 && r <= 3 && n >= 513 && n <= 1024 && sg == 1 && al == 0) return pick(1, 0, 0, 0);
+    if (r >= 2 && r <= 3 && n >= 1025 && n <= 4096 && sg == 1 && al == 0) return pick(1, 1, 0, 0);
+    if (r >= 2 && r <= 3 && n >= 4097 && n <= 8192 && sg == 1 && al == 0) return pick(1, 0, 0, 0);
+    if (r >= 2 && r <= 3 && n >= 8193 && n <= 32768 && sg == 1 && al == 0) return pick(1, 1, 0, 0);
+    if (r >= 4 && r <= 7 && n >= 257 && n <= 512 && sg == 1 && al == 0) return pick(1, 1, 0, 0);
+    if (r >= 4 && r <= 7 && n >= 513 && n <= 1024 && sg == 1 && al == 0) return pick(1, 0, 0, 0);
+    if (r >= 4 && r <= 7 && n >= 1025 && n <= 8192 && sg == 1 && al == 0) return pick(1, 1, 0, 0);
+    if (r >= 8 && r <= 15 && n >= 129 && n <= 4096 && sg == 1 && al == 0) return pick(1, 1, 0, 0);
+    if (r >= 8 && r <= 15 && n >= 4097 && n <= 8192 && sg == 1 && al == 0) return pick(1, 0, 0, 0);
     if (r >= 16 && r <= 31 && n <= 1024 && sg == 1 && al == 0) return pick(1, 1, 0, 0);
-    if (r >= 16 && r <= 31 && n >= 1025 && n <= 4096 && sg == 1 && al == 0) return pick(1, 0, 0, 0);
-    if (r >= 16 && r <= 31 && n >= 4097 && n <= 8192 && sg == 1 && al == 0) return pick(1, 1, 0, 0);
-    if (r >= 16 && r <= 31 && n >= 8193 && n <= 32768 && sg == 1 && al == 0) return pick(1, 0, 0, 0);
-    if (r >= 32 && r <= 63 && n <= 1024 && sg == 1 && al == 0) return pick(1, 1, 0, 0);
+    if (r >= 16 && r <= 31 && n >= 1025 && n <= 8192 && sg == 1 && al == 0) return pick(1, 0, 0, 0);
+    if (r >= 16 && r <= 31 && n >= 8193 && n <= 16384 && sg == 1 && al == 0) return pick(0, 0, 0, 0);
+    if (r >= 32 && r <= 63 && n <= 128 && sg == 1 && al == 0) return pick(1, 0, 0, 0);
+    if (r >= 32 && r <= 63 && n >= 129 && n <= 256 && sg == 1 && al == 0) return pick(1, 1, 0, 0);
+    if (r >= 32 && r <= 63 && n >= 257 && n <= 512 && sg == 1 && al == 0) return pick(1, 0, 0, 0);
+    if (r >= 32 && r <= 63 && n >= 513 && n <= 1024 && sg == 1 && al == 0) return pick(1, 1, 0, 0);
     if (r >= 32 && r <= 63 && n >= 1025 && n <= 4096 && sg == 1 && al == 0) return pick(1, 0, 0, 0);
-    if (r >= 32 && r <= 63 && n >= 4097 && n <= 16384 && sg == 1 && al == 0) return pick(1, 1, 0, 0);
-    if (r >= 64 && r <= 127 && n <= 1024 && sg == 1 && al == 0) return pick(1, 1, 0, 0);
-    if (r >= 64 && r <= 127 && n >= 1025 && n <= 4096 && sg == 1 && al == 0) return pick(1, 0, 0, 0);
+    if (r >= 32 && r <= 63 && n >= 4097 && n <= 8192 && sg == 1 && al == 0) return pick(1, 1, 0, 0);
+    if (r >= 32 && r <= 63 && n >= 8193 && n <= 16384 && sg == 1 && al == 0) return pick(0, 0, 0, 0);
+    if (r >= 64 && r <= 127 && n <= 4096 && sg == 1 && al == 0) return pick(1, 0, 0, 0);
     if (r >= 64 && r <= 127 && n >= 4097 && n <= 8192 && sg == 1 && al == 0) return pick(1, 1, 0, 0);
-    if (r >= 128 && r <= 255 && n <= 4096 && sg == 1 && al == 0) return pick(1, 1, 0, 0);
+    if (r >= 128 && r <= 255 && n <= 256 && sg == 1 && al == 0) return pick(1, 1, 0, 0);
+    if (r >= 128 && r <= 255 && n >= 257 && n <= 4096 && sg == 1 && al == 0) return pick(1, 0, 0, 0);
     if (r >= 256 && r <= 511 && n <= 2048 && sg == 1 && al == 0) return pick(1, 1, 0, 0);
-    if (r >= 512 && r <= 1023 && n <= 128 && sg == 1 && al == 0) return pick(1, 0, 0, 0);
-    if (r >= 512 && r <= 1023 && n >= 129 && n <= 512 && sg == 1 && al == 0) return pick(1, 1, 0, 0);
-    if (r >= 512 && r <= 1023 && n >= 513 && n <= 1024 && sg == 1 && al == 0) return pick(1, 0, 0, 0);
-    if (r >= 1024 && r <= 2047 && n <= 128 && sg == 1 && al == 0) return pick(1, 1, 0, 0);
-    if (r >= 1024 && r <= 2047 && n >= 129 && n <= 512 && sg == 1 && al == 0) return pick(1, 0, 0, 0);
-    if (r >= 2048 && n <= 128 && sg == 1 && al == 0) return pick(1, 1, 0, 0);
-    if (r >= 2048 && n >= 129 && n <= 256 && sg == 1 && al == 0) return pick(1, 0, 0, 0);
+    if (r >= 512 && r <= 1023 && n <= 1024 && sg == 1 && al == 0) return pick(1, 1, 0, 0);
+    if (r >= 1024 && r <= 2047 && n <= 128 && sg == 1 && al == 0) return pick(1, 0, 0, 0);
+    if (r >= 1024 && r <= 2047 && n >= 129 && n <= 512 && sg == 1 && al == 0) return pick(1, 1, 0, 0);
+    if (r >= 2048 && n <= 256 && sg == 1 && al == 0) return pick(1, 0, 0, 0);
   }
   if (device == 1) {
     // nvidia-h100: bench/tune_quality.ts, 2026-11-27
@@ -914,35 +869,28 @@ function choose_reduce(device: i32, r: i32, n: i32, sg: i32, al: i32): i32 {
 function choose_matmul(device: i32, m: i32, n: i32, k: i32, al: i32): i32 {
   if (device == 0) {
     // lavapipe: bench/tune_quality.ts, 2026-11-27
-    if (m <= 127 && n <= 127 && k <= 255 && al == 1) return pick(2, 1, 0, 0);
-    if (m <= 127 && n <= 127 && k >= 256 && al == 1) return pick(3, 1, 0, 0);
-    if (m <= 127 && n >= 128 && n <= 255 && k <= 255 && al == 1) return pick(1, 1, 0, 0);
-    if (m <= 127 && n >= 128 && n <= 255 && k >= 256 && al == 1) return pick(1, 2, 0, 0);
+    if (m <= 127 && n <= 127 && al == 1) return pick(1, 2, 0, 0);
+    if (m <= 127 && n >= 128 && n <= 255 && k <= 127 && al == 1) return pick(1, 1, 0, 0);
+    if (m <= 127 && n >= 128 && n <= 255 && k >= 128 && al == 1) return pick(1, 2, 0, 0);
     if (m <= 127 && n >= 256 && n <= 511 && k <= 511 && al == 1) return pick(1, 1, 0, 0);
     if (m <= 127 && n >= 512 && k <= 255 && al == 1) return pick(1, 1, 0, 0);
-    if (m >= 128 && m <= 255 && n <= 127 && k <= 255 && al == 1) return pick(3, 1, 0, 0);
-    if (m >= 128 && m <= 255 && n <= 127 && k >= 256 && al == 1) return pick(2, 1, 0, 0);
-    if (m >= 128 && m <= 255 && n >= 128 && n <= 255 && k <= 127 && al == 1) return pick(0, 1, 0, 0);
-    if (m >= 128 && m <= 255 && n >= 128 && n <= 255 && k >= 128 && k <= 511 && al == 1) return pick(0, 2, 0, 0);
+    if (m >= 128 && m <= 255 && n <= 127 && al == 1) return pick(0, 2, 0, 0);
+    if (m >= 128 && m <= 255 && n >= 128 && n <= 255 && k <= 511 && al == 1) return pick(0, 2, 0, 0);
     if (m >= 128 && m <= 255 && n >= 256 && n <= 511 && k <= 255 && al == 1) return pick(0, 1, 0, 0);
     if (m >= 128 && m <= 255 && n >= 512 && k <= 127 && al == 1) return pick(0, 1, 0, 0);
-    if (m >= 256 && m <= 511 && n <= 127 && k <= 255 && al == 1) return pick(3, 1, 0, 0);
-    if (m >= 256 && m <= 511 && n <= 127 && k >= 256 && k <= 511 && al == 1) return pick(2, 1, 0, 0);
+    if (m >= 256 && m <= 511 && n <= 127 && k <= 511 && al == 1) return pick(0, 1, 0, 0);
     if (m >= 256 && m <= 511 && n >= 128 && n <= 255 && k <= 255 && al == 1) return pick(0, 1, 0, 0);
     if (m >= 256 && m <= 511 && n >= 256 && n <= 511 && k <= 127 && al == 1) return pick(0, 1, 0, 0);
-    if (m >= 512 && n <= 127 && k <= 127 && al == 1) return pick(3, 1, 1, 0);
-    if (m >= 512 && n <= 127 && k >= 128 && k <= 255 && al == 1) return pick(3, 1, 0, 0);
+    if (m >= 512 && n <= 127 && k <= 255 && al == 1) return pick(0, 1, 0, 0);
     if (m >= 512 && n >= 128 && n <= 255 && k <= 127 && al == 1) return pick(0, 1, 0, 0);
-    if (m <= 127 && n <= 128 && k <= 512 && al == 0) return pick(2, 1, 0, 0);
-    if (m <= 127 && n <= 128 && k >= 513 && al == 0) return pick(2, 2, 0, 0);
-    if (m <= 127 && n >= 129 && n <= 256 && k <= 128 && al == 0) return pick(1, 1, 0, 0);
-    if (m <= 127 && n >= 129 && n <= 256 && k >= 129 && k <= 512 && al == 0) return pick(2, 1, 0, 0);
-    if (m <= 127 && n >= 129 && n <= 256 && k >= 513 && al == 0) return pick(2, 2, 0, 0);
+    if (m <= 127 && n <= 128 && k <= 256 && al == 0) return pick(0, 2, 0, 0);
+    if (m <= 127 && n <= 128 && k >= 257 && al == 0) return pick(1, 2, 0, 0);
+    if (m <= 127 && n >= 129 && n <= 256 && k <= 128 && al == 0) return pick(0, 1, 0, 0);
+    if (m <= 127 && n >= 129 && n <= 256 && k >= 129 && al == 0) return pick(1, 1, 0, 0);
     if (m <= 127 && n >= 257 && n <= 512 && k <= 256 && al == 0) return pick(1, 1, 0, 0);
-    if (m <= 127 && n >= 257 && n <= 512 && k >= 257 && k <= 512 && al == 0) return pick(2, 1, 0, 0);
-    if (m <= 127 && n >= 513 && k <= 256 && al == 0) return pick(2, 1, 0, 0);
-    if (m >= 128 && m <= 255 && n <= 128 && k <= 256 && al == 0) return pick(0, 1, 0, 0);
-    if (m >= 128 && m <= 255 && n <= 128 && k >= 257 && al == 0) return pick(0, 2, 0, 0);
+    if (m <= 127 && n >= 257 && n <= 512 && k >= 257 && k <= 512 && al == 0) return pick(1, 2, 0, 0);
+    if (m <= 127 && n >= 513 && k <= 256 && al == 0) return pick(1, 1, 0, 0);
+    if (m >= 128 && m <= 255 && n <= 128 && al == 0) return pick(0, 2, 0, 0);
     if (m >= 128 && m <= 255 && n >= 129 && n <= 256 && k <= 512 && al == 0) return pick(0, 1, 0, 0);
     if (m >= 128 && m <= 255 && n >= 257 && n <= 512 && k <= 128 && al == 0) return pick(0, 1, 0, 0);
     if (m >= 128 && m <= 255 && n >= 257 && n <= 512 && k >= 129 && k <= 256 && al == 0) return pick(0, 2, 0, 0);
@@ -1244,6 +1192,48 @@ function choose_matmul(device: i32, m: i32, n: i32, k: i32, al: i32): i32 {
 
 /** softmax and the norms along contiguous rows: one pass or chunks, lanes a row, units a lane: keys r, n, sg, al; fields variant, tpr, reg. */
 function choose_rows(device: i32, r: i32, n: i32, sg: i32, al: i32): i32 {
+  if (device == 0) {
+    // lavapipe: bench/tune_quality.ts, 2026-11-27
+    if (r <= 3 && n >= 1024 && n <= 4095 && sg == 1 && al == 1) return pick(0, 64, 0, 0);
+    if (r <= 3 && n >= 4096 && n <= 16383 && sg == 1 && al == 1) return pick(0, 128, 0, 0);
+    if (r <= 3 && n >= 16384 && sg == 1 && al == 1) return pick(1, 64, 8, 0);
+    if (r >= 4 && r <= 15 && n >= 64 && n <= 255 && sg == 1 && al == 1) return pick(0, 4, 0, 0);
+    if (r >= 4 && r <= 15 && n >= 1024 && n <= 4095 && sg == 1 && al == 1) return pick(0, 32, 0, 0);
+    if (r >= 4 && r <= 15 && n >= 4096 && n <= 65535 && sg == 1 && al == 1) return pick(0, 128, 0, 0);
+    if (r >= 4 && r <= 15 && n >= 65536 && sg == 1 && al == 1) return pick(0, 512, 0, 0);
+    if (r >= 16 && r <= 63 && n <= 255 && sg == 1 && al == 1) return pick(0, 4, 0, 0);
+    if (r >= 16 && r <= 63 && n >= 1024 && n <= 16383 && sg == 1 && al == 1) return pick(0, 32, 0, 0);
+    if (r >= 16 && r <= 63 && n >= 16384 && n <= 65535 && sg == 1 && al == 1) return pick(0, 128, 0, 0);
+    if (r >= 64 && r <= 255 && n <= 255 && sg == 1 && al == 1) return pick(0, 4, 0, 0);
+    if (r >= 64 && r <= 255 && n >= 256 && n <= 1023 && sg == 1 && al == 1) return pick(0, 16, 0, 0);
+    if (r >= 64 && r <= 255 && n >= 1024 && n <= 16383 && sg == 1 && al == 1) return pick(0, 32, 0, 0);
+    if (r >= 256 && r <= 1023 && n <= 255 && sg == 1 && al == 1) return pick(0, 4, 0, 0);
+    if (r >= 256 && r <= 1023 && n >= 256 && n <= 4095 && sg == 1 && al == 1) return pick(0, 16, 0, 0);
+    if (r >= 1024 && r <= 4095 && n <= 63 && sg == 1 && al == 1) return pick(0, 1, 0, 0);
+    if (r >= 1024 && r <= 4095 && n >= 64 && n <= 1023 && sg == 1 && al == 1) return pick(0, 4, 0, 0);
+    if (r >= 4096 && n <= 63 && sg == 1 && al == 1) return pick(0, 1, 0, 0);
+    if (r >= 4096 && n >= 64 && n <= 255 && sg == 1 && al == 1) return pick(0, 4, 0, 0);
+    if (r <= 3 && n >= 257 && n <= 1024 && sg == 1 && al == 0) return pick(0, 64, 0, 0);
+    if (r <= 3 && n >= 1025 && n <= 4096 && sg == 1 && al == 0) return pick(0, 256, 0, 0);
+    if (r <= 3 && n >= 4097 && sg == 1 && al == 0) return pick(1, 64, 8, 0);
+    if (r >= 4 && r <= 15 && n >= 65 && n <= 256 && sg == 1 && al == 0) return pick(0, 32, 0, 0);
+    if (r >= 4 && r <= 15 && n >= 257 && n <= 4096 && sg == 1 && al == 0) return pick(0, 64, 0, 0);
+    if (r >= 4 && r <= 15 && n >= 4097 && sg == 1 && al == 0) return pick(1, 64, 8, 0);
+    if (r >= 16 && r <= 63 && n <= 64 && sg == 1 && al == 0) return pick(0, 4, 0, 0);
+    if (r >= 16 && r <= 63 && n >= 65 && n <= 256 && sg == 1 && al == 0) return pick(0, 32, 0, 0);
+    if (r >= 16 && r <= 63 && n >= 257 && n <= 1024 && sg == 1 && al == 0) return pick(0, 64, 0, 0);
+    if (r >= 16 && r <= 63 && n >= 1025 && n <= 65536 && sg == 1 && al == 0) return pick(1, 64, 8, 0);
+    if (r >= 64 && r <= 255 && n <= 64 && sg == 1 && al == 0) return pick(0, 4, 0, 0);
+    if (r >= 64 && r <= 255 && n >= 65 && n <= 1024 && sg == 1 && al == 0) return pick(0, 16, 0, 0);
+    if (r >= 64 && r <= 255 && n >= 1025 && n <= 4096 && sg == 1 && al == 0) return pick(0, 64, 0, 0);
+    if (r >= 64 && r <= 255 && n >= 4097 && n <= 16384 && sg == 1 && al == 0) return pick(1, 64, 8, 0);
+    if (r >= 256 && r <= 1023 && n <= 64 && sg == 1 && al == 0) return pick(0, 4, 0, 0);
+    if (r >= 256 && r <= 1023 && n >= 65 && n <= 1024 && sg == 1 && al == 0) return pick(0, 16, 0, 0);
+    if (r >= 256 && r <= 1023 && n >= 1025 && n <= 4096 && sg == 1 && al == 0) return pick(0, 64, 0, 0);
+    if (r >= 1024 && r <= 4095 && n <= 64 && sg == 1 && al == 0) return pick(0, 4, 0, 0);
+    if (r >= 1024 && r <= 4095 && n >= 65 && n <= 1024 && sg == 1 && al == 0) return pick(0, 16, 0, 0);
+    if (r >= 4096 && n <= 256 && sg == 1 && al == 0) return pick(0, 4, 0, 0);
+  }
   if (device == 1) {
     // nvidia-h100: bench/tune_quality.ts, 2026-11-27
     if (r <= 1 && n >= 8192 && n <= 32767 && sg == 1 && al == 1) return pick(0, 256, 0, 0);
@@ -1450,6 +1440,26 @@ function choose_rows(device: i32, r: i32, n: i32, sg: i32, al: i32): i32 {
 
 /** 2-D pooling of square windows without padding: the form and outputs an invocation: keys k, s, w, o; fields variant, opi. */
 function choose_pool(device: i32, k: i32, s: i32, w: i32, o: i32): i32 {
+  if (device == 0) {
+    // lavapipe: bench/tune_quality.ts, 2026-11-27
+    if (k <= 2 && s == 2 && w >= 32 && w <= 127 && o >= 32768) return pick(0, 4, 0, 0);
+    if (k <= 2 && s == 2 && w >= 128 && o <= 32767) return pick(0, 4, 0, 0);
+    if (k >= 3 && k <= 6 && s <= 1 && w <= 31) return pick(0, 4, 0, 0);
+    if (k >= 3 && k <= 6 && s <= 1 && w >= 32 && w <= 127) return pick(0, 4, 0, 0);
+    if (k >= 3 && k <= 6 && s <= 1 && w >= 128) return pick(0, 4, 0, 0);
+    if (k >= 3 && k <= 6 && s == 2 && w <= 31) return pick(0, 4, 0, 0);
+    if (k >= 3 && k <= 6 && s == 2 && w >= 32 && w <= 127) return pick(0, 4, 0, 0);
+    if (k >= 3 && k <= 6 && s == 2 && w >= 128) return pick(0, 4, 0, 0);
+    if (k >= 7 && s <= 1 && w <= 31) return pick(0, 4, 0, 0);
+    if (k >= 7 && s <= 1 && w >= 32 && w <= 127) return pick(0, 4, 0, 0);
+    if (k >= 7 && s <= 1 && w >= 128) return pick(0, 4, 0, 0);
+    if (k >= 7 && s == 2 && w <= 31) return pick(0, 4, 0, 0);
+    if (k >= 7 && s == 2 && w >= 32 && w <= 127) return pick(0, 4, 0, 0);
+    if (k >= 7 && s == 2 && w >= 128) return pick(0, 4, 0, 0);
+    if (k >= 7 && s >= 3 && w <= 31) return pick(0, 4, 0, 0);
+    if (k >= 7 && s >= 3 && w >= 32 && w <= 127) return pick(0, 4, 0, 0);
+    if (k >= 7 && s >= 3 && w >= 128) return pick(0, 4, 0, 0);
+  }
   if (device == 1) {
     // nvidia-h100: bench/tune_quality.ts, 2026-11-27
     if (k <= 2 && s <= 1 && o <= 32767) return pick(0, 1, 0, 0);
@@ -1518,6 +1528,15 @@ function choose_pool(device: i32, k: i32, s: i32, w: i32, o: i32): i32 {
 
 /** elementwise kernels: vector or scalar loads, tiles for transposed operands, workgroup: keys e, v, t; fields variant, wg. */
 function choose_elementwise(device: i32, e: i32, v: i32, t: i32, _unused3: i32): i32 {
+  if (device == 0) {
+    // lavapipe: bench/tune_quality.ts, 2026-11-27
+    if (e <= 4095 && v == 1 && t == 0) return pick(0, 1024, 0, 0);
+    if (e >= 16384 && e <= 65535 && v == 1 && t == 0) return pick(0, 64, 0, 0);
+    if (e >= 65536 && e <= 262143 && v == 1 && t == 0) return pick(0, 128, 0, 0);
+    if (e >= 65537 && v == 0 && t == 0) return pick(1, 1024, 0, 0);
+    if (e <= 4095 && v == 0 && t == 1) return pick(1, 64, 0, 0);
+    if (e >= 4096 && e <= 65535 && v == 0 && t == 1) return pick(1, 128, 0, 0);
+  }
   if (device == 1) {
     // nvidia-h100: bench/tune_quality.ts, 2026-11-27
     if (e <= 2047 && v == 1 && t == 0) return pick(1, 128, 0, 0);

@@ -274,7 +274,7 @@ const lines = [
   "layer's pick measured again together (median of 15, 41 on a software adapter, " +
   "interleaved), and a pick counts when " +
   "its median there is within 5% of the fastest's (a second round, because the fastest of one " +
-  "noisy round is biased low). The table is the tuner's rows (this run: each cell between grid points takes the candidate best on average over its measured corners); where " +
+  "noisy round is biased low). The table is the tuner's rows (each cell between grid points takes the candidate best on average over its measured corners; no row where the plan came within 3% of it on average, or within its samples' spread); where " +
   "no row covers a key the plan runs. SoftLogic has no user rules here: its pick is the plan's " +
   "unless the tile metric disagrees.",
   "",

@@ -14,6 +14,7 @@ import { loadUserRows, userTableRows } from "./chooser.ts";
 import {
   checkTuneKey,
   familyCandidates,
+  legalChoice,
   TUNE_FAMILY,
   type TuneChoice,
   type TuneFamilyName,
@@ -115,7 +116,7 @@ export function takeOnlineSample(): OnlineSample | null {
 
 /**
  * The choice for a call of `family` at `key` under online tuning: the cell's winner where its
- * trial has concluded; the consensus's (`decided`) where the user's rows cover the key or no
+ * trial has concluded (and it holds at this key); the consensus's (`decided`) where the user's rows cover the key or no
  * timing can be taken now (outside a device's window, or a timing already asked for by this
  * job); else the trial's next alternative, whose timing the device then takes.
  *
@@ -136,7 +137,10 @@ export function onlineChoice(
   checkTuneKey("onlineChoice", family, key);
   const cell = cellOf(family, key);
   let trial = trials.get(cell);
-  if (trial?.winner) return trial.winner;
+  // The winner of the key's cell, where it holds at this key too.
+  if (trial?.winner) {
+    return legalChoice(family, caps, key, trial.winner) ? trial.winner : decided;
+  }
   if (sampling === 0 || pending || !caps) return decided;
   if (!trial) {
     if (userCovers(family, key)) return decided;
