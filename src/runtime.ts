@@ -106,7 +106,9 @@ export class Runtime {
    * hand-written plans), or "online" (as "table", and the first calls of a key this machine has
    * not measured try alternatives, timed by the GPU, then adopt the fastest and record it in the
    * tuning cache). Results during a trial may differ in rounding from call to call, as the
-   * alternatives sum in other orders. A ValueError for another value.
+   * alternatives sum in other orders. While online, each GPU job of a tunable family runs in a
+   * compute pass of its own with two timestamp writes (to be timed if it is a trial's): set
+   * "table" once the shapes that matter have been seen. A ValueError for another value.
    *
    * @example
    * ```ts
