@@ -21,12 +21,12 @@ import {
   loadUserRows,
   matmulTuneKey,
   measureKey,
+  onWasmDevice,
   rowsKernelTuneKey,
   rowsTuneKey,
   tableChoice,
   tune,
   TUNE_FAMILIES,
-  TUNE_FAMILY,
   type TuneChoice,
   type TuneFamilyName,
   tuneGrid,
@@ -52,7 +52,7 @@ const most = soft ? 1 << 18 : 1 << 24;
 const random = mulberry32(seed);
 
 /** The WASM device's families decide with no GPU's capabilities. */
-const capsOf = (family: TuneFamilyName) => TUNE_FAMILY[family].device === "wasm" ? undefined : caps;
+const capsOf = (family: TuneFamilyName) => (onWasmDevice(family) ? undefined : caps);
 
 /** The tree measured: `git describe --always --dirty`. */
 async function describe(): Promise<string> {

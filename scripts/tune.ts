@@ -12,9 +12,9 @@ import { takeOption } from "../bench/_util.ts";
 import {
   type ChooseTable,
   deviceFingerprint,
+  onWasmDevice,
   tune,
   TUNE_FAMILIES,
-  TUNE_FAMILY,
   type TuneFamilyName,
   type TuneProgress,
 } from "../src/tuning.ts";
@@ -34,8 +34,7 @@ for (const f of families) {
 
 const rt = await gyre.init({ device: "auto" });
 const caps = rt.gpu?.caps;
-const onWasm = (f: TuneFamilyName) => TUNE_FAMILY[f].device === "wasm";
-const asked = families.length ? families : TUNE_FAMILIES.filter((f) => caps || onWasm(f));
+const asked = families.length ? families : TUNE_FAMILIES.filter((f) => caps || onWasmDevice(f));
 const tty = Deno.stdout.isTerminal();
 const encoder = new TextEncoder();
 const show = (p: TuneProgress) => {
@@ -81,7 +80,7 @@ if (table && caps) {
     families: {
       ...old?.families,
       ...Object.fromEntries(
-        Object.entries(report.rows).filter(([f]) => !onWasm(f as TuneFamilyName)),
+        Object.entries(report.rows).filter(([f]) => !onWasmDevice(f as TuneFamilyName)),
       ),
     },
   };

@@ -11,7 +11,13 @@ import type { DeviceCaps } from "./core/caps.ts";
 import { GpuProfiler } from "./gpu/profiler.ts";
 import { GpuHost } from "./gpu/host.ts";
 import { setPlanOverride } from "./plans/overrides.ts";
-import { cellRows, type ChooseRow, type MeasuredKey } from "./heuristics/choose_table.ts";
+import {
+  cellRows,
+  type ChooseRow,
+  type MeasuredKey,
+  sampleMedian,
+  sampleSpread,
+} from "./heuristics/choose_table.ts";
 import { loadUserRows, userTableRows } from "./heuristics/chooser.ts";
 import {
   checkTuneKey,
@@ -19,6 +25,7 @@ import {
   elementwiseTuneKey,
   familyCandidates,
   matmulTuneKey,
+  onWasmDevice,
   rowsKernelTuneKey,
   rowsTuneKey,
   TUNE_FAMILIES,
@@ -34,7 +41,7 @@ import { appendSoftRule, MIN_TRIALS, winsTrials } from "./heuristics/self_rewrit
 import { explainChoice } from "./heuristics/consensus.ts";
 import { shareRule, shareWinners } from "./heuristics/shared_hints.ts";
 import { rulesFilePath } from "./heuristics/startup.ts";
-import { runtime } from "./runtime.ts";
+import { runtime, wasmBackendOf } from "./runtime.ts";
 import type { Tensor } from "./tensor.ts";
 import { uniform } from "./random.ts";
 import { sort, topk } from "./ops/sort.ts";
@@ -251,7 +258,7 @@ export function tuneGrid(family: TuneFamilyName, caps: DeviceCaps | undefined): 
 
 /** Threads the WASM device can run here (1 without shared memory). */
 function wasmThreads(): number {
-  return (runtime().wasm as { shared?: boolean }).shared ? wasmThreadCapacity() : 1;
+  return wasmBackendOf().shared ? wasmThreadCapacity() : 1;
 }
 
 /** The [rows, columns] of a near-square matrix of about `elements`. */
@@ -315,18 +322,6 @@ function workload(family: TuneFamilyName, key: TuneKey): { run: () => Tensor[]; 
       return { inputs: [a, b], run: () => [add(a, b)] };
     }
   }
-}
-
-/** Median absolute deviation over the median: the relative spread of samples. */
-function spread(values: readonly number[]): number {
-  const m = median(values);
-  return m > 0 ? median(values.map((v) => Math.abs(v - m))) / m : 0;
-}
-
-function median(values: readonly number[]): number {
-  const s = [...values].sort((a, b) => a - b);
-  const h = s.length >> 1;
-  return s.length % 2 ? s[h] : (s[h - 1] + s[h]) / 2;
 }
 
 function gpuHost(op: string): GpuHost {
@@ -447,8 +442,8 @@ export async function measureKey(
       });
     };
     await round(Math.min(3, samples), true);
-    const lead = Math.min(...times.map((t) => median(t)));
-    times.forEach((t, i) => (live[i] = median(t) <= (options.drop ?? DROP) * lead));
+    const lead = Math.min(...times.map((t) => sampleMedian(t)));
+    times.forEach((t, i) => (live[i] = sampleMedian(t) <= (options.drop ?? DROP) * lead));
     if (samples > 3) await round(samples - 3, false);
   } finally {
     timer.destroy();
@@ -456,7 +451,7 @@ export async function measureKey(
   }
   const candidates = choices.map((choice, i) => ({
     choice,
-    us: median(times[i]),
+    us: sampleMedian(times[i]),
     samples: times[i].length,
     times: times[i],
   }));
@@ -517,14 +512,13 @@ export async function tune(
     }
   }
   // A GPU only where a GPU family is asked for: the WASM device's are timed by wall clock.
-  const onWasm = (family: TuneFamilyName) => TUNE_FAMILY[family].device === "wasm";
-  const gpu = families.every(onWasm) ? null : gpuHost("tune");
+  const gpu = families.every(onWasmDevice) ? null : gpuHost("tune");
   const budget = options.budget ?? 60;
   const report: TuneReport = { keys: [], rows: {}, seconds: {}, skipped: 0, rewritten: 0 };
   for (const family of families) {
     // The WASM device's families decide without a GPU's capabilities and cache under its own
     // fingerprint (src/heuristics/startup.ts loads it with or without a GPU).
-    const caps = onWasm(family) ? undefined : gpu!.caps;
+    const caps = onWasmDevice(family) ? undefined : gpu!.caps;
     const fingerprint = deviceFingerprint(caps ?? null);
     const keys = options.shapes?.[family] ?? tuneGrid(family, caps);
     for (const key of keys) checkTuneKey("tune", family, key);
@@ -582,7 +576,7 @@ export async function tune(
       measured.push({
         key,
         plan: all[0],
-        noise: planned ? spread(planned.times) : undefined,
+        noise: planned ? sampleSpread(planned.times) : undefined,
         timings: timing.candidates.map((c) => ({
           choice: c.choice,
           us: confirmed.get(choiceText(c.choice)) ?? c.us,

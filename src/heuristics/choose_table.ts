@@ -201,6 +201,35 @@ export interface MeasuredKey {
  */
 const PLAN_MARGIN = 0.03;
 
+/**
+ * The median of timing samples (the mean of the middle two for an even count).
+ *
+ * @example
+ * ```ts
+ * import { sampleMedian } from "@gyre/gyre/tuning";
+ * sampleMedian([3, 1, 2, 10]); // 2.5
+ * ```
+ */
+export function sampleMedian(values: readonly number[]): number {
+  const s = [...values].sort((a, b) => a - b);
+  const h = s.length >> 1;
+  return s.length % 2 ? s[h] : (s[h - 1] + s[h]) / 2;
+}
+
+/**
+ * The relative spread of timing samples: their median absolute deviation over their median.
+ *
+ * @example
+ * ```ts
+ * import { sampleSpread } from "@gyre/gyre/tuning";
+ * sampleSpread([9, 10, 11]); // 0.1
+ * ```
+ */
+export function sampleSpread(values: readonly number[]): number {
+  const m = sampleMedian(values);
+  return m > 0 ? sampleMedian(values.map((v) => Math.abs(v - m))) / m : 0;
+}
+
 /** What a candidate unmeasured at a corner costs in a cell's score (twice the corner's best). */
 const UNMEASURED = 2;
 

@@ -552,6 +552,21 @@ export const TUNE_FAMILY: Readonly<Record<TuneFamilyName, TuneFamily>> = {
 };
 
 /**
+ * Whether `family` is the WASM device's (measured by wall clock, decided with no GPU's
+ * capabilities, cached under the WASM device's fingerprint) rather than a GPU's.
+ *
+ * @example
+ * ```ts
+ * import { onWasmDevice } from "@gyre/gyre/tuning";
+ * onWasmDevice("wasmGemm"); // true
+ * onWasmDevice("matmul"); // false
+ * ```
+ */
+export function onWasmDevice(family: TuneFamilyName): boolean {
+  return TUNE_FAMILY[family].device === "wasm";
+}
+
+/**
  * A family's SpiralK variables (its key's names and types).
  *
  * @example

@@ -9,7 +9,7 @@
  * @module
  */
 import type { DeviceCaps } from "../core/caps.ts";
-import { rowBounds } from "./choose_table.ts";
+import { gridRows, rowBounds, sampleMedian } from "./choose_table.ts";
 import { loadUserRows, userTableRows } from "./chooser.ts";
 import {
   checkTuneKey,
@@ -171,12 +171,6 @@ export function onlineChoice(
   return trial.candidates[index];
 }
 
-function median(values: readonly number[]): number {
-  const s = [...values].sort((a, b) => a - b);
-  const h = s.length >> 1;
-  return s.length % 2 ? s[h] : (s[h - 1] + s[h]) / 2;
-}
-
 /**
  * Records a timed call of a trial's alternative (GPU microseconds); after each round drops the
  * alternatives over twice the leader, and once every live one has its samples names the winner,
@@ -195,31 +189,24 @@ export function recordOnlineSample(sample: OnlineSample, microseconds: number): 
   const live = trial.candidates.map((_, i) => i).filter((i) => trial.live[i]);
   const rounds = Math.min(...live.map((i) => trial.times[i].length));
   if (rounds >= 1) {
-    const lead = Math.min(...live.map((i) => median(trial.times[i])));
-    for (const i of live) if (median(trial.times[i]) > ONLINE_DROP * lead) trial.live[i] = false;
+    const lead = Math.min(...live.map((i) => sampleMedian(trial.times[i])));
+    for (const i of live) {
+      if (sampleMedian(trial.times[i]) > ONLINE_DROP * lead) trial.live[i] = false;
+    }
   }
   const remaining = trial.candidates.map((_, i) => i).filter((i) => trial.live[i]);
   if (remaining.some((i) => trial.times[i].length < ONLINE_SAMPLES)) return;
-  const best = remaining.reduce((a, b) => median(trial.times[b]) < median(trial.times[a]) ? b : a);
+  const best = remaining.reduce((a, b) =>
+    sampleMedian(trial.times[b]) < sampleMedian(trial.times[a]) ? b : a
+  );
   trial.winner = trial.candidates[best];
-  adopt(trial, median(trial.times[best]));
+  adopt(trial, sampleMedian(trial.times[best]));
 }
 
 /** Loads a trial's winner as a user row over its cell, and records it in the tuning cache. */
 function adopt(trial: OnlineTrial, us: number): void {
-  const f = TUNE_FAMILY[trial.family];
-  const row: Record<string, number | boolean> = {};
-  for (const k of f.keys) {
-    const v = trial.key[k.name];
-    if (typeof v === "boolean") {
-      row[k.name] = v;
-      continue;
-    }
-    const bucket = sizeBucket(v);
-    row[`${k.name}_min`] = bucket;
-    row[`${k.name}_max`] = Math.max(bucket, 2 * bucket - 1);
-  }
-  for (const field of f.fields) row[field.name] = trial.winner![field.name];
+  // One key's grid: each variable over its power-of-two bucket (the cell), as the cache loads it.
+  const [row] = gridRows(trial.family, [trial.key], [trial.winner!]);
   const rows = userTableRows();
   try {
     loadUserRows({ ...rows, [trial.family]: [row, ...(rows[trial.family] ?? [])] });

@@ -11,8 +11,8 @@ import { loadUserRows } from "./chooser.ts";
 import { parseRuleSections, setRules } from "./consensus.ts";
 import { readSharedHints } from "./shared_hints.ts";
 import {
+  onWasmDevice,
   TUNE_FAMILIES,
-  TUNE_FAMILY,
   type TuneChoice,
   type TuneFamilyName,
   type TuneKey,
@@ -66,12 +66,11 @@ export async function loadHeuristics(caps: DeviceCaps | null): Promise<void> {
   }
   // Each device's families read its own fingerprint's results: the GPU's (with a GPU) and the
   // WASM device's (always).
-  const onWasm = (f: TuneFamilyName) => TUNE_FAMILY[f].device === "wasm";
   const devices: [DeviceCaps | null, TuneFamilyName[]][] = [
     ...(caps
-      ? [[caps, TUNE_FAMILIES.filter((f) => !onWasm(f))] as [DeviceCaps, TuneFamilyName[]]]
+      ? [[caps, TUNE_FAMILIES.filter((f) => !onWasmDevice(f))] as [DeviceCaps, TuneFamilyName[]]]
       : []),
-    [null, TUNE_FAMILIES.filter(onWasm)],
+    [null, TUNE_FAMILIES.filter(onWasmDevice)],
   ];
   const statements: string[] = [];
   const rows: Partial<Record<TuneFamilyName, ReturnType<typeof gridRows>>> = {};
