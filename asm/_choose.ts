@@ -867,40 +867,6 @@ function choose_reduce(device: i32, r: i32, n: i32, sg: i32, al: i32): i32 {
 
 /** float32 matrix products: the tile, K splits and stream-K: keys m, n, k, al; fields tile, split, sk. */
 function choose_matmul(device: i32, m: i32, n: i32, k: i32, al: i32): i32 {
-  if (device == 0) {
-    // lavapipe: bench/tune_quality.ts, 2026-11-27
-    if (m <= 127 && n <= 127 && al == 1) return pick(1, 2, 0, 0);
-    if (m <= 127 && n >= 128 && n <= 255 && k <= 127 && al == 1) return pick(1, 1, 0, 0);
-    if (m <= 127 && n >= 128 && n <= 255 && k >= 128 && al == 1) return pick(1, 2, 0, 0);
-    if (m <= 127 && n >= 256 && n <= 511 && k <= 511 && al == 1) return pick(1, 1, 0, 0);
-    if (m <= 127 && n >= 512 && k <= 255 && al == 1) return pick(1, 1, 0, 0);
-    if (m >= 128 && m <= 255 && n <= 127 && al == 1) return pick(0, 2, 0, 0);
-    if (m >= 128 && m <= 255 && n >= 128 && n <= 255 && k <= 511 && al == 1) return pick(0, 2, 0, 0);
-    if (m >= 128 && m <= 255 && n >= 256 && n <= 511 && k <= 255 && al == 1) return pick(0, 1, 0, 0);
-    if (m >= 128 && m <= 255 && n >= 512 && k <= 127 && al == 1) return pick(0, 1, 0, 0);
-    if (m >= 256 && m <= 511 && n <= 127 && k <= 511 && al == 1) return pick(0, 1, 0, 0);
-    if (m >= 256 && m <= 511 && n >= 128 && n <= 255 && k <= 255 && al == 1) return pick(0, 1, 0, 0);
-    if (m >= 256 && m <= 511 && n >= 256 && n <= 511 && k <= 127 && al == 1) return pick(0, 1, 0, 0);
-    if (m >= 512 && n <= 127 && k <= 255 && al == 1) return pick(0, 1, 0, 0);
-    if (m >= 512 && n >= 128 && n <= 255 && k <= 127 && al == 1) return pick(0, 1, 0, 0);
-    if (m <= 127 && n <= 128 && k <= 256 && al == 0) return pick(0, 2, 0, 0);
-    if (m <= 127 && n <= 128 && k >= 257 && al == 0) return pick(1, 2, 0, 0);
-    if (m <= 127 && n >= 129 && n <= 256 && k <= 128 && al == 0) return pick(0, 1, 0, 0);
-    if (m <= 127 && n >= 129 && n <= 256 && k >= 129 && al == 0) return pick(1, 1, 0, 0);
-    if (m <= 127 && n >= 257 && n <= 512 && k <= 256 && al == 0) return pick(1, 1, 0, 0);
-    if (m <= 127 && n >= 257 && n <= 512 && k >= 257 && k <= 512 && al == 0) return pick(1, 2, 0, 0);
-    if (m <= 127 && n >= 513 && k <= 256 && al == 0) return pick(1, 1, 0, 0);
-    if (m >= 128 && m <= 255 && n <= 128 && al == 0) return pick(0, 2, 0, 0);
-    if (m >= 128 && m <= 255 && n >= 129 && n <= 256 && k <= 512 && al == 0) return pick(0, 1, 0, 0);
-    if (m >= 128 && m <= 255 && n >= 257 && n <= 512 && k <= 128 && al == 0) return pick(0, 1, 0, 0);
-    if (m >= 128 && m <= 255 && n >= 257 && n <= 512 && k >= 129 && k <= 256 && al == 0) return pick(0, 2, 0, 0);
-    if (m >= 128 && m <= 255 && n >= 513 && k <= 128 && al == 0) return pick(0, 1, 0, 0);
-    if (m >= 256 && m <= 511 && n <= 128 && k <= 512 && al == 0) return pick(0, 1, 0, 0);
-    if (m >= 256 && m <= 511 && n >= 129 && n <= 256 && k <= 256 && al == 0) return pick(0, 1, 0, 0);
-    if (m >= 256 && m <= 511 && n >= 257 && n <= 512 && k <= 128 && al == 0) return pick(0, 1, 0, 0);
-    if (m >= 512 && n <= 128 && k <= 256 && al == 0) return pick(0, 1, 0, 0);
-    if (m >= 512 && n >= 129 && n <= 256 && k <= 128 && al == 0) return pick(0, 1, 0, 0);
-  }
   if (device == 1) {
     // nvidia-h100: bench/tune_quality.ts, 2026-11-27
     if (m <= 255 && n <= 255 && k <= 255 && al == 1) return pick(3, 4, 0, 0);
@@ -1195,44 +1161,8 @@ function choose_rows(device: i32, r: i32, n: i32, sg: i32, al: i32): i32 {
   if (device == 0) {
     // lavapipe: bench/tune_quality.ts, 2026-11-27
     if (r <= 3 && n >= 1024 && n <= 4095 && sg == 1 && al == 1) return pick(0, 64, 0, 0);
-    if (r <= 3 && n >= 4096 && n <= 16383 && sg == 1 && al == 1) return pick(0, 128, 0, 0);
-    if (r <= 3 && n >= 16384 && sg == 1 && al == 1) return pick(1, 64, 8, 0);
-    if (r >= 4 && r <= 15 && n >= 64 && n <= 255 && sg == 1 && al == 1) return pick(0, 4, 0, 0);
-    if (r >= 4 && r <= 15 && n >= 1024 && n <= 4095 && sg == 1 && al == 1) return pick(0, 32, 0, 0);
-    if (r >= 4 && r <= 15 && n >= 4096 && n <= 65535 && sg == 1 && al == 1) return pick(0, 128, 0, 0);
     if (r >= 4 && r <= 15 && n >= 65536 && sg == 1 && al == 1) return pick(0, 512, 0, 0);
-    if (r >= 16 && r <= 63 && n <= 255 && sg == 1 && al == 1) return pick(0, 4, 0, 0);
-    if (r >= 16 && r <= 63 && n >= 1024 && n <= 16383 && sg == 1 && al == 1) return pick(0, 32, 0, 0);
-    if (r >= 16 && r <= 63 && n >= 16384 && n <= 65535 && sg == 1 && al == 1) return pick(0, 128, 0, 0);
-    if (r >= 64 && r <= 255 && n <= 255 && sg == 1 && al == 1) return pick(0, 4, 0, 0);
-    if (r >= 64 && r <= 255 && n >= 256 && n <= 1023 && sg == 1 && al == 1) return pick(0, 16, 0, 0);
-    if (r >= 64 && r <= 255 && n >= 1024 && n <= 16383 && sg == 1 && al == 1) return pick(0, 32, 0, 0);
-    if (r >= 256 && r <= 1023 && n <= 255 && sg == 1 && al == 1) return pick(0, 4, 0, 0);
-    if (r >= 256 && r <= 1023 && n >= 256 && n <= 4095 && sg == 1 && al == 1) return pick(0, 16, 0, 0);
-    if (r >= 1024 && r <= 4095 && n <= 63 && sg == 1 && al == 1) return pick(0, 1, 0, 0);
-    if (r >= 1024 && r <= 4095 && n >= 64 && n <= 1023 && sg == 1 && al == 1) return pick(0, 4, 0, 0);
-    if (r >= 4096 && n <= 63 && sg == 1 && al == 1) return pick(0, 1, 0, 0);
-    if (r >= 4096 && n >= 64 && n <= 255 && sg == 1 && al == 1) return pick(0, 4, 0, 0);
-    if (r <= 3 && n >= 257 && n <= 1024 && sg == 1 && al == 0) return pick(0, 64, 0, 0);
-    if (r <= 3 && n >= 1025 && n <= 4096 && sg == 1 && al == 0) return pick(0, 256, 0, 0);
-    if (r <= 3 && n >= 4097 && sg == 1 && al == 0) return pick(1, 64, 8, 0);
-    if (r >= 4 && r <= 15 && n >= 65 && n <= 256 && sg == 1 && al == 0) return pick(0, 32, 0, 0);
-    if (r >= 4 && r <= 15 && n >= 257 && n <= 4096 && sg == 1 && al == 0) return pick(0, 64, 0, 0);
-    if (r >= 4 && r <= 15 && n >= 4097 && sg == 1 && al == 0) return pick(1, 64, 8, 0);
-    if (r >= 16 && r <= 63 && n <= 64 && sg == 1 && al == 0) return pick(0, 4, 0, 0);
-    if (r >= 16 && r <= 63 && n >= 65 && n <= 256 && sg == 1 && al == 0) return pick(0, 32, 0, 0);
-    if (r >= 16 && r <= 63 && n >= 257 && n <= 1024 && sg == 1 && al == 0) return pick(0, 64, 0, 0);
-    if (r >= 16 && r <= 63 && n >= 1025 && n <= 65536 && sg == 1 && al == 0) return pick(1, 64, 8, 0);
-    if (r >= 64 && r <= 255 && n <= 64 && sg == 1 && al == 0) return pick(0, 4, 0, 0);
-    if (r >= 64 && r <= 255 && n >= 65 && n <= 1024 && sg == 1 && al == 0) return pick(0, 16, 0, 0);
-    if (r >= 64 && r <= 255 && n >= 1025 && n <= 4096 && sg == 1 && al == 0) return pick(0, 64, 0, 0);
-    if (r >= 64 && r <= 255 && n >= 4097 && n <= 16384 && sg == 1 && al == 0) return pick(1, 64, 8, 0);
-    if (r >= 256 && r <= 1023 && n <= 64 && sg == 1 && al == 0) return pick(0, 4, 0, 0);
-    if (r >= 256 && r <= 1023 && n >= 65 && n <= 1024 && sg == 1 && al == 0) return pick(0, 16, 0, 0);
-    if (r >= 256 && r <= 1023 && n >= 1025 && n <= 4096 && sg == 1 && al == 0) return pick(0, 64, 0, 0);
-    if (r >= 1024 && r <= 4095 && n <= 64 && sg == 1 && al == 0) return pick(0, 4, 0, 0);
-    if (r >= 1024 && r <= 4095 && n >= 65 && n <= 1024 && sg == 1 && al == 0) return pick(0, 16, 0, 0);
-    if (r >= 4096 && n <= 256 && sg == 1 && al == 0) return pick(0, 4, 0, 0);
+    if (r >= 16 && r <= 63 && n >= 1024 && n <= 4095 && sg == 1 && al == 1) return pick(0, 32, 0, 0);
   }
   if (device == 1) {
     // nvidia-h100: bench/tune_quality.ts, 2026-11-27

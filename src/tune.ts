@@ -12,13 +12,15 @@ import { GpuProfiler } from "./gpu/profiler.ts";
 import { GpuHost } from "./gpu/host.ts";
 import { setPlanOverride } from "./plans/overrides.ts";
 import {
+  cellInterior,
   cellRows,
   type ChooseRow,
   type MeasuredKey,
+  PLAN_MARGIN,
   sampleMedian,
   sampleSpread,
 } from "./heuristics/choose_table.ts";
-import { loadUserRows, userTableRows } from "./heuristics/chooser.ts";
+import { loadUserRows, replacedTables, userTableRows } from "./heuristics/chooser.ts";
 import {
   checkTuneKey,
   choiceText,
@@ -100,7 +102,10 @@ export interface TuneOptions {
   onProgress?: (progress: TuneProgress) => void;
   /** Write the results to the user's tuning cache (default true). */
   record?: boolean;
-  /** Load the results into the chooser, over rows loaded before (default true). */
+  /**
+   * Load the results into the chooser, over rows loaded before (default true). A family whose
+   * whole grid was tuned replaces its compiled table (`loadUserRows`'s `replacing`).
+   */
   load?: boolean;
   /**
    * Self-Rewrite: where a key's winner differs from what the chooser picked before, run A/B
@@ -515,6 +520,7 @@ export async function tune(
   const gpu = families.every(onWasmDevice) ? null : gpuHost("tune");
   const budget = options.budget ?? 60;
   const report: TuneReport = { keys: [], rows: {}, seconds: {}, skipped: 0, rewritten: 0 };
+  const partial = new Set<TuneFamilyName>();
   for (const family of families) {
     // The WASM device's families decide without a GPU's capabilities and cache under its own
     // fingerprint (src/heuristics/startup.ts loads it with or without a GPU).
@@ -528,6 +534,7 @@ export async function tune(
     for (const [i, key] of keys.entries()) {
       if ((performance.now() - start) / 1000 > budget) {
         report.skipped += keys.length - i;
+        partial.add(family);
         break;
       }
       // Candidates far behind at the previous key (a neighbour on the grid: one variable a step
@@ -589,16 +596,86 @@ export async function tune(
         seconds: (performance.now() - start) / 1000,
       });
     }
+    const deadline = start + budget * 1000;
+    const rows = cellRows(family, measured);
+    report.rows[family] = await checkInteriors(family, caps, rows, measured, deadline);
     report.seconds[family] = (performance.now() - start) / 1000;
-    report.rows[family] = cellRows(family, measured);
     if (options.record !== false && entries.length) {
       await recordTuning(fingerprint, family, entries);
       // Shared after the local record (with REDIS_URL; a warning at most).
       await shareWinners(fingerprint, family, entries);
     }
   }
-  if (options.load !== false) loadUserRows({ ...userTableRows(), ...report.rows });
+  if (options.load !== false) {
+    // A family tuned over its whole grid replaces its compiled table; given shapes, or a grid
+    // the budget cut short, only add rows.
+    const whole = families.filter((f) => !options.shapes?.[f] && !partial.has(f));
+    loadUserRows({ ...userTableRows(), ...report.rows }, {
+      replacing: [...replacedTables(), ...whole],
+    });
+  }
   return report;
+}
+
+/**
+ * A table's rows less those the plan matches between the grid's points. A cell's corners are
+ * powers of two, where tiles and lanes divide sizes evenly; between them the plan, deciding key
+ * by key, often does as well as one choice for the whole cell, or better (lavapipe's matmul:
+ * its 128x128 tile split in two where the tile count is odd, which corners of powers of two
+ * never show). So each row's choice is measured again beside the plan's at an interior key of
+ * its cell, and the row is dropped where the plan comes within the plan margin (or its samples'
+ * spread) of it there. Rows are checked while the tuning budget lasts; the rest are kept, as
+ * are rows whose choice is not legal at their interior key or whose key cannot be run.
+ */
+async function checkInteriors(
+  family: TuneFamilyName,
+  caps: DeviceCaps | undefined,
+  rows: Record<string, number | boolean>[],
+  measured: readonly MeasuredKey[],
+  deadline: number,
+): Promise<Record<string, number | boolean>[]> {
+  const f = TUNE_FAMILY[family];
+  const soft = caps?.isFallbackAdapter ?? false;
+  const kept: Record<string, number | boolean>[] = [];
+  for (const row of rows) {
+    if (performance.now() > deadline) {
+      kept.push(row);
+      continue;
+    }
+    const key = cellInterior(family, row, measured);
+    if (!key) {
+      kept.push(row);
+      continue;
+    }
+    const candidates = familyCandidates(family, caps, key);
+    const choice = Object.fromEntries(f.fields.map((x) => [x.name, row[x.name] as number]));
+    const plan = candidates[0];
+    if (
+      choiceText(choice) === choiceText(plan) ||
+      !candidates.some((c) => choiceText(c) === choiceText(choice))
+    ) {
+      kept.push(row);
+      continue;
+    }
+    let timing: KeyTiming;
+    try {
+      timing = await measureKey(family, key, {
+        choices: [plan, choice],
+        samples: soft ? 15 : 5,
+        drop: Infinity,
+      });
+    } catch (e) {
+      if (!(e instanceof ValueError) && !(e instanceof RangeError)) throw e;
+      kept.push(row);
+      continue;
+    }
+    const at = (c: TuneChoice) =>
+      timing.candidates.find((t) => choiceText(t.choice) === choiceText(c))!;
+    const planned = at(plan);
+    const margin = Math.max(PLAN_MARGIN, sampleSpread(planned.times));
+    if (planned.us > at(choice).us * (1 + margin)) kept.push(row);
+  }
+  return kept;
 }
 
 /**

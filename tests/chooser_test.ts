@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import fc from "fast-check";
 import * as gyre from "../src/mod.ts";
 import {
+  cellInterior,
   cellRows,
   type ChooseRow,
   type ChooseTable,
@@ -15,8 +16,10 @@ import {
   gridRows,
   legalChoice,
   loadUserRows,
+  matmulTuneKey,
   onPlan,
   parseRuleSections,
+  replacedTables,
   rowBounds,
   setRules,
   tableChoice,
@@ -139,6 +142,38 @@ Deno.test("chooser: the user's rows load into the WASM chooser, come first, and 
     loadUserRows({});
   }
   assert.equal(tableChoice("scan", undefined, key), null);
+});
+
+Deno.test("chooser: a family tuned over its whole grid sets its compiled table aside", () => {
+  // A key the H200's compiled matmul table answers.
+  const sizes = [100, 300, 1000, 3000, 10000];
+  const key = sizes.flatMap((m) => sizes.map((n) => matmulTuneKey(m, n, 777)))
+    .find((k) => tableChoice("matmul", H200, k) !== null)!;
+  assert.ok(key, "the compiled H200 table has matmul rows");
+  const scanKey = [1, 10, 100, 1000].flatMap((r) =>
+    sizes.map((n) => ({ r, n, sg: true, al: true }))
+  )
+    .find((k) => tableChoice("scan", H200, k) !== null)!;
+  const scanBefore = tableChoice("scan", H200, scanKey);
+  assert.notEqual(scanBefore, null);
+  try {
+    loadUserRows({ matmul: [] }, { replacing: ["matmul"] });
+    assert.deepEqual(replacedTables(), ["matmul"]);
+    assert.equal(tableChoice("matmul", H200, key), null, "the plan decides");
+    assert.deepEqual(tableChoice("scan", H200, scanKey), scanBefore, "other families keep theirs");
+    // Still replaced while the rows hold the family; a reset brings the compiled table back.
+    loadUserRows({ matmul: [] });
+    assert.equal(tableChoice("matmul", H200, key), null);
+    assert.throws(
+      () => loadUserRows({}, { replacing: ["matmull" as "matmul"] }),
+      /loadUserRows.*options\.replacing/s,
+    );
+    assert.deepEqual(replacedTables(), ["matmul"], "a failing call changes nothing");
+  } finally {
+    loadUserRows({});
+  }
+  assert.deepEqual(replacedTables(), []);
+  assert.notEqual(tableChoice("matmul", H200, key), null);
 });
 
 Deno.test("chooser: rows from a grid cover the space between its points", () => {
@@ -396,4 +431,37 @@ Deno.test("chooser: every decision is legal, whatever the rules say (property)",
     );
   }
   setRules("set", null);
+});
+
+Deno.test("cellInterior: a key between a cell's bounds, no power of two, aligned as the row", () => {
+  const row = { m_min: 64, m_max: 127, n_min: 128, n_max: 255, k_min: 64, k_max: 127, al: false };
+  const grid = [64, 128, 256].map((v) => ({ key: { m: v, n: v, k: v, al: false }, timings: [] }));
+  assert.deepEqual(cellInterior("matmul", row, grid), { m: 91, n: 181, k: 91, al: false });
+  assert.deepEqual(cellInterior("matmul", { ...row, al: true }, grid), {
+    m: 92,
+    n: 184,
+    k: 92,
+    al: true,
+  });
+  // The table's edges stand at the smallest and largest sizes measured; a cell too narrow has
+  // no interior.
+  assert.equal(cellInterior("matmul", { ...row, m_min: 0 }, grid)?.m, 91);
+  assert.equal(
+    cellInterior("matmul", { ...row, m_min: 256, m_max: 2 ** 31 - 1 }, grid)?.m,
+    257,
+  );
+  assert.equal(cellInterior("matmul", { ...row, al: true, m_min: 4, m_max: 7 }, grid), null);
+  // A size the grid never varied keeps its one value (the WASM device's threads).
+  const wasm = [32, 64].map((v) => ({ key: { m: v, n: v, k: v, t: 2 }, timings: [] }));
+  const wasmRow = {
+    m_min: 32,
+    m_max: 63,
+    n_min: 32,
+    n_max: 63,
+    k_min: 32,
+    k_max: 63,
+    t_min: 2,
+    t_max: 3,
+  };
+  assert.equal(cellInterior("wasmGemm", wasmRow, wasm)?.t, 2);
 });

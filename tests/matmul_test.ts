@@ -419,7 +419,8 @@ test("A copied into [K, M] order first: the same product, one more dispatch, not
       const dispatches = gpu.batch.totalDispatches;
       let got: gyre.Tensor;
       try {
-        tuning.setPlanOverride("matmul", { transposeAFirst: true });
+        // Tiles in one pass (a software adapter's plan splits K where a thread would idle).
+        tuning.setPlanOverride("matmul", { transposeAFirst: true, variant: "tiled" });
         got = gyre.matmul(a, b).realize();
         gyre.flush();
       } finally {
@@ -543,7 +544,14 @@ test("linear runs bias and activation in the matmul's dispatch", async (device) 
   await gyre.readAll([x, w, bias, bias4]);
   const batch = gpuBackendOf()!.batch;
   const before = batch.totalDispatches;
-  const y = gyre.linear(x, w, { bias, activation: "relu" });
+  // Tiles in one pass (a software adapter's plan splits K where a thread would idle).
+  tuning.setPlanOverride("matmul", { variant: "tiled" });
+  let y: gyre.Tensor;
+  try {
+    y = gyre.linear(x, w, { bias, activation: "relu" });
+  } finally {
+    tuning.setPlanOverride("matmul", null);
+  }
   assert.equal(batch.totalDispatches - before, 1, "one dispatch for matmul + bias + relu");
   assert.deepEqual(new Set(await values(y)), new Set([0]));
   // Split K: the partials' reduction applies the epilogue (two dispatches in all).
@@ -855,6 +863,18 @@ Deno.test("planMatmul: the rule's choices and what overrides may ask", () => {
     false,
     "32 lanes do not fit 8-wide subgroups",
   );
+  // A software adapter: the largest tile, K split where the tile count leaves a thread idle in
+  // the last wave (the held-out lavapipe products' leaders).
+  const twoThreads = { ...lavapipe, softwareThreads: 2 } as DeviceCaps;
+  const soft = (c: tuning.MatmulChoice) => [c.variant, c.tileM, c.tileN, c.splitK];
+  assert.deepEqual(soft(plan(twoThreads, 140, 75, 147)), ["tiled", 128, 128, 1], "2 tiles");
+  assert.deepEqual(soft(plan(twoThreads, 68, 91, 658)), ["splitK", 128, 128, 2], "1 tile");
+  assert.deepEqual(soft(plan(twoThreads, 286, 78, 168)), ["splitK", 128, 128, 2], "3 tiles");
+  assert.deepEqual(soft(plan(twoThreads, 68, 91, 40)), ["tiled", 128, 128, 1], "K too short");
+  const sixteen = { ...lavapipe, softwareThreads: 16 } as DeviceCaps;
+  assert.deepEqual(soft(plan(sixteen, 128, 128, 4096)), ["splitK", 128, 128, 16]);
+  assert.deepEqual(soft(plan(sixteen, 128, 128, 256)), ["splitK", 128, 128, 8], "K / 32");
+  assert.equal(plan(sixteen, 1024, 1024, 1024).variant, "tiled", "64 tiles: whole waves");
   const split = plan(h200, 128, 128, 65536);
   assert.deepEqual([split.variant, split.tileM, split.splitK], ["splitK", 64, 64]);
   assert.equal(plan(h200, 128, 128, 1024).variant, "tiled", "short K is never split");

@@ -14,6 +14,11 @@ export interface DeviceCaps {
   architecture?: string;
   /** True for a software or fallback adapter (llvmpipe, lavapipe). */
   isFallbackAdapter: boolean;
+  /**
+   * CPU threads a software adapter runs workgroups on (lavapipe: one a core, or
+   * `LP_NUM_THREADS`); absent on a GPU. Plans size their work in waves of this many workgroups.
+   */
+  softwareThreads?: number;
   /** Subgroup size range reported by the adapter. */
   subgroupMinSize: number;
   /** Largest subgroup size the adapter reports. */

@@ -80,6 +80,7 @@ export async function acquireDevice(
     vendor: info.vendor,
     architecture: info.architecture ?? "",
     isFallbackAdapter: Boolean(info.isFallbackAdapter),
+    ...(info.isFallbackAdapter ? { softwareThreads: softwareThreads() } : {}),
     subgroupMinSize: info.subgroupMinSize ?? 0,
     subgroupMaxSize: info.subgroupMaxSize ?? 0,
     features: accepted,
@@ -101,4 +102,22 @@ export async function acquireDevice(
     },
   };
   return { adapter, device, caps };
+}
+
+/**
+ * Threads lavapipe runs workgroups on: `LP_NUM_THREADS` where the process may read it, else one
+ * a core (llvmpipe's own default), at most 32 (its cap).
+ */
+function softwareThreads(): number {
+  let threads = navigator.hardwareConcurrency || 1;
+  try {
+    const query = { name: "env", variable: "LP_NUM_THREADS" } as const;
+    if (Deno.permissions.querySync(query).state === "granted") {
+      const set = Number(Deno.env.get("LP_NUM_THREADS"));
+      if (Number.isInteger(set) && set >= 1) threads = set;
+    }
+  } catch {
+    // No permission API (another runtime): the core count stands.
+  }
+  return Math.min(32, threads);
 }

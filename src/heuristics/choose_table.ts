@@ -199,7 +199,7 @@ export interface MeasuredKey {
  * the cell (no row): a row must win clearly, since a choice best at the corners can lose between
  * them, where the plan, deciding key by key, adapts.
  */
-const PLAN_MARGIN = 0.03;
+export const PLAN_MARGIN = 0.03;
 
 /**
  * The median of timing samples (the mean of the middle two for an even count).
@@ -399,4 +399,49 @@ export function mergeRows(
     out.push({ ...row });
   }
   return out;
+}
+
+/**
+ * A key inside a table row's cell: each size the geometric mean of its bounds (the smallest
+ * and largest measured sizes standing for the table's edges, which reach 0 and 2^31 - 1), no
+ * power of two, a multiple of 4 where the row is for aligned keys and odd where it is for
+ * unaligned ones; a size the grid never varied keeps its one value. Null where a cell is too
+ * narrow for such a size. The tuner measures a row's
+ * choice beside the plan's there before it keeps the row.
+ *
+ * @example
+ * ```ts
+ * import { cellInterior } from "@gyre/gyre/tuning";
+ * const row = { m_min: 64, m_max: 127, n_min: 128, n_max: 255, k_min: 64, k_max: 127, al: false };
+ * const grid = [64, 128, 256].map((v) => ({ key: { m: v, n: v, k: v, al: false }, timings: [] }));
+ * cellInterior("matmul", row, grid); // { m: 91, n: 181, k: 91, al: false }
+ * ```
+ */
+export function cellInterior(
+  family: TuneFamilyName,
+  row: Readonly<Record<string, number | boolean>>,
+  measured: readonly MeasuredKey[],
+): Record<string, number | boolean> | null {
+  const key: Record<string, number | boolean> = {};
+  for (const k of TUNE_FAMILY[family].keys) {
+    if (k.type === "bool") {
+      key[k.name] = row[k.name] as boolean;
+      continue;
+    }
+    const values = [...new Set(measured.map((m) => m.key[k.name] as number))];
+    if (values.length === 1) {
+      key[k.name] = values[0];
+      continue;
+    }
+    const low = Math.max(1, row[`${k.name}_min`] as number, Math.min(...values));
+    const high = Math.max(low, Math.min(row[`${k.name}_max`] as number, Math.max(...values)));
+    let v = Math.round(Math.sqrt(low * high));
+    if (row.al === true) v = Math.max(4, Math.ceil(v / 4) * 4);
+    else if (row.al === false) v |= 1;
+    if (v > 2 && (v & (v - 1)) === 0) v += row.al === true ? 4 : row.al === false ? 2 : 1;
+    // A cell too narrow for such a size has no interior to check.
+    if (v < low || v > (row[`${k.name}_max`] as number)) return null;
+    key[k.name] = v;
+  }
+  return key;
 }

@@ -7,6 +7,8 @@
  * @module
  */
 import type { DeviceCaps } from "../core/caps.ts";
+import { ValueError } from "../core/errors.ts";
+import { checkOptions } from "../core/options.ts";
 import { CHOOSE_DEVICES } from "./_choose_devices.ts";
 import { CHOOSE_MAX, CHOOSE_ROW_WORDS, type ChooseRow, rowWords } from "./choose_table.ts";
 import {
@@ -59,6 +61,8 @@ export function provideChooserModule(module: ChooserModule): void {
   chooser = null;
 }
 let userRows: Partial<Record<TuneFamilyName, readonly ChooseRow[]>> = {};
+/** Families whose compiled tables the user's rows replace (a whole grid tuned here). */
+let replaced = new Set<TuneFamilyName>();
 /** Bumped whenever the rows change, so cached decisions are dropped. */
 let tableVersion = 0;
 
@@ -107,7 +111,10 @@ export function tableDevices(): string[] {
 /**
  * Loads the user's own tuning results as rows of the WASM chooser (replacing those loaded
  * before), matched before the compiled tables. A ValueError for a malformed row; nothing of a
- * failing call is loaded.
+ * failing call is loaded. Families named in `replacing` (a whole grid tuned on this device, as
+ * `tune` does) set their compiled tables aside: where their rows do not reach, the plan decides,
+ * since the tuner leaves out the cells where it found the plan as fast. Families replaced before
+ * stay replaced while `rows` holds them.
  *
  * @example
  * ```ts
@@ -118,7 +125,21 @@ export function tableDevices(): string[] {
  * loadUserRows({});
  * ```
  */
-export function loadUserRows(rows: Partial<Record<TuneFamilyName, readonly ChooseRow[]>>): void {
+export function loadUserRows(
+  rows: Partial<Record<TuneFamilyName, readonly ChooseRow[]>>,
+  options: { replacing?: readonly TuneFamilyName[] } = {},
+): void {
+  checkOptions("loadUserRows", options, ["replacing"]);
+  for (const f of options.replacing ?? []) {
+    if (!TUNE_FAMILIES.includes(f)) {
+      throw new ValueError({
+        op: "loadUserRows",
+        argument: "options.replacing",
+        expected: `families of ${TUNE_FAMILIES.join(", ")}`,
+        received: String(f),
+      });
+    }
+  }
   const parts = TUNE_FAMILIES.filter((f) => rows[f]?.length).map((f) => rowWords(f, rows[f]!));
   const count = parts.reduce((n, p) => n + p.length / CHOOSE_ROW_WORDS, 0);
   const c = instance();
@@ -133,7 +154,27 @@ export function loadUserRows(rows: Partial<Record<TuneFamilyName, readonly Choos
   }
   c.setUserRows(USER_ROWS_AT, count);
   userRows = { ...rows };
+  replaced = new Set([
+    ...[...replaced].filter((f) => f in rows),
+    ...(options.replacing ?? []),
+  ]);
   tableVersion++;
+}
+
+/**
+ * The families whose compiled tables the user's rows replace now (see {@link loadUserRows}).
+ *
+ * @example
+ * ```ts
+ * import { loadUserRows, replacedTables } from "@gyre/gyre/tuning";
+ * loadUserRows({ scan: [] }, { replacing: ["scan"] });
+ * replacedTables(); // ["scan"]
+ * loadUserRows({});
+ * replacedTables(); // []
+ * ```
+ */
+export function replacedTables(): TuneFamilyName[] {
+  return [...replaced];
 }
 
 /**
@@ -166,7 +207,7 @@ export function chooseTableVersion(): number {
 
 /**
  * The table's choice (C) for `family` at `key` on a device: the user's rows first, then the
- * device's compiled table; null where no row covers the key.
+ * device's compiled table unless the user's replace it; null where no row covers the key.
  *
  * @example
  * ```ts
@@ -187,7 +228,8 @@ export function tableChoice(
   while (words.length < 4) words.push(0);
   const c = instance();
   const [k0, k1, k2, k3] = words;
-  const hit = c.choose(TUNE_FAMILIES.indexOf(family), tableDevice(caps), k0, k1, k2, k3);
+  const device = replaced.has(family) ? -1 : tableDevice(caps);
+  const hit = c.choose(TUNE_FAMILIES.indexOf(family), device, k0, k1, k2, k3);
   if (!hit) return null;
   return Object.fromEntries(f.fields.map((field, i) => [field.name, c.value(i)]));
 }

@@ -199,7 +199,37 @@ const MATMUL_LARGE_PER_MULTIPROCESSOR = 2;
 const MATMUL_STREAM_K_SLOWER = 1.02;
 const MATMUL_STREAM_K_MIN_SAVED_K = 200;
 
-/** Workgroups that keep a large GPU busy (132 SMs, about two each); software adapters need few. */
+/** Each split of K on a software adapter keeps at least this much of K. */
+const MATMUL_SOFT_MIN_SPLIT = 32;
+/** A software adapter splits K further only where that shortens the waves by this share. */
+const MATMUL_SOFT_SPLIT_GAIN = 0.1;
+
+/**
+ * A software adapter's matmul: the largest tile, in as many K splits as fill the last wave of
+ * workgroups across its threads. Its threads are CPU cores running one workgroup each at a
+ * time, so a workgroup's time is its K, and the product takes ceil(tiles * splits / threads)
+ * waves of K / splits each. Splits are powers of two (the tuner's domain); a larger count is
+ * taken only where it shortens that by 10%, since each split writes a partial product to sum.
+ * Measured on lavapipe with 2 threads (bench/results/tune-quality-lavapipe.md): the 128x128
+ * tile led on all 24 held-out products from 65 to 286 on a side, and 2 splits led exactly where
+ * the tile count was odd (1 or 3 tiles: one thread idle in the last wave); the earlier rule
+ * (smaller tiles until 16 workgroups) ran them 1.3-2.7x slower.
+ */
+function softwareMatmulPlan(
+  tile: MatmulTile,
+  tiles: number,
+  k: number,
+  threads: number,
+): { tile: MatmulTile; splitK: number; groups: number } {
+  const waves = (splits: number) => Math.ceil((tiles * splits) / threads) / splits;
+  let splitK = 1;
+  for (let s = 2; s <= 64 && k / s >= MATMUL_SOFT_MIN_SPLIT; s *= 2) {
+    if (waves(s) <= waves(splitK) * (1 - MATMUL_SOFT_SPLIT_GAIN)) splitK = s;
+  }
+  return { tile, splitK, groups: tiles * splitK };
+}
+
+/** Workgroups that keep a large GPU busy (132 SMs, about two each). */
 const MATMUL_BUSY = 256;
 /** Split K only when each split keeps at least this much of K. */
 const MATMUL_MIN_SPLIT = 1024;
@@ -208,9 +238,11 @@ const MATMUL_MIN_SPLIT = 1024;
  * Matrix multiply: M = 1 or N = 1 goes to "gemv". Otherwise the largest tile (128x128 with 8x16
  * outputs per invocation, down to 32x32 with 4x4) that keeps the device busy, counting K splits:
  * a tile may take up to `K / 1024` splits when that is what it needs to reach enough workgroups
- * (small outputs with a long K: 128x128x65536 runs 64x64 tiles in 64 splits). Tiles must fit the
- * device's workgroup storage (48 KiB on an H200, 32 KiB on lavapipe) and invocation limit: the
- * rule skips those that do not, and an override that does not is refused with a `ValueError`.
+ * (small outputs with a long K: 128x128x65536 runs 64x64 tiles in 64 splits). A software adapter
+ * takes the largest tile and splits K to fill its threads' last wave (`softwareMatmulPlan`). Tiles
+ * must fit the device's workgroup storage (48 KiB on an H200, 32 KiB on lavapipe) and invocation
+ * limit: the rule skips those that do not, and an override that does not is refused with a
+ * `ValueError`.
  *
  * `transposeA`: A is stored [K, M] (M contiguous); `transposeB`: B is stored [N, K].
  *
@@ -242,7 +274,6 @@ export function planMatmul(
   const half = Boolean(problem.halfAccumulate);
   const aCopyable = !problem.transposeA && problem.aCopyable !== false;
   const transposeAFirst = half && aCopyable && Math.min(m, n, k) >= MATMUL_COPY_A_MIN;
-  const busy = caps?.isFallbackAdapter ? 16 : MATMUL_BUSY;
   const defaults = {
     doubleBuffer: true,
     sharedLayout: "thread" as const,
@@ -261,10 +292,20 @@ export function planMatmul(
   const maxSplits = k >= 2 * MATMUL_MIN_SPLIT ? Math.min(64, Math.floor(k / MATMUL_MIN_SPLIT)) : 1;
   const plans = candidates.map((t) => {
     const groups = batch * Math.ceil(m / t.tileM) * Math.ceil(n / t.tileN);
-    const splitK = groups >= busy ? 1 : Math.max(1, Math.min(maxSplits, Math.floor(busy / groups)));
+    const splitK = groups >= MATMUL_BUSY
+      ? 1
+      : Math.max(1, Math.min(maxSplits, Math.floor(MATMUL_BUSY / groups)));
     return { tile: t, splitK, groups: groups * splitK };
   });
-  const best = plans.find((x) => x.groups >= busy) ?? plans[plans.length - 1];
+  const best = caps?.isFallbackAdapter
+    ? softwareMatmulPlan(
+      candidates[0],
+      batch * Math.ceil(m / candidates[0].tileM) *
+        Math.ceil(n / candidates[0].tileN),
+      k,
+      caps.softwareThreads ?? 1,
+    )
+    : plans.find((x) => x.groups >= MATMUL_BUSY) ?? plans[plans.length - 1];
   // Stream-K: the large float32 tile, where whole waves would leave the last one part-empty
   // for long enough (the whole waves still run as plain tiles; see `variant`).
   const multiprocessors = caps?.isFallbackAdapter
@@ -290,7 +331,7 @@ export function planMatmul(
     ...best.tile,
     splitK: best.splitK,
     // An override asking for stream-K without a count gets the slots, or what keeps it busy.
-    streamKGroups: slots || busy,
+    streamKGroups: slots || (caps?.isFallbackAdapter ? caps.softwareThreads ?? 16 : MATMUL_BUSY),
     gemvWorkgroupSize: 256,
     gemvWidth: matrixKContiguous ? 32 : 4,
     subgroups: false,

@@ -87,6 +87,37 @@ export function rowsCombine(
   return "shared";
 }
 
+/** Units a lane of a software adapter's single pass keeps (the override limit). */
+const ROWS_SOFT_REGISTERS = 32;
+/** Lanes of a software adapter's chunks, and units each keeps. */
+const ROWS_SOFT_CHUNK_LANES = 64;
+const ROWS_SOFT_CHUNK_REGISTERS = 8;
+
+/**
+ * A software adapter's row plan: few lanes with many units each, since a workgroup runs on one
+ * CPU thread whose vector unit holds a subgroup of lanes, and every lane more a row adds combine
+ * steps between them, not bandwidth. Lanes: at least 4, else enough that none keeps more than
+ * 32 units; 16 where that would be 8 (8 lanes were not among the measured choices). Rows of
+ * more than 128 lanes' worth are chunked, 64 lanes x 8 units a chunk. Measured on lavapipe with
+ * 2 threads (bench/results/tune-quality-lavapipe.md, seed 2411): this rule's lanes were the
+ * leaders' at 22 of 24 held-out keys and measured within 5% of the leader at a 23rd; the GPU
+ * rule's (up to 256 lanes of 4 units) were within 5% at none.
+ */
+function softwareRowsPlan(
+  units: number,
+): { variant: RowsChoice["variant"]; threads: number; registers: number } {
+  if (units > 128 * ROWS_SOFT_REGISTERS) {
+    return {
+      variant: "chunked",
+      threads: ROWS_SOFT_CHUNK_LANES,
+      registers: ROWS_SOFT_CHUNK_REGISTERS,
+    };
+  }
+  let threads = Math.max(4, pow2Ceil(Math.ceil(units / ROWS_SOFT_REGISTERS)));
+  if (threads === 8) threads = 16;
+  return { variant: "single", threads, registers: pow2Ceil(Math.ceil(units / threads)) };
+}
+
 /**
  * Row kernels (softmax, logSoftmax, layerNorm, rmsNorm, groupNorm, batchNorm statistics). A row
  * of up to 8 units per invocation (units: vec4 where the layout allows) is done in one pass: its
@@ -101,7 +132,8 @@ export function rowsCombine(
  * When `acrossRows` (the normalised axis is strided and a kept axis is the innermost in memory)
  * and there are at least 64 rows, each invocation takes a whole row (chunks of 32 elements), so
  * adjacent invocations read adjacent addresses; reading through strides in place beats a
- * transposing copy, which would add a full read and write of the tensor.
+ * transposing copy, which would add a full read and write of the tensor. A software adapter
+ * keeps up to 32 units a lane (`softwareRowsPlan`).
  *
  * @example
  * ```ts
@@ -140,6 +172,8 @@ export function planRows(
       variant = "chunked";
       registers = layoutVec4 ? 8 : 32;
     }
+  } else if (caps?.isFallbackAdapter) {
+    ({ variant, threads, registers } = softwareRowsPlan(units));
   } else {
     // Units per lane: 4, or 8 for 2-byte elements (the same bytes in flight per lane); short
     // rows spread over up to 32 lanes with 1 or 2 units each, which keeps a subgroup's loads
