@@ -5,9 +5,11 @@
  * layer's pick is within 5% of the best: the hand-written plan, the table (C; where no row covers
  * a key the plan runs), SoftLogic (A) and the consensus.
  *
- * `deno run -A bench/tune_quality.ts [families...] [--keys N] [--seed S] [--out NAME]` writes
- * bench/results/tune-quality-NAME.md and .json; with `--noise-floor`, no tuning: five copies of
- * the plan's choice at each held-out key, judged alike (the most a chooser can score there).
+ * `deno run -A bench/tune_quality.ts [families...] [--keys N] [--seed S] [--out NAME]
+ * [--table DEVICE] [--no-interiors]` writes bench/results/tune-quality-NAME.md and .json (and
+ * with `--table`, the tuned rows into that device's table); `--no-interiors` skips the tuner's
+ * check of each row inside its cell; with `--noise-floor`, no tuning: five copies of the plan's
+ * choice at each held-out key, judged alike (the most a chooser can score there).
  * @module
  */
 import * as gyre from "../src/mod.ts";
@@ -41,6 +43,9 @@ const seed = Number(option("--seed") ?? 2411);
 const outName = option("--out");
 const tableName = option("--table");
 const noiseFloor = args.includes("--noise-floor");
+// Table rows as cellRows makes them, without the interior check (for an A/B of that check).
+const interiors = !args.includes("--no-interiors");
+if (!interiors) args.splice(args.indexOf("--no-interiors"), 1);
 if (noiseFloor) args.splice(args.indexOf("--noise-floor"), 1);
 const families = (args.length ? args : TUNE_FAMILIES) as TuneFamilyName[];
 
@@ -215,7 +220,7 @@ const tuneKeys: Record<string, number> = {};
 for (const family of families) {
   loadUserRows({});
   console.log(`${family}: tuning on the grid`);
-  const report = await tune([family], { record: false, budget: 600 });
+  const report = await tune([family], { record: false, budget: 600, interiors });
   tuneSeconds[family] = report.seconds[family] ?? 0;
   tuneKeys[family] = report.rows[family]?.length ?? 0;
   // A GPU's table holds its own families (the WASM device's are the user's to tune).
@@ -274,8 +279,11 @@ const lines = [
   "layer's pick measured again together (median of 15, 41 on a software adapter, " +
   "interleaved), and a pick counts when " +
   "its median there is within 5% of the fastest's (a second round, because the fastest of one " +
-  "noisy round is biased low). The table is the tuner's rows (each cell between grid points takes the candidate best on average over its measured corners; no row where the plan came within 3% of it on average, or within its samples' spread); where " +
-  "no row covers a key the plan runs. SoftLogic has no user rules here: its pick is the plan's " +
+  "noisy round is biased low). The table is the tuner's rows (each cell between grid points " +
+  "takes the candidate best on average over its measured corners; no row where the plan came " +
+  "within 3% of it on average, or within its samples' spread, nor where the plan came within " +
+  "that of the row's choice measured again at a key inside the cell); the device's compiled " +
+  "table is set aside for a tuned family, so where no row covers a key the plan runs. SoftLogic has no user rules here: its pick is the plan's " +
   "unless the tile metric disagrees.",
   "",
   "The last two columns judge the same round paired: a pick counts when the median, over the " +

@@ -103,6 +103,11 @@ export interface TuneOptions {
   /** Write the results to the user's tuning cache (default true). */
   record?: boolean;
   /**
+   * Measure each table row's choice again beside the plan's at a key inside its cell, and drop
+   * the rows the plan keeps up with there (default true; see `cellInterior`).
+   */
+  interiors?: boolean;
+  /**
    * Load the results into the chooser, over rows loaded before (default true). A family whose
    * whole grid was tuned replaces its compiled table (`loadUserRows`'s `replacing`).
    */
@@ -505,6 +510,7 @@ export async function tune(
     "record",
     "load",
     "selfRewrite",
+    "interiors",
   ]);
   for (const family of families) {
     if (!TUNE_FAMILIES.includes(family)) {
@@ -598,7 +604,9 @@ export async function tune(
     }
     const deadline = start + budget * 1000;
     const rows = cellRows(family, measured);
-    report.rows[family] = await checkInteriors(family, caps, rows, measured, deadline);
+    report.rows[family] = options.interiors === false
+      ? rows
+      : await checkInteriors(family, caps, rows, measured, deadline);
     report.seconds[family] = (performance.now() - start) / 1000;
     if (options.record !== false && entries.length) {
       await recordTuning(fingerprint, family, entries);
@@ -617,15 +625,20 @@ export async function tune(
   return report;
 }
 
+/** Where in a cell (log scale, 0 its low bounds, 1 its high) a row is checked, in turn. */
+const INTERIOR_POINTS = [0.5, 0.25, 0.75];
+
 /**
  * A table's rows less those the plan matches between the grid's points. A cell's corners are
  * powers of two, where tiles and lanes divide sizes evenly; between them the plan, deciding key
  * by key, often does as well as one choice for the whole cell, or better (lavapipe's matmul:
  * its 128x128 tile split in two where the tile count is odd, which corners of powers of two
  * never show). So each row's choice is measured again beside the plan's at an interior key of
- * its cell, and the row is dropped where the plan comes within the plan margin (or its samples'
- * spread) of it there. Rows are checked while the tuning budget lasts; the rest are kept, as
- * are rows whose choice is not legal at their interior key or whose key cannot be run.
+ * its cell where the plan would choose otherwise (the middle, else a quarter of the way from
+ * either end), and the row is dropped where the plan comes within the plan margin (or its
+ * samples' spread) of it there, or where the plan makes the row's choice at all three points.
+ * Rows are checked while the tuning budget lasts; the rest are kept, as are rows whose choice is
+ * not legal inside their cell or whose key cannot be run.
  */
 async function checkInteriors(
   family: TuneFamilyName,
@@ -642,25 +655,32 @@ async function checkInteriors(
       kept.push(row);
       continue;
     }
-    const key = cellInterior(family, row, measured);
-    if (!key) {
-      kept.push(row);
-      continue;
-    }
-    const candidates = familyCandidates(family, caps, key);
     const choice = Object.fromEntries(f.fields.map((x) => [x.name, row[x.name] as number]));
-    const plan = candidates[0];
-    if (
-      choiceText(choice) === choiceText(plan) ||
-      !candidates.some((c) => choiceText(c) === choiceText(choice))
-    ) {
-      kept.push(row);
+    // The middle of the cell first, then a quarter of the way from either end: the first
+    // point where the plan would choose otherwise than the row.
+    let tested = false;
+    let contest: { key: TuneKey; plan: TuneChoice } | null = null;
+    for (const at of INTERIOR_POINTS) {
+      const key = cellInterior(family, row, measured, at);
+      if (!key) continue;
+      const candidates = familyCandidates(family, caps, key);
+      if (!candidates.some((c) => choiceText(c) === choiceText(choice))) continue;
+      tested = true;
+      if (choiceText(candidates[0]) !== choiceText(choice)) {
+        contest = { key, plan: candidates[0] };
+        break;
+      }
+    }
+    // Untestable (too narrow a cell, or its choice illegal inside it): kept. Where the plan
+    // makes the row's choice at every point tried, the row changes nothing there: dropped.
+    if (!contest) {
+      if (!tested) kept.push(row);
       continue;
     }
     let timing: KeyTiming;
     try {
-      timing = await measureKey(family, key, {
-        choices: [plan, choice],
+      timing = await measureKey(family, contest.key, {
+        choices: [contest.plan, choice],
         samples: soft ? 15 : 5,
         drop: Infinity,
       });
@@ -671,7 +691,7 @@ async function checkInteriors(
     }
     const at = (c: TuneChoice) =>
       timing.candidates.find((t) => choiceText(t.choice) === choiceText(c))!;
-    const planned = at(plan);
+    const planned = at(contest.plan);
     const margin = Math.max(PLAN_MARGIN, sampleSpread(planned.times));
     if (planned.us > at(choice).us * (1 + margin)) kept.push(row);
   }

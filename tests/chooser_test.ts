@@ -443,6 +443,8 @@ Deno.test("cellInterior: a key between a cell's bounds, no power of two, aligned
     k: 92,
     al: true,
   });
+  // A quarter of the way on a log scale.
+  assert.deepEqual(cellInterior("matmul", row, grid, 0.25), { m: 77, n: 153, k: 77, al: false });
   // The table's edges stand at the smallest and largest sizes measured; a cell too narrow has
   // no interior.
   assert.equal(cellInterior("matmul", { ...row, m_min: 0 }, grid)?.m, 91);

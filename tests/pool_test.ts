@@ -415,6 +415,48 @@ if (DEVICES.includes("gpu")) {
     const small = { ...bins, kernel: [7, 7], stride: [7, 7], inWidth: 49 } as const;
     assert.equal(tuning.planPool(withSubgroups, small).variant, "unrolled");
     assert.equal(tuning.planPool(withSubgroups, { ...bins, window: "adaptive" }).variant, "team");
+    // Regular windows unroll up to 16x16, adaptive bins up to 11x11.
+    const side = (n: number, window: "regular" | "adaptive" = "regular") =>
+      tuning.planPool(withSubgroups, { ...bins, window, kernel: [n, n], stride: [n, n] }).variant;
+    assert.deepEqual([side(16), side(17), side(11, "adaptive"), side(12, "adaptive")], [
+      "unrolled",
+      "team",
+      "unrolled",
+      "team",
+    ]);
+    // Past 11x11, few outputs go to teams on a GPU, never on a software adapter.
+    const few = { ...bins, kernel: [14, 14], stride: [1, 1], outWidth: 46, outputs: 4330 } as const;
+    assert.deepEqual(
+      [
+        tuning.planPool({ ...withSubgroups, isFallbackAdapter: false }, few).variant,
+        tuning.planPool({ ...withSubgroups, isFallbackAdapter: false }, { ...few, outputs: 15212 })
+          .variant,
+        tuning.planPool({ ...withSubgroups, isFallbackAdapter: true }, few).variant,
+      ],
+      ["team", "unrolled", "unrolled"],
+    );
+    // A GPU's strides of 4 and more: one output an invocation.
+    const wide = { ...bins, kernel: [7, 7], stride: [4, 4], inWidth: 1075, outWidth: 268 } as const;
+    assert.equal(
+      tuning.planPool({ ...withSubgroups, isFallbackAdapter: false }, wide).outputsPerInvocation,
+      1,
+    );
+    // A software adapter: 4 outputs an invocation at any stride.
+    const strided = {
+      ...bins,
+      kernel: [3, 3],
+      stride: [2, 2],
+      inWidth: 222,
+      outWidth: 110,
+    } as const;
+    const outputs = (c: gyre.DeviceCaps) => tuning.planPool(c, strided).outputsPerInvocation;
+    assert.deepEqual(
+      [
+        outputs({ ...withSubgroups, isFallbackAdapter: false }),
+        outputs({ ...withSubgroups, isFallbackAdapter: true }),
+      ],
+      [2, 4],
+    );
     // Forced: a team wider than the subgroups shrinks to them, the workgroup to whole teams;
     // without subgroups, no teams.
     const team = { variant: "team", teamSize: 64, workgroupSize: 48 } as const;

@@ -6,6 +6,7 @@ import assert from "node:assert/strict";
 import * as gyre from "../src/mod.ts";
 import { devices, values } from "./_devices.ts";
 import { gpuBackendOf } from "../src/runtime.ts";
+import { acquireDevice } from "../src/gpu/device.ts";
 
 const DEVICES = await devices();
 const HAS_GPU = DEVICES.includes("gpu");
@@ -397,4 +398,38 @@ Deno.test("init: a tensor of the runtime init replaced is a DeviceError when use
   pending.dispose();
   // The new runtime works.
   assert.deepEqual([...(await gyre.tensor([1, 2]).add(1).data())], [2, 3]);
+});
+
+Deno.test("acquireDevice: an adapter whose device is lost at once is replaced; other errors are not retried", async () => {
+  if (!(await devices()).includes("gpu")) return;
+  const gpu = navigator.gpu;
+  const real = gpu.requestAdapter;
+  let adapters = 0;
+  let failWith = "";
+  // The first adapter's devices fail as a lost one did on an H200 under parallel test processes.
+  gpu.requestAdapter = async (options) => {
+    const adapter = (await real.call(gpu, options))!;
+    if (++adapters > 1 || !failWith) return adapter;
+    return new Proxy(adapter, {
+      get: (target, name) =>
+        name === "requestDevice"
+          ? () => Promise.reject(new Error(failWith))
+          : typeof Reflect.get(target, name, target) === "function"
+          ? Reflect.get(target, name, target).bind(target)
+          : Reflect.get(target, name, target),
+    });
+  };
+  try {
+    failWith = "OperationError: Parent device is lost";
+    const acquired = await acquireDevice();
+    assert.equal(adapters, 2, "a second adapter");
+    assert.ok(acquired?.device);
+    acquired!.device.destroy();
+    adapters = 0;
+    failWith = "OperationError: limit exceeded";
+    await assert.rejects(acquireDevice(), /limit exceeded/);
+    assert.equal(adapters, 1, "not retried");
+  } finally {
+    gpu.requestAdapter = real;
+  }
 });

@@ -284,8 +284,20 @@ if (DEVICES.includes("gpu")) {
     assert.equal(tuning.planScan(fast, { rows: 1e5, rowLength: 9 }).layout, "strided");
     // A row longer than the widest workgroup's tile cannot be forced into one.
     const row = { variant: "row" } as const;
-    assert.equal(tuning.planScan(slow, { rows: 1, rowLength: 20000 }, row).variant, "multipass");
+    assert.equal(tuning.planScan(fast, { rows: 1, rowLength: 20000 }, row).variant, "multipass");
+    assert.equal(tuning.planScan(slow, { rows: 1, rowLength: 40000 }, row).variant, "multipass");
     assert.equal(tuning.planScan(slow, { rows: 1, rowLength: 3000 }, row).variant, "row");
+    // A software adapter: 32 elements an invocation; many short rows in multipass tiles.
+    assert.equal(tuning.planScan(slow, { rows: 10, rowLength: 3000 }).elementsPerThread, 32);
+    assert.equal(tuning.planScan(fast, { rows: 10, rowLength: 3000 }).elementsPerThread, 16);
+    assert.deepEqual(
+      [
+        tuning.planScan(slow, { rows: 2273, rowLength: 68 }).variant,
+        tuning.planScan(slow, { rows: 100, rowLength: 68 }).variant,
+        tuning.planScan(fast, { rows: 2273, rowLength: 68 }).variant,
+      ],
+      ["multipass", "row", "row"],
+    );
     // Rows up to 1024 x 16 elements take one workgroup as wide as they need.
     const rows = tuning.planScan(fast, { rows: 8192, rowLength: 8192 });
     assert.equal(rows.variant, "row");

@@ -629,4 +629,22 @@ Deno.test("the sort plan allows the streaming forms where they fit, and stages r
     ["lookback", "lookback", "multipass"],
   );
   assert.equal(onesweep(full, 16, 1 << 24), "multipass");
+  // Rank-K's rule: few long rows on a GPU by the tree in segments of twice the window; many
+  // rows by the selection from 8 times the window; lavapipe selects from rows of 2048.
+  const rank = (c: tuning.DeviceCaps, rows: number, cols: number, k: number) => {
+    const p = tuning.planRankK(c, { kind: "top", rows, cols, k });
+    return `${p.mk}/${p.tile}`;
+  };
+  assert.deepEqual(
+    [
+      rank(full, 6, 2402, 79),
+      rank(full, 24, 2326, 233),
+      rank(full, 33, 34408, 106),
+      rank(full, 1330, 1263, 70),
+      rank(full, 1330, 1263, 200),
+      rank(soft, 6, 2402, 79),
+      rank(soft, 13, 1419, 114),
+    ],
+    ["tree/512", "tree/512", "select/512", "select/512", "radix/2048", "select/512", "radix/2048"],
+  );
 });

@@ -38,12 +38,29 @@ export interface AcquiredDevice {
   caps: DeviceCaps;
 }
 
+/** Tries at acquiring a device while the adapter handed out reports its device lost. */
+const ACQUIRE_TRIES = 3;
+
 /**
  * Requests an adapter and a device with every optional feature the adapter accepts.
- * Returns null when there is no WebGPU or no adapter.
+ * Returns null when there is no WebGPU or no adapter. An adapter whose device is lost at once
+ * ("Parent device is lost": seen on an H200 just after another device of the process was lost,
+ * with other processes on the GPU) is replaced by a fresh one, up to 3 tries.
  */
 export async function acquireDevice(
   options: { powerPreference?: GPUPowerPreference } = {},
+): Promise<AcquiredDevice | null> {
+  for (let attempt = 1;; attempt++) {
+    try {
+      return await acquireOnce(options);
+    } catch (e) {
+      if (attempt >= ACQUIRE_TRIES || !/\blost\b/i.test(String(e))) throw e;
+    }
+  }
+}
+
+async function acquireOnce(
+  options: { powerPreference?: GPUPowerPreference },
 ): Promise<AcquiredDevice | null> {
   const gpu = (globalThis.navigator as { gpu?: GPU } | undefined)?.gpu;
   if (!gpu) return null;

@@ -402,7 +402,8 @@ export function mergeRows(
 }
 
 /**
- * A key inside a table row's cell: each size the geometric mean of its bounds (the smallest
+ * A key inside a table row's cell: each size the geometric mean of its bounds, or the point
+ * `at` of the way between them on a log scale (the smallest
  * and largest measured sizes standing for the table's edges, which reach 0 and 2^31 - 1), no
  * power of two, a multiple of 4 where the row is for aligned keys and odd where it is for
  * unaligned ones; a size the grid never varied keeps its one value. Null where a cell is too
@@ -415,12 +416,14 @@ export function mergeRows(
  * const row = { m_min: 64, m_max: 127, n_min: 128, n_max: 255, k_min: 64, k_max: 127, al: false };
  * const grid = [64, 128, 256].map((v) => ({ key: { m: v, n: v, k: v, al: false }, timings: [] }));
  * cellInterior("matmul", row, grid); // { m: 91, n: 181, k: 91, al: false }
+ * cellInterior("matmul", row, grid, 0.25); // { m: 77, n: 153, k: 77, al: false }
  * ```
  */
 export function cellInterior(
   family: TuneFamilyName,
   row: Readonly<Record<string, number | boolean>>,
   measured: readonly MeasuredKey[],
+  at = 0.5,
 ): Record<string, number | boolean> | null {
   const key: Record<string, number | boolean> = {};
   for (const k of TUNE_FAMILY[family].keys) {
@@ -435,7 +438,7 @@ export function cellInterior(
     }
     const low = Math.max(1, row[`${k.name}_min`] as number, Math.min(...values));
     const high = Math.max(low, Math.min(row[`${k.name}_max`] as number, Math.max(...values)));
-    let v = Math.round(Math.sqrt(low * high));
+    let v = Math.round(low ** (1 - at) * high ** at);
     if (row.al === true) v = Math.max(4, Math.ceil(v / 4) * 4);
     else if (row.al === false) v |= 1;
     if (v > 2 && (v & (v - 1)) === 0) v += row.al === true ? 4 : row.al === false ? 2 : 1;

@@ -414,6 +414,7 @@ function poolProblem(key: TuneKey) {
     inWidth: (w - 1) * s + k,
     outWidth: w,
     alignedOffset: true,
+    outputs: num(key, "o"),
   };
 }
 

@@ -29,19 +29,45 @@ export interface PoolChoice {
   workgroupSize: number;
 }
 
-/** Windows up to 11x11 are unrolled by the rule; an override may unroll up to this many elements. */
+/**
+ * Adaptive bins up to 11x11 are unrolled by the rule, regular windows up to 16x16 (the most an
+ * override may unroll). Regular windows of 12x12 to 16x16 on the H200 (bench/results/
+ * tune-quality-h200-no-interiors.json, seed 2711, GPU timestamps): unrolled 1.9-7.1x faster than
+ * teams of 32 at all six held-out keys (13x13/4: 74 us against 314; 15x15/4: 682 against 4821);
+ * on lavapipe (tune-quality-lavapipe.json, seed 2411) 2.8-3.8x faster than the team at all seven.
+ */
 const POOL_UNROLL_RULE = 121;
+/**
+ * Outputs below which a GPU's regular windows past 11x11 go to teams after all: too few
+ * invocations for the unrolled form to fill the GPU. On the H200 (tune-quality-h200-96-b.json,
+ * seed 6007) teams led at 4330, 5336 and 6142 outputs (14x14/1: 35 us against 39 unrolled;
+ * 16x16/1: 36 against 51), the unrolled form from 15212 up (tune-quality-h200-no-interiors);
+ * lavapipe's teams lost at every count (4339 outputs of 14x14/1: 3.4 ms against 1.1).
+ */
+const POOL_TEAM_OUTPUTS = 8192;
+/**
+ * Strides along W from which a GPU's unrolled windows take one output an invocation: the
+ * neighbours share no columns to reuse, and more invocations hide more latency. On the H200
+ * (tune-quality-h200-pool, -six, -no-interiors and -s26-b .json, seeds 2411, 2711 and 3137) one
+ * output led at 15 of the 20 held-out keys of stride 4, by 8-45% where the rule unrolled 2 or 4
+ * (7x7/4 of 268 columns: 40 us against 57); at stride 3 the leaders were split (1 at 11 of 19).
+ */
+const POOL_SINGLE_FROM_STRIDE = 4;
 const POOL_UNROLL_LIMIT = 256;
 
 /**
- * Pooling: windows of at most 11x11 elements (121) are unrolled, larger ones are walked by a
- * team of invocations per output (see below), or loop without subgroups. Unrolled
+ * Pooling: regular windows of at most 16x16 elements (past 11x11 on a GPU only where there are
+ * 8192 outputs or more) and adaptive bins of at most 11x11 are unrolled, larger ones are walked by a team of invocations per output (see below), or loop
+ * without subgroups. Unrolled
  * regular windows compute several neighbouring outputs per invocation. Where the layout allows
  * aligned vec4 loads (no column padding or dilation, W and the input offset multiples of 4): 4
  * outputs when windows do not overlap along W or the stride is 1, else 2, and always enough that
  * `outputs * strideW` is a multiple of 4, so every invocation starts on a vector. Without vec4: 4
  * outputs at stride 1 (neighbours share most columns), else 2 (4 scalar outputs straddle sectors
- * of unaligned rows). Never more outputs than the row needs.
+ * of unaligned rows). Strides of 4 and more take 1 (`POOL_SINGLE_FROM_STRIDE`). A software
+ * adapter takes 4 (lavapipe, seed 2411: the leader's count at 22
+ * of 24 held-out keys, and within 1% of it at the other two). Never more outputs than the row
+ * needs.
  * Measured on an H200 (timestamps, float32 unless said; the vec4 copy kernel runs at 3.7 TB/s):
  * maxPool 2x2/2 on [32, 64, 224, 224]: 121 us (4.2 TB/s) with 4 outputs and vec4, 128 with 2 and
  * vec4, 154 with 1, 292 looped; float16: 65 us with 4, 84 with 2; W = 222 (no vec4): 143 us with
@@ -77,6 +103,8 @@ export function planPool(
     outWidth: number;
     /** The input's first element is a multiple of 4. */
     alignedOffset: boolean;
+    /** Outputs in all (planes x rows x columns), where known. */
+    outputs?: number;
   },
   override: Partial<PoolChoice> | null = null,
 ): PoolChoice {
@@ -86,10 +114,21 @@ export function planPool(
   const span = problem.dilation[1] * (problem.kernel[1] - 1) + 1;
   const vec4Layout = regular && problem.padding[1] === 0 && problem.dilation[1] === 1 &&
     problem.inWidth % 4 === 0 && problem.alignedOffset;
-  const unrolled = elements <= POOL_UNROLL_RULE;
+  const unrolled = elements <= POOL_UNROLL_RULE ||
+    (regular && elements <= POOL_UNROLL_LIMIT &&
+      (Boolean(caps?.isFallbackAdapter) || (problem.outputs ?? Infinity) >= POOL_TEAM_OUTPUTS));
   // With vec4, an odd stride needs 4 outputs to start every invocation on a vector.
   const vec4Outputs = span <= sw || sw === 1 || sw % 2 !== 0 ? 4 : 2;
-  let outputs = vec4Layout ? vec4Outputs : sw === 1 ? 4 : 2;
+  // A software adapter's invocations are iterations of a CPU loop: 4 outputs each, always.
+  let outputs = caps?.isFallbackAdapter
+    ? 4
+    : sw >= POOL_SINGLE_FROM_STRIDE
+    ? 1
+    : vec4Layout
+    ? vec4Outputs
+    : sw === 1
+    ? 4
+    : 2;
   while (outputs > 1 && outputs / 2 >= problem.outWidth) outputs /= 2;
   // Teams: as wide as a window row of 32 floats (one coalesced read), within every subgroup.
   const teamLimit = caps?.subgroups ? Math.min(32, caps.subgroupMinSize) : 0;

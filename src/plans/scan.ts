@@ -125,6 +125,18 @@ const SCAN_EARLY_AGGREGATE_LENGTH = 1 << 25;
 const SCAN_LOOKBACK_ELEMENTS = 1 << 18;
 
 /**
+ * A software adapter's elements an invocation, and the rows (at most this long, at least this
+ * many) it scans in tiles of many rows (multipass) instead of a workgroup a row: its workgroups
+ * run as loops on a CPU thread, where fewer, longer invocations cost less, and a row of 76 in a
+ * workgroup of 256 leaves most of it idle. On lavapipe (bench/results/tune-quality-lavapipe.json
+ * and -lavapipe-six.json, seeds 2411 and 2711) 32 elements led at 39 of the 48 held-out keys
+ * ([28, 2508]: 736 us against 16 elements' 1019); rows of 68-114 by the thousand ran 17-23%
+ * faster in multipass tiles ([2273, 68]: 1259 us against 1553).
+ */
+const SCAN_SOFT_PER_THREAD = 32;
+const SCAN_SOFT_SHORT_ROW = 256;
+
+/**
  * Scans: a row that fits one workgroup's tile (up to 1024 invocations x 16 elements) is scanned by
  * one workgroup, or by a team of as few invocations as hold it, many rows per dispatch. Longer
  * rows: sums of {@link SCAN_LOOKBACK_ELEMENTS} elements or more on a hardware GPU with subgroups
@@ -185,7 +197,8 @@ export function planScan(
   const workgroupSize = 256;
   const subgroups = Boolean(caps?.subgroups) && (caps?.subgroupMinSize ?? 0) >= 4 &&
     (caps?.subgroupMaxSize ?? 0) <= 64;
-  const elementsPerThread = 16;
+  const soft = Boolean(caps?.isFallbackAdapter);
+  const elementsPerThread = soft ? SCAN_SOFT_PER_THREAD : 16;
   // A row that fits the widest workgroup (1024 invocations where the device allows) is scanned
   // by one workgroup, with no look-back or second pass.
   const widest = Math.min(1024, caps?.limits.maxComputeInvocationsPerWorkgroup ?? workgroupSize);
@@ -197,7 +210,10 @@ export function planScan(
   // Long sums on a hardware GPU: the look-back (one pass over the data).
   const longSum = problem.op === "sum" && subgroups && !caps?.isFallbackAdapter &&
     problem.rows * problem.rowLength >= SCAN_LOOKBACK_ELEMENTS;
-  const variant = override?.variant ?? (fits ? "row" : longSum ? "lookback" : "multipass");
+  const shortRows = soft && problem.rowLength <= SCAN_SOFT_SHORT_ROW &&
+    problem.rows >= SCAN_SOFT_SHORT_ROW;
+  const variant = override?.variant ??
+    (fits && !shortRows ? "row" : longSum ? "lookback" : "multipass");
   // The look-back's own tile where the device has workgroups that wide; states in one 64-bit
   // word where it has 64-bit atomics.
   const wideStates = Boolean(caps?.int64Atomics);

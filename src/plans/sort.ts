@@ -154,13 +154,38 @@ const TREE_UP_TO = 1024;
  * k = 256 0.058 (0.076), [64, 16384] k = 256 0.061 (0.097), [4096, 4096] k = 64 0.38 (0.84),
  * [1, 1 Mi] k = 4096 (256 times, where the candidates' segment sort is long) 0.118 (0.121). Before
  * its histogram and compaction were made cheaper (366d498) it lost at 64 times (0.092 against
- * 0.077) and won from 128.
+ * 0.077) and won from 128. It wins from 8 times now: on the H200's held-out keys (bench/results/
+ * tune-quality-h200-no-interiors.json, seed 2711) [1330, 1263] k = 70 (18 times) in 142 us
+ * against the ballot radix sort's 171, [191, 11850] k = 452 (26 times) 79 against 178, [2008,
+ * 6621] k = 341 (19 times, seed 2411) 272 against 852; on lavapipe [7, 2537] k = 242 (10 times)
+ * in 6.9 ms against 10.7.
  */
-const SELECT_RATIO = 64;
+const SELECT_RATIO = 8;
 /** Keys a workgroup of the selection's passes and compaction takes (16 an invocation). */
 export const SELECT_TILE = 4096;
-/** Rows shorter than a selection tile leave it idle. */
-const SELECT_ROW_FROM = SELECT_TILE;
+/**
+ * The shortest rows Rank-K selects in: a quarter of a selection tile (lavapipe: half a tile;
+ * its rows of 1081-1395 with k = 23-30 took the radix sort 8-16% faster).
+ */
+const SELECT_ROW_FROM = SELECT_TILE / 4;
+const SELECT_ROW_FROM_SOFT = SELECT_TILE / 2;
+
+/**
+ * Few long rows, where Rank-K's bitonic tree in segments of twice the window beats the
+ * selection: fewer than 64 rows of at most 48 Ki keys, 512 Ki keys in all, on a GPU (on
+ * lavapipe the selection led at every held-out key). On the H200 (bench/results/tune-quality-
+ * h200-a.json and h200-no-interiors.json, seeds 2411 and 2711, GPU timestamps) the tree in
+ * segments of 512 led at 16 of the 18 held-out keys so placed, 1.1-2.5x faster than the rule
+ * before (top-k of [6, 2402] k = 79: 23 us against 58 by the radix sort; [23, 10703] k = 11: 31
+ * against 50 by the selection); the selection kept [33, 34408] k = 106 and the longer rows.
+ */
+function fewLongRows(
+  caps: DeviceCaps | undefined,
+  problem: { rows: number; length: number },
+): boolean {
+  return !caps?.isFallbackAdapter && problem.rows < 64 && problem.length <= 48 * 1024 &&
+    problem.rows * problem.length <= 512 * 1024;
+}
 
 /** Segments of the bitonic tree, largest first (keys and indices: 8 bytes a pair). */
 const TREE_TILES = [4096, 2048, 1024, 512];
@@ -345,14 +370,17 @@ export function planSort(
   if (padded > BALLOT_FROM && allowed["radix-ballot"]) variant = "radix-ballot";
   else if (padded > RADIX_FROM && allowed.radix) variant = "radix";
   if (allowed.select && problem.length >= SELECT_FROM) variant = "select";
+  const segmentedTree = allowed["bitonic-tree"] && keep < problem.length &&
+    fewLongRows(caps, problem);
   // The tree in one stage: rows of up to TREE_UP_TO in one dispatch.
   if (
     allowed["bitonic-tree"] && problem.length <= TREE_UP_TO &&
     trees.some((t) => t >= problem.length && t <= TREE_UP_TO)
   ) variant = "bitonic-tree";
+  else if (segmentedTree) variant = "bitonic-tree";
   else if (
     allowed["radix-select"] && problem.length >= SELECT_RATIO * keep &&
-    problem.length >= SELECT_ROW_FROM
+    problem.length >= (caps?.isFallbackAdapter ? SELECT_ROW_FROM_SOFT : SELECT_ROW_FROM)
   ) {
     variant = "radix-select";
   }
@@ -370,8 +398,13 @@ export function planSort(
     tile = [...segments].reverse().find((t) => t >= keep) ?? segments[0];
   }
   if (variant === "bitonic-tree") {
-    // The smallest segment that holds the row, else the largest (fewest stages); or as forced.
+    // The smallest segment that holds the row, else the largest (fewest stages); few long rows
+    // take the smallest that holds twice the window (most segments: workgroups to fill the
+    // GPU); or as forced.
     tile = [...trees].reverse().find((t) => t >= problem.length) ?? trees[0];
+    if (segmentedTree && problem.length > TREE_UP_TO) {
+      tile = [...trees].reverse().find((t) => t >= 2 * keep) ?? tile;
+    }
     if (override?.tile && trees.includes(override.tile)) tile = override.tile;
   }
   let segment = 0;
