@@ -11,6 +11,8 @@ export XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-/tmp}
 # Vulkan only: wgpu's GL backend loads libEGL, whose exit-time destructor races test threads
 # (bench/README.md, "An abort at exit on lavapipe").
 export DENO_WEBGPU_BACKEND=${DENO_WEBGPU_BACKEND:-vulkan}
+# A test file whose runtime finds no GPU fails instead of running its WASM tests alone.
+export GYRE_REQUIRE_GPU=1
 what=${1:-all}
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.mem --format=csv 2>&1 | tee "$out/host.txt"
 if [ "$what" = bench ] || [ "$what" = all ]; then

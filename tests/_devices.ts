@@ -8,10 +8,14 @@ import * as gyre from "../src/mod.ts";
 
 /**
  * Starts an "auto" runtime and returns the devices to test: `["wasm", "gpu"]` when WebGPU offers
- * an adapter, else `["wasm"]`.
+ * an adapter, else `["wasm"]`. With `GYRE_REQUIRE_GPU=1` (CI, GPU hosts) a runtime without a GPU
+ * is an error, so a file's GPU tests cannot vanish unnoticed.
  */
 export async function devices(): Promise<gyre.DeviceName[]> {
   const rt = await gyre.init({ device: "auto" });
+  if (!rt.gpu && Deno.env.get("GYRE_REQUIRE_GPU") === "1") {
+    throw new Error("GYRE_REQUIRE_GPU=1, but gyre.init found no GPU: the GPU tests would not run");
+  }
   return rt.gpu ? ["wasm", "gpu"] : ["wasm"];
 }
 

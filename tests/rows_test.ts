@@ -9,6 +9,7 @@ import assert from "node:assert/strict";
 import * as gyre from "../src/mod.ts";
 import * as tuning from "../src/tuning.ts";
 import { devices, expectClose, liveCounts } from "./_devices.ts";
+import { H200 } from "./_caps.ts";
 
 const DEVICES = await devices();
 const caps = gyre.runtime().caps ?? undefined;
@@ -346,7 +347,10 @@ for (const device of DEVICES) {
 }
 
 Deno.test("planRows: the rule and what overrides may change", () => {
-  const plan = (problem: Parameters<typeof tuning.planRows>[1]) => tuning.planRows(caps, problem);
+  // The GPU rule (this machine's adapter may be a software one, whose rule is below).
+  const hardware = caps && { ...caps, isFallbackAdapter: false };
+  const plan = (problem: Parameters<typeof tuning.planRows>[1]) =>
+    tuning.planRows(hardware, problem);
   // 4096 floats: 256 lanes x 4 vec4 registers, one pass.
   const wide = plan({ rows: 4096, rowLength: 4096, vec4: true });
   assert.equal(wide.variant, "single");
@@ -370,6 +374,20 @@ Deno.test("planRows: the rule and what overrides may change", () => {
   const across = plan({ rows: 4096, rowLength: 4096, acrossRows: true });
   assert.deepEqual([across.threadsPerRow, across.variant], [1, "chunked"]);
   assert.equal(across.combine, "none");
+  // A software adapter: few lanes of up to 32 units, chunks of 64 lanes x 8 units past 128
+  // lanes' worth.
+  const soft = { ...(caps ?? H200), isFallbackAdapter: true };
+  const lanes = (n: number) => {
+    const c = tuning.planRows(soft, { rows: 100, rowLength: n, vec4: false });
+    return [c.variant, c.threadsPerRow, c.registers].join("/");
+  };
+  assert.deepEqual([lanes(17), lanes(115), lanes(233), lanes(646), lanes(13034)], [
+    "single/4/8",
+    "single/4/32",
+    "single/16/16",
+    "single/32/32",
+    "chunked/64/8",
+  ]);
   // Overrides: vec4 only where the layout allows; subgroups only where the device has them.
   const forced = tuning.planRows(caps, { rows: 10, rowLength: 1000, vec4: false }, {
     vec4: true,

@@ -38,14 +38,15 @@ export interface AcquiredDevice {
   caps: DeviceCaps;
 }
 
-/** Tries at acquiring a device while the adapter handed out reports its device lost. */
+/** Tries at acquiring a device, and the pause before the next (times the tries so far). */
 const ACQUIRE_TRIES = 3;
+const ACQUIRE_PAUSE_MS = 100;
 
 /**
  * Requests an adapter and a device with every optional feature the adapter accepts.
- * Returns null when there is no WebGPU or no adapter. An adapter whose device is lost at once
- * ("Parent device is lost": seen on an H200 just after another device of the process was lost,
- * with other processes on the GPU) is replaced by a fresh one, up to 3 tries.
+ * Returns null when there is no WebGPU or no adapter. A request that throws is made again with
+ * a fresh adapter, up to 3 tries, 100 and 200 ms apart ("Parent device is lost" was thrown on
+ * an H200 shared by 4 test processes, just after a device of the process was destroyed).
  */
 export async function acquireDevice(
   options: { powerPreference?: GPUPowerPreference } = {},
@@ -54,8 +55,9 @@ export async function acquireDevice(
     try {
       return await acquireOnce(options);
     } catch (e) {
-      if (attempt >= ACQUIRE_TRIES || !/\blost\b/i.test(String(e))) throw e;
+      if (attempt >= ACQUIRE_TRIES) throw e;
     }
+    await new Promise((done) => setTimeout(done, ACQUIRE_PAUSE_MS * attempt));
   }
 }
 
