@@ -22,6 +22,7 @@ import {
 } from "./heuristics/choose_table.ts";
 import { loadUserRows, replacedTables, userTableRows } from "./heuristics/chooser.ts";
 import {
+  checkTuneFamilies,
   checkTuneKey,
   choiceText,
   elementwiseTuneKey,
@@ -512,16 +513,7 @@ export async function tune(
     "selfRewrite",
     "interiors",
   ]);
-  for (const family of families) {
-    if (!TUNE_FAMILIES.includes(family)) {
-      throw new ValueError({
-        op: "tune",
-        argument: "families",
-        expected: `families of ${TUNE_FAMILIES.join(", ")}`,
-        received: String(family),
-      });
-    }
-  }
+  checkTuneFamilies("tune", "families", families);
   // A GPU only where a GPU family is asked for: the WASM device's are timed by wall clock.
   const gpu = families.every(onWasmDevice) ? null : gpuHost("tune");
   const budget = options.budget ?? 60;

@@ -425,11 +425,20 @@ if (DEVICES.includes("gpu")) {
       "team",
     ]);
     // Past 11x11, few outputs go to teams on a GPU, never on a software adapter.
-    const few = { ...bins, kernel: [14, 14], stride: [1, 1], outWidth: 46, outputs: 4330 } as const;
+    const few = {
+      ...bins,
+      kernel: [14, 14],
+      stride: [1, 1],
+      outWidth: 46,
+      totalOutputs: 4330,
+    } as const;
     assert.deepEqual(
       [
         tuning.planPool({ ...withSubgroups, isFallbackAdapter: false }, few).variant,
-        tuning.planPool({ ...withSubgroups, isFallbackAdapter: false }, { ...few, outputs: 15212 })
+        tuning.planPool({ ...withSubgroups, isFallbackAdapter: false }, {
+          ...few,
+          totalOutputs: 15212,
+        })
           .variant,
         tuning.planPool({ ...withSubgroups, isFallbackAdapter: true }, few).variant,
       ],

@@ -77,7 +77,7 @@ export function runPoolGpu(backend: GpuHost, job: PoolJob): PoolResult {
           inWidth: p.inWidth,
           outWidth: p.outWidth,
           alignedOffset: view.offset % 4 === 0,
-          outputs,
+          totalOutputs: outputs,
         },
         // Regular square windows without padding or dilation: what the tuner measured.
         window === "regular" ? tunedPool(backend, job, kernel, stride) : job.overrides.pool,

@@ -7,11 +7,11 @@
  * @module
  */
 import type { DeviceCaps } from "../core/caps.ts";
-import { ValueError } from "../core/errors.ts";
 import { checkOptions } from "../core/options.ts";
 import { CHOOSE_DEVICES } from "./_choose_devices.ts";
 import { CHOOSE_MAX, CHOOSE_ROW_WORDS, type ChooseRow, rowWords } from "./choose_table.ts";
 import {
+  checkTuneFamilies,
   TUNE_FAMILIES,
   TUNE_FAMILY,
   type TuneChoice,
@@ -130,16 +130,7 @@ export function loadUserRows(
   options: { replacing?: readonly TuneFamilyName[] } = {},
 ): void {
   checkOptions("loadUserRows", options, ["replacing"]);
-  for (const f of options.replacing ?? []) {
-    if (!TUNE_FAMILIES.includes(f)) {
-      throw new ValueError({
-        op: "loadUserRows",
-        argument: "options.replacing",
-        expected: `families of ${TUNE_FAMILIES.join(", ")}`,
-        received: String(f),
-      });
-    }
-  }
+  checkTuneFamilies("loadUserRows", "options.replacing", options.replacing ?? []);
   const parts = TUNE_FAMILIES.filter((f) => rows[f]?.length).map((f) => rowWords(f, rows[f]!));
   const count = parts.reduce((n, p) => n + p.length / CHOOSE_ROW_WORDS, 0);
   const c = instance();

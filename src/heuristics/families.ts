@@ -414,7 +414,7 @@ function poolProblem(key: TuneKey) {
     inWidth: (w - 1) * s + k,
     outWidth: w,
     alignedOffset: true,
-    outputs: num(key, "o"),
+    totalOutputs: num(key, "o"),
   };
 }
 
@@ -694,6 +694,33 @@ export function rowsTuneKey(caps: DeviceCaps | undefined, rows: number, length: 
  */
 export function matmulTuneKey(m: number, n: number, k: number): TuneKey {
   return { m, n, k, al: n % 4 === 0 && k % 4 === 0 };
+}
+
+/**
+ * Checks that every name in `families` is a tunable family; a ValueError naming `op`, the
+ * `argument` and the first name that is not otherwise.
+ *
+ * @example
+ * ```ts
+ * import { checkTuneFamilies } from "@gyre/gyre/tuning";
+ * checkTuneFamilies("tune", "families", ["scan", "matmul"]); // passes
+ * ```
+ */
+export function checkTuneFamilies(
+  op: string,
+  argument: string,
+  families: readonly unknown[],
+): void {
+  for (const family of families) {
+    if (!TUNE_FAMILIES.includes(family as TuneFamilyName)) {
+      throw new ValueError({
+        op,
+        argument,
+        expected: `families of ${TUNE_FAMILIES.join(", ")}`,
+        received: String(family),
+      });
+    }
+  }
 }
 
 /**

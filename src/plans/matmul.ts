@@ -215,18 +215,13 @@ const MATMUL_SOFT_SPLIT_GAIN = 0.1;
  * the tile count was odd (1 or 3 tiles: one thread idle in the last wave); the earlier rule
  * (smaller tiles until 16 workgroups) ran them 1.3-2.7x slower.
  */
-function softwareMatmulPlan(
-  tile: MatmulTile,
-  tiles: number,
-  k: number,
-  threads: number,
-): { tile: MatmulTile; splitK: number; groups: number } {
+function softwareSplitK(tiles: number, k: number, threads: number): number {
   const waves = (splits: number) => Math.ceil((tiles * splits) / threads) / splits;
   let splitK = 1;
   for (let s = 2; s <= 64 && k / s >= MATMUL_SOFT_MIN_SPLIT; s *= 2) {
     if (waves(s) <= waves(splitK) * (1 - MATMUL_SOFT_SPLIT_GAIN)) splitK = s;
   }
-  return { tile, splitK, groups: tiles * splitK };
+  return splitK;
 }
 
 /** Workgroups that keep a large GPU busy (132 SMs, about two each). */
@@ -239,7 +234,7 @@ const MATMUL_MIN_SPLIT = 1024;
  * outputs per invocation, down to 32x32 with 4x4) that keeps the device busy, counting K splits:
  * a tile may take up to `K / 1024` splits when that is what it needs to reach enough workgroups
  * (small outputs with a long K: 128x128x65536 runs 64x64 tiles in 64 splits). A software adapter
- * takes the largest tile and splits K to fill its threads' last wave (`softwareMatmulPlan`). Tiles
+ * takes the largest tile and splits K to fill its threads' last wave (`softwareSplitK`). Tiles
  * must fit the device's workgroup storage (48 KiB on an H200, 32 KiB on lavapipe) and invocation
  * limit: the rule skips those that do not, and an override that does not is refused with a
  * `ValueError`.
@@ -289,23 +284,25 @@ export function planMatmul(
   const fits = (t: MatmulTile) => matmulFits(caps, { ...defaults, ...t }, half);
   const usable = tiles.filter(fits);
   const candidates = usable.length ? usable : [tiles[tiles.length - 1]];
-  const maxSplits = k >= 2 * MATMUL_MIN_SPLIT ? Math.min(64, Math.floor(k / MATMUL_MIN_SPLIT)) : 1;
-  const plans = candidates.map((t) => {
-    const groups = batch * Math.ceil(m / t.tileM) * Math.ceil(n / t.tileN);
-    const splitK = groups >= MATMUL_BUSY
-      ? 1
-      : Math.max(1, Math.min(maxSplits, Math.floor(MATMUL_BUSY / groups)));
-    return { tile: t, splitK, groups: groups * splitK };
-  });
-  const best = caps?.isFallbackAdapter
-    ? softwareMatmulPlan(
-      candidates[0],
-      batch * Math.ceil(m / candidates[0].tileM) *
-        Math.ceil(n / candidates[0].tileN),
-      k,
-      caps.softwareThreads ?? 1,
-    )
-    : plans.find((x) => x.groups >= MATMUL_BUSY) ?? plans[plans.length - 1];
+  const tileGroups = (t: MatmulTile) => batch * Math.ceil(m / t.tileM) * Math.ceil(n / t.tileN);
+  let best: { tile: MatmulTile; splitK: number; groups: number };
+  if (caps?.isFallbackAdapter) {
+    const tiles = tileGroups(candidates[0]);
+    const splitK = softwareSplitK(tiles, k, caps.softwareThreads ?? 1);
+    best = { tile: candidates[0], splitK, groups: tiles * splitK };
+  } else {
+    const maxSplits = k >= 2 * MATMUL_MIN_SPLIT
+      ? Math.min(64, Math.floor(k / MATMUL_MIN_SPLIT))
+      : 1;
+    const plans = candidates.map((t) => {
+      const groups = tileGroups(t);
+      const splitK = groups >= MATMUL_BUSY
+        ? 1
+        : Math.max(1, Math.min(maxSplits, Math.floor(MATMUL_BUSY / groups)));
+      return { tile: t, splitK, groups: groups * splitK };
+    });
+    best = plans.find((x) => x.groups >= MATMUL_BUSY) ?? plans[plans.length - 1];
+  }
   // Stream-K: the large float32 tile, where whole waves would leave the last one part-empty
   // for long enough (the whole waves still run as plain tiles; see `variant`).
   const multiprocessors = caps?.isFallbackAdapter

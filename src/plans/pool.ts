@@ -104,7 +104,7 @@ export function planPool(
     /** The input's first element is a multiple of 4. */
     alignedOffset: boolean;
     /** Outputs in all (planes x rows x columns), where known. */
-    outputs?: number;
+    totalOutputs?: number;
   },
   override: Partial<PoolChoice> | null = null,
 ): PoolChoice {
@@ -116,7 +116,8 @@ export function planPool(
     problem.inWidth % 4 === 0 && problem.alignedOffset;
   const unrolled = elements <= POOL_UNROLL_RULE ||
     (regular && elements <= POOL_UNROLL_LIMIT &&
-      (Boolean(caps?.isFallbackAdapter) || (problem.outputs ?? Infinity) >= POOL_TEAM_OUTPUTS));
+      (Boolean(caps?.isFallbackAdapter) ||
+        (problem.totalOutputs ?? Infinity) >= POOL_TEAM_OUTPUTS));
   // With vec4, an odd stride needs 4 outputs to start every invocation on a vector.
   const vec4Outputs = span <= sw || sw === 1 || sw % 2 !== 0 ? 4 : 2;
   // A software adapter's invocations are iterations of a CPU loop: 4 outputs each, always.
