@@ -15,25 +15,20 @@
 import * as gyre from "../src/mod.ts";
 import { median, takeOption } from "./_util.ts";
 import { mulberry32 } from "../tests/_random.ts";
+import { heldOutKey } from "./_held_out.ts";
 import {
   choiceText,
-  elementwiseTuneKey,
   explainChoice,
   familyCandidates,
   loadUserRows,
-  matmulTuneKey,
   measureKey,
   onWasmDevice,
-  rowsKernelTuneKey,
-  rowsTuneKey,
   tableChoice,
   tune,
   TUNE_FAMILIES,
   type TuneChoice,
   type TuneFamilyName,
-  tuneGrid,
   type TuneKey,
-  wasmGemmTuneKey,
 } from "../src/tuning.ts";
 
 const args = [...Deno.args];
@@ -52,7 +47,6 @@ const families = (args.length ? args : TUNE_FAMILIES) as TuneFamilyName[];
 const rt = await gyre.init({ device: "gpu" });
 const caps = rt.gpu!.caps;
 const soft = caps.isFallbackAdapter;
-const most = soft ? 1 << 18 : 1 << 24;
 
 const random = mulberry32(seed);
 
@@ -64,76 +58,6 @@ async function describe(): Promise<string> {
   const out = await new Deno.Command("git", { args: ["describe", "--always", "--dirty"] }).output();
   return new TextDecoder().decode(out.stdout).trim();
 }
-/** A size drawn log-uniformly in [low, high], never a power of two. */
-const size = (low: number, high: number) => {
-  for (;;) {
-    const v = Math.round(Math.exp(Math.log(low) + random() * (Math.log(high) - Math.log(low))));
-    if ((v & (v - 1)) !== 0) return v;
-  }
-};
-
-function heldOut(family: TuneFamilyName): TuneKey {
-  const sg = caps.subgroups;
-  for (;;) {
-    let key: TuneKey;
-    switch (family) {
-      case "rankk": {
-        const c = size(1024, 1 << 20);
-        key = { r: size(1, 4096), c, k: size(8, 512), sg };
-        if ((key.k as number) * 4 > c) continue;
-        break;
-      }
-      case "sort":
-        key = { r: size(1, 4096), c: size(256, 1 << 20), sg };
-        break;
-      case "scan":
-      case "reduce":
-        key = rowsTuneKey(caps, size(1, 16384), size(64, 1 << 24));
-        if ((key.r as number) * (key.n as number) < 4096) continue;
-        break;
-      case "matmul": {
-        key = matmulTuneKey(size(64, 4096), size(64, 4096), size(64, 16384));
-        const [m, n, k] = [key.m as number, key.n as number, key.k as number];
-        if (m * n * k > most * (soft ? 16 : 4096) || m * k > most || k * n > most) continue;
-        break;
-      }
-      case "rows": {
-        const n = size(16, 1 << 18);
-        key = rowsKernelTuneKey(caps, size(1, 16384), n, n % 4 === 0);
-        if ((key.r as number) * n < 4096) continue;
-        break;
-      }
-      case "pool": {
-        // Windows of the grid's sides and between, strides up to the side.
-        const k = Math.round(2 + random() * 14);
-        const s = 1 + Math.floor(random() * Math.min(4, k));
-        const w = size(8, 512);
-        const o = size(1 << 12, most);
-        if (o < w * w || (o / (w * w)) * ((w - 1) * s + k) ** 2 > 4 * most) continue;
-        key = { k, s, w, o };
-        break;
-      }
-      case "wasmGemm": {
-        // The WASM device's products, timed by wall clock, with the threads this machine has.
-        const t = tuneGrid("wasmGemm", undefined)[0].t as number;
-        key = wasmGemmTuneKey(size(32, 1024), size(32, 1024), size(32, 1024), t);
-        if ((key.m as number) * (key.n as number) * (key.k as number) > 1 << 28) continue;
-        return key;
-      }
-      case "elementwise": {
-        const e = size(1 << 10, 4 * most);
-        key = random() < 1 / 3
-          ? elementwiseTuneKey(e, false, true)
-          : elementwiseTuneKey(e, e % 4 === 0, false);
-        break;
-      }
-    }
-    if (family === "pool" || family === "elementwise") return key;
-    const elements = family === "matmul" ? 0 : (key.r as number) * ((key.c ?? key.n) as number);
-    if (elements <= most) return key;
-  }
-}
-
 interface Row {
   family: TuneFamilyName;
   key: TuneKey;
@@ -197,7 +121,7 @@ if (noiseFloor) {
   for (const family of families) {
     const judged: Awaited<ReturnType<typeof judge>> = [];
     for (let i = 0; i < perFamily; i++) {
-      const key = heldOut(family);
+      const key = heldOutKey(family, caps, random);
       const plan = familyCandidates(family, capsOf(family), key)[0];
       judged.push(...await judge(family, key, [plan, plan, plan, plan, plan]));
     }
@@ -225,7 +149,7 @@ for (const family of families) {
   tuneKeys[family] = report.rows[family]?.length ?? 0;
   // A GPU's table holds its own families (the WASM device's are the user's to tune).
   if (capsOf(family)) tableRows[family] = report.rows[family];
-  const keys = Array.from({ length: perFamily }, () => heldOut(family));
+  const keys = Array.from({ length: perFamily }, () => heldOutKey(family, caps, random));
   for (const [i, key] of keys.entries()) {
     const candidates = familyCandidates(family, capsOf(family), key);
     // Round 1 finds the best candidate; round 2 measures it again with every layer's pick,
