@@ -444,11 +444,24 @@ if (DEVICES.includes("gpu")) {
       ],
       ["team", "unrolled", "unrolled"],
     );
-    // A GPU's strides of 4 and more: one output an invocation.
+    // A GPU: at most 2 outputs an invocation from stride 4, 4 at strides 2 and 3 from windows 10
+    // wide, halved while there are fewer than 65536 invocations; unknown counts are many.
+    const gpu = { ...withSubgroups, isFallbackAdapter: false };
+    const opi = (problem: Parameters<typeof tuning.planPool>[1]) =>
+      tuning.planPool(gpu, problem).outputsPerInvocation;
     const wide = { ...bins, kernel: [7, 7], stride: [4, 4], inWidth: 1075, outWidth: 268 } as const;
-    assert.equal(
-      tuning.planPool({ ...withSubgroups, isFallbackAdapter: false }, wide).outputsPerInvocation,
-      1,
+    const wider = { ...wide, kernel: [11, 11], stride: [3, 3], inWidth: 812 } as const;
+    assert.deepEqual(
+      [
+        opi(wide),
+        opi({ ...wide, totalOutputs: 131072 }),
+        opi({ ...wide, totalOutputs: 131071 }),
+        opi({ ...wide, totalOutputs: 65535 }),
+        opi(wider),
+        opi({ ...wider, kernel: [9, 9], inWidth: 810 }),
+        opi({ ...wider, totalOutputs: 262143 }),
+      ],
+      [2, 2, 1, 1, 4, 2, 2],
     );
     // A software adapter: 4 outputs an invocation at any stride.
     const strided = {

@@ -46,28 +46,37 @@ const POOL_UNROLL_RULE = 121;
  */
 const POOL_TEAM_OUTPUTS = 8192;
 /**
- * Strides along W from which a GPU's unrolled windows take one output an invocation: the
- * neighbours share no columns to reuse, and more invocations hide more latency. On the H200
- * (tune-quality-h200-pool, -six, -no-interiors and -s26-b .json, seeds 2411, 2711 and 3137) one
- * output led at 15 of the 20 held-out keys of stride 4, by 8-45% where the rule unrolled 2 or 4
- * (7x7/4 of 268 columns: 40 us against 57); at stride 3 the leaders were split (1 at 11 of 19).
+ * A GPU's unrolled windows: the most neighbouring outputs an invocation, by stride and window,
+ * then halved while the op would have fewer than `POOL_BUSY_INVOCATIONS` invocations. Fitted on
+ * the H200 to every candidate measured at 160 held-out keys (bench/results/
+ * tune-survey-h200-pool-9002.json, GPU timestamps, `bench/tune_offline.ts` to judge): this rule
+ * picks within 5% of the fastest at 88% of them (stride 1: 93%, 2: 85%, 3: 87%, 4: 82%), the
+ * rule it replaced (4 at stride 1, else 2, one at strides of 4 and more, whatever the count) at
+ * 55%. Neighbours share a window's columns at stride 1 (4 outputs); at strides 2 and 3 windows
+ * of 10 and more reuse enough to take 4 too, smaller ones 2 (4 where aligned vec4 windows do not
+ * overlap: 2x2/2 on [32, 64, 224, 224] 121 us against 128 with 2). Fewer outputs an invocation
+ * win wherever there are too few invocations to hide latency: halving from 65536 led at 60% of
+ * the keys below it, against 2^15 or 2^17 a few keys worse (halves of the survey fitted apart
+ * judged each other at 80-81%).
  */
-const POOL_SINGLE_FROM_STRIDE = 4;
+const POOL_BUSY_INVOCATIONS = 65536;
+/** Windows this wide or wider take 4 outputs an invocation at strides 2 and 3 on a GPU. */
+const POOL_WIDE_WINDOW = 10;
+/** Strides from which a GPU's invocations take at most 2 outputs. */
+const POOL_NARROW_FROM_STRIDE = 4;
 const POOL_UNROLL_LIMIT = 256;
 
 /**
  * Pooling: regular windows of at most 16x16 elements (past 11x11 on a GPU only where there are
- * 8192 outputs or more) and adaptive bins of at most 11x11 are unrolled, larger ones are walked by a team of invocations per output (see below), or loop
- * without subgroups. Unrolled
- * regular windows compute several neighbouring outputs per invocation. Where the layout allows
- * aligned vec4 loads (no column padding or dilation, W and the input offset multiples of 4): 4
- * outputs when windows do not overlap along W or the stride is 1, else 2, and always enough that
- * `outputs * strideW` is a multiple of 4, so every invocation starts on a vector. Without vec4: 4
- * outputs at stride 1 (neighbours share most columns), else 2 (4 scalar outputs straddle sectors
- * of unaligned rows). Strides of 4 and more take 1 (`POOL_SINGLE_FROM_STRIDE`). A software
- * adapter takes 4 (lavapipe, seed 2411: the leader's count at 22
- * of 24 held-out keys, and within 1% of it at the other two). Never more outputs than the row
- * needs.
+ * 8192 outputs or more) and adaptive bins of at most 11x11 are unrolled, larger ones are walked
+ * by a team of invocations per output (see below), or loop without subgroups. Unrolled regular
+ * windows compute several neighbouring outputs per invocation. On a GPU: 4 at stride 1, at
+ * strides 2 and 3 for windows 10 wide or wider or aligned vec4 windows that do not overlap along
+ * W (no column padding or dilation, W and the input offset multiples of 4), else 2; halved while
+ * the op has fewer than 65536 invocations (see `POOL_BUSY_INVOCATIONS`). vec4 loads where
+ * `outputs * strideW` is a multiple of 4, so every invocation starts on a vector. A software
+ * adapter takes 4 (lavapipe, seed 2411: the leader's count at 22 of 24 held-out keys, and within
+ * 1% of it at the other two). Never more outputs than the row needs.
  * Measured on an H200 (timestamps, float32 unless said; the vec4 copy kernel runs at 3.7 TB/s):
  * maxPool 2x2/2 on [32, 64, 224, 224]: 121 us (4.2 TB/s) with 4 outputs and vec4, 128 with 2 and
  * vec4, 154 with 1, 292 looped; float16: 65 us with 4, 84 with 2; W = 222 (no vec4): 143 us with
@@ -118,18 +127,18 @@ export function planPool(
     (regular && elements <= POOL_UNROLL_LIMIT &&
       (Boolean(caps?.isFallbackAdapter) ||
         (problem.totalOutputs ?? Infinity) >= POOL_TEAM_OUTPUTS));
-  // With vec4, an odd stride needs 4 outputs to start every invocation on a vector.
-  const vec4Outputs = span <= sw || sw === 1 || sw % 2 !== 0 ? 4 : 2;
   // A software adapter's invocations are iterations of a CPU loop: 4 outputs each, always.
   let outputs = caps?.isFallbackAdapter
     ? 4
-    : sw >= POOL_SINGLE_FROM_STRIDE
-    ? 1
-    : vec4Layout
-    ? vec4Outputs
-    : sw === 1
+    : sw === 1 ||
+        (sw < POOL_NARROW_FROM_STRIDE &&
+          (problem.kernel[1] >= POOL_WIDE_WINDOW || (vec4Layout && span <= sw)))
     ? 4
     : 2;
+  const invocations = (count: number) => (problem.totalOutputs ?? Infinity) / count;
+  while (
+    outputs > 1 && !caps?.isFallbackAdapter && invocations(outputs) < POOL_BUSY_INVOCATIONS
+  ) outputs /= 2;
   while (outputs > 1 && outputs / 2 >= problem.outWidth) outputs /= 2;
   // Teams: as wide as a window row of 32 floats (one coalesced read), within every subgroup.
   const teamLimit = caps?.subgroups ? Math.min(32, caps.subgroupMinSize) : 0;
