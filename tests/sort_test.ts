@@ -630,7 +630,9 @@ Deno.test("the sort plan allows the streaming forms where they fit, and stages r
   );
   assert.equal(onesweep(full, 16, 1 << 24), "multipass");
   // Rank-K's rule: few long rows on a GPU by the tree in segments of twice the window; many
-  // rows by the selection from 8 times the window; lavapipe selects from rows of 2048.
+  // rows by the selection from 8 times the window, streamed by the merge where rows of 8192 or
+  // more hold 131072 keys in all for each element of the window; lavapipe selects from rows of
+  // 2048 and never merges.
   const rank = (c: tuning.DeviceCaps, rows: number, cols: number, k: number) => {
     const p = tuning.planRankK(c, { kind: "top", rows, cols, k });
     return `${p.mk}/${p.tile}`;
@@ -644,7 +646,25 @@ Deno.test("the sort plan allows the streaming forms where they fit, and stages r
       rank(full, 1330, 1263, 200),
       rank(soft, 6, 2402, 79),
       rank(soft, 13, 1419, 114),
+      rank(full, 105, 127962, 55),
+      rank(full, 128, 8192, 8),
+      rank(full, 128, 8192, 9),
+      rank(full, 1024, 8191, 8),
+      rank(soft, 105, 127962, 55),
     ],
-    ["tree/512", "tree/512", "select/512", "select/512", "radix/2048", "select/512", "radix/2048"],
+    [
+      "tree/512",
+      "tree/512",
+      "select/512",
+      "select/512",
+      "radix/2048",
+      "select/512",
+      "radix/2048",
+      "merge/2048",
+      "merge/2048",
+      "select/512",
+      "select/512",
+      "select/512",
+    ],
   );
 });

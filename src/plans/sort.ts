@@ -187,6 +187,20 @@ function fewLongRows(
     problem.rows * problem.length <= 512 * 1024;
 }
 
+/**
+ * Where a GPU's Rank-K streams rows through the merge form rather than selecting: rows of at
+ * least `MERGE_ROW_FROM` keys with at least `MERGE_KEYS_PER_WINDOW` keys in all for each element
+ * of the window (long rows, many keys, a small window: the merge reads each key once and keeps
+ * few, where the selection's histogram passes read them again). Fitted on the H200 to every
+ * candidate measured at 160 held-out keys (bench/results/tune-survey-h200-rankk-9005.json, GPU
+ * timestamps): the rule with it picks within 5% of the fastest at 82% of them, 73% without
+ * (top-k of [105, 127962] k = 55: merge 160 us, selection 198; [20, 739855] k = 133: 198 against
+ * 228). Shorter rows kept the selection ([1130, 7309] k = 10: 172 us against the merge's 230),
+ * and so did larger windows over fewer keys ([427, 28672] k = 111: 182 against 229).
+ */
+const MERGE_ROW_FROM = 8192;
+const MERGE_KEYS_PER_WINDOW = 131072;
+
 /** Segments of the bitonic tree, largest first (keys and indices: 8 bytes a pair). */
 const TREE_TILES = [4096, 2048, 1024, 512];
 
@@ -382,7 +396,10 @@ export function planSort(
     allowed["radix-select"] && problem.length >= SELECT_RATIO * keep &&
     problem.length >= (caps?.isFallbackAdapter ? SELECT_ROW_FROM_SOFT : SELECT_ROW_FROM)
   ) {
-    variant = "radix-select";
+    variant = allowed.merge && !caps?.isFallbackAdapter && problem.length >= MERGE_ROW_FROM &&
+        problem.rows * problem.length >= MERGE_KEYS_PER_WINDOW * keep
+      ? "merge"
+      : "radix-select";
   }
   if (override?.variant && allowed[override.variant]) variant = override.variant;
   // The padding follows the row; the variant, the ballot tile and counters (among the forms
