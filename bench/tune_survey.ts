@@ -59,7 +59,9 @@ for (const family of families) {
     });
     const best = timing.candidates[0];
     console.log(
-      `${family} ${i + 1}/${keysPerFamily} (${((performance.now() - started) / 1000).toFixed(0)} s) ` +
+      `${family} ${i + 1}/${keysPerFamily} (${
+        ((performance.now() - started) / 1000).toFixed(0)
+      } s) ` +
         `${JSON.stringify(key)}: ${timing.candidates.length} candidates, best ${
           choiceText(best.choice)
         } ${best.us.toFixed(1)} us`,

@@ -351,16 +351,16 @@ Deno.test("planRows: the rule and what overrides may change", () => {
   const hardware = caps && { ...caps, isFallbackAdapter: false };
   const plan = (problem: Parameters<typeof tuning.planRows>[1]) =>
     tuning.planRows(hardware, problem);
-  // 4096 floats: 256 lanes x 4 vec4 registers, one pass.
+  // 4096 floats: 128 lanes x 8 vec4 registers, one pass.
   const wide = plan({ rows: 4096, rowLength: 4096, vec4: true });
   assert.equal(wide.variant, "single");
-  assert.equal(wide.threadsPerRow, 256);
-  assert.equal(wide.registers, 4);
+  assert.equal(wide.threadsPerRow, 128);
+  assert.equal(wide.registers, 8);
   assert.equal(wide.vec4, true);
   // Short rows share a workgroup, a lane per unit: a row of 8 vec4 units takes 8 lanes.
   const short = plan({ rows: 1 << 16, rowLength: 32, vec4: true });
   assert.deepEqual([short.threadsPerRow, short.registers, short.workgroupSize], [8, 1, 256]);
-  // float16: 8 units per lane, the same bytes in flight as 4 float32 vec4.
+  // float16: 8 units per lane too.
   const half = plan({ rows: 4096, rowLength: 4096, vec4: true, elementBytes: 2 });
   assert.deepEqual([half.threadsPerRow, half.registers], [128, 8]);
   // Beyond 8 units per lane over 1024 lanes, or few long rows: chunked, with a merge pass.

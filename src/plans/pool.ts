@@ -128,11 +128,9 @@ export function planPool(
       (Boolean(caps?.isFallbackAdapter) ||
         (problem.totalOutputs ?? Infinity) >= POOL_TEAM_OUTPUTS));
   // A software adapter's invocations are iterations of a CPU loop: 4 outputs each, always.
-  let outputs = caps?.isFallbackAdapter
-    ? 4
-    : sw === 1 ||
-        (sw < POOL_NARROW_FROM_STRIDE &&
-          (problem.kernel[1] >= POOL_WIDE_WINDOW || (vec4Layout && span <= sw)))
+  let outputs = caps?.isFallbackAdapter ? 4 : sw === 1 ||
+      (sw < POOL_NARROW_FROM_STRIDE &&
+        (problem.kernel[1] >= POOL_WIDE_WINDOW || (vec4Layout && span <= sw)))
     ? 4
     : 2;
   const invocations = (count: number) => (problem.totalOutputs ?? Infinity) / count;

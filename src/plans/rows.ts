@@ -175,10 +175,13 @@ export function planRows(
   } else if (caps?.isFallbackAdapter) {
     ({ variant, threads, registers } = softwareRowsPlan(units));
   } else {
-    // Units per lane: 4, or 8 for 2-byte elements (the same bytes in flight per lane); short
-    // rows spread over up to 32 lanes with 1 or 2 units each, which keeps a subgroup's loads
-    // contiguous (a lane reading 4 vec4 of its own row strides across 64 bytes per load).
-    const perLane = (problem.elementBytes ?? 4) < 4 ? 8 : 4;
+    // Units per lane: 8 (fewer lanes a row, more rows a workgroup); short rows spread over up
+    // to 32 lanes with 1 or 2 units each, which keeps a subgroup's loads contiguous (a lane
+    // reading 4 vec4 of its own row strides across 64 bytes per load). On the H200's 200
+    // surveyed keys (bench/results/tune-survey-h200-rows-9004.json, GPU timestamps) 8 units
+    // a lane picked within 5% of the fastest at 47% against 38% with 4 (float32; 2-byte
+    // elements took 8 before too): [2282, 2608] 62 us against 72 with twice the lanes.
+    const perLane = ROWS_SINGLE_REGISTERS;
     threads = clampPow2(Math.ceil(units / perLane), Math.min(32, pow2Ceil(units)), 256);
     registers = pow2Ceil(Math.ceil(units / threads));
     if (registers > perLane) {
