@@ -78,3 +78,17 @@ export function takeOption(args: string[], name: string): string | undefined {
   const [, value] = args.splice(i, 2);
   return value;
 }
+
+/**
+ * Runs a hardware GPU hot for `ms` (4096^3 products) before measuring: it idles at a low clock,
+ * and sparse measurements after idling ran up to 3x slower (bench/README.md, session 24).
+ */
+export async function warmGpu(ms = 3000): Promise<void> {
+  const a = gyre.random.uniform([4096, 4096], { seed: 1 });
+  const until = performance.now() + ms;
+  while (performance.now() < until) {
+    const y = gyre.matmul(a, a);
+    await y.array().then(() => y.dispose()).catch(() => {});
+  }
+  a.dispose();
+}

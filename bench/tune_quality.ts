@@ -13,7 +13,7 @@
  * @module
  */
 import * as gyre from "../src/mod.ts";
-import { median, takeOption } from "./_util.ts";
+import { median, takeOption, warmGpu } from "./_util.ts";
 import { mulberry32 } from "../tests/_random.ts";
 import { heldOutKey } from "./_held_out.ts";
 import {
@@ -94,16 +94,7 @@ async function judge(family: TuneFamilyName, key: TuneKey, choices: readonly Tun
   }));
 }
 
-// A hardware GPU idles at a low clock: run it hot for a few seconds before measuring.
-if (!soft) {
-  const a = gyre.random.uniform([4096, 4096], { seed: 1 });
-  const until = performance.now() + 3000;
-  while (performance.now() < until) {
-    const y = gyre.matmul(a, a);
-    await y.array().then(() => y.dispose()).catch(() => {});
-  }
-  a.dispose();
-}
+if (!soft) await warmGpu();
 
 // --noise-floor: five copies of the plan's own choice judged as round 2 judges finalists, at the
 // same held-out keys; equal choices should all count, so the share that does bounds what any

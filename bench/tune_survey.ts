@@ -12,7 +12,7 @@ import * as gyre from "../src/mod.ts";
 import { mulberry32 } from "../tests/_random.ts";
 import { heldOutKey } from "./_held_out.ts";
 import { choiceText, familyCandidates, measureKey, type TuneFamilyName } from "../src/tuning.ts";
-import { takeOption } from "./_util.ts";
+import { takeOption, warmGpu } from "./_util.ts";
 
 const args = [...Deno.args];
 const keysPerFamily = Number(takeOption(args, "--keys") ?? 48);
@@ -29,16 +29,7 @@ const rt = await gyre.init({ device: "gpu" });
 const caps = rt.gpu!.caps;
 const random = mulberry32(seed);
 
-// A hardware GPU idles at a low clock: run it hot for a few seconds before measuring.
-if (!caps.isFallbackAdapter) {
-  const a = gyre.random.uniform([4096, 4096], { seed: 1 });
-  const until = performance.now() + 3000;
-  while (performance.now() < until) {
-    const y = gyre.matmul(a, a);
-    await y.array().then(() => y.dispose()).catch(() => {});
-  }
-  a.dispose();
-}
+if (!caps.isFallbackAdapter) await warmGpu();
 
 const rows: unknown[] = [];
 const started = performance.now();
