@@ -637,34 +637,22 @@ Deno.test("the sort plan allows the streaming forms where they fit, and stages r
     const p = tuning.planRankK(c, { kind: "top", rows, cols, k });
     return `${p.mk}/${p.tile}`;
   };
+  const cases: [tuning.DeviceCaps, number, number, number, string][] = [
+    [full, 6, 2402, 79, "tree/512"],
+    [full, 24, 2326, 233, "tree/512"],
+    [full, 33, 34408, 106, "select/512"],
+    [full, 1330, 1263, 70, "select/512"],
+    [full, 1330, 1263, 200, "radix/2048"],
+    [soft, 6, 2402, 79, "select/512"],
+    [soft, 13, 1419, 114, "radix/2048"],
+    [full, 105, 127962, 55, "merge/2048"],
+    [full, 128, 8192, 8, "merge/2048"],
+    [full, 128, 8192, 9, "select/512"],
+    [full, 1024, 8191, 8, "select/512"],
+    [soft, 105, 127962, 55, "select/512"],
+  ];
   assert.deepEqual(
-    [
-      rank(full, 6, 2402, 79),
-      rank(full, 24, 2326, 233),
-      rank(full, 33, 34408, 106),
-      rank(full, 1330, 1263, 70),
-      rank(full, 1330, 1263, 200),
-      rank(soft, 6, 2402, 79),
-      rank(soft, 13, 1419, 114),
-      rank(full, 105, 127962, 55),
-      rank(full, 128, 8192, 8),
-      rank(full, 128, 8192, 9),
-      rank(full, 1024, 8191, 8),
-      rank(soft, 105, 127962, 55),
-    ],
-    [
-      "tree/512",
-      "tree/512",
-      "select/512",
-      "select/512",
-      "radix/2048",
-      "select/512",
-      "radix/2048",
-      "merge/2048",
-      "merge/2048",
-      "select/512",
-      "select/512",
-      "select/512",
-    ],
+    cases.map(([c, rows, cols, k]) => rank(c, rows, cols, k)),
+    cases.map((c) => c[4]),
   );
 });

@@ -287,9 +287,9 @@ export function planMatmul(
   const tileGroups = (t: MatmulTile) => batch * Math.ceil(m / t.tileM) * Math.ceil(n / t.tileN);
   let best: { tile: MatmulTile; splitK: number; groups: number };
   if (caps?.isFallbackAdapter) {
-    const tiles = tileGroups(candidates[0]);
-    const splitK = softwareSplitK(tiles, k, caps.softwareThreads ?? 1);
-    best = { tile: candidates[0], splitK, groups: tiles * splitK };
+    const groups = tileGroups(candidates[0]);
+    const splitK = softwareSplitK(groups, k, caps.softwareThreads ?? 1);
+    best = { tile: candidates[0], splitK, groups: groups * splitK };
   } else {
     const maxSplits = k >= 2 * MATMUL_MIN_SPLIT
       ? Math.min(64, Math.floor(k / MATMUL_MIN_SPLIT))

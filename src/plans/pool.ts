@@ -67,6 +67,16 @@ const POOL_NARROW_FROM_STRIDE = 4;
 const POOL_UNROLL_LIMIT = 256;
 
 /**
+ * The most neighbouring outputs a GPU's invocation takes (before `POOL_BUSY_INVOCATIONS` halves
+ * them): 4 at stride 1, and at strides below `POOL_NARROW_FROM_STRIDE` for windows
+ * `POOL_WIDE_WINDOW` wide or wider or aligned vec4 windows that do not overlap; else 2.
+ */
+function gpuOutputsPerInvocation(stride: number, width: number, vec4Apart: boolean): 1 | 2 | 4 {
+  const reuse = width >= POOL_WIDE_WINDOW || vec4Apart;
+  return stride === 1 || (stride < POOL_NARROW_FROM_STRIDE && reuse) ? 4 : 2;
+}
+
+/**
  * Pooling: regular windows of at most 16x16 elements (past 11x11 on a GPU only where there are
  * 8192 outputs or more) and adaptive bins of at most 11x11 are unrolled, larger ones are walked
  * by a team of invocations per output (see below), or loop without subgroups. Unrolled regular
@@ -123,20 +133,13 @@ export function planPool(
   const span = problem.dilation[1] * (problem.kernel[1] - 1) + 1;
   const vec4Layout = regular && problem.padding[1] === 0 && problem.dilation[1] === 1 &&
     problem.inWidth % 4 === 0 && problem.alignedOffset;
+  const soft = Boolean(caps?.isFallbackAdapter);
+  const totalOutputs = problem.totalOutputs ?? Infinity;
   const unrolled = elements <= POOL_UNROLL_RULE ||
-    (regular && elements <= POOL_UNROLL_LIMIT &&
-      (Boolean(caps?.isFallbackAdapter) ||
-        (problem.totalOutputs ?? Infinity) >= POOL_TEAM_OUTPUTS));
+    (regular && elements <= POOL_UNROLL_LIMIT && (soft || totalOutputs >= POOL_TEAM_OUTPUTS));
   // A software adapter's invocations are iterations of a CPU loop: 4 outputs each, always.
-  let outputs = caps?.isFallbackAdapter ? 4 : sw === 1 ||
-      (sw < POOL_NARROW_FROM_STRIDE &&
-        (problem.kernel[1] >= POOL_WIDE_WINDOW || (vec4Layout && span <= sw)))
-    ? 4
-    : 2;
-  const invocations = (count: number) => (problem.totalOutputs ?? Infinity) / count;
-  while (
-    outputs > 1 && !caps?.isFallbackAdapter && invocations(outputs) < POOL_BUSY_INVOCATIONS
-  ) outputs /= 2;
+  let outputs = soft ? 4 : gpuOutputsPerInvocation(sw, problem.kernel[1], vec4Layout && span <= sw);
+  while (!soft && outputs > 1 && totalOutputs / outputs < POOL_BUSY_INVOCATIONS) outputs /= 2;
   while (outputs > 1 && outputs / 2 >= problem.outWidth) outputs /= 2;
   // Teams: as wide as a window row of 32 floats (one coalesced read), within every subgroup.
   const teamLimit = caps?.subgroups ? Math.min(32, caps.subgroupMinSize) : 0;

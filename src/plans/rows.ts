@@ -180,14 +180,14 @@ export function planRows(
     // reading 4 vec4 of its own row strides across 64 bytes per load). On the H200's 200
     // surveyed keys (bench/results/tune-survey-h200-rows-9004.json, GPU timestamps) 8 units
     // a lane picked within 5% of the fastest at 47% against 38% with 4 (float32; 2-byte
-    // elements took 8 before too): [2282, 2608] 62 us against 72 with twice the lanes.
-    const perLane = ROWS_SINGLE_REGISTERS;
-    threads = clampPow2(Math.ceil(units / perLane), Math.min(32, pow2Ceil(units)), 256);
+    // elements took 8 before too): [2282, 2608] 62 us against 72 with twice the lanes. Up to
+    // 1024 lanes; rows longer than that holds are chunked below.
+    threads = clampPow2(
+      Math.ceil(units / ROWS_SINGLE_REGISTERS),
+      Math.min(32, pow2Ceil(units)),
+      1024,
+    );
     registers = pow2Ceil(Math.ceil(units / threads));
-    if (registers > perLane) {
-      threads = clampPow2(Math.ceil(units / ROWS_SINGLE_REGISTERS), 1, 1024);
-      registers = pow2Ceil(Math.ceil(units / threads));
-    }
     const workgroups = Math.ceil((rows * threads) / Math.max(256, threads));
     if (registers > ROWS_SINGLE_REGISTERS || (workgroups < 64 && units > 2048)) {
       variant = "chunked";

@@ -201,6 +201,16 @@ function fewLongRows(
 const MERGE_ROW_FROM = 8192;
 const MERGE_KEYS_PER_WINDOW = 131072;
 
+/** Whether a GPU's Rank-K merges rather than selects (see `MERGE_ROW_FROM`). */
+function mergesLongRows(
+  caps: DeviceCaps | undefined,
+  problem: { rows: number; length: number },
+  keep: number,
+): boolean {
+  return !caps?.isFallbackAdapter && problem.length >= MERGE_ROW_FROM &&
+    problem.rows * problem.length >= MERGE_KEYS_PER_WINDOW * keep;
+}
+
 /** Segments of the bitonic tree, largest first (keys and indices: 8 bytes a pair). */
 const TREE_TILES = [4096, 2048, 1024, 512];
 
@@ -396,10 +406,7 @@ export function planSort(
     allowed["radix-select"] && problem.length >= SELECT_RATIO * keep &&
     problem.length >= (caps?.isFallbackAdapter ? SELECT_ROW_FROM_SOFT : SELECT_ROW_FROM)
   ) {
-    variant = allowed.merge && !caps?.isFallbackAdapter && problem.length >= MERGE_ROW_FROM &&
-        problem.rows * problem.length >= MERGE_KEYS_PER_WINDOW * keep
-      ? "merge"
-      : "radix-select";
+    variant = allowed.merge && mergesLongRows(caps, problem, keep) ? "merge" : "radix-select";
   }
   if (override?.variant && allowed[override.variant]) variant = override.variant;
   // The padding follows the row; the variant, the ballot tile and counters (among the forms
