@@ -6,6 +6,7 @@
 import assert from "node:assert/strict";
 import * as gyre from "../src/mod.ts";
 import * as tuning from "../src/tuning.ts";
+import { H200 } from "./_caps.ts";
 import { bufferWords, devices, expectClose, expectTensor } from "./_devices.ts";
 import { gpuBackendOf } from "../src/runtime.ts";
 
@@ -227,6 +228,26 @@ Deno.test({
       tuning.setPlanOverride("reduce", null);
     }
   },
+});
+
+Deno.test("planReduce: one invocation a row for 48 rows an element of rows up to 128 on a GPU, the rule before on a software adapter", () => {
+  const form = (caps: tuning.DeviceCaps, rows: number, rowLength: number) =>
+    tuning.planReduce(caps, { rows, rowLength }).variant;
+  const soft = { ...H200, isFallbackAdapter: true };
+  const cases: [tuning.DeviceCaps, number, number, string][] = [
+    [H200, 12184, 73, "thread"],
+    [H200, 48 * 112, 112, "thread"],
+    [H200, 48 * 112 - 1, 112, "workgroup"],
+    [H200, 4233, 115, "workgroup"],
+    [H200, 1 << 20, 129, "workgroup"],
+    [soft, 48 * 64, 64, "workgroup"],
+    [soft, 4096, 64, "thread"],
+    [soft, 12184, 73, "workgroup"],
+  ];
+  assert.deepEqual(
+    cases.map(([c, rows, length]) => form(c, rows, length)),
+    cases.map((c) => c[3]),
+  );
 });
 
 Deno.test({

@@ -52,6 +52,30 @@ export interface ReduceChoice {
 const ELEMENTS_PER_INVOCATION = 128;
 
 /**
+ * Where contiguous rows take one invocation each on a GPU: rows of at most
+ * `REDUCE_THREAD_ROW_MAX` elements, at least `REDUCE_THREAD_ROWS_PER_ELEMENT` rows for each
+ * element of a row (few rows leave the GPU idle; longer rows a longer serial loop). Fitted on an
+ * H100 80GB HBM3 to every candidate measured at 400 held-out keys (bench/results/
+ * tune-survey-h100-reduce-9006.json, GPU timestamps): the plan within 5% of the fastest at 96.5%
+ * of them, 95.3% with the rule before (rows of at most 64, 4096 rows or more), which lost
+ * [12184, 73] (one invocation a row 0.52x the workgroup's time) and [11662, 112] (0.82x) and
+ * kept the workgroups' [3798, 93] (thread 1.10x). On the H200, [4233, 115] (fewer than 48 rows
+ * an element) took 34.9 us by workgroups against 45.1 by invocations (bench/results/
+ * tune-quality-h200-s27-a.json). A software adapter keeps the rule before (its table decides).
+ */
+const REDUCE_THREAD_ROW_MAX = 128;
+const REDUCE_THREAD_ROWS_PER_ELEMENT = 48;
+
+function manyShortRows(
+  caps: DeviceCaps | undefined,
+  problem: { rows: number; rowLength: number },
+): boolean {
+  if (caps?.isFallbackAdapter) return problem.rowLength <= 64 && problem.rows >= 4096;
+  return problem.rowLength <= REDUCE_THREAD_ROW_MAX &&
+    problem.rows >= REDUCE_THREAD_ROWS_PER_ELEMENT * problem.rowLength;
+}
+
+/**
  * Reductions: many short rows, or rows adjacent in memory (a reduction over leading axes), get one
  * invocation each (rows split into chunks when few and long); otherwise a workgroup per row, and rows so
  * long that one workgroup would loop more than {@link ELEMENTS_PER_INVOCATION} times are split
@@ -83,7 +107,7 @@ export function planReduce(
   const threadChunks = columns
     ? Math.max(1, Math.min(Math.ceil(262144 / problem.rows), Math.floor(problem.rowLength / 16)))
     : 1;
-  const choice: ReduceChoice = columns || (problem.rowLength <= 64 && problem.rows >= 4096)
+  const choice: ReduceChoice = columns || manyShortRows(caps, problem)
     ? {
       kernel: "reduce",
       variant: "thread",
