@@ -75,7 +75,6 @@ function choose_rankk(device: i32, r: i32, c: i32, k: i32, sg: i32): i32 {
     if (r >= 4 && r <= 7 && c >= 4096 && c <= 65535 && k >= 128 && sg == 1) return pick(1, 512, 0, 0);
     if (r >= 8 && r <= 15 && c >= 8192 && c <= 65535 && k >= 128 && sg == 1) return pick(1, 512, 0, 0);
     if (r >= 16 && r <= 31 && c >= 8192 && c <= 32767 && k >= 128 && sg == 1) return pick(1, 512, 0, 0);
-    if (r >= 32 && r <= 63 && c <= 2047 && k >= 128 && sg == 1) return pick(3, 2048, 0, 0);
     if (r >= 32 && r <= 63 && c >= 8192 && c <= 16383 && k >= 128 && sg == 1) return pick(1, 512, 0, 0);
     if (r >= 64 && r <= 127 && c <= 2047 && k <= 127 && sg == 1) return pick(4, 512, 0, 0);
     if (r >= 64 && r <= 127 && c <= 2047 && k >= 128 && sg == 1) return pick(3, 2048, 0, 0);
@@ -241,24 +240,26 @@ function choose_scan(device: i32, r: i32, n: i32, sg: i32, al: i32): i32 {
     if (r >= 8 && r <= 15 && n >= 8192 && n <= 131071 && sg == 1 && al == 1) return pick(1, 256, 16, 0);
     if (r >= 16 && r <= 31 && n >= 8192 && n <= 131071 && sg == 1 && al == 1) return pick(1, 256, 16, 0);
     if (r >= 32 && r <= 63 && n >= 8192 && n <= 16383 && sg == 1 && al == 1) return pick(1, 512, 16, 0);
-    if (r >= 32 && r <= 63 && n >= 16384 && n <= 65535 && sg == 1 && al == 1) return pick(1, 256, 16, 0);
-    if (r >= 256 && r <= 511 && n >= 8192 && n <= 16383 && sg == 1 && al == 1) return pick(2, 512, 32, 0);
-    if (r >= 512 && r <= 1023 && n >= 4096 && n <= 16383 && sg == 1 && al == 1) return pick(1, 256, 32, 0);
+    if (r >= 32 && r <= 63 && n >= 16384 && n <= 32767 && sg == 1 && al == 1) return pick(1, 256, 16, 0);
+    if (r >= 256 && r <= 511 && n >= 8192 && n <= 16383 && sg == 1 && al == 1) return pick(0, 512, 32, 0);
+    if (r >= 256 && r <= 511 && n >= 32768 && n <= 131071 && sg == 1 && al == 1) return pick(1, 256, 16, 0);
+    if (r >= 512 && r <= 1023 && n >= 8192 && n <= 16383 && sg == 1 && al == 1) return pick(1, 256, 32, 0);
+    if (r >= 512 && r <= 1023 && n >= 16384 && n <= 65535 && sg == 1 && al == 1) return pick(1, 256, 16, 0);
     if (r >= 1024 && r <= 2047 && n >= 8192 && n <= 16383 && sg == 1 && al == 1) return pick(1, 256, 32, 0);
-    if (r >= 2048 && r <= 4095 && n >= 8192 && n <= 16383 && sg == 1 && al == 1) return pick(1, 256, 32, 0);
-    if (r <= 1 && n >= 2049 && sg == 1 && al == 0) return pick(1, 256, 16, 0);
+    if (r >= 2048 && r <= 4095 && n >= 8192 && n <= 16383 && sg == 1 && al == 1) return pick(0, 256, 32, 0);
+    if (r <= 1 && n >= 4097 && sg == 1 && al == 0) return pick(1, 256, 16, 0);
     if (r >= 2 && r <= 3 && n >= 2049 && sg == 1 && al == 0) return pick(1, 256, 16, 0);
-    if (r >= 4 && r <= 7 && n >= 4097 && n <= 4194304 && sg == 1 && al == 0) return pick(1, 256, 16, 0);
+    if (r >= 4 && r <= 7 && n >= 2049 && n <= 4194304 && sg == 1 && al == 0) return pick(1, 256, 16, 0);
     if (r >= 8 && r <= 15 && n >= 4097 && n <= 2097152 && sg == 1 && al == 0) return pick(1, 256, 16, 0);
     if (r >= 16 && r <= 31 && n >= 4097 && n <= 524288 && sg == 1 && al == 0) return pick(1, 256, 16, 0);
-    if (r >= 32 && r <= 63 && n >= 2049 && n <= 524288 && sg == 1 && al == 0) return pick(1, 256, 16, 0);
-    if (r >= 64 && r <= 127 && n >= 4097 && n <= 524288 && sg == 1 && al == 0) return pick(1, 256, 16, 0);
+    if (r >= 32 && r <= 63 && n >= 4097 && n <= 524288 && sg == 1 && al == 0) return pick(1, 256, 16, 0);
+    if (r >= 64 && r <= 127 && n >= 8193 && n <= 131072 && sg == 1 && al == 0) return pick(1, 256, 16, 0);
     if (r >= 128 && r <= 255 && n >= 8193 && n <= 65536 && sg == 1 && al == 0) return pick(1, 256, 16, 0);
     if (r >= 256 && r <= 511 && n >= 8193 && n <= 65536 && sg == 1 && al == 0) return pick(1, 256, 16, 0);
     if (r >= 1024 && r <= 2047 && n >= 8193 && n <= 32768 && sg == 1 && al == 0) return pick(1, 256, 16, 0);
     if (r >= 2048 && r <= 4095 && n >= 4097 && n <= 8192 && sg == 1 && al == 0) return pick(1, 256, 32, 0);
-    if (r >= 2048 && r <= 4095 && n >= 8193 && n <= 16384 && sg == 1 && al == 0) return pick(0, 512, 32, 0);
-    if (r >= 4096 && r <= 8191 && n >= 4097 && n <= 8192 && sg == 1 && al == 0) return pick(0, 256, 32, 0);
+    if (r >= 2048 && r <= 4095 && n >= 8193 && n <= 16384 && sg == 1 && al == 0) return pick(1, 512, 32, 0);
+    if (r >= 4096 && r <= 8191 && n >= 4097 && n <= 8192 && sg == 1 && al == 0) return pick(1, 256, 32, 0);
   }
   if (device == 2) {
     // nvidia-h200: bench/tune_quality.ts, 2026-11-27
@@ -335,7 +336,7 @@ function choose_reduce(device: i32, r: i32, n: i32, sg: i32, al: i32): i32 {
   }
   if (device == 1) {
     // nvidia-h100: bench/tune_quality.ts, 2026-11-27
-    if (r >= 4096 && n <= 128 && sg == 1 && al == 0) return pick(1, 1, 0, 0);
+    if (r >= 2048 && r <= 8191 && n <= 127 && sg == 1 && al == 1) return pick(0, 1, 0, 0);
     if (r >= 8192 && n >= 129 && n <= 256 && sg == 1 && al == 0) return pick(1, 1, 0, 0);
   }
   if (device == 2) {
@@ -778,10 +779,10 @@ function choose_pool(device: i32, k: i32, s: i32, w: i32, o: i32): i32 {
 function choose_elementwise(device: i32, e: i32, v: i32, t: i32, _unused3: i32): i32 {
   if (device == 1) {
     // nvidia-h100: bench/tune_quality.ts, 2026-11-27
+    if (e >= 2097152 && e <= 8388607 && v == 1 && t == 0) return pick(0, 512, 0, 0);
     if (e >= 8388609 && e <= 16777216 && v == 0 && t == 0) return pick(1, 1024, 0, 0);
-    if (e >= 65536 && e <= 262143 && v == 0 && t == 1) return pick(3, 512, 0, 0);
+    if (e >= 131072 && e <= 262143 && v == 0 && t == 1) return pick(3, 512, 0, 0);
     if (e >= 262144 && e <= 524287 && v == 0 && t == 1) return pick(3, 256, 0, 0);
-    if (e >= 524288 && e <= 2097151 && v == 0 && t == 1) return pick(3, 128, 0, 0);
   }
   if (device == 2) {
     // nvidia-h200: bench/tune_quality.ts, 2026-11-27
