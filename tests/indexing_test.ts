@@ -308,6 +308,34 @@ test("bincount, histogram and oneHot", async (device) => {
   for (const t of [v, w, x, labels, logits]) t.dispose();
 });
 
+test("float16 sums, means and products accumulate wider than float16, rounded once", async (device) => {
+  const before = liveCounts();
+  // Partial sums and products of these overflow float16 (65504) though most results do not
+  // (the second sum does: 92208).
+  const half = (v: number[]) => gyre.tensor(v, { dtype: "float16", device });
+  const x = half([-60000, -60000, 60000, 30000, 31000, 31200, 300, 300, 1 / 300]);
+  const ids = int([0, 0, 0, 1, 1, 1, 2, 2, 2], device);
+  for (const sorted of [true, false]) {
+    const opts = { numSegments: 3, sorted };
+    await expectTensor(gyre.segmentSum(x, ids, opts), [3], "float16", [-60000, Infinity, 600]);
+    await expectTensor(gyre.segmentMean(x, ids, opts), [3], "float16", [-20000, 30736, 200]);
+    const product = gyre.tidy(() =>
+      gyre.segmentProd(x.slice([6]), ids.slice([6]).sub(2), { numSegments: 1, sorted })
+    );
+    await expectTensor(product, [1], "float16", [300]);
+  }
+  // A scatter into a base: the base joins the wide sum.
+  const base = half([60000, 0]);
+  const at = int([0, 0], device);
+  const updates = half([30000, -40000]);
+  await expectTensor(gyre.scatter(base, at, updates, { reduce: "sum" }), [2], "float16", [
+    49984,
+    0,
+  ]);
+  for (const t of [x, ids, base, at, updates]) t.dispose();
+  assert.deepEqual(liveCounts(), before);
+});
+
 test("sorted segment sums: the same bits from run to run, crossing many tiles", async (device) => {
   const before = liveCounts();
   const data = gyre.tidy(() => gyre.random.normal([50000], { seed: 11, device }).mul(1e3));

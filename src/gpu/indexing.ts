@@ -177,11 +177,65 @@ function scatterChoice(gpu: GpuHost, job: ScatterJob): IndexingChoice {
   );
 }
 
+/**
+ * A float16 sum, mean or product scattered in float32 and rounded to float16 once at the end, as
+ * the WASM reference's wider accumulators do: float16 partials rounded every step overflowed
+ * (a segment sum of [-60000, -60000, 60000] gave -Infinity, a mean of three terms near 30736
+ * Infinity, partials of opposite infinities NaN). The updates are widened into a contiguous
+ * copy first (2 more bytes read and 4 written an update), the output narrowed after.
+ */
+function widenedHalfScatter(gpu: GpuHost, job: ScatterJob, updates: View): GpuStorage {
+  const { op, overrides, shape, outShape } = job;
+  const cast = (view: View, to: "float32" | "float16") =>
+    gpu.evaluate({
+      op,
+      expr: E.cast(E.input(0, view.dtype), to),
+      inputs: [view],
+      shape: view.shape,
+      overrides,
+    }) as GpuStorage;
+  const wide = cast({ ...updates, shape, strides: job.updateStrides }, "float32");
+  try {
+    const { output } = runScatterGpu(gpu, {
+      ...job,
+      dtype: "float32",
+      updates: {
+        storage: wide,
+        dtype: "float32",
+        shape,
+        strides: contiguousStrides(shape),
+        offset: 0,
+      },
+      updateStrides: contiguousStrides(shape),
+    });
+    try {
+      const sums: View = {
+        storage: output,
+        dtype: "float32",
+        shape: outShape,
+        strides: contiguousStrides(outShape),
+        offset: 0,
+      };
+      return cast(sums, "float16");
+    } finally {
+      gpu.free(output as GpuStorage);
+    }
+  } finally {
+    gpu.free(wide);
+  }
+}
+
 /** Runs a scatter job (see `Backend.scatter`). */
 export function runScatterGpu(gpu: GpuHost, job: ScatterJob): ScatterResult {
   const { op, dtype, reduce, axis } = job;
   gpu.checkLive(op, [dtype]);
   if (job.compact) return { output: runCompact(gpu, job) };
+  if (
+    dtype === "float16" && job.updates &&
+    (reduce === "sum" || reduce === "mean" || reduce === "prod")
+  ) {
+    return { output: widenedHalfScatter(gpu, job, job.updates) };
+  }
   const length = sizeOf(job.outShape);
   const out = (job.base
     ? gpu.evaluate({
