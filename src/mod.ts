@@ -33,6 +33,7 @@ export { tidy } from "./tidy.ts";
 export { VERSION } from "./version.ts";
 export { explain, type ExplainedPlan, type Explanation } from "./explain.ts";
 export { jit, type JittedFunction } from "./jit.ts";
+export * from "./autograd/mod.ts";
 export {
   arange,
   type CreationOptions,

@@ -10,6 +10,7 @@ import { E, type Expr } from "../ir/expr.ts";
 import { unaryOp } from "./elementwise.ts";
 import { isFloat } from "../core/dtype.ts";
 import { checkOptions } from "../core/options.ts";
+import { taped } from "../_tape.ts";
 
 /**
  * `max(x, 0)`; NaN stays NaN.
@@ -114,7 +115,12 @@ export function gelu(x: TensorLike, options: GeluOptions = {}): Tensor {
       received: String(approximate),
     });
   }
-  return floatUnary("gelu", x, (v) => E.unary(approximate === "tanh" ? "geluTanh" : "gelu", v));
+  return taped(
+    "gelu",
+    [x],
+    { approximate },
+    () => floatUnary("gelu", x, (v) => E.unary(approximate === "tanh" ? "geluTanh" : "gelu", v)),
+  );
 }
 
 function checkScalar(op: string, argument: string, value: number): number {
@@ -143,7 +149,12 @@ function floatUnary(op: string, x: TensorLike, build: (v: Expr) => Expr): Tensor
 export function leakyRelu(x: TensorLike, options: { alpha?: number } = {}): Tensor {
   checkOptions("leakyRelu", options, ["alpha"]);
   const alpha = checkScalar("leakyRelu", "options.alpha", options.alpha ?? 0.01);
-  return floatUnary("leakyRelu", x, (v) => E.binary("leakyRelu", v, E.constant(alpha, v.dtype)));
+  return taped(
+    "leakyRelu",
+    [x],
+    { alpha },
+    () => floatUnary("leakyRelu", x, (v) => E.binary("leakyRelu", v, E.constant(alpha, v.dtype))),
+  );
 }
 
 /**
@@ -158,7 +169,12 @@ export function leakyRelu(x: TensorLike, options: { alpha?: number } = {}): Tens
 export function elu(x: TensorLike, options: { alpha?: number } = {}): Tensor {
   checkOptions("elu", options, ["alpha"]);
   const alpha = checkScalar("elu", "options.alpha", options.alpha ?? 1);
-  return floatUnary("elu", x, (v) => E.binary("elu", v, E.constant(alpha, v.dtype)));
+  return taped(
+    "elu",
+    [x],
+    { alpha },
+    () => floatUnary("elu", x, (v) => E.binary("elu", v, E.constant(alpha, v.dtype))),
+  );
 }
 
 /**
@@ -183,6 +199,10 @@ export function softplus(
     (v) => v !== 0 && !Number.isNaN(v),
   );
   const threshold = checkScalar("softplus", "options.threshold", options.threshold ?? 20);
+  return taped("softplus", [x], { beta, threshold }, () => softplusOf(x, beta, threshold));
+}
+
+function softplusOf(x: TensorLike, beta: number, threshold: number): Tensor {
   return floatUnary("softplus", x, (v) => {
     const scaled = beta === 1 ? v : E.binary("mul", v, E.constant(beta, v.dtype));
     const smooth = beta === 1

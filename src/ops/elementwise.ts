@@ -20,6 +20,7 @@ import {
   type UnaryOp,
 } from "../ir/elementwise_table.ts";
 import { E } from "../ir/expr.ts";
+import { taped } from "../_tape.ts";
 
 /**
  * The dtype an op computes in for operands of `dtype` (see the module's dtype rules): for `exp`
@@ -53,10 +54,11 @@ function computeDtype(op: string, def: ElementwiseDef, dtype: DType, argument = 
 export function unaryOp(op: UnaryOp): (x: TensorLike) => Tensor {
   const def = tableEntry("unaryOp", UNARY, op, "one operand");
   return (x) =>
-    runElementwise(op, [x], ["x"], ([leaf], [dtype]) => {
-      const ct = computeDtype(op, def, dtype);
-      return E.unary(op, E.cast(leaf, ct), def.result === "bool" ? "bool" : ct);
-    });
+    taped(op, [x], {}, () =>
+      runElementwise(op, [x], ["x"], ([leaf], [dtype]) => {
+        const ct = computeDtype(op, def, dtype);
+        return E.unary(op, E.cast(leaf, ct), def.result === "bool" ? "bool" : ct);
+      }));
 }
 
 /** `table`'s entry for `name`, or a ValueError from `builder` when the table has none. */
@@ -89,10 +91,11 @@ function tableEntry(
 export function binaryOp(op: BinaryOp): (a: TensorLike, b: TensorLike) => Tensor {
   const def = tableEntry("binaryOp", BINARY, op, "two operands");
   return (a, b) =>
-    runElementwise(op, [a, b], ["a", "b"], ([x, y], [da, db]) => {
-      const ct = computeDtype(op, def, promoteTypes(da, db), "a");
-      return E.binary(op, E.cast(x, ct), E.cast(y, ct), def.result === "bool" ? "bool" : ct);
-    });
+    taped(op, [a, b], {}, () =>
+      runElementwise(op, [a, b], ["a", "b"], ([x, y], [da, db]) => {
+        const ct = computeDtype(op, def, promoteTypes(da, db), "a");
+        return E.binary(op, E.cast(x, ct), E.cast(y, ct), def.result === "bool" ? "bool" : ct);
+      }));
 }
 
 /**
@@ -538,15 +541,16 @@ export const logicalOr: (a: TensorLike, b: TensorLike) => Tensor = binaryOp("log
  * ```
  */
 export function where(condition: TensorLike, a: TensorLike, b: TensorLike): Tensor {
-  return runElementwise(
-    "where",
-    [condition, a, b],
-    ["condition", "a", "b"],
-    ([c, x, y], [, da, db]) => {
-      const dtype = promoteTypes(da, db);
-      return E.where(E.cast(c, "bool"), E.cast(x, dtype), E.cast(y, dtype));
-    },
-  );
+  return taped("where", [condition, a, b], {}, () =>
+    runElementwise(
+      "where",
+      [condition, a, b],
+      ["condition", "a", "b"],
+      ([c, x, y], [, da, db]) => {
+        const dtype = promoteTypes(da, db);
+        return E.where(E.cast(c, "bool"), E.cast(x, dtype), E.cast(y, dtype));
+      },
+    ));
 }
 
 /**
@@ -571,13 +575,19 @@ export function clip(x: TensorLike, min?: number | null, max?: number | null): T
     });
   }
   const numeric = opDef("maximum");
-  return runElementwise("clip", [x], ["x"], ([leaf], [dtype]) => {
-    const ct = computeDtype("clip", numeric, dtype);
-    let e = E.cast(leaf, ct);
-    if (lo !== null) e = E.binary("maximum", e, E.constant(lo, ct));
-    if (hi !== null) e = E.binary("minimum", e, E.constant(hi, ct));
-    return e;
-  });
+  return taped(
+    "clip",
+    [x],
+    { min: lo, max: hi },
+    () =>
+      runElementwise("clip", [x], ["x"], ([leaf], [dtype]) => {
+        const ct = computeDtype("clip", numeric, dtype);
+        let e = E.cast(leaf, ct);
+        if (lo !== null) e = E.binary("maximum", e, E.constant(lo, ct));
+        if (hi !== null) e = E.binary("minimum", e, E.constant(hi, ct));
+        return e;
+      }),
+  );
 }
 
 /** A bound of {@link clip}: a number, or null for none (from `null` or `undefined`). */
@@ -608,5 +618,10 @@ function clipBound(argument: "min" | "max", value: unknown): number | null {
  */
 export function cast(x: TensorLike, dtype: DType): Tensor {
   const target = checkDType("cast", "dtype", dtype);
-  return runElementwise("cast", [x], ["x"], ([leaf]) => E.cast(leaf, target));
+  return taped(
+    "cast",
+    [x],
+    { dtype: target },
+    () => runElementwise("cast", [x], ["x"], ([leaf]) => E.cast(leaf, target)),
+  );
 }

@@ -11,6 +11,7 @@
  * a scatter job, src/contract/indexing.ts), so one kernel a device serves them all.
  * @module
  */
+import { taped } from "../_tape.ts";
 import type { DeviceName, View } from "../core/view.ts";
 import { checkDType, type DType } from "../core/dtype.ts";
 import { broadcastShapes, contiguousStrides, normalizeAxis, sizeOf } from "../core/shape.ts";
@@ -232,6 +233,15 @@ function operandView(op: string, x: unknown, argument = "x"): View {
  * ```
  */
 export function takeAlongAxis(x: Tensor, indices: Tensor, options?: AxisOption): Tensor {
+  return taped(
+    "takeAlongAxis",
+    [x, indices],
+    { ...options },
+    () => takeAlongAxisOf(x, indices, options),
+  );
+}
+
+function takeAlongAxisOf(x: Tensor, indices: Tensor, options?: AxisOption): Tensor {
   const op = "takeAlongAxis";
   const { xv, iv, rank, axis } = alongAxis(op, x, indices, options);
   if (iv.shape.length !== rank) throw rankError(op, "indices", `${rank} axes, as x`, iv.shape);
@@ -296,6 +306,10 @@ function checkAlongIndices(op: string, xv: View, iv: View, axis: number): void {
  * ```
  */
 export function gather(x: Tensor, indices: Tensor, options?: AxisOption): Tensor {
+  return taped("gather", [x, indices], { ...options }, () => gatherOf(x, indices, options));
+}
+
+function gatherOf(x: Tensor, indices: Tensor, options?: AxisOption): Tensor {
   const op = "gather";
   const { xv, iv, axis } = alongAxis(op, x, indices, options);
   checkAlongIndices(op, xv, iv, axis);
@@ -340,6 +354,10 @@ function takeAlong(op: string, xv: View, iv: View, axis: number): Tensor {
  * ```
  */
 export function take(x: Tensor, indices: Tensor, options?: TakeOptions): Tensor {
+  return taped("take", [x, indices], { ...options }, () => takeOf(x, indices, options));
+}
+
+function takeOf(x: Tensor, indices: Tensor, options?: TakeOptions): Tensor {
   // Intermediate tensors are disposed; the result is kept.
   return tidy(() => {
     const op = "take";
@@ -369,6 +387,15 @@ export function take(x: Tensor, indices: Tensor, options?: TakeOptions): Tensor 
  * ```
  */
 export function indexSelect(x: Tensor, indices: Tensor, options?: TakeOptions): Tensor {
+  return taped(
+    "indexSelect",
+    [x, indices],
+    { ...options },
+    () => indexSelectOf(x, indices, options),
+  );
+}
+
+function indexSelectOf(x: Tensor, indices: Tensor, options?: TakeOptions): Tensor {
   // Intermediate tensors are disposed; the result is kept.
   return tidy(() => {
     const op = "indexSelect";
@@ -404,6 +431,10 @@ export type AtRange = number | null | undefined | readonly (number | null)[] | T
  * ```
  */
 export function at(x: Tensor, ...ranges: AtRange[]): Tensor {
+  return taped("at", [x, ...ranges], { ranges }, () => atOf(x, ...ranges));
+}
+
+function atOf(x: Tensor, ...ranges: AtRange[]): Tensor {
   // Intermediate tensors are disposed; the result is kept.
   return tidy(() => {
     const op = "at";
@@ -569,6 +600,20 @@ export function scatter(
   updates: Tensor | number,
   options?: ScatterOptions,
 ): Tensor {
+  return taped(
+    "scatter",
+    [x, indices, updates],
+    { ...options },
+    () => scatterOf(x, indices, updates, options),
+  );
+}
+
+function scatterOf(
+  x: Tensor,
+  indices: Tensor,
+  updates: Tensor | number,
+  options?: ScatterOptions,
+): Tensor {
   return scatterAlong("scatter", x, indices, updates, options);
 }
 
@@ -583,6 +628,20 @@ export function scatter(
  * ```
  */
 export function scatterAdd(
+  x: Tensor,
+  indices: Tensor,
+  updates: Tensor | number,
+  options?: AxisOption,
+): Tensor {
+  return taped(
+    "scatterAdd",
+    [x, indices, updates],
+    { ...options },
+    () => scatterAddOf(x, indices, updates, options),
+  );
+}
+
+function scatterAddOf(
   x: Tensor,
   indices: Tensor,
   updates: Tensor | number,
@@ -723,6 +782,15 @@ function segmentReduce(
  * ```
  */
 export function segmentSum(data: Tensor, segmentIds: Tensor, options: SegmentOptions): Tensor {
+  return taped(
+    "segmentSum",
+    [data, segmentIds],
+    { ...options },
+    () => segmentSumOf(data, segmentIds, options),
+  );
+}
+
+function segmentSumOf(data: Tensor, segmentIds: Tensor, options: SegmentOptions): Tensor {
   return segmentReduce("segmentSum", "sum", data, segmentIds, options);
 }
 
@@ -738,6 +806,15 @@ export function segmentSum(data: Tensor, segmentIds: Tensor, options: SegmentOpt
  * ```
  */
 export function segmentMean(data: Tensor, segmentIds: Tensor, options: SegmentOptions): Tensor {
+  return taped(
+    "segmentMean",
+    [data, segmentIds],
+    { ...options },
+    () => segmentMeanOf(data, segmentIds, options),
+  );
+}
+
+function segmentMeanOf(data: Tensor, segmentIds: Tensor, options: SegmentOptions): Tensor {
   return segmentReduce("segmentMean", "mean", data, segmentIds, options);
 }
 
@@ -754,6 +831,15 @@ export function segmentMean(data: Tensor, segmentIds: Tensor, options: SegmentOp
  * ```
  */
 export function segmentMax(data: Tensor, segmentIds: Tensor, options: SegmentOptions): Tensor {
+  return taped(
+    "segmentMax",
+    [data, segmentIds],
+    { ...options },
+    () => segmentMaxOf(data, segmentIds, options),
+  );
+}
+
+function segmentMaxOf(data: Tensor, segmentIds: Tensor, options: SegmentOptions): Tensor {
   return segmentReduce("segmentMax", "max", data, segmentIds, options);
 }
 
@@ -769,6 +855,15 @@ export function segmentMax(data: Tensor, segmentIds: Tensor, options: SegmentOpt
  * ```
  */
 export function segmentMin(data: Tensor, segmentIds: Tensor, options: SegmentOptions): Tensor {
+  return taped(
+    "segmentMin",
+    [data, segmentIds],
+    { ...options },
+    () => segmentMinOf(data, segmentIds, options),
+  );
+}
+
+function segmentMinOf(data: Tensor, segmentIds: Tensor, options: SegmentOptions): Tensor {
   return segmentReduce("segmentMin", "min", data, segmentIds, options);
 }
 
@@ -783,6 +878,15 @@ export function segmentMin(data: Tensor, segmentIds: Tensor, options: SegmentOpt
  * ```
  */
 export function segmentProd(data: Tensor, segmentIds: Tensor, options: SegmentOptions): Tensor {
+  return taped(
+    "segmentProd",
+    [data, segmentIds],
+    { ...options },
+    () => segmentProdOf(data, segmentIds, options),
+  );
+}
+
+function segmentProdOf(data: Tensor, segmentIds: Tensor, options: SegmentOptions): Tensor {
   return segmentReduce("segmentProd", "prod", data, segmentIds, options);
 }
 
@@ -1194,6 +1298,10 @@ export async function whereAsync(condition: Tensor): Promise<Tensor[]> {
  * ```
  */
 export function maskedSelect(x: Tensor, mask: Tensor, options: CompactOptions): Tensor {
+  return taped("maskedSelect", [x, mask], { ...options }, () => maskedSelectOf(x, mask, options));
+}
+
+function maskedSelectOf(x: Tensor, mask: Tensor, options: CompactOptions): Tensor {
   // Intermediate tensors are disposed; the result is kept.
   return tidy(() => {
     const op = "maskedSelect";

@@ -15,6 +15,7 @@
  * prologue) instead of in a kernel of its own.
  * @module
  */
+import { taped } from "../_tape.ts";
 import { backendOf, type View } from "../contract/backend.ts";
 import {
   type MatmulActivation,
@@ -520,6 +521,10 @@ function broadcastLast(v: View, shape: readonly number[]): View {
  * ```
  */
 export function matmul(a: Tensor, b: Tensor, options: MatmulOptions = {}): Tensor {
+  return taped("matmul", [a, b], { ...options }, () => matmulOf(a, b, options));
+}
+
+function matmulOf(a: Tensor, b: Tensor, options: MatmulOptions = {}): Tensor {
   const op = "matmul";
   checkTensor(op, "a", a);
   checkTensor(op, "b", b);
@@ -542,6 +547,15 @@ export function matmul(a: Tensor, b: Tensor, options: MatmulOptions = {}): Tenso
  * ```
  */
 export function linear(x: Tensor, weight: Tensor, options: LinearOptions = {}): Tensor {
+  return taped(
+    "linear",
+    [x, weight, options?.bias],
+    { ...options },
+    () => linearOf(x, weight, options),
+  );
+}
+
+function linearOf(x: Tensor, weight: Tensor, options: LinearOptions = {}): Tensor {
   const op = "linear";
   checkTensor(op, "x", x);
   checkTensor(op, "weight", weight);

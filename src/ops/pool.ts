@@ -11,6 +11,7 @@
  * channels-last result.
  * @module
  */
+import { taped } from "../_tape.ts";
 import { sizeOf } from "../core/shape.ts";
 import type { DType } from "../core/dtype.ts";
 import { describe, DTypeError, ShapeError, ValueError } from "../core/errors.ts";
@@ -398,6 +399,10 @@ export function maxPool2d(
 /** Max pooling, with or without the indices as `options.returnIndices` says. */
 export function maxPool2d(x: Tensor, options: MaxPool2dOptions): Tensor | PoolWithIndices;
 export function maxPool2d(x: Tensor, options: MaxPool2dOptions): Tensor | PoolWithIndices {
+  return taped("maxPool2d", [x], { ...options }, () => maxPool2dOf(x, options));
+}
+
+function maxPool2dOf(x: Tensor, options: MaxPool2dOptions): Tensor | PoolWithIndices {
   const op = "maxPool2d";
   const view = checkTensor(op, x);
   checkInput(op, view, MAX_DTYPES, false);
@@ -429,6 +434,10 @@ export function maxPool2d(x: Tensor, options: MaxPool2dOptions): Tensor | PoolWi
  * ```
  */
 export function avgPool2d(x: Tensor, options: AvgPool2dOptions): Tensor {
+  return taped("avgPool2d", [x], { ...options }, () => avgPool2dOf(x, options));
+}
+
+function avgPool2dOf(x: Tensor, options: AvgPool2dOptions): Tensor {
   const op = "avgPool2d";
   const view = checkTensor(op, x);
   checkInput(op, view, AVG_DTYPES, false);
@@ -501,6 +510,19 @@ export function adaptiveMaxPool2d(
   outputSize: AdaptiveSize,
   options: AdaptiveMaxPool2dOptions = {},
 ): Tensor | PoolWithIndices {
+  return taped(
+    "adaptiveMaxPool2d",
+    [x],
+    { ...options, outputSize },
+    () => adaptiveMaxPool2dOf(x, outputSize, options),
+  );
+}
+
+function adaptiveMaxPool2dOf(
+  x: Tensor,
+  outputSize: AdaptiveSize,
+  options: AdaptiveMaxPool2dOptions,
+): Tensor | PoolWithIndices {
   const op = "adaptiveMaxPool2d";
   const view = checkTensor(op, x);
   checkInput(op, view, MAX_DTYPES, true);
@@ -523,6 +545,10 @@ export function adaptiveMaxPool2d(
  * ```
  */
 export function adaptiveAvgPool2d(x: Tensor, outputSize: AdaptiveSize): Tensor {
+  return taped("adaptiveAvgPool2d", [x], { outputSize }, () => adaptiveAvgPool2dOf(x, outputSize));
+}
+
+function adaptiveAvgPool2dOf(x: Tensor, outputSize: AdaptiveSize): Tensor {
   const op = "adaptiveAvgPool2d";
   const view = checkTensor(op, x);
   checkInput(op, view, AVG_DTYPES, true);

@@ -17,6 +17,7 @@ import { evaluate, MAX_FUSED_INPUTS, runElementwise, type TensorLike } from "./_
 import { E } from "../ir/expr.ts";
 import { cast, div, mul, sqrt } from "./elementwise.ts";
 import { tidy } from "../tidy.ts";
+import { taped } from "../_tape.ts";
 
 /** The keys of {@link ReduceOptions}, checked at run time. */
 const REDUCE_KEYS = ["axis", "keepdims"] as const;
@@ -176,7 +177,7 @@ function reduction(op: string, kind: ReduceOp, x: TensorLike, options: ReduceOpt
  * ```
  */
 export function sum(x: TensorLike, options?: ReduceOptions): Tensor {
-  return reduction("sum", "sum", x, options);
+  return taped("sum", [x], { ...options }, () => reduction("sum", "sum", x, options));
 }
 
 /**
@@ -189,7 +190,7 @@ export function sum(x: TensorLike, options?: ReduceOptions): Tensor {
  * ```
  */
 export function prod(x: TensorLike, options?: ReduceOptions): Tensor {
-  return reduction("prod", "prod", x, options);
+  return taped("prod", [x], { ...options }, () => reduction("prod", "prod", x, options));
 }
 
 /**
@@ -202,7 +203,7 @@ export function prod(x: TensorLike, options?: ReduceOptions): Tensor {
  * ```
  */
 export function max(x: TensorLike, options?: ReduceOptions): Tensor {
-  return reduction("max", "max", x, options);
+  return taped("max", [x], { ...options }, () => reduction("max", "max", x, options));
 }
 
 /**
@@ -215,7 +216,7 @@ export function max(x: TensorLike, options?: ReduceOptions): Tensor {
  * ```
  */
 export function min(x: TensorLike, options?: ReduceOptions): Tensor {
-  return reduction("min", "min", x, options);
+  return taped("min", [x], { ...options }, () => reduction("min", "min", x, options));
 }
 
 /**
@@ -228,6 +229,10 @@ export function min(x: TensorLike, options?: ReduceOptions): Tensor {
  * ```
  */
 export function mean(x: TensorLike, options: ReduceOptions = {}): Tensor {
+  return taped("mean", [x], { ...options }, () => meanOf(x, options));
+}
+
+function meanOf(x: TensorLike, options: ReduceOptions): Tensor {
   checkOptions("mean", options, REDUCE_KEYS);
   const view = x instanceof Tensor ? metaOf(x, "mean", "x") : null;
   // Checked before a scalar `x` becomes a tensor, which a throw here would leak.
@@ -366,11 +371,12 @@ function truthReduction(op: "all" | "any", x: TensorLike, options: ReduceOptions
  */
 export function logsumexp(x: TensorLike, options: ReduceOptions = {}): Tensor {
   const op = "logsumexp";
-  return tidy(() => {
-    const t = asTensor(op, x);
-    // One pass: the kernel keeps (running max, sum of exp(x - max)).
-    return reduction(op, "logsumexp", isFloat(t.dtype) ? t : cast(t, "float32"), options);
-  });
+  return taped(op, [x], { ...options }, () =>
+    tidy(() => {
+      const t = asTensor(op, x);
+      // One pass: the kernel keeps (running max, sum of exp(x - max)).
+      return reduction(op, "logsumexp", isFloat(t.dtype) ? t : cast(t, "float32"), options);
+    }));
 }
 
 /** Options of {@link variance} and {@link std}. */
@@ -393,7 +399,7 @@ export interface VarianceOptions extends ReduceOptions {
  * ```
  */
 export function variance(x: TensorLike, options: VarianceOptions = {}): Tensor {
-  return varianceAs("variance", x, options);
+  return taped("variance", [x], { ...options }, () => varianceAs("variance", x, options));
 }
 
 /** The variance, its errors naming `op` (std's name them std). */
@@ -441,5 +447,5 @@ function varianceAs(op: string, x: TensorLike, options: VarianceOptions): Tensor
  * ```
  */
 export function std(x: TensorLike, options: VarianceOptions = {}): Tensor {
-  return tidy(() => sqrt(varianceAs("std", x, options)));
+  return taped("std", [x], { ...options }, () => tidy(() => sqrt(varianceAs("std", x, options))));
 }

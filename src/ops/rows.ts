@@ -8,6 +8,7 @@
  * Inference-mode batchNorm is one fused elementwise kernel over the given running statistics.
  * @module
  */
+import { taped } from "../_tape.ts";
 import { backendOf, type View } from "../contract/backend.ts";
 import {
   broadcastShapes,
@@ -435,6 +436,10 @@ function softmaxLike(op: "softmax" | "logSoftmax", x: Tensor, options: SoftmaxOp
  * ```
  */
 export function softmax(x: Tensor, options: SoftmaxOptions = {}): Tensor {
+  return taped("softmax", [x], { ...options }, () => softmaxOf(x, options));
+}
+
+function softmaxOf(x: Tensor, options: SoftmaxOptions = {}): Tensor {
   return softmaxLike("softmax", x, options);
 }
 
@@ -450,6 +455,10 @@ export function softmax(x: Tensor, options: SoftmaxOptions = {}): Tensor {
  * ```
  */
 export function logSoftmax(x: Tensor, options: SoftmaxOptions = {}): Tensor {
+  return taped("logSoftmax", [x], { ...options }, () => logSoftmaxOf(x, options));
+}
+
+function logSoftmaxOf(x: Tensor, options: SoftmaxOptions = {}): Tensor {
   return softmaxLike("logSoftmax", x, options);
 }
 
@@ -503,6 +512,15 @@ function normOverAxes(
  * ```
  */
 export function layerNorm(x: Tensor, options: LayerNormOptions = {}): Tensor {
+  return taped(
+    "layerNorm",
+    [x, options?.weight, options?.bias],
+    { ...options },
+    () => layerNormOf(x, options),
+  );
+}
+
+function layerNormOf(x: Tensor, options: LayerNormOptions = {}): Tensor {
   return normOverAxes("layerNorm", x, options, 1e-5);
 }
 
@@ -517,6 +535,10 @@ export function layerNorm(x: Tensor, options: LayerNormOptions = {}): Tensor {
  * ```
  */
 export function rmsNorm(x: Tensor, options: RmsNormOptions = {}): Tensor {
+  return taped("rmsNorm", [x, options?.weight], { ...options }, () => rmsNormOf(x, options));
+}
+
+function rmsNormOf(x: Tensor, options: RmsNormOptions = {}): Tensor {
   return normOverAxes("rmsNorm", x, options, 1e-6);
 }
 
@@ -545,6 +567,15 @@ function checkChannels(op: string, view: View): number {
  * ```
  */
 export function groupNorm(x: Tensor, options: GroupNormOptions): Tensor {
+  return taped(
+    "groupNorm",
+    [x, options?.weight, options?.bias],
+    { ...options },
+    () => groupNormOf(x, options),
+  );
+}
+
+function groupNormOf(x: Tensor, options: GroupNormOptions): Tensor {
   checkOptions("groupNorm", options, ["groups", "weight", "bias", "eps"]);
   const op = "groupNorm";
   const view = checkInput(op, x);
@@ -653,6 +684,15 @@ export function batchNorm(
   x: Tensor,
   options: BatchNormOptions = {},
 ): Tensor | BatchNormTrainingResult {
+  return taped(
+    "batchNorm",
+    [x, options?.weight, options?.bias, options?.mean, options?.variance],
+    { ...options },
+    () => batchNormOf(x, options),
+  );
+}
+
+function batchNormOf(x: Tensor, options: BatchNormOptions): Tensor | BatchNormTrainingResult {
   checkOptions("batchNorm", options, [
     "mean",
     "variance",

@@ -15,6 +15,7 @@
  * input's axis order.
  * @module
  */
+import { taped } from "../_tape.ts";
 import type { View } from "../contract/backend.ts";
 import type { ScanJob } from "../contract/scan.ts";
 import type { ScanOp, ScanType } from "../ir/scan.ts";
@@ -140,6 +141,10 @@ function scan(op: string, scanOp: ScanOp, x: TensorLike, options?: ScanOptions):
  * ```
  */
 export function cumsum(x: TensorLike, options?: ScanOptions): Tensor {
+  return taped("cumsum", [x], { ...options }, () => cumsumOf(x, options));
+}
+
+function cumsumOf(x: TensorLike, options?: ScanOptions): Tensor {
   return scan("cumsum", "sum", x, options);
 }
 
@@ -153,6 +158,10 @@ export function cumsum(x: TensorLike, options?: ScanOptions): Tensor {
  * ```
  */
 export function cumprod(x: TensorLike, options?: ScanOptions): Tensor {
+  return taped("cumprod", [x], { ...options }, () => cumprodOf(x, options));
+}
+
+function cumprodOf(x: TensorLike, options?: ScanOptions): Tensor {
   return scan("cumprod", "prod", x, options);
 }
 
@@ -167,6 +176,10 @@ export function cumprod(x: TensorLike, options?: ScanOptions): Tensor {
  * ```
  */
 export function cummax(x: TensorLike, options?: ScanOptions): Tensor {
+  return taped("cummax", [x], { ...options }, () => cummaxOf(x, options));
+}
+
+function cummaxOf(x: TensorLike, options?: ScanOptions): Tensor {
   return scan("cummax", "max", x, options);
 }
 
@@ -181,5 +194,9 @@ export function cummax(x: TensorLike, options?: ScanOptions): Tensor {
  * ```
  */
 export function cummin(x: TensorLike, options?: ScanOptions): Tensor {
+  return taped("cummin", [x], { ...options }, () => cumminOf(x, options));
+}
+
+function cumminOf(x: TensorLike, options?: ScanOptions): Tensor {
   return scan("cummin", "min", x, options);
 }

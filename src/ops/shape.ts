@@ -4,6 +4,7 @@
  * input into its slice of a new tensor.
  * @module
  */
+import { taped } from "../_tape.ts";
 import type { DeviceName, View } from "../contract/backend.ts";
 import {
   broadcastShapes,
@@ -38,6 +39,10 @@ function withView(x: Tensor, op: string, change: Partial<View>): Tensor {
  * ```
  */
 export function clone(x: Tensor): Tensor {
+  return taped("clone", [x], {}, () => cloneOf(x));
+}
+
+function cloneOf(x: Tensor): Tensor {
   const view = viewOf(x, "clone");
   return evaluate("clone", view.storage.backend.name, E.input(0, view.dtype), [view], view.shape);
 }
@@ -52,6 +57,10 @@ export function clone(x: Tensor): Tensor {
  * ```
  */
 export function reshape(x: Tensor, shape: readonly number[]): Tensor {
+  return taped("reshape", [x], { shape }, () => reshapeOf(x, shape));
+}
+
+function reshapeOf(x: Tensor, shape: readonly number[]): Tensor {
   const op = "reshape";
   const view = viewOf(x, op);
   const dims = Array.from(shape);
@@ -100,6 +109,10 @@ export function reshape(x: Tensor, shape: readonly number[]): Tensor {
  * ```
  */
 export function transpose(x: Tensor, permutation?: readonly number[]): Tensor {
+  return taped("transpose", [x], { permutation }, () => transposeOf(x, permutation));
+}
+
+function transposeOf(x: Tensor, permutation?: readonly number[]): Tensor {
   const op = "transpose";
   const view = viewOf(x, op);
   const rank = view.shape.length;
@@ -129,6 +142,10 @@ export function transpose(x: Tensor, permutation?: readonly number[]): Tensor {
  * ```
  */
 export function expandDims(x: Tensor, axis: number): Tensor {
+  return taped("expandDims", [x], { axis }, () => expandDimsOf(x, axis));
+}
+
+function expandDimsOf(x: Tensor, axis: number): Tensor {
   const view = viewOf(x, "expandDims");
   const a = normalizeAxis("expandDims", axis, view.shape.length + 1);
   const shape = [...view.shape];
@@ -148,6 +165,10 @@ export function expandDims(x: Tensor, axis: number): Tensor {
  * ```
  */
 export function squeeze(x: Tensor, axis?: number | readonly number[]): Tensor {
+  return taped("squeeze", [x], { axis }, () => squeezeOf(x, axis));
+}
+
+function squeezeOf(x: Tensor, axis?: number | readonly number[]): Tensor {
   const op = "squeeze";
   const view = viewOf(x, op);
   const axes = axis === undefined
@@ -188,6 +209,10 @@ export type SliceRange =
  * ```
  */
 export function slice(x: Tensor, ...ranges: SliceRange[]): Tensor {
+  return taped("slice", [x], { ranges }, () => sliceOf(x, ...ranges));
+}
+
+function sliceOf(x: Tensor, ...ranges: SliceRange[]): Tensor {
   const op = "slice";
   const view = viewOf(x, op);
   const rank = view.shape.length;
@@ -276,6 +301,10 @@ export function slice(x: Tensor, ...ranges: SliceRange[]): Tensor {
  * ```
  */
 export function broadcastTo(x: Tensor, shape: readonly number[]): Tensor {
+  return taped("broadcastTo", [x], { shape }, () => broadcastToOf(x, shape));
+}
+
+function broadcastToOf(x: Tensor, shape: readonly number[]): Tensor {
   const op = "broadcastTo";
   const view = viewOf(x, op);
   const target = checkShape(op, "shape", shape);
@@ -305,6 +334,15 @@ export function broadcastTo(x: Tensor, shape: readonly number[]): Tensor {
  * ```
  */
 export function concat(tensors: readonly Tensor[], axis = 0): Tensor {
+  return taped(
+    "concat",
+    [...(Array.isArray(tensors) ? tensors : [])],
+    { axis },
+    () => concatOf(tensors, axis),
+  );
+}
+
+function concatOf(tensors: readonly Tensor[], axis = 0): Tensor {
   const op = "concat";
   if (!Array.isArray(tensors as unknown) || tensors.length === 0) {
     throw new ValueError({
@@ -374,6 +412,15 @@ export function concat(tensors: readonly Tensor[], axis = 0): Tensor {
  * ```
  */
 export function stack(tensors: readonly Tensor[], axis = 0): Tensor {
+  return taped(
+    "stack",
+    [...(Array.isArray(tensors) ? tensors : [])],
+    { axis },
+    () => stackOf(tensors, axis),
+  );
+}
+
+function stackOf(tensors: readonly Tensor[], axis = 0): Tensor {
   const op = "stack";
   if (!Array.isArray(tensors as unknown) || tensors.length === 0) {
     throw new ValueError({

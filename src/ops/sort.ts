@@ -11,6 +11,7 @@
  * reference: a stable radix sort of (key, index) pairs per row.
  * @module
  */
+import { taped } from "../_tape.ts";
 import type { QuantileJob, QuantileMethod, SortJob } from "../contract/sort.ts";
 import type { View } from "../core/view.ts";
 import { planOverrides } from "../plans/overrides.ts";
@@ -171,6 +172,10 @@ function window(
  * ```
  */
 export function sort(x: Tensor, options_?: SortOptions): Tensor {
+  return taped("sort", [x], { ...options_ }, () => sortOf(x, options_));
+}
+
+function sortOf(x: Tensor, options_?: SortOptions): Tensor {
   const op = "sort";
   const view = orderedView(op, x);
   const o = options(op, options_, ["axis", "descending"]);
@@ -232,6 +237,10 @@ function checkK(op: string, k: unknown, n: number): number {
  * ```
  */
 export function rankK(x: Tensor, k: number, options_?: RankKOptions): [Tensor, Tensor] {
+  return taped("rankK", [x], { ...options_, k }, () => rankKOf(x, k, options_));
+}
+
+function rankKOf(x: Tensor, k: number, options_?: RankKOptions): [Tensor, Tensor] {
   return selectRank("rankK", x, k, options_, null);
 }
 
@@ -277,6 +286,14 @@ export function topk(
   k: number,
   options_?: Omit<RankKOptions, "kind">,
 ): [Tensor, Tensor] {
+  return taped("topk", [x], { ...options_, k }, () => topkOf(x, k, options_));
+}
+
+function topkOf(
+  x: Tensor,
+  k: number,
+  options_?: Omit<RankKOptions, "kind">,
+): [Tensor, Tensor] {
   return selectRank("topk", x, k, options_, "top");
 }
 
@@ -290,6 +307,14 @@ export function topk(
  * ```
  */
 export function bottomk(
+  x: Tensor,
+  k: number,
+  options_?: Omit<RankKOptions, "kind">,
+): [Tensor, Tensor] {
+  return taped("bottomk", [x], { ...options_, k }, () => bottomkOf(x, k, options_));
+}
+
+function bottomkOf(
   x: Tensor,
   k: number,
   options_?: Omit<RankKOptions, "kind">,
@@ -311,6 +336,14 @@ export function midk(
   k: number,
   options_?: Omit<RankKOptions, "kind">,
 ): [Tensor, Tensor] {
+  return taped("midk", [x], { ...options_, k }, () => midkOf(x, k, options_));
+}
+
+function midkOf(
+  x: Tensor,
+  k: number,
+  options_?: Omit<RankKOptions, "kind">,
+): [Tensor, Tensor] {
   return selectRank("midk", x, k, options_, "mid");
 }
 
@@ -326,6 +359,14 @@ export function midk(
  * ```
  */
 export function kthvalue(
+  x: Tensor,
+  k: number,
+  options_?: OrderStatisticOptions,
+): [Tensor, Tensor] {
+  return taped("kthvalue", [x], { ...options_, k }, () => kthvalueOf(x, k, options_));
+}
+
+function kthvalueOf(
   x: Tensor,
   k: number,
   options_?: OrderStatisticOptions,
@@ -492,6 +533,10 @@ function checkMethod(op: string, options_: unknown): QuantileMethod {
  * ```
  */
 export function median(x: Tensor, options_?: OrderStatisticOptions): Tensor {
+  return taped("median", [x], { ...options_ }, () => medianOf(x, options_));
+}
+
+function medianOf(x: Tensor, options_?: OrderStatisticOptions): Tensor {
   options("median", options_, ["axis", "keepdims"]);
   return runQuantile("median", x, [0.5], 1, true, "median", false, options_);
 }
@@ -506,6 +551,10 @@ export function median(x: Tensor, options_?: OrderStatisticOptions): Tensor {
  * ```
  */
 export function nanmedian(x: Tensor, options_?: OrderStatisticOptions): Tensor {
+  return taped("nanmedian", [x], { ...options_ }, () => nanmedianOf(x, options_));
+}
+
+function nanmedianOf(x: Tensor, options_?: OrderStatisticOptions): Tensor {
   options("nanmedian", options_, ["axis", "keepdims"]);
   return runQuantile("nanmedian", x, [0.5], 1, true, "median", true, options_);
 }
@@ -533,6 +582,14 @@ export function quantile(
   q: number | readonly number[] | Tensor,
   options_?: QuantileOptions,
 ): Tensor {
+  return taped("quantile", [x], { ...options_, q }, () => quantileOf(x, q, options_));
+}
+
+function quantileOf(
+  x: Tensor,
+  q: number | readonly number[] | Tensor,
+  options_?: QuantileOptions,
+): Tensor {
   const op = "quantile";
   const { q: qs, count, scalar } = checkQ(op, q, x);
   return runQuantile(op, x, qs, count, scalar, checkMethod(op, options_), false, options_);
@@ -548,6 +605,14 @@ export function quantile(
  * ```
  */
 export function nanquantile(
+  x: Tensor,
+  q: number | readonly number[] | Tensor,
+  options_?: QuantileOptions,
+): Tensor {
+  return taped("nanquantile", [x], { ...options_, q }, () => nanquantileOf(x, q, options_));
+}
+
+function nanquantileOf(
   x: Tensor,
   q: number | readonly number[] | Tensor,
   options_?: QuantileOptions,

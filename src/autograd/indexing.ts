@@ -1,0 +1,127 @@
+/**
+ * Gradient rules of the indexing ops: a gather's cotangent is a scatter-add of it (duplicate
+ * indices accumulate), a scatter's is a gather. Indices carry no gradient.
+ * @module
+ */
+import type { Tensor } from "../tensor.ts";
+import { ValueError } from "../core/errors.ts";
+import { normalizeAxis } from "../core/shape.ts";
+import { zeros } from "../creation.ts";
+import { div, greater, less, maximum, where } from "../ops/elementwise.ts";
+import { gather, scatter, scatterAdd, segmentSum, take } from "../ops/indexing.ts";
+import { broadcastTo, reshape } from "../ops/shape.ts";
+import { untaped } from "../_tape.ts";
+import { defineRule, type RuleContext } from "./_rules.ts";
+
+function zerosShaped(shape: readonly number[], like: Tensor): Tensor {
+  return zeros(shape, { dtype: like.dtype, device: like.device });
+}
+
+function axisOf(c: RuleContext, rank: number, fallback: number): number {
+  return normalizeAxis("grad", (c.attrs.axis as number | undefined) ?? fallback, Math.max(rank, 1));
+}
+
+defineRule("gather", (c) => {
+  const x = c.inputs[0] as Tensor, indices = c.inputs[1] as Tensor, g = c.cts[0]!;
+  const axis = axisOf(c, x.rank, -1);
+  return [scatterAdd(zerosShaped(x.shape, g), indices, g, { axis }), null];
+});
+
+defineRule("takeAlongAxis", (c) => {
+  const x = c.inputs[0] as Tensor, indices = c.inputs[1] as Tensor, g = c.cts[0]!;
+  const axis = axisOf(c, x.rank, -1);
+  // Indices and x broadcast on the other axes: scatter into x's shape widened to the result's
+  // there (backprop sums the widening away).
+  const target = g.shape.map((d, i) => (i === axis ? x.shape[axis] : d));
+  const wide = untaped(() => broadcastTo(indices, g.shape));
+  return [scatterAdd(zerosShaped(target, g), wide, g, { axis }), null];
+});
+
+/** The cotangent of a take of `indices` along `axis` (the indices' axes replaced it). */
+function untake(g: Tensor, x: Tensor, indices: Tensor, axis: number | null): Tensor {
+  if (axis === null) {
+    const flat = zerosShaped([x.size], g);
+    return reshape(
+      scatterAdd(flat, reshape(indices, [-1]), reshape(g, [-1]), { axis: 0 }),
+      x.shape,
+    );
+  }
+  const m = indices.size;
+  const shape = x.shape.map((d, i) => (i === axis ? m : d));
+  const g2 = reshape(g, shape);
+  const at = untaped(() =>
+    broadcastTo(reshape(indices, x.shape.map((_, i) => (i === axis ? m : 1))), shape)
+  );
+  return scatterAdd(zerosShaped(x.shape, g), at, g2, { axis });
+}
+
+defineRule("take", (c) => {
+  const x = c.inputs[0] as Tensor;
+  const axis = c.attrs.axis === undefined ? null : axisOf(c, x.rank, 0);
+  return [untake(c.cts[0]!, x, c.inputs[1] as Tensor, axis), null];
+});
+
+defineRule("indexSelect", (c) => {
+  const x = c.inputs[0] as Tensor;
+  return [untake(c.cts[0]!, x, c.inputs[1] as Tensor, axisOf(c, x.rank, 0)), null];
+});
+
+function scatterGrad(c: RuleContext, summed: boolean): (Tensor | null)[] {
+  const x = c.inputs[0] as Tensor, indices = c.inputs[1] as Tensor, g = c.cts[0]!;
+  const axis = axisOf(c, x.rank, -1);
+  // Replaced elements pass no gradient to x; summed ones do.
+  const dx = c.needs[0]
+    ? summed ? g : where(greater(scatter(zerosShaped(x.shape, g), indices, 1, { axis }), 0), 0, g)
+    : null;
+  const du = c.needs[2] ? gather(g, indices, { axis }) : null;
+  return [dx, null, du];
+}
+
+defineRule("scatterAdd", (c) => scatterGrad(c, true));
+defineRule("scatter", (c) => {
+  const reduce = c.attrs.reduce ?? "none";
+  if (reduce !== "none" && reduce !== "sum") {
+    throw new ValueError({
+      op: "grad",
+      argument: "f",
+      expected: "scatter with reduce 'none' or 'sum' (the others have no gradient rule yet)",
+      received: `scatter with reduce '${String(reduce)}'`,
+    });
+  }
+  return scatterGrad(c, reduce === "sum");
+});
+
+/** ids with the negative ones (dropped by the forward) at 0, and the mask of those. */
+function segmentRows(c: RuleContext): { rows: Tensor; dropped: Tensor } {
+  const ids = c.inputs[1] as Tensor;
+  return untaped(() => {
+    const dropped = less(ids, 0);
+    return { rows: where(dropped, 0, ids), dropped };
+  });
+}
+
+/** `values` taken at each data row's segment, zero for dropped rows. */
+function perRow(values: Tensor, c: RuleContext): Tensor {
+  const data = c.inputs[0] as Tensor, ids = c.inputs[1] as Tensor;
+  const { rows, dropped } = segmentRows(c);
+  const taken = take(values, reshape(rows, [-1]), { axis: 0 });
+  const shaped = reshape(taken, data.shape);
+  const mask = reshape(dropped, [...ids.shape, ...data.shape.slice(ids.rank).map(() => 1)]);
+  return where(mask, 0, shaped);
+}
+
+defineRule("segmentSum", (c) => [perRow(c.cts[0]!, c), null]);
+
+defineRule("segmentMean", (c) => {
+  const ids = c.inputs[1] as Tensor, g = c.cts[0]!;
+  const counts = untaped(() =>
+    maximum(
+      segmentSum(zerosShaped(ids.shape, g).add(1), ids, {
+        numSegments: g.shape[0],
+      }),
+      1,
+    )
+  );
+  const perSegment = div(g, reshape(counts, [g.shape[0], ...g.shape.slice(1).map(() => 1)]));
+  return [perRow(perSegment, c), null];
+});
