@@ -626,3 +626,21 @@ export function refMlpRows(
   }
   return h;
 }
+
+/**
+ * The training-step cases' check: the gradient of the last bias under the mean squared loss,
+ * (2 / n^2) * sum over rows of (out - y), from the library's own forward output `out` (the forward
+ * itself is checked by the mlp3 cases).
+ */
+export function refLastBiasGrad(
+  out: Float32Array,
+  y: Float32Array,
+  n: number,
+): Float64Array {
+  const g = new Float64Array(n);
+  for (let i = 0; i < n; i++) {
+    for (let j = 0; j < n; j++) g[j] += out[i * n + j] - y[i * n + j];
+  }
+  for (let j = 0; j < n; j++) g[j] *= 2 / (n * n);
+  return g;
+}

@@ -17,6 +17,7 @@ import {
   refAdd,
   refChain,
   refCumsum,
+  refLastBiasGrad,
   refMatmulRows,
   refMlpRows,
   refRows,
@@ -341,6 +342,84 @@ async function main() {
         return compare(got, refMlpRows(hx, hw, hb, n, 2), 1e-5 * n, 1e-3);
       },
       run: opRunner(eager),
+      teardown: free,
+    });
+  }
+  // One training step of the same MLP (weights [out, in], as nn.Linear): forward, mean squared
+  // loss against a target, backward to the gradients of all weights and biases, through
+  // jit(grad(...)). The gradient of the input is not asked for (as in training).
+  {
+    const n = sizes.mlp;
+    let x: gyre.Tensor, y: gyre.Tensor, hy: Float32Array;
+    let params: gyre.Tensor[] = [];
+    type Layers = [
+      gyre.Tensor,
+      gyre.Tensor,
+      gyre.Tensor,
+      gyre.Tensor,
+      gyre.Tensor,
+      gyre.Tensor,
+    ];
+    const forward = (input: gyre.Tensor, p: Layers) => {
+      const h1 = gyre.linear(input, p[0], { bias: p[1], activation: "relu" });
+      const h2 = gyre.linear(h1, p[2], { bias: p[3], activation: "relu" });
+      return gyre.linear(h2, p[4], { bias: p[5] });
+    };
+    const loss = (input: gyre.Tensor, target: gyre.Tensor, ...p: Layers) =>
+      forward(input, p).sub(target).square().mean();
+    const gradients = gyre.grad(loss, { argnums: [2, 3, 4, 5, 6, 7] });
+    const step = gyre.jit((...a: gyre.Tensor[]) =>
+      gradients(
+        ...(a as [gyre.Tensor, gyre.Tensor, ...Layers]),
+      ) as gyre.Tensor[]
+    );
+    const run = () => step(x, y, ...params) as gyre.Tensor[];
+    cases.push({
+      kind: "op",
+      name: "mlp3_train_4096",
+      shape: [n, n, n],
+      reps: opts.reps ?? sizes.reps.matmul,
+      note: "training step: forward + mean squared loss + gradients of 3 weights and 3 biases; " +
+        "weights [out, in]; gyre: jit(grad(loss))",
+      setup: () => {
+        x = gyre.tensor(randomData(n * n, 31), { shape: [n, n] });
+        hy = randomData(n * n, 50);
+        y = gyre.tensor(hy, { shape: [n, n] });
+        params = [];
+        for (let l = 0; l < 3; l++) {
+          const w = randomData(
+            n * n,
+            32 + l,
+            -1 / Math.sqrt(n),
+            1 / Math.sqrt(n),
+          );
+          params.push(
+            gyre.tensor(w, { shape: [n, n] }),
+            gyre.tensor(randomData(n, 40 + l, -0.1, 0.1)),
+          );
+        }
+        held.push(x, y, ...params);
+      },
+      check: async () => {
+        const grads = run();
+        const got = await grads[5].data() as Float32Array;
+        for (const g of grads) g.dispose();
+        const out = forward(x, params as Layers);
+        const outData = await out.data() as Float32Array;
+        out.dispose();
+        return compare(got, refLastBiasGrad(outData, hy, n), 1e-6, 1e-3);
+      },
+      run: async (r: number) => {
+        let last: gyre.Tensor[] = [];
+        for (let i = 0; i < r; i++) {
+          const grads = run();
+          for (const g of grads) g.realize();
+          for (const g of last) g.dispose();
+          last = grads;
+        }
+        await gyre.sync();
+        for (const g of last) g.dispose();
+      },
       teardown: free,
     });
   }

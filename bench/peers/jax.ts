@@ -36,6 +36,7 @@ import {
   refAdd,
   refChain,
   refCumsum,
+  refLastBiasGrad,
   refMatmulRows,
   refMlpRows,
   refRows,
@@ -380,6 +381,83 @@ async function main() {
         return compare(got, refMlpRows(hx, hw, hb, n, 2), 1e-5 * n, 1e-3);
       },
       run: opRunner(op),
+      teardown: free,
+    });
+  }
+
+  // mlp3_train_4096: one training step of that MLP (forward, mean squared loss, gradients of all
+  // weights and biases) through grad, under jit when --jit, in either layout.
+  for (const { layout, name, note } of MLP_LAYOUTS) {
+    const n = sizes.mlp;
+    const t = layout === "out-in";
+    let x: Arr, y: Arr, hy: Float32Array<ArrayBuffer>;
+    let params: Arr[] = [];
+    const forward = (input: Arr, p: Arr[]): Arr => {
+      const weight = (w: Arr) => (t ? np.transpose(w) : w);
+      const h1 = jax.nn.relu(np.add(np.matmul(input, weight(p[0])), p[1]));
+      const h2 = jax.nn.relu(np.add(np.matmul(h1, weight(p[2])), p[3]));
+      return np.add(np.matmul(h2, weight(p[4])), p[5]);
+    };
+    const loss = (
+      input: Arr,
+      target: Arr,
+      w0: Arr,
+      b0: Arr,
+      w1: Arr,
+      b1: Arr,
+      w2: Arr,
+      b2: Arr,
+    ): Arr =>
+      np.mean(
+        np.square(
+          np.subtract(forward(input, [w0, b0, w1, b1, w2, b2]), target),
+        ),
+      );
+    const gradients = jax.grad(loss, { argnums: [2, 3, 4, 5, 6, 7] });
+    const step = opts.jit ? jit(gradients) : gradients;
+    const run = () => {
+      const [w0, b0, w1, b1, w2, b2] = params.map((p) => p.ref);
+      return step(x.ref, y.ref, w0, b0, w1, b1, w2, b2) as unknown as Arr[];
+    };
+    cases.push({
+      kind: "op",
+      name: name.replace("mlp3", "mlp3_train"),
+      note:
+        `training step: forward + mean squared loss + gradients of 3 weights and 3 biases; ${note}`,
+      shape: [n, n, n],
+      reps: opts.reps ?? sizes.reps.matmul,
+      setup: async () => {
+        x = upload(randomData(n * n, 31), [n, n]);
+        hy = randomData(n * n, 50);
+        y = upload(hy, [n, n]);
+        params = [];
+        for (let l = 0; l < 3; l++) {
+          const w = randomData(
+            n * n,
+            32 + l,
+            -1 / Math.sqrt(n),
+            1 / Math.sqrt(n),
+          );
+          params.push(upload(t ? w : transposedSquare(w, n), [n, n]));
+          params.push(upload(randomData(n, 40 + l, -0.1, 0.1), [n]));
+        }
+        held.push(x, y, ...params);
+        await settle();
+      },
+      check: async () => {
+        const grads = run();
+        const got = (await grads[5].data()) as Float32Array;
+        for (const g of grads.slice(0, 5)) g.dispose();
+        const out = forward(x.ref, params.map((p) => p.ref));
+        const outData = (await out.data()) as Float32Array;
+        return compare(got, refLastBiasGrad(outData, hy, n), 1e-6, 1e-3);
+      },
+      run: async (r: number) => {
+        const outs: Arr[] = [];
+        for (let i = 0; i < r; i++) outs.push(...run());
+        await blockUntilReady(outs);
+        for (const o of outs) o.dispose();
+      },
       teardown: free,
     });
   }

@@ -40,6 +40,7 @@ import {
   refAdd,
   refChain,
   refCumsum,
+  refLastBiasGrad,
   refMatmulRows,
   refMlpRows,
   refRows,
@@ -369,6 +370,71 @@ async function main() {
         return compare(got, refMlpRows(hx, hw, hb, n, 2), 1e-5 * n, 1e-3);
       },
       run: opRunner(op),
+      teardown: free,
+    });
+  }
+
+  // mlp3_train_4096: one training step of that MLP (forward, mean squared loss, gradients of all
+  // weights and biases) through tf.grads, in either layout.
+  for (const { layout, name, note } of MLP_LAYOUTS) {
+    const n = sizes.mlp;
+    const t = layout === "out-in";
+    let x: tf.Tensor, y: tf.Tensor, hy: Float32Array;
+    let params: tf.Tensor[] = [];
+    const forward = (p: tf.Tensor[]) => {
+      const h1 = tf.relu(tf.add(tf.matMul(x, p[0], false, t), p[1]));
+      const h2 = tf.relu(tf.add(tf.matMul(h1, p[2], false, t), p[3]));
+      return tf.add(tf.matMul(h2, p[4], false, t), p[5]);
+    };
+    const gradients = tf.grads((...p: tf.Tensor[]) =>
+      tf.mean(tf.square(tf.sub(forward(p), y))) as tf.Scalar
+    );
+    const run = () => gradients(params);
+    cases.push({
+      kind: "op",
+      name: name.replace("mlp3", "mlp3_train"),
+      note:
+        `training step: forward + mean squared loss + gradients of 3 weights and 3 biases; ${note}`,
+      shape: [n, n, n],
+      reps: opts.reps ?? sizes.reps.matmul,
+      setup: () => {
+        x = tf.tensor2d(randomData(n * n, 31), [n, n], "float32");
+        hy = randomData(n * n, 50);
+        y = tf.tensor2d(hy, [n, n], "float32");
+        params = [];
+        for (let l = 0; l < 3; l++) {
+          const w = randomData(
+            n * n,
+            32 + l,
+            -1 / Math.sqrt(n),
+            1 / Math.sqrt(n),
+          );
+          params.push(
+            tf.tensor2d(t ? w : transposedSquare(w, n), [n, n], "float32"),
+          );
+          params.push(tf.tensor1d(randomData(n, 40 + l, -0.1, 0.1), "float32"));
+        }
+        held.push(x, y, ...params);
+      },
+      check: async () => {
+        const grads = run();
+        const got = (await grads[5].data()) as Float32Array;
+        tf.dispose(grads);
+        const out = tf.tidy(() => forward(params));
+        const outData = (await out.data()) as Float32Array;
+        out.dispose();
+        return compare(got, refLastBiasGrad(outData, hy, n), 1e-6, 1e-3);
+      },
+      run: async (r: number) => {
+        let last: tf.Tensor[] = [];
+        for (let i = 0; i < r; i++) {
+          const grads = run();
+          tf.dispose(last);
+          last = grads;
+        }
+        await sync();
+        tf.dispose(last);
+      },
       teardown: free,
     });
   }

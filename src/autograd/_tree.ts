@@ -42,3 +42,26 @@ export function rebuild<T>(tree: unknown, values: readonly unknown[]): T {
   };
   return walk(tree) as T;
 }
+
+/**
+ * Puts `values` in place of `tree`'s tensors, in {@link leaves}' order, mutating its arrays and
+ * objects (an optimizer updates a model's parameter object this way). A bare tensor has no place
+ * to change: the caller keeps the new one.
+ */
+export function replaceLeaves(tree: unknown, values: readonly unknown[]): void {
+  let at = 0;
+  const walk = (node: unknown) => {
+    if (node instanceof Tensor) {
+      at++;
+      return;
+    }
+    const entries: [string | number, unknown][] = Array.isArray(node)
+      ? node.map((v, i) => [i, v])
+      : Object.entries(node as object);
+    for (const [k, v] of entries) {
+      if (v instanceof Tensor) (node as Record<string | number, unknown>)[k] = values[at++];
+      else walk(v);
+    }
+  };
+  walk(tree);
+}

@@ -14,3 +14,4 @@ export {
   vjp,
 } from "./grad.ts";
 export type { Tree } from "./_tree.ts";
+export * as optim from "./optim.ts";
