@@ -22,6 +22,9 @@ import "./tfjs_shim.ts"; // must stay first: see the file for why
 import * as tf from "npm:@tensorflow/tfjs-core@4.22.0";
 // deno-lint-ignore no-import-prefix
 import "npm:@tensorflow/tfjs-backend-webgpu@4.22.0";
+// tfjs-core alone registers no gradient functions (the `@tensorflow/tfjs` package does this).
+// deno-lint-ignore no-import-prefix
+import "npm:@tensorflow/tfjs-core@4.22.0/dist/register_all_gradients";
 // deno-lint-ignore no-import-prefix
 import type { WebGPUBackend } from "npm:@tensorflow/tfjs-backend-webgpu@4.22.0";
 // deno-lint-ignore no-import-prefix
