@@ -381,9 +381,9 @@ function cotangentsFor(transform: string, outs: Tensor[], cotangents: unknown): 
  * console.log(await dy.data()); // e^x: [1, 2.718]
  * ```
  */
-export function jvp(
-  f: (...primals: Tree[]) => Tree,
-  primals: readonly Tree[],
+export function jvp<A extends Tree[]>(
+  f: (...primals: A) => Tree,
+  primals: A,
   tangents: readonly Tree[],
 ): [Tree, Tree] {
   const transform = "jvp";

@@ -10,7 +10,7 @@
 import type { Tensor } from "../tensor.ts";
 import { lessEqual, mul, sub, where } from "../ops/elementwise.ts";
 import { linear, matmul, type MatmulOptions } from "../ops/matmul.ts";
-import { expandDims, reshape } from "../ops/shape.ts";
+import { expandDims, reshape, squeeze } from "../ops/shape.ts";
 import { defineRule } from "./_rules.ts";
 import { geluGrad, siluGrad } from "./elementwise.ts";
 
@@ -46,21 +46,26 @@ function productGrads(
 }
 
 defineRule("matmul", (c) => {
-  let a = c.inputs[0] as Tensor, b = c.inputs[1] as Tensor;
-  let g = c.cts[0]!;
+  const a0 = c.inputs[0] as Tensor, b0 = c.inputs[1] as Tensor;
+  let a = a0, b = b0, g = c.cts[0]!;
   let tA = c.attrs.transposeA === true, tB = c.attrs.transposeB === true;
-  // A 1-D operand is a row (a) or a column (b) whose axis the result dropped: put both back.
-  if (a.rank === 1) {
-    a = reshape(a, [1, a.shape[0]]);
-    g = expandDims(g, b.rank === 1 ? 0 : -2);
+  // A 1-D operand is a row (a) or a column (b) whose axis the result dropped: put both back,
+  // and take them out of the cotangents again.
+  if (a0.rank === 1) {
+    a = reshape(a0, [1, a0.shape[0]]);
+    g = expandDims(g, b0.rank === 1 ? 0 : -2);
     tA = false;
   }
-  if (b.rank === 1) {
-    b = reshape(b, [b.shape[0], 1]);
+  if (b0.rank === 1) {
+    b = reshape(b0, [b0.shape[0], 1]);
     g = expandDims(g, -1);
     tB = false;
   }
-  return productGrads(g, a, b, tA, tB, c.needs, c.attrs.accumulate as Accumulate);
+  const [da, db] = productGrads(g, a, b, tA, tB, c.needs, c.attrs.accumulate as Accumulate);
+  return [
+    da && a0.rank === 1 ? squeeze(da, -2) : da,
+    db && b0.rank === 1 ? squeeze(db, -1) : db,
+  ];
 });
 
 defineRule("linear", (c) => {

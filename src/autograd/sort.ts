@@ -1,15 +1,18 @@
 /**
  * Gradient rules of sorting and selection: the values' cotangents go back to the positions the
  * values came from (a scatter-add at the indices), so ties route to the element the op's indices
- * name (median's to the element kthvalue picks for it).
+ * name; a quantile's (and the median's) to the two order statistics it interpolates, weighted as
+ * it interpolates them.
  * @module
  */
 import type { Tensor } from "../tensor.ts";
 import { normalizeAxis } from "../core/shape.ts";
 import { zeros } from "../creation.ts";
 import { scatterAdd } from "../ops/indexing.ts";
-import { argsort, kthvalue } from "../ops/sort.ts";
-import { expandDims, reshape } from "../ops/shape.ts";
+import { argsort } from "../ops/sort.ts";
+import { expandDims, reshape, slice, type SliceRange } from "../ops/shape.ts";
+import { add, mul } from "../ops/elementwise.ts";
+import { ValueError } from "../core/errors.ts";
 import { untaped } from "../_tape.ts";
 import { defineRule, type RuleContext } from "./_rules.ts";
 
@@ -50,18 +53,71 @@ defineRule("kthvalue", (c) => {
   return [unselectOne(c, c.cts[0], c.outputs[1], x, axisOf(c, x))];
 });
 
-// The lower median (PyTorch's): kthvalue's k = floor((n - 1) / 2) + 1 names its element.
-defineRule("median", (c) => {
-  const x = c.inputs[0] as Tensor;
+/** The weights of the order statistics at `lo` and `lo + 1` for position `p` under `method`. */
+function interpolation(method: string, p: number): [number, number] {
+  const lo = Math.floor(p), frac = Math.fround(p - lo);
+  switch (method) {
+    case "lower":
+      return [1, 0];
+    case "higher":
+      return frac > 0 ? [0, 1] : [1, 0];
+    case "midpoint":
+      return frac > 0 ? [0.5, 0.5] : [1, 0];
+    case "nearest":
+      // Ties to the even index, as NumPy.
+      return frac < 0.5 || (frac === 0.5 && lo % 2 === 0) ? [1, 0] : [0, 1];
+    default:
+      return [1 - frac, frac];
+  }
+}
+
+/**
+ * Quantiles (median: q = 0.5): each is an interpolation of two order statistics, so its cotangent
+ * goes to the two elements they sit at (ties as argsort orders them), weighted as the method
+ * interpolates. q must be numbers (a tensor q has no rule yet).
+ */
+function quantileGrad(c: RuleContext, qs: unknown, method: string): (Tensor | null)[] {
+  const x = c.inputs[0] as Tensor, g = c.cts[0]!;
+  const scalar = typeof qs === "number";
+  if (!scalar && !(Array.isArray(qs) && qs.every((q) => typeof q === "number"))) {
+    throw new ValueError({
+      op: "grad",
+      argument: "f",
+      expected: "quantile with q given as numbers (a tensor q has no gradient rule yet)",
+      received: "quantile with a tensor q",
+    });
+  }
   const flat = c.attrs.axis === undefined;
   const xs = flat ? reshape(x, [-1]) : x;
   const axis = flat ? 0 : axisOf(c, x);
   const n = xs.shape[axis];
-  const index = untaped(() =>
-    kthvalue(xs, Math.floor((n - 1) / 2) + 1, { axis, keepdims: true })[1]
-  );
-  const g = c.cts[0]!;
-  const gk = flat ? reshape(g, [1]) : c.attrs.keepdims ? g : expandDims(g, axis);
-  const d = unselect(gk, xs, index, axis);
+  const order = untaped(() => argsort(xs, { axis }));
+  const keep = c.attrs.keepdims === true && !flat;
+  let total: Tensor | null = null;
+  (scalar ? [qs as number] : qs as number[]).forEach((q, j) => {
+    // As the forward: q rounded to float32, its position exact (f64), the fraction in float32.
+    const p = Math.fround(q) * (n - 1);
+    const lo = Math.floor(p);
+    const weights = interpolation(method, p);
+    let gq = scalar ? g : slice(g, j);
+    if (flat) gq = reshape(gq, [1]);
+    else if (!keep) gq = expandDims(gq, axis);
+    [lo, Math.min(lo + 1, n - 1)].forEach((k, side) => {
+      if (weights[side] === 0) return;
+      const at = untaped(() => slice(order, ...along(axis, [k, k + 1])));
+      const part = unselect(mul(gq, weights[side]), xs, at, axis);
+      total = total ? add(total, part) : part;
+    });
+  });
+  const d = total ?? zeros(xs.shape, { dtype: g.dtype, device: g.device });
   return [flat ? reshape(d, x.shape) : d];
-});
+}
+
+function along(axis: number, range: SliceRange): SliceRange[] {
+  const ranges: SliceRange[] = new Array(axis).fill(null);
+  ranges.push(range);
+  return ranges;
+}
+
+defineRule("median", (c) => quantileGrad(c, 0.5, "linear"));
+defineRule("quantile", (c) => quantileGrad(c, c.attrs.q, (c.attrs.method as string) ?? "linear"));
