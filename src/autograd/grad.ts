@@ -11,14 +11,14 @@
  */
 import { checkFunction, describe, DTypeError, ShapeError, ValueError } from "../core/errors.ts";
 import { isFloat } from "../core/dtype.ts";
-import { closeTape, holds, openTape, type Tape, type TapeNode, untaped } from "../_tape.ts";
+import { closeTape, holds, openTape, type Tape, taped, type TapeNode, untaped } from "../_tape.ts";
 import { detachScope, type Disposable, openScope } from "../_scope.ts";
-import { Tensor } from "../tensor.ts";
+import { Tensor, viewOf } from "../tensor.ts";
 import { tidy } from "../tidy.ts";
 import { ones, zeros } from "../creation.ts";
 import { add, cast } from "../ops/elementwise.ts";
 import { clone } from "../ops/shape.ts";
-import { isFloatTensor, ruleFor, sumTo } from "./_rules.ts";
+import { defineRule, isFloatTensor, ruleFor, sumTo } from "./_rules.ts";
 import { leaves, rebuild, type Tree } from "./_tree.ts";
 import "./elementwise.ts";
 import "./reduce.ts";
@@ -49,6 +49,23 @@ function fitTo(g: Tensor, x: Tensor): Tensor {
   let out = sumTo(g, x.shape);
   if (out.dtype !== x.dtype) out = cast(out, x.dtype);
   return out;
+}
+
+/**
+ * A new tensor sharing `x`'s storage: each differentiated argument gets its own identity, so an
+ * argument passed twice gets two gradients (as JAX), and an argument an outer tape follows stays
+ * followed through it (the alias is an op, recorded there, whose gradient passes through).
+ */
+function alias(x: Tensor, transform: string): Tensor {
+  return taped("alias", [x], {}, () => new Tensor(viewOf(x, transform, "args")));
+}
+
+defineRule("alias", (c) => [c.cts[0]]);
+
+/** `tree` with each of its tensors `list` replaced by an alias; the aliases, in order. */
+function aliased(transform: string, tree: unknown, list: Tensor[]): [Tree, Tensor[]] {
+  const aliases = list.map((t) => alias(t, transform));
+  return [rebuild<Tree>(tree, aliases), aliases];
 }
 
 /**
@@ -194,11 +211,21 @@ export function valueAndGrad<A extends unknown[], G = Tree>(
     tidy(() => {
       const nums = argnumsOf(transform, options.argnums, args.length);
       const trees = nums.map((n) => args[n]);
-      const wrt = trees.map((tree, i) => floatLeaves(transform, tree, `args[${nums[i]}]`));
+      const wrt: Tensor[][] = [];
+      const called = [...args] as A;
+      nums.forEach((n, i) => {
+        const [tree, aliases] = aliased(
+          transform,
+          trees[i],
+          floatLeaves(transform, trees[i], `args[${n}]`),
+        );
+        called[n] = tree;
+        wrt.push(aliases);
+      });
       const tape = openTape(wrt.flat());
       let out: unknown;
       try {
-        out = f(...args);
+        out = f(...called);
       } finally {
         closeTape(tape);
       }
@@ -293,13 +320,19 @@ export function vjp<A extends Tree[]>(
 ): [Tree, Pullback] {
   const transform = "vjp";
   checkFunction(transform, "f", f, "a function of tensors");
-  const wrt = primals.map((p, i) => floatLeaves(transform, p, `primals[${i}]`));
+  const lists = primals.map((p, i) => floatLeaves(transform, p, `primals[${i}]`));
   const scope = openScope();
+  const wrt: Tensor[][] = [];
+  const called = primals.map((p, i) => {
+    const [tree, aliases] = aliased(transform, p, lists[i]);
+    wrt.push(aliases);
+    return tree;
+  }) as A;
   const tape = openTape(wrt.flat());
   let out: Tree;
   let saved: Disposable[];
   try {
-    out = f(...primals);
+    out = f(...called);
     closeTape(tape);
     // Kept: what the recorded ops read or made; f's other temporaries go now.
     saved = [];
@@ -410,10 +443,15 @@ export function jvp<A extends Tree[]>(
     cotangentsFor(transform, list, tans[i]);
   });
   return tidy(() => {
+    const called = primals.map((p, i) => {
+      const [tree, aliases] = aliased(transform, p, wrt[i]);
+      wrt[i] = aliases;
+      return tree;
+    }) as A;
     const forward = openTape(wrt.flat());
     let out: Tree;
     try {
-      out = f(...primals);
+      out = f(...called);
     } finally {
       closeTape(forward);
     }
