@@ -408,3 +408,38 @@ export const CASES: GradCase[] = [
     },
   },
 ];
+
+/** A case's seed: a hash of its name. */
+export function seedOf(name: string): number {
+  let h = 2166136261;
+  for (const ch of name) h = Math.imul(h ^ ch.charCodeAt(0), 16777619);
+  return h >>> 0;
+}
+
+/** The case's inputs as tensors on `device`. */
+export function make(c: GradCase, values: number[][], device: gyre.DeviceName): gyre.Tensor[] {
+  return values.map((v, i) => gyre.tensor(v, { shape: c.inputs[i].shape, device }));
+}
+
+/** The case's output shape (one run of f on WASM). */
+function outputShape(c: GradCase, values: number[][]): number[] {
+  useDevice("wasm");
+  return gyre.tidy(() => c.f(...make(c, values, "wasm")).shape);
+}
+
+/** A case's inputs, loss weights and output shape. */
+export interface Problem {
+  xs: number[][];
+  w: number[];
+  outShape: number[];
+}
+
+/** The case's deterministic inputs and loss weights. */
+export function problem(c: GradCase): Problem {
+  const rand = prng(seedOf(c.name));
+  const xs = c.inputs.map((spec) => draw(spec, rand));
+  const outShape = outputShape(c, xs);
+  const size = outShape.reduce((a, b) => a * b, 1);
+  const w = Array.from({ length: size }, () => Math.fround(rand() * 2 - 1));
+  return { xs, w, outShape };
+}

@@ -13,40 +13,18 @@
 import assert from "node:assert/strict";
 import * as gyre from "../src/mod.ts";
 import { devices } from "./_devices.ts";
-import { CASES, draw, type GradCase, prng, useDevice } from "./_grad_cases.ts";
+import {
+  CASES,
+  type GradCase,
+  make,
+  prng,
+  type Problem,
+  problem,
+  seedOf,
+  useDevice,
+} from "./_grad_cases.ts";
 
 const DEVICES = await devices();
-
-function seedOf(name: string): number {
-  let h = 2166136261;
-  for (const ch of name) h = Math.imul(h ^ ch.charCodeAt(0), 16777619);
-  return h >>> 0;
-}
-
-function make(c: GradCase, values: number[][], device: gyre.DeviceName): gyre.Tensor[] {
-  return values.map((v, i) => gyre.tensor(v, { shape: c.inputs[i].shape, device }));
-}
-
-/** The case's output shape (one run of f on WASM). */
-function outputShape(c: GradCase, values: number[][]): number[] {
-  useDevice("wasm");
-  return gyre.tidy(() => c.f(...make(c, values, "wasm")).shape);
-}
-
-interface Problem {
-  xs: number[][];
-  w: number[];
-  outShape: number[];
-}
-
-function problem(c: GradCase): Problem {
-  const rand = prng(seedOf(c.name));
-  const xs = c.inputs.map((spec) => draw(spec, rand));
-  const outShape = outputShape(c, xs);
-  const size = outShape.reduce((a, b) => a * b, 1);
-  const w = Array.from({ length: size }, () => Math.fround(rand() * 2 - 1));
-  return { xs, w, outShape };
-}
 
 function lossOf(c: GradCase, p: Problem, device: gyre.DeviceName) {
   const weights = gyre.tensor(p.w, { shape: p.outShape, device });
