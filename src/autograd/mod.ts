@@ -15,3 +15,4 @@ export {
 } from "./grad.ts";
 export type { Tree } from "./_tree.ts";
 export * as optim from "./optim.ts";
+export { hypergrad, type HypergradOptions, type HypergradResult } from "./hypergrad.ts";
