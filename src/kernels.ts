@@ -153,6 +153,22 @@ export const KERNELS: readonly KernelEntry[] = [
     gpu: family("rows", "gpu/_codegen_rows.ts"),
     plan: "planRows",
   })),
+  // The one-pass backward of the row ops: their reference is the composed backward on WASM (the
+  // row reductions and elementwise kernels the gradient rule uses where a device has no routine).
+  ...["softmax", "logSoftmax", "layerNorm", "rmsNorm"].map((op) => ({
+    id: `rows/${op}.backward`,
+    wasmReference: "reduce_",
+    gpu: family("rows", "gpu/_codegen_rows_backward.ts"),
+    plan: "planRowsBackward",
+  })),
+  // The optimizers' fused Adam step: one elementwise kernel of three outputs; its reference is
+  // the update composed of elementwise kernels on WASM (src/autograd/_adam.ts).
+  {
+    id: "optim/adam",
+    wasmReference: "elementwise_",
+    gpu: family("elementwise", "gpu/optim.ts"),
+    plan: "none: one kernel, vec4 where the layout allows",
+  },
   ...[["matmul", "gemm_"], ["linear", "gemm_f32"]].map(([op, wasm]) => ({
     id: `matmul/${op}`,
     wasmReference: wasm,

@@ -8,15 +8,18 @@
  * differentiate through training steps, write the step with ops (see `hypergrad`).
  * @module
  */
-import { checkNumber, describe, ShapeError, ValueError } from "../core/errors.ts";
+import { ShapeError, ValueError } from "../core/errors.ts";
 import { isFloat } from "../core/dtype.ts";
 import { detachScope, openScope } from "../_scope.ts";
 import { untaped } from "../_tape.ts";
 import type { Tensor } from "../tensor.ts";
 import { zeros } from "../creation.ts";
-import { add, div, mul, sqrt, sub } from "../ops/elementwise.ts";
+import { add, mul, sub } from "../ops/elementwise.ts";
 import { checkOptions } from "../core/options.ts";
+import { type AdamOptions, adamOptions, adamUpdate, type OptimizerUpdate, rate } from "./_adam.ts";
 import { leaves, replaceLeaves, type Tree } from "./_tree.ts";
+
+export type { AdamOptions };
 
 /** An optimizer of a parameter tree; see {@link sgd}, {@link adam}, {@link adamw}. */
 export interface Optimizer<T extends Tree = Tree> {
@@ -49,37 +52,11 @@ export interface SgdOptions {
   maximize?: boolean;
 }
 
-/** Options of {@link adam} and {@link adamw} (PyTorch's `Adam` and `AdamW`). */
-export interface AdamOptions {
-  /** Learning rate. Default 1e-3. */
-  lr?: number;
-  /** Decay rates of the first and second moment estimates. Default [0.9, 0.999]. */
-  betas?: readonly [number, number];
-  /** Added to the denominator. Default 1e-8. */
-  eps?: number;
-  /** Weight decay: L2 in the gradient for adam (default 0), decoupled for adamw (default 1e-2). */
-  weightDecay?: number;
-  /** Maximize the objective instead. Default false. */
-  maximize?: boolean;
-}
-
-type Update = (p: Tensor, g: Tensor, state: Tensor[], t: number) => [Tensor, Tensor[]];
-
-function rate(op: string, name: string, value: unknown, fallback: number, max = Infinity): number {
-  return checkNumber(
-    op,
-    `options.${name}`,
-    value ?? fallback,
-    max === Infinity ? "a finite number >= 0" : `a number in [0, ${max})`,
-    (v) => v >= 0 && v < max && Number.isFinite(v),
-  );
-}
-
 function makeOptimizer<T extends Tree>(
   op: string,
   params: T,
   stateCount: number,
-  update: Update,
+  update: OptimizerUpdate,
 ): Optimizer<T> {
   let current = params;
   const initial = leaves(params, op, "params");
@@ -237,42 +214,6 @@ export function sgd<T extends Tree>(params: T, options: SgdOptions = {}): Optimi
     const d = nesterov ? add(g, mul(b, momentum)) : b;
     return [sub(p, mul(d, lr)), [b === grad ? mul(b, 1) : b]];
   });
-}
-
-function adamOptions(op: string, options: AdamOptions, decay: number) {
-  checkOptions(op, options, ["lr", "betas", "eps", "weightDecay", "maximize"]);
-  const betas = options.betas ?? [0.9, 0.999];
-  if (!Array.isArray(betas) || betas.length !== 2) {
-    throw new ValueError({
-      op,
-      argument: "options.betas",
-      expected: "two numbers in [0, 1)",
-      received: describe(betas),
-    });
-  }
-  return {
-    lr: rate(op, "lr", options.lr, 1e-3),
-    beta1: rate(op, "betas[0]", betas[0], 0, 1),
-    beta2: rate(op, "betas[1]", betas[1], 0, 1),
-    eps: rate(op, "eps", options.eps, 1e-8),
-    weightDecay: rate(op, "weightDecay", options.weightDecay, decay),
-    maximize: options.maximize ?? false,
-  };
-}
-
-function adamUpdate(o: ReturnType<typeof adamOptions>, decoupled: boolean): Update {
-  return (p, grad, [m, v], t) => {
-    let g = o.maximize ? mul(grad, -1) : grad;
-    let base = p;
-    if (o.weightDecay && decoupled) base = mul(p, 1 - o.lr * o.weightDecay);
-    else if (o.weightDecay) g = add(g, mul(p, o.weightDecay));
-    const m2 = add(mul(m, o.beta1), mul(g, 1 - o.beta1));
-    const v2 = add(mul(v, o.beta2), mul(mul(g, g), 1 - o.beta2));
-    // PyTorch's arrangement: step = lr / (1 - b1^t); denom = sqrt(v) / sqrt(1 - b2^t) + eps.
-    const stepSize = o.lr / (1 - o.beta1 ** t);
-    const denom = add(div(sqrt(v2), Math.sqrt(1 - o.beta2 ** t)), o.eps);
-    return [sub(base, mul(div(m2, denom), stepSize)), [m2, v2]];
-  };
 }
 
 /**

@@ -1,6 +1,8 @@
 /**
  * Gradient rules of the row ops: softmax, logSoftmax, layerNorm and rmsNorm (with weight and
- * bias). Each is a few elementwise ops around one or two row sums, which fuse as the forward's do.
+ * bias). Where the device has a one-pass backward for the rows (src/ops/_rows_backward.ts) the
+ * input's cotangent is one kernel; elsewhere it is composed of one or two row sums and
+ * elementwise ops (`composedRowBackward`, the reference the one-pass kernel is tested against).
  * @module
  */
 import type { Tensor } from "../tensor.ts";
@@ -9,45 +11,88 @@ import { add, exp, mul, rsqrt, sub } from "../ops/elementwise.ts";
 import { mean, sum, variance } from "../ops/reduce.ts";
 import { reshape } from "../ops/shape.ts";
 import { defineRule, type RuleContext } from "./_rules.ts";
+import type { RowKind } from "../contract/rows.ts";
+import { isFollowed } from "../_tape.ts";
+import { fusedRowBackward } from "../ops/_rows_backward.ts";
 
 function rowAxis(c: { attrs: Readonly<Record<string, unknown>> }, x: Tensor): number[] {
   return normalizeAxes("grad", (c.attrs.axis as number | number[] | undefined) ?? -1, x.rank);
 }
-
-defineRule("softmax", (c) => {
-  const y = c.outputs[0], g = c.cts[0]!;
-  const axis = rowAxis(c, y);
-  return [mul(y, sub(g, sum(mul(g, y), { axis, keepdims: true })))];
-});
-
-defineRule("logSoftmax", (c) => {
-  const y = c.outputs[0], g = c.cts[0]!;
-  const axis = rowAxis(c, y);
-  return [sub(g, mul(exp(y), sum(g, { axis, keepdims: true })))];
-});
 
 /** A parameter of the normalised axes' shape, reshaped to broadcast against x. */
 function alongAxes(p: Tensor, x: Tensor, axes: number[]): Tensor {
   return reshape(p, x.shape.map((d, i) => (axes.includes(i) ? d : 1)));
 }
 
-function normGrad(c: RuleContext, layer: boolean): (Tensor | null)[] {
-  const x = c.inputs[0] as Tensor, weight = c.inputs[1] as Tensor | undefined;
-  const g = c.cts[0]!;
-  const axis = rowAxis(c, x);
-  const eps = (c.attrs.eps as number | undefined) ?? (layer ? 1e-5 : 1e-6);
+/** The norms' statistics: the centred (layerNorm) or plain (rmsNorm) x, and 1 / its RMS. */
+function normStats(layer: boolean, x: Tensor, axis: number[], eps: number) {
   const keep = { axis, keepdims: true };
   const centred = layer ? sub(x, mean(x, keep)) : x;
   const spread = layer ? variance(x, keep) : mean(mul(x, x), keep);
   const rstd = rsqrt(add(spread, eps));
-  const xhat = mul(centred, rstd);
-  const gh = weight ? mul(g, alongAxes(weight, x, axis)) : g;
-  let inner = sub(gh, mul(xhat, mean(mul(gh, xhat), keep)));
-  if (layer) inner = sub(inner, mean(gh, keep));
-  const dx = c.needs[0] ? mul(rstd, inner) : null;
+  return { rstd, xhat: mul(centred, rstd) };
+}
+
+/**
+ * The cotangent of a row op's input, composed of row sums and elementwise ops: `a` is softmax's
+ * and logSoftmax's output, the norms' input; `g` the output's cotangent; `axis` the normalised
+ * axes.
+ */
+export function composedRowBackward(
+  kind: RowKind,
+  a: Tensor,
+  g: Tensor,
+  weight: Tensor | null,
+  eps: number,
+  axis: number[],
+): Tensor {
+  const keep = { axis, keepdims: true };
+  if (kind === "softmax") return mul(a, sub(g, sum(mul(g, a), keep)));
+  if (kind === "logSoftmax") return sub(g, mul(exp(a), sum(g, keep)));
+  const layer = kind === "layerNorm";
+  const { rstd, xhat } = normStats(layer, a, axis, eps);
+  const gw = weight ? mul(g, alongAxes(weight, a, axis)) : g;
+  let inner = sub(gw, mul(xhat, mean(mul(gw, xhat), keep)));
+  if (layer) inner = sub(inner, mean(gw, keep));
+  return mul(rstd, inner);
+}
+
+/**
+ * The input's cotangent: the device's one pass where it applies (rows along the last axis, and
+ * no open tape differentiating the backward itself: its kernel has no rule, so under a tape the
+ * composed form is recorded instead and higher orders stay exact), else composed.
+ */
+function rowBackward(
+  kind: RowKind,
+  a: Tensor,
+  g: Tensor,
+  weight: Tensor | null,
+  eps: number,
+  axis: number[],
+): Tensor {
+  const lastAxis = axis.length === 1 && axis[0] === a.rank - 1;
+  const taped = [a, g, weight].some((t) => t !== null && isFollowed(t));
+  return (lastAxis && !taped ? fusedRowBackward(kind, a, g, weight, eps) : null) ??
+    composedRowBackward(kind, a, g, weight, eps, axis);
+}
+
+for (const kind of ["softmax", "logSoftmax"] as const) {
+  defineRule(kind, (c) => {
+    const y = c.outputs[0];
+    return [rowBackward(kind, y, c.cts[0]!, null, 0, rowAxis(c, y))];
+  });
+}
+
+function normGrad(c: RuleContext, layer: boolean): (Tensor | null)[] {
+  const x = c.inputs[0] as Tensor, weight = (c.inputs[1] as Tensor | undefined) ?? null;
+  const g = c.cts[0]!;
+  const axis = rowAxis(c, x);
+  const eps = (c.attrs.eps as number | undefined) ?? (layer ? 1e-5 : 1e-6);
+  const kind = layer ? "layerNorm" : "rmsNorm";
+  const dx = c.needs[0] ? rowBackward(kind, x, g, weight, eps, axis) : null;
   const others = x.shape.map((_, i) => i).filter((i) => !axis.includes(i));
   const dw = c.needs[1] && weight
-    ? reshape(sum(mul(g, xhat), { axis: others }), weight.shape)
+    ? reshape(sum(mul(g, normStats(layer, x, axis, eps).xhat), { axis: others }), weight.shape)
     : null;
   const db = layer && c.needs[2]
     ? reshape(sum(g, { axis: others }), (c.inputs[2] as Tensor).shape)

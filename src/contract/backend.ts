@@ -11,7 +11,8 @@ import type { CaptureSession } from "./capture.ts";
 import type { MatmulJob, MatmulResult } from "./matmul.ts";
 import type { ElementwiseJob } from "./elementwise.ts";
 import type { ReduceJob } from "./reduce.ts";
-import type { RowsJob, RowsResult } from "./rows.ts";
+import type { RowsBackwardJob, RowsJob, RowsResult } from "./rows.ts";
+import type { AdamJob, AdamResult } from "./optim.ts";
 import type { Choice } from "../plans/mod.ts";
 
 import { type FamilyChoice, type GpuFamily, variantsOf } from "../plans/variants.ts";
@@ -64,6 +65,16 @@ export interface Backend extends StorageOwner {
    * in the row kernel; the caller then runs it without one.
    */
   rows(job: RowsJob): RowsResult | null;
+  /**
+   * A row op's backward pass in one kernel, where the device has one for the job (else null:
+   * the caller composes it from other jobs). Optional: devices without it always compose.
+   */
+  rowsBackward?(job: RowsBackwardJob): Storage | null;
+  /**
+   * One Adam step of a parameter in one kernel, where the device has one (else null: the caller
+   * composes it). Optional, as `rowsBackward`.
+   */
+  adam?(job: AdamJob): AdamResult | null;
   /** Runs a scan job (cumsum, cumprod, cummax, cummin along one axis). */
   scan(job: ScanJob): ScanResult;
   /** Runs a sort job: a window of each row's stable order (sort, argsort, Rank-K, kthvalue). */

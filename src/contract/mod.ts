@@ -9,6 +9,7 @@ export * from "./backend.ts";
 export * from "./capture.ts";
 export * from "./elementwise.ts";
 export * from "./matmul.ts";
+export * from "./optim.ts";
 export * from "./pool.ts";
 export * from "./reduce.ts";
 export * from "./rows.ts";

@@ -44,3 +44,25 @@ export interface RowsResult {
   output: Storage;
   stats: Storage | null;
 }
+
+/**
+ * The backward pass of a row op over contiguous rows along the last axis, in one pass that reads
+ * each row once (a device routine; where a device has none the gradient rule composes ops):
+ * - softmax: dx = y (g - sum(g y)), from the output `a` = y;
+ * - logSoftmax: dx = g - exp(y) sum(g), from the output `a` = y;
+ * - layerNorm: dx = rstd (gw - mean(gw) - xhat mean(gw xhat)), from the input `a` = x;
+ * - rmsNorm: dx = r (gw - xhat mean(gw xhat)), from the input `a` = x.
+ */
+export interface RowsBackwardJob {
+  op: string;
+  kind: RowKind;
+  /** The op's output (softmax, logSoftmax) or input (the norms): rows of `len`. */
+  a: View;
+  /** The cotangent, laid out as `a`. */
+  g: View;
+  /** The norms' weight ([len]) or null. */
+  weight: View | null;
+  rows: number;
+  len: number;
+  eps: number;
+}

@@ -16,13 +16,15 @@ import type { ElementwiseJob } from "../contract/elementwise.ts";
 import type { ReduceJob } from "../contract/reduce.ts";
 import { runElementwiseGpu } from "./elementwise.ts";
 import { runReduceGpu } from "./reduce.ts";
-import type { RowsJob, RowsResult } from "../contract/rows.ts";
+import type { RowsBackwardJob, RowsJob, RowsResult } from "../contract/rows.ts";
 import type { ScanJob, ScanResult } from "../contract/scan.ts";
 import { GpuHost } from "./host.ts";
 import { startCapture } from "./capture.ts";
 import { runPoolGpu } from "./pool.ts";
 import { runMatmulGpu } from "./matmul.ts";
-import { runRowsGpu } from "./rows.ts";
+import { runRowsBackwardGpu, runRowsGpu } from "./rows.ts";
+import { runAdamGpu } from "./optim.ts";
+import type { AdamJob, AdamResult } from "../contract/optim.ts";
 import { runScanGpu } from "./scan.ts";
 import { timedForOnline } from "./online.ts";
 import type {
@@ -50,6 +52,12 @@ export class GpuBackend extends GpuHost implements Backend {
   }
   rows(job: RowsJob): RowsResult | null {
     return timedForOnline(this, () => runRowsGpu(this, job));
+  }
+  rowsBackward(job: RowsBackwardJob): Storage | null {
+    return runRowsBackwardGpu(this, job);
+  }
+  adam(job: AdamJob): AdamResult | null {
+    return runAdamGpu(this, job);
   }
   scan(job: ScanJob): ScanResult {
     return timedForOnline(this, () => runScanGpu(this, job));

@@ -6,10 +6,10 @@
  */
 import type { View } from "../core/view.ts";
 import { contiguousStrides, isContiguous, sizeOf } from "../core/shape.ts";
-import type { RowsJob, RowsResult } from "../contract/rows.ts";
+import type { RowsBackwardJob, RowsJob, RowsResult } from "../contract/rows.ts";
 import { observePlan } from "../contract/backend.ts";
 import { constantNodes, type Expr, exprKey, readsIndex } from "../ir/expr.ts";
-import { planRows } from "../plans/mod.ts";
+import { planRows, planRowsBackward, ROWS_BACKWARD_WORKGROUP } from "../plans/mod.ts";
 import { tunedOverride } from "../heuristics/consensus.ts";
 import { rowsKernelTuneKey } from "../heuristics/families.ts";
 import type { GpuHost, GpuStorage } from "./host.ts";
@@ -23,6 +23,12 @@ import {
   type UnitAxes,
 } from "./_codegen_rows.ts";
 import { constantWords, emitBody, opaqueF32 } from "./_codegen_elementwise.ts";
+import {
+  generateRowsBackward,
+  rowsBackwardKey,
+  type RowsBackwardSpec,
+  rowsBackwardUniforms,
+} from "./_codegen_rows_backward.ts";
 import { computeType, loadAs, storageType } from "./_wgsl_types.ts";
 
 /** Axes of one group (kept or normalised) with unit strides merged and length-1 axes dropped. */
@@ -304,4 +310,51 @@ export function runRowsGpu(backend: GpuHost, job: RowsJob): RowsResult | null {
   if (job.stats) return { output, stats };
   backend.free(stats);
   return { output, stats: null };
+}
+
+/**
+ * A row op's backward in one kernel (one workgroup a row, the row in registers), or null where
+ * the rows do not fit it (too long or too short; the caller composes the backward instead).
+ */
+export function runRowsBackwardGpu(backend: GpuHost, job: RowsBackwardJob): GpuStorage | null {
+  const { op, a, g, weight, rows, len } = job;
+  const dtype = a.dtype;
+  if ((dtype !== "float32" && dtype !== "float16") || g.dtype !== dtype) return null;
+  if (weight && weight.dtype !== dtype) return null;
+  const views = weight ? [a, g, weight] : [a, g];
+  const vec4 = len % 4 === 0 && views.every((v) => v.offset % 4 === 0);
+  const v = vec4 ? 4 : 1;
+  const units = len / v;
+  const registers = planRowsBackward(units);
+  if (registers === null || rows === 0) return null;
+  backend.checkLive(op, [dtype]);
+  const spec: RowsBackwardSpec = {
+    kind: job.kind,
+    dtype,
+    vec4,
+    registers,
+    weight: weight !== null,
+    subgroups: backend.caps.subgroups,
+  };
+  const output = backend.alloc(op, dtype, rows * len);
+  const buffers = [...views.map((view) => (view.storage as GpuStorage).buffer), output.buffer];
+  const pipeline = backend.pipeline(
+    rowsBackwardKey(spec),
+    buffers.length,
+    () => generateRowsBackward(spec),
+  );
+  const uniforms = rowsBackwardUniforms(
+    rows,
+    units,
+    [a.offset / v, g.offset / v, (weight?.offset ?? 0) / v],
+    job.eps,
+  );
+  backend.dispatch(
+    op,
+    pipeline,
+    buffers,
+    uniforms,
+    backend.grid(rows * ROWS_BACKWARD_WORKGROUP, ROWS_BACKWARD_WORKGROUP),
+  );
+  return output;
 }

@@ -237,3 +237,31 @@ export function planRows(
   choice.combineStage = rowsCombine(caps, choice.combineThreads, choice.subgroups);
   return choice;
 }
+
+/** Invocations of the one-pass row backward: one workgroup a row. */
+export const ROWS_BACKWARD_WORKGROUP = 256;
+/** Registers (units) each invocation of the one-pass row backward holds at most. */
+export const ROWS_BACKWARD_MAX_REGISTERS = 8;
+/**
+ * Shortest row (in units) the one-pass backward takes: below it most of a 256-invocation
+ * workgroup would idle, and the composed reduce and elementwise kernels, which pack many short
+ * rows into a workgroup, do better.
+ */
+export const ROWS_BACKWARD_MIN_UNITS = 128;
+
+/**
+ * The one-pass row backward's registers for rows of `units` units (vec4 or scalar), or null where
+ * the rows do not fit it (the backward is then composed from reductions and elementwise kernels).
+ *
+ * @example
+ * ```ts
+ * import { planRowsBackward } from "./rows.ts";
+ * planRowsBackward(1024); // 4: a [*, 4096] float32 row as vec4, 4 units an invocation
+ * planRowsBackward(4096); // null: longer than 8 units an invocation
+ * ```
+ */
+export function planRowsBackward(units: number): number | null {
+  const registers = Math.ceil(units / ROWS_BACKWARD_WORKGROUP);
+  if (registers > ROWS_BACKWARD_MAX_REGISTERS || units < ROWS_BACKWARD_MIN_UNITS) return null;
+  return registers;
+}
