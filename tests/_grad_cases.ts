@@ -399,6 +399,83 @@ export const CASES: GradCase[] = [
     inputs: [{ shape: [2, 3, 3], domain: "spread" }],
     f: (x) => gyre.adaptiveMaxPool2d(x, 2),
   },
+  { name: "cummax", inputs: [{ shape: [2, 5], domain: "spread" }], f: (x) => gyre.cummax(x) },
+  {
+    name: "cummin reverse exclusive",
+    inputs: [{ shape: [6], domain: "spread" }],
+    f: (x) => gyre.cummin(x, { reverse: true, exclusive: true }).slice([0, 5]),
+  },
+  {
+    name: "groupNorm",
+    inputs: [{ shape: [2, 4, 3] }, { shape: [4] }, { shape: [4] }],
+    f: (x, w, b) => gyre.groupNorm(x, { groups: 2, weight: w, bias: b }),
+  },
+  {
+    name: "batchNorm inference",
+    inputs: [{ shape: [3, 2, 2] }, { shape: [2] }, { shape: [2] }, { shape: [2] }, {
+      shape: [2],
+      domain: "pos",
+    }],
+    f: (x, w, b, m, v) => gyre.batchNorm(x, { weight: w, bias: b, mean: m, variance: v }),
+  },
+  {
+    name: "batchNorm training",
+    inputs: [{ shape: [4, 3] }, { shape: [3] }, { shape: [3] }],
+    f: (x, w, b) => gyre.batchNorm(x, { weight: w, bias: b, training: true }).output,
+  },
+  {
+    name: "segmentMax",
+    inputs: [{ shape: [5, 2], domain: "spread" }],
+    f: (x) => gyre.segmentMax(x, i32([0, 1, 0, 1, 1], [5]), { numSegments: 2 }),
+  },
+  {
+    name: "segmentMin",
+    inputs: [{ shape: [4], domain: "spread" }],
+    f: (x) => gyre.segmentMin(x, i32([1, 1, 0, 1], [4]), { numSegments: 2 }),
+  },
+  {
+    name: "segmentProd",
+    inputs: [{ shape: [5] }],
+    f: (x) => gyre.segmentProd(x, i32([0, 0, 1, 1, 1], [5]), { numSegments: 2 }),
+  },
+  {
+    name: "at",
+    inputs: [{ shape: [4, 5] }],
+    f: (x) => gyre.at(x, [1, 3], i32([0, 3, 3], [3])).square(),
+  },
+  {
+    name: "maskedSelect",
+    inputs: [{ shape: [2, 3] }],
+    f: (x) =>
+      gyre.maskedSelect(x, constant([[true, false, true], [false, true, true]]), { size: 4 }),
+  },
+  {
+    name: "avgPool2d padded",
+    inputs: [{ shape: [1, 2, 4, 5] }],
+    f: (x) => gyre.avgPool2d(x, { kernelSize: 3, stride: 2, padding: 1 }),
+  },
+  {
+    name: "avgPool2d ceil mode without padding in the count",
+    inputs: [{ shape: [2, 5, 5] }],
+    f: (x) =>
+      gyre.avgPool2d(x, {
+        kernelSize: 2,
+        stride: 2,
+        padding: 1,
+        ceilMode: true,
+        countIncludePad: false,
+      }),
+  },
+  {
+    name: "avgPool2d divisor override",
+    inputs: [{ shape: [1, 1, 4, 4] }],
+    f: (x) => gyre.avgPool2d(x, { kernelSize: [2, 3], stride: 1, divisorOverride: 5 }),
+  },
+  {
+    name: "adaptiveAvgPool2d",
+    inputs: [{ shape: [1, 2, 5, 7] }],
+    f: (x) => gyre.adaptiveAvgPool2d(x, [3, 4]),
+  },
   {
     name: "composition: softmax cross-entropy of an MLP",
     inputs: [{ shape: [3, 4] }, { shape: [5, 4] }, { shape: [5] }],

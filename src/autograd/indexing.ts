@@ -1,15 +1,39 @@
 /**
  * Gradient rules of the indexing ops: a gather's cotangent is a scatter-add of it (duplicate
- * indices accumulate), a scatter's is a gather. Indices carry no gradient.
+ * indices accumulate), a scatter's is a gather. Indices carry no gradient. Segment maxima and
+ * minima split a segment's cotangent evenly between its tied extremes (as `max`); segment products
+ * handle zeros as `prod`. `at` and `maskedSelect` scatter back to the positions they read, found
+ * by applying the op to a ramp of positions.
  * @module
  */
 import type { Tensor } from "../tensor.ts";
 import { ValueError } from "../core/errors.ts";
 import { normalizeAxis } from "../core/shape.ts";
 import { zeros } from "../creation.ts";
-import { div, greater, less, maximum, where } from "../ops/elementwise.ts";
-import { gather, scatter, scatterAdd, segmentSum, take } from "../ops/indexing.ts";
-import { broadcastTo, reshape } from "../ops/shape.ts";
+import {
+  add,
+  div,
+  equal,
+  greater,
+  less,
+  logicalAnd,
+  maximum,
+  mul,
+  where,
+} from "../ops/elementwise.ts";
+import {
+  at,
+  type AtRange,
+  gather,
+  maskedSelect,
+  scatter,
+  scatterAdd,
+  segmentProd,
+  segmentSum,
+  take,
+} from "../ops/indexing.ts";
+import { arange } from "../creation.ts";
+import { broadcastTo, reshape, slice } from "../ops/shape.ts";
 import { untaped } from "../_tape.ts";
 import { defineRule, type RuleContext } from "./_rules.ts";
 
@@ -124,4 +148,58 @@ defineRule("segmentMean", (c) => {
   );
   const perSegment = div(g, reshape(counts, [g.shape[0], ...g.shape.slice(1).map(() => 1)]));
   return [perRow(perSegment, c), null];
+});
+
+for (const op of ["segmentMax", "segmentMin"]) {
+  defineRule(op, (c) => {
+    const data = c.inputs[0] as Tensor, ids = c.inputs[1] as Tensor, g = c.cts[0]!;
+    const numSegments = g.shape[0];
+    const hit = equal(data, perRow(c.outputs[0], c));
+    const ties = maximum(segmentSum(where(hit, 1, 0).cast(g.dtype), ids, { numSegments }), 1);
+    return [where(hit, div(perRow(g, c), perRow(ties, c)), 0), null];
+  });
+}
+
+defineRule("segmentProd", (c) => {
+  const data = c.inputs[0] as Tensor, ids = c.inputs[1] as Tensor, g = c.cts[0]!;
+  const numSegments = g.shape[0];
+  const zero = equal(data, 0);
+  const zeros = perRow(segmentSum(where(zero, 1, 0).cast(g.dtype), ids, { numSegments }), c);
+  const others = perRow(segmentProd(where(zero, 1, data), ids, { numSegments }), c);
+  const y = perRow(c.outputs[0], c);
+  // As prod: y / x without zeros; at a segment's only zero, the product of the others.
+  const d = where(
+    equal(zeros, 0),
+    div(y, data),
+    where(logicalAnd(equal(zeros, 1), zero), others, 0),
+  );
+  return [mul(perRow(g, c), d), null];
+});
+
+/** A ramp of x's flat positions shaped like x (int32, x's device), made without a tape. */
+function positions(x: Tensor): Tensor {
+  return untaped(() =>
+    reshape(arange(0, x.size, 1, { dtype: "int32", device: x.device }), x.shape)
+  );
+}
+
+defineRule("at", (c) => {
+  const x = c.inputs[0] as Tensor, g = c.cts[0]!;
+  const ranges = c.attrs.ranges as AtRange[];
+  const from = untaped(() => reshape(at(positions(x), ...ranges), [-1]));
+  const flat = zerosShaped([x.size], g);
+  return [
+    reshape(scatterAdd(flat, from, reshape(g, [-1]), { axis: 0 }), x.shape),
+    ...ranges.map(() => null),
+  ];
+});
+
+defineRule("maskedSelect", (c) => {
+  const x = c.inputs[0] as Tensor, mask = c.inputs[1] as Tensor, g = c.cts[0]!;
+  const size = g.shape[0];
+  // Positions shifted by one: padding (fill 0) lands in slot 0, dropped afterwards.
+  const from = untaped(() => maskedSelect(add(positions(x), 1), mask, { size, fillValue: 0 }));
+  const flat = zerosShaped([x.size + 1], g);
+  const summed = scatterAdd(flat, from, g, { axis: 0 });
+  return [reshape(slice(summed, [1, x.size + 1]), x.shape), null];
 });

@@ -1,13 +1,15 @@
 /**
- * Gradient rules of the row ops: softmax, logSoftmax, layerNorm and rmsNorm (with weight and
- * bias). Where the device has a one-pass backward for the rows (src/ops/_rows_backward.ts) the
+ * Gradient rules of the row ops: softmax, logSoftmax, layerNorm, rmsNorm, groupNorm and batchNorm
+ * (with weight and bias; batchNorm in inference mode also to its running mean and variance, in
+ * training mode through the batch statistics it normalises with). Where the device has a one-pass backward for the rows (src/ops/_rows_backward.ts) the
  * input's cotangent is one kernel; elsewhere it is composed of one or two row sums and
  * elementwise ops (`composedRowBackward`, the reference the one-pass kernel is tested against).
  * @module
  */
 import type { Tensor } from "../tensor.ts";
 import { normalizeAxes } from "../core/shape.ts";
-import { add, exp, mul, rsqrt, sub } from "../ops/elementwise.ts";
+import { add, exp, mul, neg, pow, rsqrt, sub } from "../ops/elementwise.ts";
+import { ValueError } from "../core/errors.ts";
 import { mean, sum, variance } from "../ops/reduce.ts";
 import { reshape } from "../ops/shape.ts";
 import { defineRule, type RuleContext } from "./_rules.ts";
@@ -102,3 +104,71 @@ function normGrad(c: RuleContext, layer: boolean): (Tensor | null)[] {
 
 defineRule("layerNorm", (c) => normGrad(c, true));
 defineRule("rmsNorm", (c) => normGrad(c, false));
+
+/** A per-channel ([C]) parameter shaped to broadcast along axis 1 of x. */
+function perChannel(p: Tensor, x: Tensor): Tensor {
+  return reshape(p, x.shape.map((d, i) => (i === 1 ? d : 1)));
+}
+
+/** Every axis of x but the channels' (axis 1). */
+function notChannels(x: Tensor): number[] {
+  return x.shape.map((_, i) => i).filter((i) => i !== 1);
+}
+
+defineRule("groupNorm", (c) => {
+  const x = c.inputs[0] as Tensor, weight = (c.inputs[1] as Tensor | undefined) ?? null;
+  const g = c.cts[0]!;
+  const groups = c.attrs.groups as number;
+  const eps = (c.attrs.eps as number | undefined) ?? 1e-5;
+  // A group's channels and positions form one layerNorm row of [N, groups, rest].
+  const rows = [x.shape[0], groups, -1];
+  const xr = reshape(x, rows);
+  const gw = weight ? mul(g, perChannel(weight, x)) : g;
+  const dx = c.needs[0]
+    ? reshape(rowBackward("layerNorm", xr, reshape(gw, rows), null, eps, [2]), x.shape)
+    : null;
+  const xhat = () => reshape(normStats(true, xr, [2], eps).xhat, x.shape);
+  return [
+    dx,
+    c.needs[1] ? sum(mul(g, xhat()), { axis: notChannels(x) }) : null,
+    c.needs[2] ? sum(g, { axis: notChannels(x) }) : null,
+  ];
+});
+
+defineRule("batchNorm", (c) => {
+  const [x, weight, , runningMean, runningVariance] = c.inputs as (Tensor | undefined)[];
+  const g = c.cts[0];
+  if (c.cts.slice(1).some((t) => t !== null)) {
+    throw new ValueError({
+      op: "grad",
+      argument: "f",
+      expected: "batchNorm's output differentiated (its batch statistics have no rule)",
+      received: "a function differentiating batchNorm's mean or variance outputs",
+    });
+  }
+  if (!g) return [null, null, null, null, null];
+  const xt = x!;
+  const eps = (c.attrs.eps as number | undefined) ?? 1e-5;
+  const axes = notChannels(xt);
+  const gw = weight ? mul(g, perChannel(weight, xt)) : g;
+  if (c.attrs.training === true) {
+    // Normalised with the batch's own statistics: layerNorm's backward over every axis but 1.
+    return [
+      c.needs[0] ? rowBackward("layerNorm", xt, gw, null, eps, axes) : null,
+      c.needs[1] ? sum(mul(g, normStats(true, xt, axes, eps).xhat), { axis: axes }) : null,
+      c.needs[2] ? sum(g, { axis: axes }) : null,
+      null,
+      null,
+    ];
+  }
+  // Inference: y = (x - mean) rstd w + b with the running statistics as inputs.
+  const rstd = rsqrt(add(perChannel(runningVariance!, xt), eps));
+  const centred = sub(xt, perChannel(runningMean!, xt));
+  return [
+    c.needs[0] ? mul(gw, rstd) : null,
+    c.needs[1] ? sum(mul(g, mul(centred, rstd)), { axis: axes }) : null,
+    c.needs[2] ? sum(g, { axis: axes }) : null,
+    c.needs[3] ? neg(sum(mul(gw, rstd), { axis: axes })) : null,
+    c.needs[4] ? sum(mul(mul(gw, centred), mul(pow(rstd, 3), -0.5)), { axis: axes }) : null,
+  ];
+});
