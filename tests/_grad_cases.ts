@@ -5,14 +5,15 @@
  * Domains are the op's smooth region, away from kinks and poles by more than the finite-difference
  * step (a central difference across relu's kink or mod's jump measures nothing): "any" is +-[0.3,
  * 1.5], "pos" [0.3, 1.5], "unit" +-[0.1, 0.7] (tan, where |x| stays below pi/2 - 0.8), "spread" a
- * permutation of distinct values 0.15 apart (max, sort, pooling: no ties within a step). The
+ * permutation of distinct values 0.15 apart (max, sort, pooling: no ties within a step), "gaps"
+ * the same with a NaN in every fourth place (the NaN-skipping order statistics). The
  * conventions at kinks and ties are tested exactly, elsewhere (tests/autograd_api_test.ts).
  * @module
  */
 import * as gyre from "../src/mod.ts";
 
 /** Where an input's values come from (see the module doc). */
-export type Domain = "any" | "pos" | "unit" | "spread";
+export type Domain = "any" | "pos" | "unit" | "spread" | "gaps";
 
 /** One input: its shape and domain. */
 export interface InputSpec {
@@ -46,13 +47,15 @@ export function prng(seed: number): () => number {
 export function draw(spec: InputSpec, rand: () => number): number[] {
   const n = spec.shape.reduce((a, b) => a * b, 1);
   const domain = spec.domain ?? "any";
-  if (domain === "spread") {
+  if (domain === "spread" || domain === "gaps") {
     const order = Array.from({ length: n }, (_, i) => i);
     for (let i = n - 1; i > 0; i--) {
       const j = Math.floor(rand() * (i + 1));
       [order[i], order[j]] = [order[j], order[i]];
     }
-    return order.map((k) => Math.fround(-0.9 + 0.15 * k + 0.01 * rand()));
+    return order.map((k, i) =>
+      domain === "gaps" && i % 4 === 1 ? NaN : Math.fround(-0.9 + 0.15 * k + 0.01 * rand())
+    );
   }
   return Array.from({ length: n }, () => {
     const sign = domain === "pos" || rand() < 0.5 ? 1 : -1;
@@ -390,6 +393,16 @@ export const CASES: GradCase[] = [
     f: (x) => gyre.quantile(x, 0.7, { method: "nearest" }),
   },
   {
+    name: "nanmedian",
+    inputs: [{ shape: [2, 6], domain: "gaps" }],
+    f: (x) => gyre.nanmedian(x, { axis: 1 }),
+  },
+  {
+    name: "nanquantile two q",
+    inputs: [{ shape: [9], domain: "gaps" }],
+    f: (x) => gyre.nanquantile(x, [0.2, 0.65]),
+  },
+  {
     name: "maxPool2d",
     inputs: [{ shape: [1, 2, 4, 4], domain: "spread" }],
     f: (x) => gyre.maxPool2d(x, { kernelSize: 2, stride: 1 }),
@@ -437,6 +450,11 @@ export const CASES: GradCase[] = [
     name: "segmentProd",
     inputs: [{ shape: [5] }],
     f: (x) => gyre.segmentProd(x, i32([0, 0, 1, 1, 1], [5]), { numSegments: 2 }),
+  },
+  {
+    name: "bincount weights",
+    inputs: [{ shape: [5] }],
+    f: (w) => gyre.bincount(i32([2, 0, 2, 3, 0], [5]), { minlength: 4, weights: w }),
   },
   {
     name: "at",

@@ -203,3 +203,9 @@ defineRule("maskedSelect", (c) => {
   const summed = scatterAdd(flat, from, g, { axis: 0 });
   return [reshape(slice(summed, [1, x.size + 1]), x.shape), null];
 });
+
+// A weighted bincount sums each weight into its value's bin: the weight's cotangent is its bin's.
+defineRule("bincount", (c) => {
+  const x = c.inputs[0] as Tensor, g = c.cts[0]!;
+  return [null, c.needs[1] ? reshape(take(g, reshape(x, [-1])), x.shape) : null];
+});

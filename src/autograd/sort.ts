@@ -7,11 +7,13 @@
  */
 import type { Tensor } from "../tensor.ts";
 import { normalizeAxis } from "../core/shape.ts";
-import { zeros } from "../creation.ts";
 import { scatterAdd } from "../ops/indexing.ts";
 import { argsort } from "../ops/sort.ts";
 import { expandDims, reshape, slice, type SliceRange } from "../ops/shape.ts";
-import { add, mul } from "../ops/elementwise.ts";
+import { add, equal, mul, where } from "../ops/elementwise.ts";
+import { sum } from "../ops/reduce.ts";
+import { take, takeAlongAxis } from "../ops/indexing.ts";
+import { tensor, zeros } from "../creation.ts";
 import { ValueError } from "../core/errors.ts";
 import { untaped } from "../_tape.ts";
 import { defineRule, type RuleContext } from "./_rules.ts";
@@ -119,5 +121,71 @@ function along(axis: number, range: SliceRange): SliceRange[] {
   return ranges;
 }
 
+/**
+ * The NaN-skipping quantiles: as `quantileGrad`, with each row's count of numbers in place of its
+ * length (argsort puts NaN last, so a row's numbers come first in its order). The positions and
+ * weights for every count are tabled on the host (exact, as the forward computes them) and each
+ * row takes its own.
+ */
+function nanQuantileGrad(c: RuleContext, qs: unknown, method: string): (Tensor | null)[] {
+  const x = c.inputs[0] as Tensor, g = c.cts[0]!;
+  const scalar = typeof qs === "number";
+  if (!scalar && !(Array.isArray(qs) && qs.every((q) => typeof q === "number"))) {
+    throw new ValueError({
+      op: "grad",
+      argument: "f",
+      expected: "nanquantile with q given as numbers (a tensor q has no gradient rule yet)",
+      received: "nanquantile with a tensor q",
+    });
+  }
+  const flat = c.attrs.axis === undefined;
+  const xs = flat ? reshape(x, [-1]) : x;
+  const axis = flat ? 0 : axisOf(c, x);
+  const n = xs.shape[axis];
+  const keep = c.attrs.keepdims === true && !flat;
+  const device = g.device;
+  const { order, counts } = untaped(() => ({
+    order: argsort(xs, { axis }),
+    counts: sum(where(equal(xs, xs), 1, 0), { axis, keepdims: true }),
+  }));
+  let total: Tensor | null = null;
+  (scalar ? [qs as number] : qs as number[]).forEach((q, j) => {
+    const lo = new Int32Array(n + 1), hi = new Int32Array(n + 1);
+    const wLo = new Float32Array(n + 1), wHi = new Float32Array(n + 1);
+    for (let a = 1; a <= n; a++) {
+      const p = Math.fround(q) * (a - 1);
+      lo[a] = Math.floor(p);
+      hi[a] = Math.min(lo[a] + 1, a - 1);
+      [wLo[a], wHi[a]] = interpolation(method, p);
+    }
+    // Each row's entry of a table, shaped like the row counts.
+    const perRow = (table: Int32Array | Float32Array) =>
+      untaped(() =>
+        reshape(
+          take(
+            tensor(table, { device, dtype: table instanceof Int32Array ? "int32" : "float32" }),
+            reshape(counts, [-1]),
+          ),
+          counts.shape,
+        )
+      );
+    let gq = scalar ? g : slice(g, j);
+    if (flat) gq = reshape(gq, [1]);
+    else if (!keep) gq = expandDims(gq, axis);
+    for (const [positions, weights] of [[lo, wLo], [hi, wHi]] as const) {
+      const at = untaped(() => takeAlongAxis(order, perRow(positions), { axis }));
+      const part = unselect(mul(gq, perRow(weights)), xs, at, axis);
+      total = total ? add(total, part) : part;
+    }
+  });
+  const d = total ?? zeros(xs.shape, { dtype: g.dtype, device });
+  return [flat ? reshape(d, x.shape) : d];
+}
+
 defineRule("median", (c) => quantileGrad(c, 0.5, "linear"));
 defineRule("quantile", (c) => quantileGrad(c, c.attrs.q, (c.attrs.method as string) ?? "linear"));
+defineRule("nanmedian", (c) => nanQuantileGrad(c, 0.5, "linear"));
+defineRule(
+  "nanquantile",
+  (c) => nanQuantileGrad(c, c.attrs.q, (c.attrs.method as string) ?? "linear"),
+);

@@ -902,6 +902,10 @@ function segmentProdOf(data: Tensor, segmentIds: Tensor, options: SegmentOptions
  * ```
  */
 export function bincount(x: Tensor, options: BincountOptions): Tensor {
+  return taped("bincount", [x, options?.weights], { ...options }, () => bincountOf(x, options));
+}
+
+function bincountOf(x: Tensor, options: BincountOptions): Tensor {
   // Intermediate tensors are disposed; the result is kept.
   return tidy(() => {
     const op = "bincount";

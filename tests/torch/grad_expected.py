@@ -168,6 +168,9 @@ CASES = {
     "median": lambda x: torch.quantile(x, 0.5) * x.sum(),
     "median axis keepdims": lambda x: torch.quantile(x, 0.5, dim=1, keepdim=True),
     "quantile linear, two q": lambda x: torch.quantile(x, torch.tensor([0.3, 0.9]), dim=1),
+    # torch.nanmedian is the lower median; gyre's (NumPy's) averages the middle two, as nanquantile.
+    "nanmedian": lambda x: torch.nanquantile(x, 0.5, dim=1),
+    "nanquantile two q": lambda x: torch.nanquantile(x, torch.tensor([0.2, 0.65])),
     "maxPool2d": lambda x: F.max_pool2d(x, 2, 1),
     "adaptiveMaxPool2d": lambda x: F.adaptive_max_pool2d(x, 2),
     "cummax": lambda x: torch.cummax(x, -1).values,
@@ -178,6 +181,7 @@ CASES = {
     "segmentMax": lambda x: torch.zeros(2, 2).scatter_reduce(0, i64([0, 1, 0, 1, 1]).unsqueeze(1).expand(5, 2), x, "amax", include_self=False),
     "segmentMin": lambda x: torch.zeros(2).scatter_reduce(0, i64([1, 1, 0, 1]), x, "amin", include_self=False),
     "segmentProd": lambda x: torch.zeros(2).scatter_reduce(0, i64([0, 0, 1, 1, 1]), x, "prod", include_self=False),
+    "bincount weights": lambda w: torch.zeros(4).index_add(0, i64([2, 0, 2, 3, 0]), w),
     "at": lambda x: x[1:3][:, [0, 3, 3]].square(),
     "maskedSelect": lambda x: torch.masked_select(x, torch.tensor([[True, False, True], [False, True, True]])),
     "avgPool2d padded": lambda x: F.avg_pool2d(x, 3, 2, 1),
@@ -201,12 +205,14 @@ def main(src, dst):
         if f is None:
             missing.append(case["name"])
             continue
-        xs = [torch.tensor(i["values"]).reshape(i["shape"]).requires_grad_() for i in case["inputs"]]
+        # JSON has no NaN: the writer's null stands for it.
+        values = [[math.nan if v is None else v for v in i["values"]] for i in case["inputs"]]
+        xs = [torch.tensor(v).reshape(i["shape"]).requires_grad_() for v, i in zip(values, case["inputs"])]
         y = f(*xs)
         w = torch.tensor(case["w"]).reshape(case["outShape"])
         assert tuple(y.shape) == tuple(w.shape), (case["name"], y.shape, w.shape)
         grads = torch.autograd.grad((y * w).sum(), xs, allow_unused=True)
-        out.append(json.dumps({
+        out.append(json.dumps(allow_nan=False, obj={
             "name": case["name"],
             "grads": [[0.0] * x.numel() if g is None else g.reshape(-1).tolist() for x, g in zip(xs, grads)],
         }))
