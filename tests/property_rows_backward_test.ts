@@ -4,7 +4,7 @@
  * WASM, over rows of 512 to 8192 elements (vec4 and scalar layouts, offsets from slicing),
  * float32 and float16, with and without a weight, on values from the whole float domain:
  * magnitudes 2^-20..2^20 and, in a quarter of the cases, NaN, infinities, signed zeros and
- * subnormals mixed in. (Magnitudes stop at 2^20 so that squares and row sums of 8192 stay finite:
+ * subnormals mixed in (not the largest finite values, which the rest of this bound excludes). (Magnitudes stop at 2^20 so that squares and row sums of 8192 stay finite:
  * past that a sum's overflow depends on its order, and the two sides may honestly disagree
  * between Inf and a finite value.) Each case asserts the one-pass kernel ran (its dispatch label).
  *
@@ -24,7 +24,15 @@ import fc from "fast-check";
 import * as gyre from "../src/mod.ts";
 import { composedRowBackward } from "../src/autograd/rows.ts";
 import { fusedRowBackward } from "../src/ops/_rows_backward.ts";
-import { fillFloat, FULL, halfUlpOf, MIN_NORMAL, mulberry32, property } from "./_harness.ts";
+import {
+  fillFloat,
+  FULL,
+  halfUlpOf,
+  MIN_NORMAL,
+  mulberry32,
+  property,
+  SPECIALS_F32,
+} from "./_harness.ts";
 
 const U = 2 ** -24;
 const H = 64;
@@ -58,8 +66,10 @@ const arb: fc.Arbitrary<Case> = fc.record({
 
 /** Host values of the case: `count` draws, with specials where the case asks for them. */
 function draw(c: Case, count: number, salt: number): Float32Array {
+  // Specials without the largest finite values: their sums overflow or not by order.
+  const specials = SPECIALS_F32.filter((v) => !Number.isFinite(v) || Math.abs(v) <= 2.5);
   const domain = c.specials
-    ? { ...FULL, minExp: -20, maxExp: 20, pSpecial: 0.01 }
+    ? { ...FULL, minExp: -20, maxExp: 20, pSpecial: 0.01, specials }
     : { kind: "log" as const, minExp: -20, maxExp: 20 };
   return fillFloat(mulberry32(c.seed + salt), new Float32Array(count), domain);
 }

@@ -11,6 +11,7 @@
  */
 import { checkFunction, describe, DTypeError, ShapeError, ValueError } from "../core/errors.ts";
 import { isFloat } from "../core/dtype.ts";
+import { checkOptions } from "../core/options.ts";
 import { closeTape, holds, openTape, type Tape, taped, type TapeNode, untaped } from "../_tape.ts";
 import { detachScope, type Disposable, openScope } from "../_scope.ts";
 import { Tensor, viewOf } from "../tensor.ts";
@@ -206,7 +207,16 @@ export function valueAndGrad<A extends unknown[], G = Tree>(
 ): (...args: A) => [unknown, G] {
   const transform = "valueAndGrad";
   checkFunction(transform, "f", f, "a function of tensors");
+  checkOptions(transform, options, ["argnums", "hasAux"]);
   const hasAux = options.hasAux ?? false;
+  if (typeof hasAux !== "boolean") {
+    throw new ValueError({
+      op: transform,
+      argument: "options.hasAux",
+      expected: "a boolean",
+      received: describe(hasAux),
+    });
+  }
   return (...args: A) =>
     tidy(() => {
       const nums = argnumsOf(transform, options.argnums, args.length);
