@@ -345,11 +345,12 @@ async function main() {
       teardown: free,
     });
   }
-  // One training step of the same MLP (weights [out, in], as nn.Linear): forward, mean squared
-  // loss against a target, backward to the gradients of all weights and biases, through
-  // jit(grad(...)). The gradient of the input is not asked for (as in training).
-  {
+  // One training step of the same MLP in either layout: forward, mean squared loss against a
+  // target, backward to the gradients of all weights and biases, through jit(grad(...)). The
+  // gradient of the input is not asked for (as in training).
+  for (const { layout, name, note } of MLP_LAYOUTS) {
     const n = sizes.mlp;
+    const t = layout === "out-in";
     let x: gyre.Tensor, y: gyre.Tensor, hy: Float32Array;
     let params: gyre.Tensor[] = [];
     type Layers = [
@@ -361,6 +362,11 @@ async function main() {
       gyre.Tensor,
     ];
     const forward = (input: gyre.Tensor, p: Layers) => {
+      if (!t) {
+        const h1 = gyre.relu(gyre.matmul(input, p[0]).add(p[1]));
+        const h2 = gyre.relu(gyre.matmul(h1, p[2]).add(p[3]));
+        return gyre.matmul(h2, p[4]).add(p[5]);
+      }
       const h1 = gyre.linear(input, p[0], { bias: p[1], activation: "relu" });
       const h2 = gyre.linear(h1, p[2], { bias: p[3], activation: "relu" });
       return gyre.linear(h2, p[4], { bias: p[5] });
@@ -376,11 +382,11 @@ async function main() {
     const run = () => step(x, y, ...params) as gyre.Tensor[];
     cases.push({
       kind: "op",
-      name: "mlp3_train_4096",
+      name: name.replace("mlp3", "mlp3_train"),
       shape: [n, n, n],
       reps: opts.reps ?? sizes.reps.matmul,
       note: "training step: forward + mean squared loss + gradients of 3 weights and 3 biases; " +
-        "weights [out, in]; gyre: jit(grad(loss))",
+        `${note}; gyre: jit(grad(loss))`,
       setup: () => {
         x = gyre.tensor(randomData(n * n, 31), { shape: [n, n] });
         hy = randomData(n * n, 50);
@@ -394,7 +400,7 @@ async function main() {
             1 / Math.sqrt(n),
           );
           params.push(
-            gyre.tensor(w, { shape: [n, n] }),
+            gyre.tensor(t ? w : transposedSquare(w, n), { shape: [n, n] }),
             gyre.tensor(randomData(n, 40 + l, -0.1, 0.1)),
           );
         }
