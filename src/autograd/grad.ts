@@ -197,7 +197,7 @@ function checkScalarValue(transform: string, value: unknown): Tensor {
  * ```ts
  * import * as gyre from "@gyre/gyre";
  * const loss = (w: gyre.Tensor) => w.mul(w).sum();
- * const [value, g] = gyre.valueAndGrad(loss)(gyre.tensor([1, 2, 3]));
+ * const [value, g] = gyre.valueAndGrad(loss)(gyre.tensor([1, 2, 3])) as gyre.Tensor[];
  * console.log(await value.data(), await g.data()); // 14, [2, 4, 6]
  * ```
  */
@@ -421,7 +421,7 @@ function cotangentsFor(transform: string, outs: Tensor[], cotangents: unknown): 
  * ```ts
  * import * as gyre from "@gyre/gyre";
  * const [y, dy] = gyre.jvp((x: gyre.Tensor) => x.exp(), [gyre.tensor([0, 1])], [gyre.ones([2])]);
- * console.log(await dy.data()); // e^x: [1, 2.718]
+ * console.log(await (dy as gyre.Tensor).data()); // e^x: [1, 2.718]
  * ```
  */
 export function jvp<A extends Tree[]>(
