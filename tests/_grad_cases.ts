@@ -11,6 +11,7 @@
  * @module
  */
 import * as gyre from "../src/mod.ts";
+import { mulberry32 } from "./_random.ts";
 
 /** Where an input's values come from (see the module doc). */
 export type Domain = "any" | "pos" | "unit" | "spread" | "gaps";
@@ -31,17 +32,8 @@ export interface GradCase {
   noTranspose?: boolean;
 }
 
-/** mulberry32: deterministic values in [0, 1). */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** Deterministic values in [0, 1) from a seed (tests/_random.ts's generator). */
+export const prng: (seed: number) => () => number = mulberry32;
 
 /** Host values of `spec` drawn from `rand`. */
 export function draw(spec: InputSpec, rand: () => number): number[] {

@@ -74,36 +74,51 @@ function interpolation(method: string, p: number): [number, number] {
 }
 
 /**
- * Quantiles (median: q = 0.5): each is an interpolation of two order statistics, so its cotangent
- * goes to the two elements they sit at (ties as argsort orders them), weighted as the method
- * interpolates. q must be numbers (a tensor q has no rule yet).
+ * What both quantile rules start from: the q values (numbers only: a tensor q has no rule yet),
+ * x along its reduced axis (flattened when no axis was given), and where the cotangent's reduced
+ * axis goes back in.
  */
-function quantileGrad(c: RuleContext, qs: unknown, method: string): (Tensor | null)[] {
-  const x = c.inputs[0] as Tensor, g = c.cts[0]!;
+function quantileSetup(c: RuleContext, qs: unknown, op: string) {
+  const x = c.inputs[0] as Tensor;
   const scalar = typeof qs === "number";
   if (!scalar && !(Array.isArray(qs) && qs.every((q) => typeof q === "number"))) {
     throw new ValueError({
       op: "grad",
       argument: "f",
-      expected: "quantile with q given as numbers (a tensor q has no gradient rule yet)",
-      received: "quantile with a tensor q",
+      expected: `${op} with q given as numbers (a tensor q has no gradient rule yet)`,
+      received: `${op} with a tensor q`,
     });
   }
   const flat = c.attrs.axis === undefined;
   const xs = flat ? reshape(x, [-1]) : x;
   const axis = flat ? 0 : axisOf(c, x);
+  const keep = c.attrs.keepdims === true && !flat;
+  /** q number j's cotangent with the reduced axis put back. */
+  const cotangent = (j: number) => {
+    const g = c.cts[0]!;
+    const gq = scalar ? g : slice(g, j);
+    return flat ? reshape(gq, [1]) : keep ? gq : expandDims(gq, axis);
+  };
+  return { x, xs, axis, flat, qs: scalar ? [qs as number] : qs as number[], cotangent };
+}
+
+/**
+ * Quantiles (median: q = 0.5): each is an interpolation of two order statistics, so its cotangent
+ * goes to the two elements they sit at (ties as argsort orders them), weighted as the method
+ * interpolates. q must be numbers (a tensor q has no rule yet).
+ */
+function quantileGrad(c: RuleContext, qs: unknown, method: string): (Tensor | null)[] {
+  const g = c.cts[0]!;
+  const { x, xs, axis, flat, qs: list, cotangent } = quantileSetup(c, qs, "quantile");
   const n = xs.shape[axis];
   const order = untaped(() => argsort(xs, { axis }));
-  const keep = c.attrs.keepdims === true && !flat;
   let total: Tensor | null = null;
-  (scalar ? [qs as number] : qs as number[]).forEach((q, j) => {
+  list.forEach((q, j) => {
     // As the forward: q rounded to float32, its position exact (f64), the fraction in float32.
     const p = Math.fround(q) * (n - 1);
     const lo = Math.floor(p);
     const weights = interpolation(method, p);
-    let gq = scalar ? g : slice(g, j);
-    if (flat) gq = reshape(gq, [1]);
-    else if (!keep) gq = expandDims(gq, axis);
+    const gq = cotangent(j);
     [lo, Math.min(lo + 1, n - 1)].forEach((k, side) => {
       if (weights[side] === 0) return;
       const at = untaped(() => slice(order, ...along(axis, [k, k + 1])));
@@ -128,28 +143,16 @@ function along(axis: number, range: SliceRange): SliceRange[] {
  * row takes its own.
  */
 function nanQuantileGrad(c: RuleContext, qs: unknown, method: string): (Tensor | null)[] {
-  const x = c.inputs[0] as Tensor, g = c.cts[0]!;
-  const scalar = typeof qs === "number";
-  if (!scalar && !(Array.isArray(qs) && qs.every((q) => typeof q === "number"))) {
-    throw new ValueError({
-      op: "grad",
-      argument: "f",
-      expected: "nanquantile with q given as numbers (a tensor q has no gradient rule yet)",
-      received: "nanquantile with a tensor q",
-    });
-  }
-  const flat = c.attrs.axis === undefined;
-  const xs = flat ? reshape(x, [-1]) : x;
-  const axis = flat ? 0 : axisOf(c, x);
+  const g = c.cts[0]!;
+  const { x, xs, axis, flat, qs: list, cotangent } = quantileSetup(c, qs, "nanquantile");
   const n = xs.shape[axis];
-  const keep = c.attrs.keepdims === true && !flat;
   const device = g.device;
   const { order, counts } = untaped(() => ({
     order: argsort(xs, { axis }),
     counts: sum(where(equal(xs, xs), 1, 0), { axis, keepdims: true }),
   }));
   let total: Tensor | null = null;
-  (scalar ? [qs as number] : qs as number[]).forEach((q, j) => {
+  list.forEach((q, j) => {
     const lo = new Int32Array(n + 1), hi = new Int32Array(n + 1);
     const wLo = new Float32Array(n + 1), wHi = new Float32Array(n + 1);
     for (let a = 1; a <= n; a++) {
@@ -169,9 +172,7 @@ function nanQuantileGrad(c: RuleContext, qs: unknown, method: string): (Tensor |
           counts.shape,
         )
       );
-    let gq = scalar ? g : slice(g, j);
-    if (flat) gq = reshape(gq, [1]);
-    else if (!keep) gq = expandDims(gq, axis);
+    const gq = cotangent(j);
     for (const [positions, weights] of [[lo, wLo], [hi, wHi]] as const) {
       const at = untaped(() => takeAlongAxis(order, perRow(positions), { axis }));
       const part = unselect(mul(gq, perRow(weights)), xs, at, axis);
