@@ -14,8 +14,8 @@
  * d = sqrt(v') / sqrt(1 - b2^t) + eps and its error dd = 8u sqrt(v') / sqrt(1 - b2^t) +
  * dv / (2 sqrt(v') sqrt(1 - b2^t)). Results below 2^-126 compare as zero (a GPU may flush
  * subnormals, inputs and intermediates alike), so an element may instead match the update of its
- * inputs flushed to zero, or, where m' is subnormal, no step at all (a subnormal m' over eps is a
- * normal step, lr m' / eps); float16 tensors add their one final rounding (2^-11 relative), the reference
+ * inputs flushed to zero, or, where m' or the step is subnormal, no step at all (a subnormal m'
+ * over eps is a normal step, lr m' / eps); float16 tensors add their one final rounding (2^-11 relative), the reference
  * computing in float32 from the same rounded inputs, as the kernel does.
  * @module
  */
@@ -181,10 +181,11 @@ property(
       let stepError = d === Infinity ? 0 : lrT * (dm / d + Math.abs(rm[i]) * dd / (d * d));
       if (Number.isNaN(stepError)) stepError = Infinity;
       const dp = 8 * U * (Math.abs(base) + Math.abs(rp[i])) + stepError;
-      // Flushed answers: of the inputs (where one is subnormal), and, where m' itself is
-      // subnormal, of m' (no step at all: the parameter stays at its base).
+      // Flushed answers: of the inputs (where one is subnormal), and, where m' or the step itself
+      // is subnormal, no step at all (the parameter stays at its base).
       const flushedInputs = subnormalInput(i);
-      const flushedStep = Math.abs(rm[i]) < MIN_NORMAL && Number.isFinite(base);
+      const flushedStep = Number.isFinite(base) &&
+        (Math.abs(rm[i]) < MIN_NORMAL || Math.abs(rp[i] - base) < 2 * MIN_NORMAL);
       check(gm[i], rm[i], Number.isNaN(dm) ? Infinity : dm, "m", i, flushedInputs ? [fm[i]] : []);
       check(gv[i], rv[i], Number.isNaN(dv) ? Infinity : dv, "v", i, flushedInputs ? [fv[i]] : []);
       check(gp[i], rp[i], dp, "p", i, [
