@@ -332,6 +332,15 @@ export const CASES: GradCase[] = [
     inputs: [{ shape: [2, 4] }, { shape: [2, 2] }],
     f: (x, u) => gyre.scatter(x.square(), i32([0, 3, 2, 1], [2, 2]), u, { axis: 1 }),
   },
+  ...(["mean", "max", "min", "prod"] as const).map((reduce) => ({
+    name: `scatter ${reduce}`,
+    inputs: [{ shape: [2, 4], domain: "spread" as Domain }, {
+      shape: [2, 3],
+      domain: "spread" as Domain,
+    }],
+    f: (x: gyre.Tensor, u: gyre.Tensor) =>
+      gyre.scatter(x, i32([0, 3, 0, 1, 1, 2], [2, 3]), u, { axis: 1, reduce }),
+  })),
   {
     name: "scatter sum",
     inputs: [{ shape: [5] }, { shape: [3] }],
@@ -427,6 +436,24 @@ export const CASES: GradCase[] = [
     name: "batchNorm training",
     inputs: [{ shape: [4, 3] }, { shape: [3] }, { shape: [3] }],
     f: (x, w, b) => gyre.batchNorm(x, { weight: w, bias: b, training: true }).output,
+  },
+  {
+    name: "batchNorm training statistics",
+    inputs: [{ shape: [4, 3] }, { shape: [3] }, { shape: [3] }, { shape: [3] }, {
+      shape: [3],
+      domain: "pos",
+    }],
+    f: (x, w, b, m, v) => {
+      const r = gyre.batchNorm(x, { weight: w, bias: b, mean: m, variance: v, training: true });
+      return gyre.concat([
+        r.output.reshape([-1]),
+        r.mean,
+        r.variance,
+        r.unbiasedVariance,
+        r.runningMean!,
+        r.runningVariance!,
+      ]);
+    },
   },
   {
     name: "segmentMax",

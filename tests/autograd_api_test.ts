@@ -66,6 +66,16 @@ test("zeros: prod and cumprod are exact with one zero and with two", async (d) =
   assert.deepEqual(await gradAt(d, (x) => x.prod(), [2, 0, 3]), [0, 6, 0]);
   assert.deepEqual(await gradAt(d, (x) => x.prod(), [0, 2, 0]), [0, 0, 0]);
   assert.deepEqual(await gradAt(d, (x) => x.prod(), [2, 4, 3]), [12, 6, 8]);
+  // scatter's product: x = 2 meets updates [0, 3] in slot 0, so y = 0.
+  const base = gyre.tensor([2, 5], { device: d });
+  const at = gyre.tensor([0, 0], { dtype: "int32", device: d });
+  const [gx, gu] = gyre.grad(
+    (b: gyre.Tensor, u: gyre.Tensor) => gyre.scatter(b, at, u, { axis: 0, reduce: "prod" }).sum(),
+    { argnums: [0, 1] },
+  )(base, gyre.tensor([0, 3], { device: d })) as gyre.Tensor[];
+  assert.deepEqual(await values(gx), [0, 1]);
+  assert.deepEqual(await values(gu), [6, 0]);
+  for (const t of [base, at, gx, gu]) t.dispose();
   // d/dx_i of sum_j prod_{k <= j} x_k, by brute force.
   const brute = (x: number[]) =>
     x.map((_, i) => {
@@ -230,12 +240,13 @@ test("typed errors name the op and argument, and the runtime stays usable", asyn
     () => gyre.valueAndGrad((t: gyre.Tensor) => t.sum(), { hasAux: true })(x),
     gyre.ValueError,
   );
-  // An op whose gradient has no rule: scatter's "prod" reduction.
+  // A case without a rule: a quantile whose q is a tensor.
+  const q = gyre.tensor([0.5], { device: d });
   assert.throws(
-    () =>
-      gyre.grad((t: gyre.Tensor) => gyre.scatter(t, ints, t, { axis: 0, reduce: "prod" }).sum())(x),
-    (e: unknown) => e instanceof gyre.ValueError && e.received.includes("prod"),
+    () => gyre.grad((t: gyre.Tensor) => gyre.quantile(t, q).sum())(x),
+    (e: unknown) => e instanceof gyre.ValueError && e.received.includes("tensor q"),
   );
+  q.dispose();
   assert.throws(() =>
     gyre.grad((_t: gyre.Tensor) => {
       throw new RangeError("inside f");

@@ -7,7 +7,6 @@
  * @module
  */
 import type { Tensor } from "../tensor.ts";
-import { ValueError } from "../core/errors.ts";
 import { normalizeAxis } from "../core/shape.ts";
 import { zeros } from "../creation.ts";
 import {
@@ -102,17 +101,68 @@ function scatterGrad(c: RuleContext, summed: boolean): (Tensor | null)[] {
 }
 
 defineRule("scatterAdd", (c) => scatterGrad(c, true));
-defineRule("scatter", (c) => {
-  const reduce = c.attrs.reduce ?? "none";
-  if (reduce !== "none" && reduce !== "sum") {
-    throw new ValueError({
-      op: "grad",
-      argument: "f",
-      expected: "scatter with reduce 'none' or 'sum' (the others have no gradient rule yet)",
-      received: `scatter with reduce '${String(reduce)}'`,
-    });
+/**
+ * scatter's reductions with x among the terms (PyTorch's `include_self`): "mean" divides each
+ * slot's cotangent by its term count; "max" and "min" split it evenly between the tied extremes
+ * (x's value and the updates that equal the result); "prod" gives x the updates' product and each
+ * update the product of the slot's other terms (zeros exact, as `prod`).
+ */
+function scatterReduceGrad(c: RuleContext, reduce: string): (Tensor | null)[] {
+  const x = c.inputs[0] as Tensor, indices = c.inputs[1] as Tensor, g = c.cts[0]!;
+  const updates = c.inputs[2];
+  const axis = axisOf(c, x.rank, -1);
+  // A number as the updates is that value at every index.
+  const u = typeof updates === "number"
+    ? untaped(() => zerosShaped(indices.shape, g).add(updates))
+    : updates as Tensor;
+  const y = c.outputs[0];
+  // Per slot: the sum of `terms` over the updates scattered there.
+  const slots = (terms: Tensor) => scatterAdd(zerosShaped(x.shape, g), indices, terms, { axis });
+  const ones = () => untaped(() => zerosShaped(indices.shape, g).add(1));
+  if (reduce === "mean") {
+    const count = untaped(() => slots(ones()).add(1));
+    const share = div(g, count);
+    return [c.needs[0] ? share : null, null, c.needs[2] ? gather(share, indices, { axis }) : null];
   }
-  return scatterGrad(c, reduce === "sum");
+  if (reduce === "max" || reduce === "min") {
+    const hitX = equal(x, y);
+    const hitU = equal(u, gather(y, indices, { axis }));
+    const count = untaped(() => slots(where(hitU, 1, 0).cast(g.dtype)).add(where(hitX, 1, 0)));
+    const share = div(g, count);
+    return [
+      c.needs[0] ? where(hitX, share, 0) : null,
+      null,
+      c.needs[2] ? where(hitU, gather(share, indices, { axis }), 0) : null,
+    ];
+  }
+  // prod: y = x * (the updates' product). Zeros among a slot's updates handled as `prod` does.
+  const zero = equal(u, 0);
+  const products = (terms: Tensor) =>
+    scatter(zerosShaped(x.shape, g).add(1), indices, terms, { axis, reduce: "prod" });
+  const all = products(u);
+  const zeros = untaped(() => slots(where(zero, 1, 0).cast(g.dtype)));
+  const others = products(where(zero, 1, u));
+  const at = (t: Tensor) => gather(t, indices, { axis });
+  const du = () => {
+    const gx = mul(at(g), at(x));
+    const none = div(at(all), u);
+    const one = where(logicalAnd(equal(at(zeros), 1), zero), at(others), 0);
+    return mul(gx, where(equal(at(zeros), 0), none, one));
+  };
+  return [c.needs[0] ? mul(g, all) : null, null, c.needs[2] ? du() : null];
+}
+
+defineRule("scatter", (c) => {
+  const reduce = (c.attrs.reduce as string | undefined) ?? "none";
+  if (reduce === "none" || reduce === "sum") return scatterGrad(c, reduce === "sum");
+  if (typeof c.inputs[2] === "number") {
+    return [
+      scatterReduceGrad({ ...c, inputs: [c.inputs[0], c.inputs[1], null] }, reduce)[0],
+      null,
+      null,
+    ];
+  }
+  return scatterReduceGrad(c, reduce);
 });
 
 /** ids with the negative ones (dropped by the forward) at 0, and the mask of those. */

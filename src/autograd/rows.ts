@@ -1,15 +1,14 @@
 /**
  * Gradient rules of the row ops: softmax, logSoftmax, layerNorm, rmsNorm, groupNorm and batchNorm
  * (with weight and bias; batchNorm in inference mode also to its running mean and variance, in
- * training mode through the batch statistics it normalises with). Where the device has a one-pass backward for the rows (src/ops/_rows_backward.ts) the
+ * training mode through the batch statistics it normalises with, and from its statistics outputs). Where the device has a one-pass backward for the rows (src/ops/_rows_backward.ts) the
  * input's cotangent is one kernel; elsewhere it is composed of one or two row sums and
  * elementwise ops (`composedRowBackward`, the reference the one-pass kernel is tested against).
  * @module
  */
 import type { Tensor } from "../tensor.ts";
 import { normalizeAxes } from "../core/shape.ts";
-import { add, exp, mul, neg, pow, rsqrt, sub } from "../ops/elementwise.ts";
-import { ValueError } from "../core/errors.ts";
+import { add, div, exp, mul, neg, pow, rsqrt, sub } from "../ops/elementwise.ts";
 import { mean, sum, variance } from "../ops/reduce.ts";
 import { reshape } from "../ops/shape.ts";
 import { defineRule, type RuleContext } from "./_rules.ts";
@@ -137,30 +136,13 @@ defineRule("groupNorm", (c) => {
 
 defineRule("batchNorm", (c) => {
   const [x, weight, , runningMean, runningVariance] = c.inputs as (Tensor | undefined)[];
-  const g = c.cts[0];
-  if (c.cts.slice(1).some((t) => t !== null)) {
-    throw new ValueError({
-      op: "grad",
-      argument: "f",
-      expected: "batchNorm's output differentiated (its batch statistics have no rule)",
-      received: "a function differentiating batchNorm's mean or variance outputs",
-    });
-  }
-  if (!g) return [null, null, null, null, null];
   const xt = x!;
   const eps = (c.attrs.eps as number | undefined) ?? 1e-5;
   const axes = notChannels(xt);
+  if (c.attrs.training === true) return batchNormTrainingGrad(c, xt, weight ?? null, eps, axes);
+  const g = c.cts[0];
+  if (!g) return [null, null, null, null, null];
   const gw = weight ? mul(g, perChannel(weight, xt)) : g;
-  if (c.attrs.training === true) {
-    // Normalised with the batch's own statistics: layerNorm's backward over every axis but 1.
-    return [
-      c.needs[0] ? rowBackward("layerNorm", xt, gw, null, eps, axes) : null,
-      c.needs[1] ? sum(mul(g, normStats(true, xt, axes, eps).xhat), { axis: axes }) : null,
-      c.needs[2] ? sum(g, { axis: axes }) : null,
-      null,
-      null,
-    ];
-  }
   // Inference: y = (x - mean) rstd w + b with the running statistics as inputs.
   const rstd = rsqrt(add(perChannel(runningVariance!, xt), eps));
   const centred = sub(xt, perChannel(runningMean!, xt));
@@ -172,3 +154,47 @@ defineRule("batchNorm", (c) => {
     c.needs[4] ? sum(mul(mul(gw, centred), mul(pow(rstd, 3), -0.5)), { axis: axes }) : null,
   ];
 });
+
+/**
+ * batchNorm in training mode, to every output: the normalised output (layerNorm's backward over
+ * every axis but the channels'), the batch mean and the biased and unbiased variances (each a
+ * per-channel statistic of x), and the running statistics, `(1 - momentum) running + momentum
+ * batch`, which also reach the running inputs.
+ */
+function batchNormTrainingGrad(
+  c: RuleContext,
+  x: Tensor,
+  weight: Tensor | null,
+  eps: number,
+  axes: number[],
+): (Tensor | null)[] {
+  const [g, gMean, gVariance, gUnbiased, gRunningMean, gRunningVariance] = c.cts;
+  const momentum = (c.attrs.momentum as number | undefined) ?? 0.1;
+  const n = axes.reduce((p, a) => p * x.shape[a], 1);
+  let dx: Tensor | null = null;
+  const plus = (t: Tensor) => (dx = dx ? add(dx, t) : t);
+  if (g && c.needs[0]) {
+    plus(rowBackward("layerNorm", x, weight ? mul(g, perChannel(weight, x)) : g, null, eps, axes));
+  }
+  // The statistics' cotangents, per channel: the mean's, and the biased variance's (the unbiased
+  // one is n / (n - 1) times it; the running ones take `momentum` of the batch's).
+  const scaled = (t: Tensor | null, k: number) => (t ? mul(t, k) : null);
+  const meanCt = [gMean, scaled(gRunningMean, momentum)].filter((t): t is Tensor => t !== null);
+  const varianceCt = [
+    gVariance,
+    scaled(gUnbiased, n / (n - 1)),
+    scaled(gRunningVariance, (momentum * n) / (n - 1)),
+  ].filter((t): t is Tensor => t !== null);
+  if (c.needs[0] && meanCt.length) plus(div(perChannel(meanCt.reduce((a, b) => add(a, b)), x), n));
+  if (c.needs[0] && varianceCt.length) {
+    const centred = sub(x, mean(x, { axis: axes, keepdims: true }));
+    plus(mul(perChannel(varianceCt.reduce((a, b) => add(a, b)), x), mul(centred, 2 / n)));
+  }
+  return [
+    dx,
+    g && c.needs[1] ? sum(mul(g, normStats(true, x, axes, eps).xhat), { axis: axes }) : null,
+    g && c.needs[2] ? sum(g, { axis: axes }) : null,
+    gRunningMean && c.needs[3] ? mul(gRunningMean, 1 - momentum) : null,
+    gRunningVariance && c.needs[4] ? mul(gRunningVariance, 1 - momentum) : null,
+  ];
+}

@@ -44,6 +44,13 @@ def segment_mean(x, ids, n):
     return torch.zeros(n).index_add(0, ids, x) / counts
 
 
+def batch_norm_statistics(x, w, b, rm, rv):
+    mean, var, n = x.mean(0), x.var(0, correction=0), x.shape[0]
+    out = (x - mean) / torch.sqrt(var + 1e-5) * w + b
+    unbiased = var * n / (n - 1)
+    return torch.cat([out.reshape(-1), mean, var, unbiased, 0.9 * rm + 0.1 * mean, 0.9 * rv + 0.1 * unbiased])
+
+
 def gelu_tanh(x):
     return F.gelu(x, approximate="tanh")
 
@@ -157,6 +164,10 @@ CASES = {
     "indexSelect": lambda x: torch.index_select(x, 0, i64([2, 2, 0])),
     "scatterAdd": lambda x, u: x.scatter_add(1, i64([0, 3, 0, 1, 1, 2], (2, 3)), u.square()),
     "scatter (replace)": lambda x, u: x.square().scatter(1, i64([0, 3, 2, 1], (2, 2)), u),
+    **{
+        f"scatter {r}": (lambda r: lambda x, u: x.scatter_reduce(1, i64([0, 3, 0, 1, 1, 2], (2, 3)), u, {"max": "amax", "min": "amin"}.get(r, r), include_self=True))(r)
+        for r in ["mean", "max", "min", "prod"]
+    },
     "scatter sum": lambda x, u: x.scatter_add(0, i64([4, 0, 4]), u),
     "segmentSum": lambda x: segment_sum(x.square(), i64([0, 2, 0, -1]), 3),
     "segmentMean": lambda x: segment_mean(x, i64([1, 1, 0, 1]), 2),
@@ -178,6 +189,7 @@ CASES = {
     "groupNorm": lambda x, w, b: F.group_norm(x, 2, w, b, 1e-5),
     "batchNorm inference": lambda x, w, b, m, v: (x - m[None, :, None]) / torch.sqrt(v[None, :, None] + 1e-5) * w[None, :, None] + b[None, :, None],
     "batchNorm training": lambda x, w, b: F.batch_norm(x, None, None, w, b, True, 0.1, 1e-5),
+    "batchNorm training statistics": batch_norm_statistics,
     "segmentMax": lambda x: torch.zeros(2, 2).scatter_reduce(0, i64([0, 1, 0, 1, 1]).unsqueeze(1).expand(5, 2), x, "amax", include_self=False),
     "segmentMin": lambda x: torch.zeros(2).scatter_reduce(0, i64([1, 1, 0, 1]), x, "amin", include_self=False),
     "segmentProd": lambda x: torch.zeros(2).scatter_reduce(0, i64([0, 0, 1, 1, 1]), x, "prod", include_self=False),
