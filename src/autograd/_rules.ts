@@ -9,9 +9,11 @@ import { isFloat } from "../core/dtype.ts";
 import { normalizeAxes, type Shape } from "../core/shape.ts";
 import { ValueError } from "../core/errors.ts";
 import { Tensor } from "../tensor.ts";
-import { reshape } from "../ops/shape.ts";
-import { broadcastTo } from "../ops/shape.ts";
+import { broadcastTo, reshape, type SliceRange } from "../ops/shape.ts";
 import { sum } from "../ops/reduce.ts";
+import { scatterAdd } from "../ops/indexing.ts";
+import { arange, zeros } from "../creation.ts";
+import { untaped } from "../_tape.ts";
 
 /** What a rule receives. */
 export interface RuleContext {
@@ -62,11 +64,6 @@ export function hasRule(op: string): boolean {
   return rules.has(op);
 }
 
-/** The input tensor at `k` (rules call it only for inputs that are tensors). */
-export function tensorAt(c: RuleContext, k: number): Tensor {
-  return c.inputs[k] as Tensor;
-}
-
 /** True for a float tensor: only they carry gradients. */
 export function isFloatTensor(x: unknown): x is Tensor {
   return x instanceof Tensor && !x.isDisposed && isFloat(x.dtype);
@@ -102,4 +99,31 @@ export function unreduce(g: Tensor, x: Tensor, axis: unknown, keepdims: unknown)
 /** The axes a reduction over `axis` (as recorded; all when undefined) covers in x. */
 export function reducedAxes(x: Tensor, axis: unknown): number[] {
   return normalizeAxes("grad", axis as number | number[] | undefined, x.rank, "options.axis");
+}
+
+/** x's flat positions as an int32 tensor shaped like x, on its device, made without a tape. */
+export function positionsOf(x: Tensor): Tensor {
+  return untaped(() =>
+    reshape(arange(0, x.size, 1, { dtype: "int32", device: x.device }), x.shape)
+  );
+}
+
+/**
+ * `g` summed into zeros shaped like x at the flat `positions` (any shape, g's size): the cotangent
+ * of an op that read x at those positions (a slice, `at`, a flat take). Repeats accumulate.
+ */
+export function scatterToPositions(g: Tensor, x: Tensor, positions: Tensor): Tensor {
+  if (positions.size === 0) return zeros(x.shape, { dtype: g.dtype, device: g.device });
+  const flat = zeros([x.size], { dtype: g.dtype, device: g.device });
+  return reshape(
+    scatterAdd(flat, reshape(positions, [-1]), reshape(g, [-1]), { axis: 0 }),
+    x.shape,
+  );
+}
+
+/** Slice ranges selecting `range` along `axis` and all of every axis before it. */
+export function along(axis: number, range: SliceRange): SliceRange[] {
+  const ranges: SliceRange[] = new Array(axis).fill(null);
+  ranges.push(range);
+  return ranges;
 }

@@ -31,10 +31,9 @@ import {
   segmentSum,
   take,
 } from "../ops/indexing.ts";
-import { arange } from "../creation.ts";
 import { broadcastTo, reshape, slice } from "../ops/shape.ts";
 import { untaped } from "../_tape.ts";
-import { defineRule, type RuleContext } from "./_rules.ts";
+import { defineRule, positionsOf, type RuleContext, scatterToPositions } from "./_rules.ts";
 
 function zerosShaped(shape: readonly number[], like: Tensor): Tensor {
   return zeros(shape, { dtype: like.dtype, device: like.device });
@@ -62,13 +61,7 @@ defineRule("takeAlongAxis", (c) => {
 
 /** The cotangent of a take of `indices` along `axis` (the indices' axes replaced it). */
 function untake(g: Tensor, x: Tensor, indices: Tensor, axis: number | null): Tensor {
-  if (axis === null) {
-    const flat = zerosShaped([x.size], g);
-    return reshape(
-      scatterAdd(flat, reshape(indices, [-1]), reshape(g, [-1]), { axis: 0 }),
-      x.shape,
-    );
-  }
+  if (axis === null) return scatterToPositions(g, x, indices);
   const m = indices.size;
   const shape = x.shape.map((d, i) => (i === axis ? m : d));
   const g2 = reshape(g, shape);
@@ -226,29 +219,18 @@ defineRule("segmentProd", (c) => {
   return [mul(perRow(g, c), d), null];
 });
 
-/** A ramp of x's flat positions shaped like x (int32, x's device), made without a tape. */
-function positions(x: Tensor): Tensor {
-  return untaped(() =>
-    reshape(arange(0, x.size, 1, { dtype: "int32", device: x.device }), x.shape)
-  );
-}
-
 defineRule("at", (c) => {
   const x = c.inputs[0] as Tensor, g = c.cts[0]!;
   const ranges = c.attrs.ranges as AtRange[];
-  const from = untaped(() => reshape(at(positions(x), ...ranges), [-1]));
-  const flat = zerosShaped([x.size], g);
-  return [
-    reshape(scatterAdd(flat, from, reshape(g, [-1]), { axis: 0 }), x.shape),
-    ...ranges.map(() => null),
-  ];
+  const read = untaped(() => at(positionsOf(x), ...ranges));
+  return [scatterToPositions(g, x, read), ...ranges.map(() => null)];
 });
 
 defineRule("maskedSelect", (c) => {
   const x = c.inputs[0] as Tensor, mask = c.inputs[1] as Tensor, g = c.cts[0]!;
   const size = g.shape[0];
   // Positions shifted by one: padding (fill 0) lands in slot 0, dropped afterwards.
-  const from = untaped(() => maskedSelect(add(positions(x), 1), mask, { size, fillValue: 0 }));
+  const from = untaped(() => maskedSelect(add(positionsOf(x), 1), mask, { size, fillValue: 0 }));
   const flat = zerosShaped([x.size + 1], g);
   const summed = scatterAdd(flat, from, g, { axis: 0 });
   return [reshape(slice(summed, [1, x.size + 1]), x.shape), null];

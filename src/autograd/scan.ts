@@ -22,10 +22,9 @@ import {
 import { cummax, cummin, cumprod, cumsum } from "../ops/scan.ts";
 import { arange } from "../creation.ts";
 import { scatterAdd } from "../ops/indexing.ts";
-import { reshape } from "../ops/shape.ts";
 import { untaped } from "../_tape.ts";
-import { concat, slice, type SliceRange } from "../ops/shape.ts";
-import { defineRule, type RuleContext } from "./_rules.ts";
+import { concat, reshape, slice } from "../ops/shape.ts";
+import { along, defineRule, type RuleContext } from "./_rules.ts";
 
 interface ScanAttrs {
   axis: number;
@@ -47,13 +46,6 @@ defineRule("cumsum", (c) => {
   const { axis, exclusive, reverse } = scanAttrs(c, x);
   return [cumsum(c.cts[0]!, { axis, exclusive, reverse: !reverse })];
 });
-
-/** Ranges selecting `range` along `axis` and all of the axes before it. */
-function along(axis: number, range: SliceRange): SliceRange[] {
-  const ranges: SliceRange[] = new Array(axis).fill(null);
-  ranges.push(range);
-  return ranges;
-}
 
 /** The cotangent of an inclusive forward cumprod of `x` (zeros included). */
 function cumprodGrad(g: Tensor, x: Tensor, axis: number): Tensor {

@@ -9,14 +9,14 @@ import type { Tensor } from "../tensor.ts";
 import { normalizeAxis } from "../core/shape.ts";
 import { scatterAdd } from "../ops/indexing.ts";
 import { argsort } from "../ops/sort.ts";
-import { expandDims, reshape, slice, type SliceRange } from "../ops/shape.ts";
+import { expandDims, reshape, slice } from "../ops/shape.ts";
 import { add, equal, mul, where } from "../ops/elementwise.ts";
 import { sum } from "../ops/reduce.ts";
 import { take, takeAlongAxis } from "../ops/indexing.ts";
 import { tensor, zeros } from "../creation.ts";
 import { ValueError } from "../core/errors.ts";
 import { untaped } from "../_tape.ts";
-import { defineRule, type RuleContext } from "./_rules.ts";
+import { along, defineRule, type RuleContext } from "./_rules.ts";
 
 /** `g` (values taken from x at `indices` along `axis`) scattered back into zeros like x. */
 function unselect(g: Tensor, x: Tensor, indices: Tensor, axis: number): Tensor {
@@ -128,12 +128,6 @@ function quantileGrad(c: RuleContext, qs: unknown, method: string): (Tensor | nu
   });
   const d = total ?? zeros(xs.shape, { dtype: g.dtype, device: g.device });
   return [flat ? reshape(d, x.shape) : d];
-}
-
-function along(axis: number, range: SliceRange): SliceRange[] {
-  const ranges: SliceRange[] = new Array(axis).fill(null);
-  ranges.push(range);
-  return ranges;
 }
 
 /**
