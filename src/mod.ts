@@ -34,6 +34,7 @@ export { VERSION } from "./version.ts";
 export { explain, type ExplainedPlan, type Explanation } from "./explain.ts";
 export { jit, type JittedFunction } from "./jit.ts";
 export * from "./autograd/mod.ts";
+export * from "./scalar/mod.ts";
 export {
   arange,
   type CreationOptions,

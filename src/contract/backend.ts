@@ -13,6 +13,7 @@ import type { ElementwiseJob } from "./elementwise.ts";
 import type { ReduceJob } from "./reduce.ts";
 import type { RowsBackwardJob, RowsJob, RowsResult } from "./rows.ts";
 import type { AdamJob, AdamResult } from "./optim.ts";
+import type { PreparedResiduals, ResidualProgram } from "./residuals.ts";
 import type { Choice } from "../plans/mod.ts";
 
 import { type FamilyChoice, type GpuFamily, variantsOf } from "../plans/variants.ts";
@@ -75,6 +76,15 @@ export interface Backend extends StorageOwner {
    * composes it). Optional, as `rowsBackward`.
    */
   adam?(job: AdamJob): AdamResult | null;
+  /**
+   * Compiled residuals (src/scalar/): the program's data and kernels on this device, ready to
+   * evaluate, differentiate and solve. `accumulation` asks for J^T r by "gather" (columns) or
+   * "atomic" (float32 atomics; devices without them gather).
+   */
+  prepareResiduals(
+    program: ResidualProgram,
+    accumulation: "gather" | "atomic",
+  ): PreparedResiduals;
   /** Runs a scan job (cumsum, cumprod, cummax, cummin along one axis). */
   scan(job: ScanJob): ScanResult;
   /** Runs a sort job: a window of each row's stable order (sort, argsort, Rank-K, kthvalue). */

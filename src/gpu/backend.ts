@@ -24,6 +24,8 @@ import { runPoolGpu } from "./pool.ts";
 import { runMatmulGpu } from "./matmul.ts";
 import { runRowsBackwardGpu, runRowsGpu } from "./rows.ts";
 import { runAdamGpu } from "./optim.ts";
+import { prepareResidualsGpu } from "./residuals.ts";
+import type { PreparedResiduals, ResidualProgram } from "../contract/residuals.ts";
 import type { AdamJob, AdamResult } from "../contract/optim.ts";
 import { runScanGpu } from "./scan.ts";
 import { timedForOnline } from "./online.ts";
@@ -58,6 +60,12 @@ export class GpuBackend extends GpuHost implements Backend {
   }
   adam(job: AdamJob): AdamResult | null {
     return runAdamGpu(this, job);
+  }
+  prepareResiduals(
+    program: ResidualProgram,
+    accumulation: "gather" | "atomic",
+  ): PreparedResiduals {
+    return prepareResidualsGpu(this, program, accumulation);
   }
   scan(job: ScanJob): ScanResult {
     return timedForOnline(this, () => runScanGpu(this, job));

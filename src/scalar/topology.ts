@@ -32,6 +32,84 @@ function hashOf(key: string): number {
   return Number(h & 0x1fffffffffffffn);
 }
 
+let traversal = 0;
+
+/** Depth past which the walk continues with an explicit stack (no call-stack overflow). */
+const RECURSION_LIMIT = 2000;
+
+function visit(node: Value, mark: number, out: Value[], depth: number): void {
+  node._mark = mark;
+  const inputs = node.inputs;
+  for (let i = 0; i < inputs.length; i++) {
+    const child = inputs[i];
+    if (child._mark === mark) continue;
+    if (depth < RECURSION_LIMIT) visit(child, mark, out, depth + 1);
+    else visitDeep(child, mark, out);
+  }
+  node._id = out.push(node) - 1;
+}
+
+/** The same walk with an explicit stack, for deep graphs. */
+function visitDeep(root: Value, mark: number, out: Value[]): void {
+  const nodes: Value[] = [root];
+  const cursor: number[] = [0];
+  root._mark = mark;
+  while (nodes.length) {
+    const top = nodes.length - 1;
+    const node = nodes[top];
+    const k = cursor[top];
+    if (k < node.inputs.length) {
+      cursor[top] = k + 1;
+      const child = node.inputs[k];
+      if (child._mark !== mark) {
+        child._mark = mark;
+        nodes.push(child);
+        cursor.push(0);
+      }
+      continue;
+    }
+    nodes.pop();
+    cursor.pop();
+    node._id = out.push(node) - 1;
+  }
+}
+
+/**
+ * The nodes under `root` in canonical order, into `out` (cleared first): a post-order that follows
+ * operand order (two graphs built the same way list their nodes alike), each shared node once,
+ * each node's `_id` its position. Marks nodes (`_mark`) instead of keeping a set: this runs once
+ * per residual, over every node of every residual.
+ */
+export function postOrder(root: Value, out: Value[]): Value[] {
+  out.length = 0;
+  visit(root, ++traversal, out, 0);
+  return out;
+}
+
+/**
+ * The canonical key of nodes in {@link postOrder}: one entry a node, "P<k>" (the k-th parameter
+ * leaf), "C<k>" (the k-th constant) or `op(i,j,...)` over earlier entries.
+ */
+export function keyOf(nodes: readonly Value[]): string {
+  let key = "";
+  let params = 0, constants = 0;
+  for (let k = 0; k < nodes.length; k++) {
+    const node = nodes[k];
+    let entry: string;
+    if (node.op === "param") entry = `P${params++}`;
+    else if (node.op === "const") entry = `C${constants++}`;
+    else {
+      entry = `${node.op}(`;
+      for (let i = 0; i < node.inputs.length; i++) {
+        entry += i ? `,${node.inputs[i]._id}` : `${node.inputs[i]._id}`;
+      }
+      entry += ")";
+    }
+    key += k ? `;${entry}` : entry;
+  }
+  return key;
+}
+
 /**
  * The topology of the graph under `root`: nodes in a post-order that follows operand order (so
  * two graphs built the same way list their nodes alike), each shared node listed once.
@@ -45,30 +123,9 @@ function hashOf(key: string): number {
  * ```
  */
 export function topology(root: Value): Topology {
-  const ids = new Map<Value, number>();
-  const entries: string[] = [];
-  const params: Value[] = [];
-  const constants: number[] = [];
-  const stack: [Value, number][] = [[root, 0]];
-  while (stack.length) {
-    const top = stack[stack.length - 1];
-    const [node, next] = top;
-    if (ids.has(node)) {
-      stack.pop();
-      continue;
-    }
-    if (next < node.inputs.length) {
-      top[1]++;
-      if (!ids.has(node.inputs[next])) stack.push([node.inputs[next], 0]);
-      continue;
-    }
-    stack.pop();
-    let entry: string;
-    if (node.op === "param") entry = `P${params.push(node) - 1}`;
-    else if (node.op === "const") entry = `C${constants.push(node.data) - 1}`;
-    else entry = `${node.op}(${node.inputs.map((i) => ids.get(i)).join(",")})`;
-    ids.set(node, entries.push(entry) - 1);
-  }
-  const key = entries.join(";");
+  const nodes = postOrder(root, []);
+  const key = keyOf(nodes);
+  const params = nodes.filter((n) => n.op === "param");
+  const constants = nodes.filter((n) => n.op === "const").map((n) => n.data);
   return { key, hash: hashOf(key), params, constants };
 }

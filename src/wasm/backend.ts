@@ -31,6 +31,8 @@ import type {
 import { runQuantileWasm, runSearchWasm, runSortWasm } from "./sort.ts";
 import type { GatherJob, GatherResult, ScatterJob, ScatterResult } from "../contract/indexing.ts";
 import { runGatherWasm, runScatterWasm } from "./indexing.ts";
+import { prepareResidualsWasm } from "./residuals.ts";
+import type { PreparedResiduals, ResidualProgram } from "../contract/residuals.ts";
 
 /** The WASM backend over one instance of the kernel module. */
 export class WasmBackend extends WasmHost implements Backend {
@@ -42,6 +44,9 @@ export class WasmBackend extends WasmHost implements Backend {
   }
   rows(job: RowsJob): RowsResult {
     return runRowsWasm(this, job);
+  }
+  prepareResiduals(program: ResidualProgram): PreparedResiduals {
+    return prepareResidualsWasm(program);
   }
   scan(job: ScanJob): ScanResult {
     return runScanWasm(this, job);

@@ -1,0 +1,125 @@
+/**
+ * Compiled residuals (issue 26): the program a device runs — residual graphs grouped by topology,
+ * each group a tape of lowered scalar instructions and its instances' data in
+ * structure-of-arrays form, with the Jacobian's sparsity both ways — and the routine each device
+ * implements over it: evaluation of residuals and Jacobian rows, gradients of sums of squares
+ * or of sums, and Levenberg-Marquardt. Built by src/plans/residuals.ts from the front end's
+ * traced graphs (src/scalar/).
+ * @module
+ */
+import type { ScalarOp } from "../ir/scalar_table.ts";
+
+/** One lowered instruction: a leaf or an op of the table over earlier instructions. */
+export interface Instruction {
+  op: ScalarOp | "param" | "const" | "literal";
+  /** Operands: indices of earlier instructions. */
+  args: number[];
+  /** Leaves: the parameter slot or the constant's data slot. */
+  slot: number;
+  /** Literals: the value (a constant equal in every instance, or a lowering's 0 or n). */
+  value: number;
+}
+
+/** Residuals of one topology. */
+export interface ResidualGroup {
+  /** The topology key with the literal constants' values: equal keys, equal kernels. */
+  key: string;
+  /** Lowered instructions; the last computes the residual. */
+  tape: Instruction[];
+  /** Parameter slots per instance (the Jacobian row's entries). */
+  paramSlots: number;
+  /** Constant slots that vary between instances (data). */
+  constantSlots: number;
+  /** Instances. */
+  count: number;
+  /** The first instance's residual row; rows are contiguous. */
+  firstRow: number;
+  /** Parameter index of slot s of instance i at s * count + i. */
+  paramIndex: Int32Array;
+  /** Constant of data slot s of instance i at s * count + i. */
+  constants: Float64Array;
+  /** The flat Jacobian entry of slot s of instance i is entryBase + s * count + i. */
+  entryBase: number;
+}
+
+/** Residuals grouped into kernels, and the Jacobian's structure. */
+export interface ResidualProgram {
+  parameters: number;
+  residuals: number;
+  /** Jacobian entries (structural nonzeros). */
+  entries: number;
+  groups: ResidualGroup[];
+  /** The row of each residual, in the order the residual function returned them. */
+  rowOf: Int32Array;
+  /** CSC: parameter j's entries are colEntry[colStart[j] .. colStart[j + 1]), rows in colRow. */
+  colStart: Int32Array;
+  colEntry: Int32Array;
+  colRow: Int32Array;
+}
+
+/** Options of a Levenberg-Marquardt solve (defaults in src/scalar/solve.ts). */
+export interface SolveSettings {
+  maxIterations: number;
+  /** Stop when an accepted step lowers the cost by less than this fraction of it. */
+  costTolerance: number;
+  /** Stop when max |J^T r| is at most this. */
+  gradientTolerance: number;
+  /** The damping lambda to start with. */
+  initialDamping: number;
+  /** Conjugate-gradient iterations per step at most. */
+  cgIterations: number;
+  /** CG stops when its preconditioned residual falls below this fraction of its start. */
+  cgTolerance: number;
+  /** GPU: iterations recorded per submission (the cost is read back after each). */
+  iterationsPerRead: number;
+}
+
+/** Why a solve stopped. */
+export type StopReason =
+  | "gradientTolerance"
+  | "costTolerance"
+  | "maxIterations"
+  | "damping"
+  | "nonFinite";
+
+/** What a device's solve reports (parameters are returned, not yet written back). */
+export interface SolveOutcome {
+  x: Float64Array;
+  iterations: number;
+  accepted: number;
+  initialCost: number;
+  cost: number;
+  maxGradient: number;
+  reason: StopReason;
+  /** Device work recorded (GPU dispatches; WASM tape runs), for tests and the bench. */
+  dispatches: number;
+}
+
+/** Residuals and Jacobian entries at some parameters (float64 on every device). */
+export interface Evaluation {
+  /** By row (see `ResidualProgram.rowOf`). */
+  residuals: Float64Array;
+  /** Entry e of group g's slot s, instance i at g.entryBase + s * g.count + i. */
+  jacobian: Float64Array;
+}
+
+/** A program prepared on a device: its data uploaded, its kernels compiled. */
+export interface PreparedResiduals {
+  readonly device: "gpu" | "wasm";
+  /** Which way J^T v is summed: "gather" (over columns) or "atomic" (float32 atomics). */
+  readonly accumulation: "gather" | "atomic";
+  /** Residuals and Jacobian at `x`. */
+  evaluate(x: Float64Array): Promise<Evaluation>;
+  /**
+   * `weight` "squares": sum r^2 and its gradient 2 J^T r; "sum": sum r and J^T 1. The value and
+   * the gradient, at `x`.
+   */
+  valueAndGradient(
+    x: Float64Array,
+    weight: "squares" | "sum",
+  ): Promise<{ value: number; gradient: Float64Array }>;
+  /** Levenberg-Marquardt from `x`. */
+  solve(x: Float64Array, settings: SolveSettings): Promise<SolveOutcome>;
+  /** Frees the device's buffers. */
+  dispose(): void;
+}

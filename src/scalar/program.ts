@@ -1,0 +1,145 @@
+/**
+ * Tracing residual graphs into a program (issue 26): each residual's topology key, parameter
+ * indices and constants (src/scalar/topology.ts), grouped by key; src/plans/residuals.ts makes
+ * the program the devices run.
+ * @module
+ */
+import { describe, ValueError } from "../core/errors.ts";
+import type { ResidualProgram } from "../contract/residuals.ts";
+import { planResiduals, type TracedGroup } from "../plans/residuals.ts";
+import { keyOf, postOrder } from "./topology.ts";
+import { Value } from "./value.ts";
+
+/** A group's node structure: op per node, operand ids. */
+interface Shape {
+  ops: string[];
+  /** Node k's operands are args[start[k] .. start[k + 1]). */
+  start: Int32Array;
+  args: Int32Array;
+}
+
+interface Shaped {
+  traced: TracedGroup;
+  shape: Shape;
+}
+
+function shapeOf(nodes: readonly Value[]): Shape {
+  const start = new Int32Array(nodes.length + 1);
+  const args: number[] = [];
+  nodes.forEach((node, k) => {
+    for (const input of node.inputs) args.push(input._id);
+    start[k + 1] = args.length;
+  });
+  return { ops: nodes.map((n) => n.op), start, args: Int32Array.from(args) };
+}
+
+/** Whether `nodes` (in post-order) have `shape`: equal ops and operands, node by node. */
+function sameShape(nodes: readonly Value[], shape: Shape): boolean {
+  if (nodes.length !== shape.ops.length) return false;
+  for (let k = 0; k < nodes.length; k++) {
+    const node = nodes[k];
+    if (node.op !== shape.ops[k]) return false;
+    const inputs = node.inputs;
+    const s = shape.start[k];
+    if (inputs.length !== shape.start[k + 1] - s) return false;
+    for (let i = 0; i < inputs.length; i++) if (inputs[i]._id !== shape.args[s + i]) return false;
+  }
+  return true;
+}
+
+/**
+ * Groups `residuals` (graphs over `params`) by topology into a program.
+ *
+ * @example
+ * ```ts
+ * import { V } from "./value.ts";
+ * import { compileProgram } from "./program.ts";
+ * const x = [V.W(1), V.W(2), V.W(4)];
+ * const program = compileProgram(x, [V.sub(x[1], x[0]), V.sub(x[2], x[1])]);
+ * program.groups.length; // 1: both residuals share one topology
+ * ```
+ */
+export function compileProgram(
+  params: readonly Value[],
+  residuals: readonly Value[],
+  op = "CompiledResiduals.compile",
+): ResidualProgram {
+  params.forEach((p, i) => {
+    if (!(p instanceof Value) || p.op !== "param") {
+      throw new ValueError({
+        op,
+        argument: `params[${i}]`,
+        expected: "a parameter made by V.W",
+        received: p instanceof Value ? `a Value made by ${p.op}` : describe(p),
+      });
+    }
+    if (p._param >= 0 && p._param < i && params[p._param] === p) {
+      throw new ValueError({
+        op,
+        argument: `params[${i}]`,
+        expected: "each parameter listed once",
+        received: `the parameter of params[${p._param}] again`,
+      });
+    }
+    if (!Number.isFinite(p.data)) {
+      throw new ValueError({
+        op,
+        argument: `params[${i}]`,
+        expected: "a finite starting value",
+        received: String(p.data),
+      });
+    }
+    // Stamped on the parameter (checked against the list: a stamp may be another compile's).
+    p._param = i;
+  });
+  const byKey = new Map<string, Shaped>();
+  const order: TracedGroup[] = [];
+  const nodes: Value[] = [];
+  let last: Shaped | null = null;
+  for (let r = 0; r < residuals.length; r++) {
+    const root = residuals[r];
+    if (!(root instanceof Value)) {
+      throw new ValueError({
+        op,
+        argument: `residuals[${r}]`,
+        expected: "a Value",
+        received: describe(root),
+      });
+    }
+    postOrder(root, nodes);
+    // Residuals built by one piece of code come in runs of one shape: the last group's shape is
+    // compared node by node first, and only a residual of another shape builds its key.
+    let group: Shaped | null = last && sameShape(nodes, last.shape) ? last : null;
+    if (!group) {
+      const key = keyOf(nodes);
+      group = byKey.get(key) ?? null;
+      if (!group) {
+        group = {
+          traced: { key, params: [], constants: [], rows: [] },
+          shape: shapeOf(nodes),
+        };
+        byKey.set(key, group);
+        order.push(group.traced);
+      }
+    }
+    last = group;
+    const traced = group.traced;
+    traced.rows.push(r);
+    for (let k = 0; k < nodes.length; k++) {
+      const node = nodes[k];
+      if (node.op === "param") {
+        const i = node._param;
+        if (i < 0 || params[i] !== node) {
+          throw new ValueError({
+            op,
+            argument: `residuals[${r}]`,
+            expected: "graphs whose parameters are all in params",
+            received: `a parameter${node.label ? ` "${node.label}"` : ""} not in params`,
+          });
+        }
+        traced.params.push(i);
+      } else if (node.op === "const") traced.constants.push(node.data);
+    }
+  }
+  return planResiduals(params.length, residuals.length, order);
+}
