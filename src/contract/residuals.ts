@@ -7,55 +7,9 @@
  * traced graphs (src/scalar/).
  * @module
  */
-import type { ScalarOp } from "../ir/scalar_table.ts";
+import type { ResidualProgram } from "../plans/residuals.ts";
 
-/** One lowered instruction: a leaf or an op of the table over earlier instructions. */
-export interface Instruction {
-  op: ScalarOp | "param" | "const" | "literal";
-  /** Operands: indices of earlier instructions. */
-  args: number[];
-  /** Leaves: the parameter slot or the constant's data slot. */
-  slot: number;
-  /** Literals: the value (a constant equal in every instance, or a lowering's 0 or n). */
-  value: number;
-}
-
-/** Residuals of one topology. */
-export interface ResidualGroup {
-  /** The topology key with the literal constants' values: equal keys, equal kernels. */
-  key: string;
-  /** Lowered instructions; the last computes the residual. */
-  tape: Instruction[];
-  /** Parameter slots per instance (the Jacobian row's entries). */
-  paramSlots: number;
-  /** Constant slots that vary between instances (data). */
-  constantSlots: number;
-  /** Instances. */
-  count: number;
-  /** The first instance's residual row; rows are contiguous. */
-  firstRow: number;
-  /** Parameter index of slot s of instance i at s * count + i. */
-  paramIndex: Int32Array;
-  /** Constant of data slot s of instance i at s * count + i. */
-  constants: Float64Array;
-  /** The flat Jacobian entry of slot s of instance i is entryBase + s * count + i. */
-  entryBase: number;
-}
-
-/** Residuals grouped into kernels, and the Jacobian's structure. */
-export interface ResidualProgram {
-  parameters: number;
-  residuals: number;
-  /** Jacobian entries (structural nonzeros). */
-  entries: number;
-  groups: ResidualGroup[];
-  /** The row of each residual, in the order the residual function returned them. */
-  rowOf: Int32Array;
-  /** CSC: parameter j's entries are colEntry[colStart[j] .. colStart[j + 1]), rows in colRow. */
-  colStart: Int32Array;
-  colEntry: Int32Array;
-  colRow: Int32Array;
-}
+export type { Instruction, ResidualGroup, ResidualProgram } from "../plans/residuals.ts";
 
 /** Options of a Levenberg-Marquardt solve (defaults in src/scalar/solve.ts). */
 export interface SolveSettings {
