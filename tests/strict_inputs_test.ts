@@ -285,6 +285,9 @@ const CALLS: Record<string, Call> = {
   ...Object.fromEntries(ONE_TENSOR_AND_OPTIONS.map((op) => [op, ({ x }: Operands) => [x, {}]])),
   ...Object.fromEntries(TWO_TENSORS.map((op) => [op, ({ x }: Operands) => [x, x]])),
   matmul: ({ x }) => [x, x, {}],
+  topology: () => [gyre.V.W(1)],
+  nonlinearLeastSquares: () => [[gyre.V.W(1)], (p: gyre.Value[]) => [p[0]], {}],
+  lbfgs: () => [[gyre.V.W(1)], (p: gyre.Value[]) => [p[0]], {}],
   rankK: ({ x }) => [x, 1, {}],
   topk: ({ x }) => [x, 1, {}],
   bottomk: ({ x }) => [x, 1, {}],
@@ -376,6 +379,9 @@ const NO_ARGUMENTS = new Set(
     "heuristics.clear",
     "Runtime Tensor GyreError AxisError DTypeError DeviceError DisposedError GpuError ShapeError RuleError",
     "ValueError OutOfMemoryError IndexError",
+    // Scalar graphs: made by V.W, V.C and the ops of V (tests/residuals_test.ts checks their
+    // arguments); CompiledResiduals by its static compile (same).
+    "Value Vec2 Vec3 CompiledResiduals",
   ].join(" ").split(" "),
 );
 /** Values that no argument of any op accepts (an options object of an unknown key included). */

@@ -441,7 +441,10 @@ export function generateParameterKernel(
       "    } else {",
       "      lambdaNext = lambda * nu;",
       "      nuNext = nu * 2.0;",
-      "      if (lambdaNext > 1e30) { stop = 4.0; }",
+      // Rejected, and the model itself promises less than the tolerance: converged (in float32
+      // the last steps' reductions are lost in rounding, and the damping would only grow).
+      "      if (predicted <= bitcast<f32>(u.costTol) * cost) { stop = 2.0; }",
+      "      else if (lambdaNext > 1e30) { stop = 4.0; }",
       "    }",
       "    if (stop == 0.0 && iterations + 1.0 >= f32(u.maxIter)) { stop = 3.0; }",
       "  }",

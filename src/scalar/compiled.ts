@@ -6,6 +6,7 @@
  * @module
  */
 import { checkFunction, describe, ValueError } from "../core/errors.ts";
+import { checkOptions } from "../core/options.ts";
 import type {
   PreparedResiduals,
   ResidualProgram,
@@ -227,7 +228,25 @@ export class CompiledResiduals {
     residualFn: (params: readonly Value[]) => readonly Value[],
     options: CompileOptions = {},
   ): CompiledResiduals {
-    const op = "CompiledResiduals.compile";
+    return CompiledResiduals.#compile("CompiledResiduals.compile", params, residualFn, options);
+  }
+
+  /** Internal: `compile` for the solvers, whose errors name them. */
+  static _compileFor(
+    op: string,
+    params: readonly Value[],
+    residualFn: (params: readonly Value[]) => readonly Value[],
+    options: CompileOptions,
+  ): CompiledResiduals {
+    return CompiledResiduals.#compile(op, params, residualFn, options);
+  }
+
+  static #compile(
+    op: string,
+    params: readonly Value[],
+    residualFn: (params: readonly Value[]) => readonly Value[],
+    options: CompileOptions,
+  ): CompiledResiduals {
     const started = performance.now();
     checkParams(op, params);
     checkFunction(op, "residualFn", residualFn, "a function of the parameters");
@@ -435,6 +454,23 @@ export class CompiledResiduals {
   }
 }
 
+/** The keys of {@link CompileOptions}. */
+export const COMPILE_KEYS: readonly string[] = [
+  "backend",
+  "batchSize",
+  "fallbackThreshold",
+  "accumulation",
+];
+/** The keys of {@link SolveOptions}. */
+export const SOLVE_KEYS: readonly string[] = [
+  "maxIterations",
+  "costTolerance",
+  "gradientTolerance",
+  "initialDamping",
+  "cgIterations",
+  "cgTolerance",
+];
+
 interface CheckedCompile {
   backend: "cpu" | "gpu" | "auto";
   batchSize: number;
@@ -443,16 +479,12 @@ interface CheckedCompile {
 }
 
 /** Compile options checked, with their defaults. */
-export function checkCompileOptions(op: string, options: unknown): CheckedCompile {
-  if (options === null || typeof options !== "object" || Array.isArray(options)) {
-    throw new ValueError({
-      op,
-      argument: "options",
-      expected: "an options object",
-      received: describe(options),
-    });
-  }
-  const o = options as CompileOptions;
+export function checkCompileOptions(
+  op: string,
+  options: unknown,
+  accepted: readonly string[] = COMPILE_KEYS,
+): CheckedCompile {
+  const o = checkOptions(op, options as CompileOptions | undefined, accepted);
   const backend = o.backend ?? "auto";
   if (backend !== "cpu" && backend !== "gpu" && backend !== "auto") {
     throw new ValueError({
@@ -494,16 +526,13 @@ export function checkCompileOptions(op: string, options: unknown): CheckedCompil
 }
 
 /** Solve options checked, with their defaults. */
-export function checkSolveOptions(op: string, options: unknown, batchSize: number): SolveSettings {
-  if (options === null || typeof options !== "object" || Array.isArray(options)) {
-    throw new ValueError({
-      op,
-      argument: "options",
-      expected: "an options object",
-      received: describe(options),
-    });
-  }
-  const o = options as SolveOptions;
+export function checkSolveOptions(
+  op: string,
+  options: unknown,
+  batchSize: number,
+  accepted: readonly string[] = SOLVE_KEYS,
+): SolveSettings {
+  const o = checkOptions(op, options as SolveOptions | undefined, accepted);
   const positive = "an integer of at least 1";
   const tolerance = "a finite number of at least 0";
   return {

@@ -6,10 +6,14 @@
  */
 import { checkFunction, describe, ValueError } from "../core/errors.ts";
 import {
+  checkCompileOptions,
   checkParams,
   checkResiduals,
+  checkSolveOptions,
+  COMPILE_KEYS,
   CompiledResiduals,
   type CompileOptions,
+  SOLVE_KEYS,
   type SolveOptions,
   type SolveResult,
 } from "./compiled.ts";
@@ -38,7 +42,11 @@ export async function nonlinearLeastSquares(
   options: SolveOptions & CompileOptions = {},
 ): Promise<SolveResult> {
   const op = "nonlinearLeastSquares";
-  checkOptionsObject(op, options);
+  checkParams(op, params);
+  checkFunction(op, "residualFn", residualFn, "a function of the parameters");
+  // Both sets of keys are checked before anything compiles.
+  checkCompileOptions(op, options, [...COMPILE_KEYS, ...SOLVE_KEYS]);
+  checkSolveOptions(op, options, 1, [...COMPILE_KEYS, ...SOLVE_KEYS]);
   const { backend, batchSize, fallbackThreshold, accumulation, ...solve } = options;
   const compileOptions: CompileOptions = {
     ...(backend === undefined ? {} : { backend }),
@@ -46,7 +54,7 @@ export async function nonlinearLeastSquares(
     ...(fallbackThreshold === undefined ? {} : { fallbackThreshold }),
     ...(accumulation === undefined ? {} : { accumulation }),
   };
-  const compiled = CompiledResiduals.compile(params, residualFn, compileOptions);
+  const compiled = CompiledResiduals._compileFor(op, params, residualFn, compileOptions);
   try {
     return await compiled.solve(solve);
   } finally {
@@ -86,16 +94,7 @@ function termsOf(op: string, out: unknown): Value[] {
   return checkResiduals(op, out, "objectiveFn");
 }
 
-function checkOptionsObject(op: string, options: unknown): void {
-  if (options === null || typeof options !== "object" || Array.isArray(options)) {
-    throw new ValueError({
-      op,
-      argument: "options",
-      expected: "an options object",
-      received: describe(options),
-    });
-  }
-}
+const LBFGS_KEYS = ["maxIterations", "memory", "gradientTolerance", "costTolerance"];
 
 function integerOption(op: string, name: string, v: unknown, fallback: number): number {
   if (v === undefined) return fallback;
@@ -150,7 +149,7 @@ export async function lbfgs(
   const op = "lbfgs";
   checkParams(op, params);
   checkFunction(op, "objectiveFn", objectiveFn, "a function of the parameters");
-  checkOptionsObject(op, options);
+  checkCompileOptions(op, options, [...COMPILE_KEYS, ...LBFGS_KEYS]);
   const maxIterations = integerOption(op, "maxIterations", options.maxIterations, 100);
   const memory = integerOption(op, "memory", options.memory, 10);
   const gtol = toleranceOption(op, "gradientTolerance", options.gradientTolerance, 1e-6);
@@ -158,7 +157,7 @@ export async function lbfgs(
   const { backend, batchSize, fallbackThreshold, accumulation } = options;
   const started = performance.now();
   const terms = termsOf(op, objectiveFn(params));
-  const compiled = CompiledResiduals.compile(params, () => terms, {
+  const compiled = CompiledResiduals._compileFor(op, params, () => terms, {
     ...(backend === undefined ? {} : { backend }),
     ...(batchSize === undefined ? {} : { batchSize }),
     ...(fallbackThreshold === undefined ? {} : { fallbackThreshold }),

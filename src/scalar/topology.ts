@@ -5,7 +5,8 @@
  * instance contributing only its parameter slots and constant values as data.
  * @module
  */
-import type { Value } from "./value.ts";
+import { describe, ValueError } from "../core/errors.ts";
+import { Value } from "./value.ts";
 
 /** A residual's structure and its instance data. */
 export interface Topology {
@@ -123,6 +124,14 @@ export function keyOf(nodes: readonly Value[]): string {
  * ```
  */
 export function topology(root: Value): Topology {
+  if (!(root instanceof Value)) {
+    throw new ValueError({
+      op: "topology",
+      argument: "root",
+      expected: "a Value",
+      received: describe(root),
+    });
+  }
   const nodes = postOrder(root, []);
   const key = keyOf(nodes);
   const params = nodes.filter((n) => n.op === "param");

@@ -300,6 +300,11 @@ class WasmResiduals implements PreparedResiduals {
       } else {
         lambda *= nu;
         nu *= 2;
+        // The same rule as the GPU's (src/gpu/_codegen_residuals.ts, "accept").
+        if (predicted <= s.costTolerance * cost) {
+          reason = "costTolerance";
+          break;
+        }
         if (lambda > 1e30) {
           reason = "damping";
           break;
