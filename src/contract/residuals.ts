@@ -7,7 +7,6 @@
  * traced graphs (src/scalar/).
  * @module
  */
-import type { ResidualProgram } from "../plans/residuals.ts";
 
 export type { Instruction, ResidualGroup, ResidualProgram } from "../plans/residuals.ts";
 
