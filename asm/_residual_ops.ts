@@ -2,15 +2,24 @@
 // `deno task build`.
 // @ts-nocheck: AssemblyScript, compiled by asc, not by Deno.
 
-/** d atan2(a, b) / da = b / (a^2 + b^2), 0 at the origin (the table's convention). */
+/**
+ * d atan2(a, b) / da = b / (a^2 + b^2), scaled by max(|a|, |b|) (no overflow); 0 at the origin
+ * and at infinity, NaN for NaN (the table's convention).
+ */
 export function atan2_da(a: f64, b: f64): f64 {
-  const r = a * a + b * b;
-  return r == 0.0 ? 0.0 : b / r;
+  if (isNaN(a) || isNaN(b)) return NaN;
+  const s = max(abs(a), abs(b));
+  if (s == 0.0 || s == Infinity) return 0.0;
+  const x = a / s, y = b / s;
+  return y / ((x * x + y * y) * s);
 }
-/** d atan2(a, b) / db = -a / (a^2 + b^2), 0 at the origin. */
+/** d atan2(a, b) / db = -a / (a^2 + b^2), as atan2_da. */
 export function atan2_db(a: f64, b: f64): f64 {
-  const r = a * a + b * b;
-  return r == 0.0 ? 0.0 : -a / r;
+  if (isNaN(a) || isNaN(b)) return NaN;
+  const s = max(abs(a), abs(b));
+  if (s == 0.0 || s == Infinity) return 0.0;
+  const x = a / s, y = b / s;
+  return -x / ((x * x + y * y) * s);
 }
 /** Adds d * l at p unless a factor is 0 (an infinite adjoint times 0 passes nothing). */
 // @ts-ignore: decorator

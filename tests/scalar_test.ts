@@ -129,3 +129,30 @@ Deno.test("scalar: bad input is a typed error", () => {
   assert.throws(() => V.mean([]), ValueError);
   assert.throws(() => V.sum([{} as unknown as Scalar]), ValueError);
 });
+
+Deno.test("scalar: values against Math, signs where an extra operand would show", () => {
+  // Math.min and Math.max take any number of arguments: a table entry passing a third (0) made
+  // min(0.3, 1.1) 0 and max(-0.3, -1.1) 0.
+  assert.equal(V.min(0.3, 1.1).data, 0.3);
+  assert.equal(V.max(-0.3, -1.1).data, -0.3);
+  assert.equal(V.clamp(5, 1, 2).data, 2);
+  assert.equal(V.atan2(1, -1).data, Math.atan2(1, -1));
+  // C's pow (the tensor op's, PyTorch's): 1 ** NaN and (-1) ** Infinity are 1.
+  assert.equal(V.pow(1, NaN).data, 1);
+  assert.equal(V.pow(-1, Infinity).data, 1);
+  assert.ok(Number.isNaN(V.pow(-8, 1 / 3).data));
+  for (
+    const [name, f, g] of [
+      ["sin", V.sin, Math.sin],
+      ["exp", V.exp, Math.exp],
+      ["tanh", V.tanh, Math.tanh],
+      ["sqrt", V.sqrt, Math.sqrt],
+    ] as const
+  ) {
+    for (const x of [0.25, 2.5]) assert.equal(f(x).data, g(x), `${name}(${x})`);
+  }
+  // atan2's derivative at infinity is its limit, 0 (not the NaN of Inf / Inf).
+  const [a, b] = [V.W(Infinity), V.W(2)];
+  V.atan2(a, b).backward();
+  assert.deepEqual([a.grad, b.grad], [0, 0]);
+});

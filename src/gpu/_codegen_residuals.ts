@@ -13,7 +13,7 @@
  * {@link MAX_GROUPS} workgroups (loops stride over the rest), so a partial region is bounded.
  * @module
  */
-import { ATAN2_GRAD_WGSL, SCALAR_OPS, type ScalarOp } from "../ir/scalar_table.ts";
+import { ATAN2_WGSL, SCALAR_OPS, type ScalarOp } from "../ir/scalar_table.ts";
 import type { Instruction, ResidualGroup } from "../contract/residuals.ts";
 import { preludeFor } from "./_wgsl_types.ts";
 
@@ -69,6 +69,7 @@ export const UNIFORM_FIELDS = [
   "ga", // atomics: offset of the gradient in the accumulation buffer
   "mode", // the residual kernel: 0 residuals and Jacobian (at xe), 1 the trial's cost and reduction
   "groups", // topology groups in the table
+  "zero", // always 0: values pass through it so that the compiler cannot fold across ops
 ] as const;
 
 /** Words of the uniform block (a multiple of 4). */
@@ -149,17 +150,13 @@ function header(atomic: boolean): string {
     "  return select(d * l, 0.0, d == 0.0 || l == 0.0);",
     "}",
     "fn s_stopped() -> bool { return ws[u.s0 + 3u] != 0.0; }",
-    ATAN2_GRAD_WGSL,
+    ATAN2_WGSL,
   ].join("\n");
 }
 
-const lit = (v: number): string => {
-  if (Number.isNaN(v)) return "bitcast<f32>(0x7fc00000u)";
-  if (v === Infinity) return "bitcast<f32>(0x7f800000u)";
-  if (v === -Infinity) return "bitcast<f32>(0xff800000u)";
-  const bits = new Uint32Array(new Float32Array([v]).buffer)[0];
-  return `bitcast<f32>(0x${bits.toString(16)}u)`;
-};
+/** The float32 bits of `v`, in hex. */
+const bitsOf = (v: number): string =>
+  `0x${new Uint32Array(new Float32Array([v]).buffer)[0].toString(16)}`;
 
 /**
  * One group's instance function. Mode 0 (`u.mode`): writes the residual and its Jacobian row
@@ -184,12 +181,21 @@ function groupFunction(g: number, group: ResidualGroup, atomic: boolean): string
     } else if (ins.op === "const") {
       lines.push(`  let v${k} = cs[co + ${ins.slot}u * count + i];`);
     } else if (ins.op === "literal") {
-      lines.push(`  let v${k} = ${lit(ins.value)};`);
+      lines.push(`  let v${k} = bitcast<f32>(${bitsOf(ins.value)}u ^ u.zero);`);
     } else {
-      const [a, b, c] = ins.args.map(v);
-      lines.push(
-        `  let v${k} = ${SCALAR_OPS[ins.op as ScalarOp].wgsl(a, b ?? "", c ?? "", v(k))};`,
+      // An operand used twice (x - x): the second use through another zero, or the compiler
+      // folds the op (Inf - Inf is NaN, not 0).
+      const [a, b, c] = ins.args.map((arg, s) =>
+        ins.args.indexOf(arg) < s
+          ? `bitcast<f32>(bitcast<u32>(v${arg}) ^ (u.zero >> ${s}u))`
+          : v(arg)
       );
+      // Each value through its own zero (u.zero times an odd number), as the tensor kernels do
+      // (src/gpu/_codegen_elementwise.ts): WGSL lets a driver assume no infinity or NaN occurs,
+      // and folding on that (-inf * 0 to 0 on lavapipe) or rewriting x - x to 0 would differ
+      // from the op-by-op result.
+      const code = SCALAR_OPS[ins.op as ScalarOp].wgsl(a, b ?? "", c ?? "", v(k));
+      lines.push(`  let v${k} = bitcast<f32>(bitcast<u32>(${code}) ^ (u.zero * ${2 * k + 1}u));`);
     }
   });
   const root = tape.length - 1;
@@ -200,6 +206,7 @@ function groupFunction(g: number, group: ResidualGroup, atomic: boolean): string
     "  }",
   );
   // Reverse sweep: adjoints of op nodes and parameters (leaves of data need none).
+  let terms = 0;
   const needs = (k: number) => tape[k].op !== "const" && tape[k].op !== "literal";
   tape.forEach((_ins, k) => {
     if (needs(k)) lines.push(`  var d${k}: f32 = ${k === root ? "1.0" : "0.0"};`);
@@ -213,7 +220,11 @@ function groupFunction(g: number, group: ResidualGroup, atomic: boolean): string
       if (!needs(arg)) return;
       const local = def.wgslD[s](a, b ?? "", c ?? "", v(k));
       if (local === "0.0") return;
-      lines.push(`  d${arg} = d${arg} + s_chain(d${k}, ${local});`);
+      // Opaque as the forward values are: d + t - t must not fold to d where t is NaN.
+      const zero = `(u.zero * ${2 * (tape.length + terms++) + 1}u)`;
+      lines.push(
+        `  d${arg} = bitcast<f32>(bitcast<u32>(d${arg} + s_chain(d${k}, ${local})) ^ ${zero});`,
+      );
     });
   }
   lines.push(`  ws[u.r + row] = v${root};`);

@@ -181,6 +181,7 @@ class GpuResiduals implements PreparedResiduals {
     o.weight = 0;
     o.ga = 0;
     o.mode = 0;
+    o.zero = 0;
     o.groups = groups.length;
     this.#offsets = o;
     this.#st = host.upload("uint32", st) as GpuStorage;

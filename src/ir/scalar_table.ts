@@ -36,10 +36,37 @@ const tie = (first: boolean) => (a: number, b: number) =>
   a === b ? [0.5, 0.5] : (first ? a > b : a < b) ? [1, 0] : [0, 1];
 
 /**
- * d atan2(a, b) / d(a, b) = (b, -a) / (a^2 + b^2), with both scaled by max(|a|, |b|) first so that
- * the squares neither overflow nor vanish in float32; (0, 0) at the origin.
+ * atan2 in WGSL, to a few ULPs (WGSL's builtin promises only 4096): the angle's tangent reduced to
+ * [0, 1] by the ratio of the smaller to the larger magnitude, then Cephes' atanf (a further
+ * reduction by pi/8 steps and a degree-9 odd polynomial), and the quadrant restored with the
+ * signs of both arguments (-0 included, as Math.atan2). And its gradient: d atan2(a, b) / d(a, b)
+ * = (b, -a) / (a^2 + b^2), both scaled by max(|a|, |b|) first so that the squares neither
+ * overflow nor vanish in float32; (0, 0) at the origin.
  */
-export const ATAN2_GRAD_WGSL = `fn s_atan2_grad(a: f32, b: f32) -> vec2<f32> {
+export const ATAN2_WGSL = `fn s_atan_unit(x: f32) -> f32 {
+  var base = 0.0;
+  var t = x;
+  if (x > 0.41421356) {
+    base = 0.78539816;
+    t = (x - 1.0) / (x + 1.0);
+  }
+  let z = t * t;
+  return base + ((((0.0805374449538 * z - 0.138776856032) * z + 0.199777106478) * z - 0.333329491539) * z * t + t);
+}
+fn s_atan2(a: f32, b: f32) -> f32 {
+  if (g_isnan(a) || g_isnan(b)) { return a + b; }
+  let ay = abs(a);
+  let ax = abs(b);
+  var r = 0.0;
+  if (ay > 3.4e38 && ax > 3.4e38) { r = 0.78539816; }
+  else if (ay > ax) { r = 1.5707964 - s_atan_unit(g_div_f32(ax, ay)); }
+  else if (ax > 0.0) { r = s_atan_unit(g_div_f32(ay, ax)); }
+  if ((bitcast<u32>(b) & 0x80000000u) != 0u) { r = 3.1415927 - r; }
+  return bitcast<f32>((bitcast<u32>(a) & 0x80000000u) | bitcast<u32>(r));
+}
+fn s_atan2_grad(a: f32, b: f32) -> vec2<f32> {
+  // NaN in, NaN out (WGSL's max of a NaN may be either operand).
+  if (g_isnan(a) || g_isnan(b)) { return vec2<f32>(a + b); }
   let s = max(abs(a), abs(b));
   if (!(s > 0.0) || s > 3.4e38) { return vec2<f32>(0.0, 0.0); }
   let x = a / s;
@@ -119,7 +146,8 @@ export const SCALAR_OPS: Readonly<Record<ScalarOp, ScalarOpDef>> = {
   },
   pow: {
     arity: 2,
-    js: (a, b) => a ** b,
+    // C's pow (as the tensor op and PyTorch): 1 ** y and (-1) ** +-inf are 1, where JS's ** gives NaN.
+    js: (a, b) => (a === 1 || (a === -1 && Math.abs(b) === Infinity) ? 1 : a ** b),
     jsD: (a, b, _c, y) => [
       b === 0 ? 0 : b * a ** (b - 1),
       a === 0 && b >= 0 ? 0 : y * Math.log(a),
@@ -138,11 +166,16 @@ export const SCALAR_OPS: Readonly<Record<ScalarOp, ScalarOpDef>> = {
   atan2: {
     arity: 2,
     js: (a, b) => Math.atan2(a, b),
+    // Scaled by max(|a|, |b|) (no overflow); 0 at the origin and at infinity (the limits).
     jsD: (a, b) => {
-      const r = a * a + b * b;
-      return r === 0 ? [0, 0] : [b / r, -a / r];
+      if (Number.isNaN(a) || Number.isNaN(b)) return [NaN, NaN];
+      const s = Math.max(Math.abs(a), Math.abs(b));
+      if (s === 0 || s === Infinity) return [0, 0];
+      const [x, y] = [a / s, b / s];
+      const r = (x * x + y * y) * s;
+      return [y / r, -x / r];
     },
-    wgsl: (a, b) => `atan2(${a}, ${b})`,
+    wgsl: (a, b) => `s_atan2(${a}, ${b})`,
     wgslD: [(a, b) => `s_atan2_grad(${a}, ${b}).x`, (a, b) => `s_atan2_grad(${a}, ${b}).y`],
     asm: (a, b) => `Math.atan2(${a}, ${b})`,
     asmD: [
@@ -152,7 +185,7 @@ export const SCALAR_OPS: Readonly<Record<ScalarOp, ScalarOpDef>> = {
   },
   min: {
     arity: 2,
-    js: Math.min,
+    js: (a, b) => Math.min(a, b),
     jsD: tie(false),
     wgsl: (a, b) => `g_min_f32(${a}, ${b})`,
     wgslD: [
@@ -167,7 +200,7 @@ export const SCALAR_OPS: Readonly<Record<ScalarOp, ScalarOpDef>> = {
   },
   max: {
     arity: 2,
-    js: Math.max,
+    js: (a, b) => Math.max(a, b),
     jsD: tie(true),
     wgsl: (a, b) => `g_max_f32(${a}, ${b})`,
     wgslD: [
