@@ -21,7 +21,7 @@ import fc from "fast-check";
 import { SCALAR_OPS, type ScalarOp } from "../src/ir/scalar_table.ts";
 import { compileProgram } from "../src/scalar/program.ts";
 import { postOrder } from "../src/scalar/topology.ts";
-import { V, Value, Vec3 } from "../src/mod.ts";
+import { V, type Value, Vec3 } from "../src/mod.ts";
 import { gpuBackendOf, wasmBackendOf } from "../src/runtime.ts";
 import { devices } from "./_devices.ts";
 
