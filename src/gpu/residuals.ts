@@ -283,14 +283,38 @@ class GpuResiduals implements PreparedResiduals {
     }
   }
 
+  /**
+   * Records a dispatch. The solver records some 35 a step and the host's cost per call into
+   * WebGPU is what bounds a step's wall time on small problems: the pipeline and the bind group
+   * are set only when they change, and dynamic offsets come from one preallocated array.
+   */
   #dispatch(pass: GPUComputePassEncoder, name: KernelName, offset: number): void {
     const kernel = this.#kernels.get(name)!;
     const rows = name === "residual" || name === "atomic" || name === "product";
-    pass.setPipeline(kernel.pipeline);
-    pass.setBindGroup(0, name === "atomic" ? this.#bindAtomic! : this.#bind, [offset]);
+    if (pass !== this.#lastPass) {
+      this.#lastPass = pass;
+      this.#lastPipeline = null;
+      this.#lastOffset = -1;
+    }
+    if (kernel.pipeline !== this.#lastPipeline) {
+      pass.setPipeline(kernel.pipeline);
+      this.#lastPipeline = kernel.pipeline;
+    }
+    const bind = name === "atomic" ? this.#bindAtomic! : this.#bind;
+    if (offset !== this.#lastOffset || bind !== this.#lastBind) {
+      this.#offsetWord[0] = offset;
+      pass.setBindGroup(0, bind, this.#offsetWord, 0, 1);
+      this.#lastOffset = offset;
+      this.#lastBind = bind;
+    }
     pass.dispatchWorkgroups(rows ? this.#nrows : this.#ncols);
     this.dispatches++;
   }
+  #lastPass: GPUComputePassEncoder | null = null;
+  #lastPipeline: GPUComputePipeline | null = null;
+  #lastBind: GPUBindGroup | null = null;
+  #lastOffset = -1;
+  #offsetWord = new Uint32Array(1);
 
   #check(op: string): void {
     if (this.#disposed) {

@@ -18,15 +18,18 @@ export interface ResidualProblemSize {
 }
 
 /**
- * Measured constants. GPU (H200, `deno task mesh`): a fixed cost per recorded dispatch (host
- * recording and the GPU's launch and barrier, pipelined) and a cost per Jacobian entry touched by
- * one pass over the Jacobian. CPU (the 2-core test machine, one thread): nanoseconds per tape
- * instruction per instance (forward and reverse) and per Jacobian entry per pass.
+ * Measured constants (`deno task mesh` and bench/residuals.ts on an NVIDIA H200 and its host's
+ * CPU, one thread; bench/results/mesh-nvidia-h200.md). GPU: the cost of one recorded dispatch as
+ * a step's wall time shows it on small problems (host recording, launch, the read-backs' latency
+ * spread over a run), and of one Jacobian entry in one pass (J p, J^T t). CPU: nanoseconds per
+ * tape instruction per instance (forward and reverse) and per Jacobian entry per pass. The
+ * crossover they predict, some 1,500 residuals, is the measured one's order (between 288 and
+ * 1,128 on the H200's host).
  */
 export const RESIDUAL_COSTS = {
-  gpuPerDispatchUs: 9,
-  gpuPerEntryPassNs: 0.02,
-  cpuPerInstructionNs: 12,
+  gpuPerDispatchUs: 20,
+  gpuPerEntryPassNs: 0.015,
+  cpuPerInstructionNs: 5,
   cpuPerEntryPassNs: 2.5,
 };
 
@@ -67,9 +70,17 @@ export function chooseResidualDevice(
 
 /**
  * How the GPU sums J^T r for gradients: "gather" (over the Jacobian's columns, deterministic) or
- * "atomic" (float32 atomic adds as residuals are evaluated: one dispatch instead of two).
- * Measured on the H200 by `bench/residuals.ts` (bench/results/residuals-*.md).
+ * "atomic" (float32 atomic adds as residuals are evaluated: one dispatch instead of two). Gather
+ * measured faster on the H200 (bench/results/residuals-nvidia-h200.md: 0.016 against 0.022 ms
+ * for the 40,962-vertex edge energy's gradient, GPU timestamps): the atomics contend on shared
+ * vertices. So "atomic" only when asked for.
+ *
+ * @example
+ * ```ts
+ * import { chooseAccumulation } from "./residuals.ts";
+ * chooseAccumulation(true); // "gather"
+ * ```
  */
-export function chooseAccumulation(float32Atomics: boolean): "gather" | "atomic" {
-  return float32Atomics ? "atomic" : "gather";
+export function chooseAccumulation(_float32Atomics: boolean): "gather" | "atomic" {
+  return "gather";
 }

@@ -76,15 +76,23 @@ export interface LbfgsOptions extends CompileOptions {
 
 /** What `lbfgs` reports. The minimiser is written into the parameters' `data`. */
 export interface LbfgsResult {
+  /** Iterations run. */
   iterations: number;
   /** Objective evaluations (each with its gradient). */
   evaluations: number;
+  /** The objective at the start. */
   initialValue: number;
+  /** The objective at the end. */
   value: number;
+  /** max |gradient| at the end. */
   maxGradient: number;
+  /** Why it stopped ("lineSearch": no step of 40 halvings lowered the objective). */
   reason: "gradientTolerance" | "costTolerance" | "maxIterations" | "lineSearch" | "nonFinite";
+  /** It stopped at a tolerance. */
   converged: boolean;
+  /** The device the gradients ran on. */
   backend: "cpu" | "gpu";
+  /** Wall-clock milliseconds, compiling included. */
   timeMs: number;
 }
 

@@ -21,15 +21,15 @@ export class Value {
    */
   data: number;
   /** d(root)/d(this) after the root's `backward()`; 0 before. */
-  grad = 0;
+  grad: number = 0;
   /** A name, for parameters and constants. */
   readonly label?: string;
   /** Internal (src/scalar/program.ts): the last traversal that reached this node, and its id there. */
-  _mark = 0;
+  _mark: number = 0;
   /** Internal: the node's id in the traversal `_mark` names. */
-  _id = 0;
+  _id: number = 0;
   /** Internal (src/scalar/program.ts): a parameter's index in the compiled parameter list. */
-  _param = -1;
+  _param: number = -1;
 
   /** Internal: use `V.W`, `V.C` and the ops of `V`. */
   constructor(op: string, inputs: readonly Value[], data: number, label?: string) {
