@@ -5,6 +5,7 @@
  * @module
  */
 import { V, type Value, Vec3 } from "../src/mod.ts";
+import { mulberry32 } from "../tests/_random.ts";
 
 /** A triangle mesh: positions (x, y, z per vertex), triangles and unique edges. */
 export interface Mesh {
@@ -115,21 +116,9 @@ export function icosphere(level: number): Mesh {
   return geodesicSphere(2 ** level);
 }
 
-/** A deterministic generator of uniform numbers in [0, 1) (mulberry32). */
-export function uniform(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 /** The mesh's positions moved by up to `amount` times the mean edge length in each coordinate. */
 export function perturbed(mesh: Mesh, amount: number, seed = 1): Float64Array {
-  const next = uniform(seed);
+  const next = mulberry32(seed);
   const step = amount * meanEdgeLength(mesh);
   return mesh.positions.map((v) => v + (2 * next() - 1) * step);
 }

@@ -8,6 +8,7 @@
  * @module
  */
 import * as gyre from "../src/mod.ts";
+import { mulberry32 } from "../tests/_random.ts";
 
 const args = Deno.args;
 const option = (name: string, fallback: string) => {
@@ -34,17 +35,6 @@ function spirals(perClass: number, rand: () => number): { points: number[]; labe
     }
   }
   return { points, labels };
-}
-
-function mulberry32(s: number): () => number {
-  let a = s >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 const rt = await gyre.init({ device });

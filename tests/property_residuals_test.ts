@@ -23,20 +23,10 @@ import { compileProgram } from "../src/scalar/program.ts";
 import { postOrder } from "../src/scalar/topology.ts";
 import { V, type Value, Vec3 } from "../src/mod.ts";
 import { gpuBackendOf, wasmBackendOf } from "../src/runtime.ts";
+import { mulberry32 as uniform } from "./_random.ts";
 import { devices } from "./_devices.ts";
 
 const DEVICES = await devices();
-
-/** A generator of uniform numbers in [0, 1) from a seed. */
-function uniform(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(a ^ (a >>> 15), a | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** Values from the whole domain of a parameter (finite) or a constant (anything). */
 function draw(next: () => number, constant: boolean): number {

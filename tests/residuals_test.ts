@@ -16,23 +16,13 @@ import {
   Vec2,
   Vec3,
 } from "../src/mod.ts";
+import { mulberry32 as uniform } from "./_random.ts";
 import { devices, liveCounts } from "./_devices.ts";
 
 const DEVICES = await devices();
 const BACKENDS = DEVICES.map((d) => (d === "gpu" ? "gpu" : "cpu") as "gpu" | "cpu");
 /** float32 on the GPU: values and derivatives of these well-conditioned graphs to 1e-5. */
 const TOL = { cpu: 1e-12, gpu: 1e-5 };
-
-/** A deterministic generator of uniform numbers in [0, 1). */
-function uniform(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(a ^ (a >>> 15), a | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** Residuals exercising every op and Vec2/Vec3, over four parameters. */
 function everyOp(p: readonly Value[]): Value[] {

@@ -100,7 +100,8 @@ const DEFAULTS: Omit<SolveSettings, "iterationsPerRead"> = {
   cgTolerance: 1e-3,
 };
 
-function checkOptionNumber(
+/** An optional number option: undefined, or a number passing `test` (else a ValueError). */
+export function checkOptionNumber(
   op: string,
   name: string,
   value: unknown,

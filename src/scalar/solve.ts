@@ -4,9 +4,10 @@
  * terms, on the same compiled gradients.
  * @module
  */
-import { checkFunction, describe, ValueError } from "../core/errors.ts";
+import { checkFunction } from "../core/errors.ts";
 import {
   checkCompileOptions,
+  checkOptionNumber,
   checkParams,
   checkResiduals,
   checkSolveOptions,
@@ -104,32 +105,6 @@ function termsOf(op: string, out: unknown): Value[] {
 
 const LBFGS_KEYS = ["maxIterations", "memory", "gradientTolerance", "costTolerance"];
 
-function integerOption(op: string, name: string, v: unknown, fallback: number): number {
-  if (v === undefined) return fallback;
-  if (typeof v !== "number" || !Number.isInteger(v) || v < 1) {
-    throw new ValueError({
-      op,
-      argument: `options.${name}`,
-      expected: "an integer of at least 1",
-      received: describe(v),
-    });
-  }
-  return v;
-}
-
-function toleranceOption(op: string, name: string, v: unknown, fallback: number): number {
-  if (v === undefined) return fallback;
-  if (typeof v !== "number" || !(v >= 0 && v < Infinity)) {
-    throw new ValueError({
-      op,
-      argument: `options.${name}`,
-      expected: "a finite number of at least 0",
-      received: describe(v),
-    });
-  }
-  return v;
-}
-
 /**
  * Minimises a smooth objective, the sum of the terms `objectiveFn(params)` returns (an array of
  * Values, or one Value; a root `V.sum` is split into its terms so that terms of one shape share a
@@ -158,10 +133,17 @@ export async function lbfgs(
   checkParams(op, params);
   checkFunction(op, "objectiveFn", objectiveFn, "a function of the parameters");
   checkCompileOptions(op, options, [...COMPILE_KEYS, ...LBFGS_KEYS]);
-  const maxIterations = integerOption(op, "maxIterations", options.maxIterations, 100);
-  const memory = integerOption(op, "memory", options.memory, 10);
-  const gtol = toleranceOption(op, "gradientTolerance", options.gradientTolerance, 1e-6);
-  const ftol = toleranceOption(op, "costTolerance", options.costTolerance, 1e-12);
+  const integer = (v: number) => Number.isInteger(v) && v >= 1;
+  const tolerance = (v: number) => v >= 0 && v < Infinity;
+  const [positive, finite] = ["an integer of at least 1", "a finite number of at least 0"];
+  const o = options;
+  const maxIterations =
+    checkOptionNumber(op, "maxIterations", o.maxIterations, integer, positive) ??
+      100;
+  const memory = checkOptionNumber(op, "memory", o.memory, integer, positive) ?? 10;
+  const gtol = checkOptionNumber(op, "gradientTolerance", o.gradientTolerance, tolerance, finite) ??
+    1e-6;
+  const ftol = checkOptionNumber(op, "costTolerance", o.costTolerance, tolerance, finite) ?? 1e-12;
   const { backend, batchSize, fallbackThreshold, accumulation } = options;
   const started = performance.now();
   const terms = termsOf(op, objectiveFn(params));
