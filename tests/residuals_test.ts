@@ -304,6 +304,20 @@ for (const backend of BACKENDS) {
   });
 }
 
+Deno.test("residuals: the CPU solves small steps densely and large ones by conjugate gradients", async () => {
+  // A chain x[i + 1] - x[i] = 1 anchored at x[0] = 0: the answer is x[i] = i.
+  for (const [n, solver] of [[40, "cholesky"], [400, "pcg"]] as const) {
+    const params = Array.from({ length: n }, () => V.W(0));
+    const result = await nonlinearLeastSquares(params, (p) => [
+      p[0],
+      ...p.slice(1).map((v, i) => V.sub(V.sub(v, p[i]), 1)),
+    ], { backend: "cpu", maxIterations: 50, cgIterations: 400, cgTolerance: 1e-10 });
+    assert.equal(result.linearSolver, solver);
+    const tol = solver === "cholesky" ? 1e-5 : 1e-3; // the chain is ill-conditioned for CG
+    params.forEach((p, i) => assert.ok(Math.abs(p.data - i) < tol, `n ${n}: x[${i}] ${p.data}`));
+  }
+});
+
 Deno.test("residuals: residuals of a few shapes compile into that many kernels", () => {
   const params = Array.from({ length: 300 }, (_, i) => V.W(i / 100));
   const compiled = CompiledResiduals.compile(params, (p) => {

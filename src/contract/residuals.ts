@@ -46,6 +46,8 @@ export interface SolveOutcome {
   reason: StopReason;
   /** Device work recorded (GPU dispatches; WASM tape runs), for tests and the bench. */
   dispatches: number;
+  /** How the damped normal equations were solved. */
+  linearSolver: "pcg" | "cholesky";
 }
 
 /** Residuals and Jacobian entries at some parameters (float64 on every device). */

@@ -591,6 +591,7 @@ class GpuResiduals implements PreparedResiduals {
         maxGradient: s[STATE.maxGrad],
         reason: (code === 0 ? "maxIterations" : STOP_REASONS[code]) as StopReason,
         dispatches: this.dispatches - start,
+        linearSolver: "pcg",
       };
     });
   }

@@ -75,6 +75,11 @@ export interface SolveResult {
   converged: boolean;
   /** The device it ran on. */
   backend: "cpu" | "gpu";
+  /**
+   * How each step's damped normal equations were solved: "cholesky" (dense, exact: the CPU up to
+   * 256 parameters) or "pcg" (Jacobi-preconditioned conjugate gradients, `cgIterations` at most).
+   */
+  linearSolver: "pcg" | "cholesky";
   /** Wall-clock milliseconds of the solve. */
   timeMs: number;
 }
@@ -440,6 +445,7 @@ export class CompiledResiduals {
       reason: out.reason,
       converged: out.reason === "costTolerance" || out.reason === "gradientTolerance",
       backend: this.backend,
+      linearSolver: out.linearSolver,
       timeMs,
     };
   }
