@@ -113,10 +113,11 @@ export function lowerTape(key: string, literal: readonly (number | null)[]): Ins
 export interface TracedGroup {
   key: string;
   /** Instance-major: instance i's parameter slots at i * slots ... */
-  params: number[];
-  constants: number[];
+  params: ArrayLike<number>;
+  /** Instance-major, as `params`. */
+  constants: ArrayLike<number>;
   /** The residual index (in the residual function's order) of each instance. */
-  rows: number[];
+  rows: ArrayLike<number>;
 }
 
 /**
@@ -183,9 +184,15 @@ export function planResiduals(
     row += count;
     entries += paramSlots * count;
   }
-  for (const b of traced) b.rows.forEach((r, i) => (rowOf[r] = firstRow.get(b)! + i));
+  for (const b of traced) {
+    const first = firstRow.get(b)!;
+    for (let i = 0; i < b.rows.length; i++) rowOf[b.rows[i]] = first + i;
+  }
   const colStart = new Int32Array(n + 1);
-  for (const g of groups) for (const j of g.paramIndex) colStart[j + 1]++;
+  for (const g of groups) {
+    const index = g.paramIndex;
+    for (let k = 0; k < index.length; k++) colStart[index[k] + 1]++;
+  }
   for (let j = 0; j < n; j++) colStart[j + 1] += colStart[j];
   const fill = colStart.slice(0, n);
   const colEntry = new Int32Array(entries);

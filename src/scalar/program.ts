@@ -16,10 +16,37 @@ interface Shape {
   /** Node k's operands are args[start[k] .. start[k + 1]). */
   start: Int32Array;
   args: Int32Array;
+  /** The positions of the parameter leaves, and of the constants: the instance's data. */
+  params: Int32Array;
+  constants: Int32Array;
+}
+
+/**
+ * A growable typed array. The traced graph is young and large when tracing ends: growing JS
+ * arrays here would allocate on the heap and make each minor collection copy the whole graph;
+ * typed arrays' storage lives off the heap.
+ */
+class Column<T extends Int32Array | Float64Array> {
+  length = 0;
+  constructor(public data: T) {}
+  push(v: number): void {
+    if (this.length === this.data.length) {
+      const bigger = new (this.data.constructor as new (n: number) => T)(2 * this.length + 16);
+      bigger.set(this.data);
+      this.data = bigger;
+    }
+    this.data[this.length++] = v;
+  }
+  view(): T {
+    return this.data.subarray(0, this.length) as T;
+  }
 }
 
 interface Shaped {
-  traced: TracedGroup;
+  key: string;
+  params: Column<Int32Array>;
+  constants: Column<Float64Array>;
+  rows: Column<Int32Array>;
   shape: Shape;
 }
 
@@ -30,7 +57,14 @@ function shapeOf(nodes: readonly Value[]): Shape {
     for (const input of node.inputs) args.push(input._id);
     start[k + 1] = args.length;
   });
-  return { ops: nodes.map((n) => n.op), start, args: Int32Array.from(args) };
+  const at = (op: string) => Int32Array.from(nodes.flatMap((n, k) => (n.op === op ? [k] : [])));
+  return {
+    ops: nodes.map((n) => n.op),
+    start,
+    args: Int32Array.from(args),
+    params: at("param"),
+    constants: at("const"),
+  };
 }
 
 /** Whether `nodes` (in post-order) have `shape`: equal ops and operands, node by node. */
@@ -93,7 +127,7 @@ export function compileProgram(
     p._param = i;
   });
   const byKey = new Map<string, Shaped>();
-  const order: TracedGroup[] = [];
+  const order: Shaped[] = [];
   const nodes: Value[] = [];
   let last: Shaped | null = null;
   for (let r = 0; r < residuals.length; r++) {
@@ -115,31 +149,41 @@ export function compileProgram(
       group = byKey.get(key) ?? null;
       if (!group) {
         group = {
-          traced: { key, params: [], constants: [], rows: [] },
+          key,
+          params: new Column(new Int32Array(64)),
+          constants: new Column(new Float64Array(64)),
+          rows: new Column(new Int32Array(64)),
           shape: shapeOf(nodes),
         };
         byKey.set(key, group);
-        order.push(group.traced);
+        order.push(group);
       }
     }
     last = group;
-    const traced = group.traced;
+    const traced = group;
     traced.rows.push(r);
-    for (let k = 0; k < nodes.length; k++) {
-      const node = nodes[k];
-      if (node.op === "param") {
-        const i = node._param;
-        if (i < 0 || params[i] !== node) {
-          throw new ValueError({
-            op,
-            argument: `residuals[${r}]`,
-            expected: "graphs whose parameters are all in params",
-            received: `a parameter${node.label ? ` "${node.label}"` : ""} not in params`,
-          });
-        }
-        traced.params.push(i);
-      } else if (node.op === "const") traced.constants.push(node.data);
+    // Only the leaves: the shape lists where they are.
+    const { params: leaves, constants } = group.shape;
+    for (let k = 0; k < leaves.length; k++) {
+      const node = nodes[leaves[k]];
+      const i = node._param;
+      if (i < 0 || params[i] !== node) {
+        throw new ValueError({
+          op,
+          argument: `residuals[${r}]`,
+          expected: "graphs whose parameters are all in params",
+          received: `a parameter${node.label ? ` "${node.label}"` : ""} not in params`,
+        });
+      }
+      traced.params.push(i);
     }
+    for (let k = 0; k < constants.length; k++) traced.constants.push(nodes[constants[k]].data);
   }
-  return planResiduals(params.length, residuals.length, order);
+  const groups: TracedGroup[] = order.map((g) => ({
+    key: g.key,
+    params: g.params.view(),
+    constants: g.constants.view(),
+    rows: g.rows.view(),
+  }));
+  return planResiduals(params.length, residuals.length, groups);
 }
