@@ -334,6 +334,22 @@ Deno.test("residuals: residuals of a few shapes compile into that many kernels",
   compiled.dispose();
 });
 
+Deno.test("residuals: a residual like the one before but for a shared operand is another shape", async () => {
+  const [a, b, c, d, e] = [1, 2, 3, 5, 8].map((v) => V.W(v));
+  const compiled = CompiledResiduals.compile([a, b, c, d, e], (p) => [
+    V.sub(p[0], p[1]),
+    V.sub(p[2], p[2]), // same ops, one operand twice
+    V.sub(p[3], p[4]),
+    V.mul(V.sub(p[0], p[1]), V.sub(p[0], p[1])), // two equal subgraphs, not shared
+  ], { backend: "cpu" });
+  try {
+    assert.equal(compiled.kernelCount, 3);
+    assert.deepEqual(Array.from((await compiled.evaluate()).residuals), [-1, 0, -3, 1]);
+  } finally {
+    compiled.dispose();
+  }
+});
+
 Deno.test("residuals: auto picks the CPU for small problems and where there is no GPU", () => {
   const x = V.W(1);
   const small = CompiledResiduals.compile([x], (p) => [p[0]]);

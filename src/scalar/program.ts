@@ -7,7 +7,7 @@
 import { describe, ValueError } from "../core/errors.ts";
 import type { ResidualProgram } from "../contract/residuals.ts";
 import { planResiduals, type TracedGroup } from "../plans/residuals.ts";
-import { keyOf, postOrder } from "./topology.ts";
+import { keyOf, nextMark, postOrder } from "./topology.ts";
 import { Value } from "./value.ts";
 
 /** A group's node structure: op per node, operand ids. */
@@ -67,18 +67,36 @@ function shapeOf(nodes: readonly Value[]): Shape {
   };
 }
 
-/** Whether `nodes` (in post-order) have `shape`: equal ops and operands, node by node. */
-function sameShape(nodes: readonly Value[], shape: Shape): boolean {
-  if (nodes.length !== shape.ops.length) return false;
-  for (let k = 0; k < nodes.length; k++) {
-    const node = nodes[k];
-    if (node.op !== shape.ops[k]) return false;
+/** Past this depth a graph is matched by the general walk (which has no recursion limit). */
+const MATCH_DEPTH = 2000;
+
+/**
+ * Whether the graph under `root` has `shape`: one walk in the order `postOrder` lists nodes,
+ * checking each node's op and operands as it is listed (so a graph of another shape stops at its
+ * first difference). On success `nodes[k]` is the graph's node k. Fuses the walk, the comparison
+ * and the list: most residuals have the shape of the one before.
+ */
+function matchShape(root: Value, shape: Shape, nodes: Value[]): boolean {
+  const mark = nextMark();
+  const { ops, start, args } = shape;
+  let next = 0;
+  const walk = (node: Value, depth: number): boolean => {
+    node._mark = mark;
     const inputs = node.inputs;
-    const s = shape.start[k];
-    if (inputs.length !== shape.start[k + 1] - s) return false;
-    for (let i = 0; i < inputs.length; i++) if (inputs[i]._id !== shape.args[s + i]) return false;
-  }
-  return true;
+    for (let i = 0; i < inputs.length; i++) {
+      const child = inputs[i];
+      if (child._mark !== mark && (depth >= MATCH_DEPTH || !walk(child, depth + 1))) return false;
+    }
+    const k = next++;
+    if (k >= ops.length || node.op !== ops[k]) return false;
+    const s = start[k];
+    if (inputs.length !== start[k + 1] - s) return false;
+    for (let i = 0; i < inputs.length; i++) if (inputs[i]._id !== args[s + i]) return false;
+    node._id = k;
+    nodes[k] = node;
+    return true;
+  };
+  return walk(root, 0) && next === ops.length;
 }
 
 /**
@@ -140,11 +158,11 @@ export function compileProgram(
         received: describe(root),
       });
     }
-    postOrder(root, nodes);
     // Residuals built by one piece of code come in runs of one shape: the last group's shape is
-    // compared node by node first, and only a residual of another shape builds its key.
-    let group: Shaped | null = last && sameShape(nodes, last.shape) ? last : null;
+    // matched first, and only a residual of another shape is listed again and keyed.
+    let group: Shaped | null = last && matchShape(root, last.shape, nodes) ? last : null;
     if (!group) {
+      postOrder(root, nodes);
       const key = keyOf(nodes);
       group = byKey.get(key) ?? null;
       if (!group) {

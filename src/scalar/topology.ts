@@ -35,6 +35,11 @@ function hashOf(key: string): number {
 
 let traversal = 0;
 
+/** A new traversal's mark (walks mark the nodes they reach with it: `Value._mark`). */
+export function nextMark(): number {
+  return ++traversal;
+}
+
 /** Depth past which the walk continues with an explicit stack (no call-stack overflow). */
 const RECURSION_LIMIT = 2000;
 
