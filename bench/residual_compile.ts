@@ -11,6 +11,7 @@
  * @module
  */
 import { CompiledResiduals } from "../src/mod.ts";
+import { median } from "./_util.ts";
 import { gpuBackendOf, init } from "../src/runtime.ts";
 import { compileProgram } from "../src/scalar/program.ts";
 import {
@@ -30,7 +31,6 @@ await init({ device: "gpu" });
 const gpu = gpuBackendOf()!;
 const device = gpu.device;
 const mesh = geodesicSphere(23);
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const compileFirst = Deno.args.includes("--compile-first");
 
 function compiles(): string[] {

@@ -9,6 +9,7 @@
  *   deno run -A bench/residuals.ts [--level 6] [--repeats 200]
  * @module
  */
+import { median, takeOption, warmGpu } from "./_util.ts";
 import { gpuBackendOf, init } from "../src/runtime.ts";
 import { compileProgram } from "../src/scalar/program.ts";
 import { prepareResidualsGpu } from "../src/gpu/residuals.ts";
@@ -22,21 +23,20 @@ import {
   perturbed,
 } from "../scripts/_mesh.ts";
 
-function flag(name: string, fallback: string): string {
-  const i = Deno.args.indexOf(`--${name}`);
-  return i >= 0 && i + 1 < Deno.args.length ? Deno.args[i + 1] : fallback;
-}
+const args = [...Deno.args];
+const flag = (name: string, fallback: string): string => takeOption(args, `--${name}`) ?? fallback;
 const level = Number(flag("level", "6"));
 const repeats = Number(flag("repeats", "200"));
 
 await init({ device: "gpu" });
 const gpu = gpuBackendOf()!;
+// An idle GPU runs at a low clock (bench/README.md, session 24): warm it before timing.
+await warmGpu();
 const mesh = icosphere(level);
 const vertices = mesh.positions.length / 3;
 const start = perturbed(mesh, 0.25);
 const params = meshParams(start);
 const program = compileProgram(params, edgeResiduals(mesh, meanEdgeLength(mesh))(params));
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const device = gpu.device;
 const lines = [
   `# Edge-length energy and gradient, icosphere of ${vertices.toLocaleString("en-US")} vertices (${

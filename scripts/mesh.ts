@@ -10,6 +10,7 @@
  *                  [--out bench/results/mesh-DEVICE.md] [--svg bench/results/mesh-DEVICE.svg]
  * @module
  */
+import { takeOption } from "../bench/_util.ts";
 import { CompiledResiduals, init } from "../src/mod.ts";
 import {
   geodesicSphere,
@@ -20,10 +21,8 @@ import {
   perturbed,
 } from "./_mesh.ts";
 
-function flag(name: string, fallback: string): string {
-  const i = Deno.args.indexOf(`--${name}`);
-  return i >= 0 && i + 1 < Deno.args.length ? Deno.args[i + 1] : fallback;
-}
+const args = [...Deno.args];
+const flag = (name: string, fallback: string): string => takeOption(args, `--${name}`) ?? fallback;
 
 const devices = flag("devices", "gpu,cpu").split(",") as ("gpu" | "cpu")[];
 const iterations = Number(flag("iterations", "100"));

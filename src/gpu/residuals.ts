@@ -213,23 +213,7 @@ class GpuResiduals implements PreparedResiduals {
       this.#gacc = host.alloc("CompiledResiduals.compile", "float32", Math.max(n, 1));
     }
     host.flush();
-    const entriesOf = (buffers: GPUBuffer[]): GPUBindGroupEntry[] => [
-      ...buffers.map((buffer, binding) => ({ binding, resource: { buffer } })),
-      {
-        binding: buffers.length,
-        resource: { buffer: this.#uniforms, offset: 0, size: UNIFORM_WORDS * 4 },
-      },
-    ];
-    this.#bind = host.device.createBindGroup({
-      layout: this.#kernels.get("residual")!.layout,
-      entries: entriesOf([this.#st.buffer, this.#cs.buffer, this.#ws.buffer]),
-    });
-    if (this.#gacc) {
-      this.#bindAtomic = host.device.createBindGroup({
-        layout: this.#kernels.get("atomic")!.layout,
-        entries: entriesOf([this.#st.buffer, this.#cs.buffer, this.#ws.buffer, this.#gacc.buffer]),
-      });
-    }
+    this.#bind = this.#bindGroups();
   }
 
   /** The dynamic offset of a uniform slot with `changes` over the base block (made on first use). */
@@ -249,7 +233,7 @@ class GpuResiduals implements PreparedResiduals {
         });
         this.#uniforms.destroy();
         this.#uniforms = bigger;
-        this.#rebind();
+        this.#bind = this.#bindGroups();
         this.#slotData.forEach((d, k) => this.#writeSlot(k, d));
       }
       this.#slots.set(key, slot);
@@ -263,7 +247,9 @@ class GpuResiduals implements PreparedResiduals {
     this.#host.device.queue.writeBuffer(this.#uniforms, slot * SLOT_BYTES, words);
   }
 
-  #rebind(): void {
+  /** The bind groups over the program's buffers and the current uniform buffer (atomic's too). */
+  #bindGroups(): GPUBindGroup {
+    const device = this.#host.device;
     const entriesOf = (buffers: GPUBuffer[]): GPUBindGroupEntry[] => [
       ...buffers.map((buffer, binding) => ({ binding, resource: { buffer } })),
       {
@@ -271,23 +257,19 @@ class GpuResiduals implements PreparedResiduals {
         resource: { buffer: this.#uniforms, offset: 0, size: UNIFORM_WORDS * 4 },
       },
     ];
-    this.#bind = this.#host.device.createBindGroup({
-      layout: this.#kernels.get("residual")!.layout,
-      entries: entriesOf([this.#st.buffer, this.#cs.buffer, this.#ws.buffer]),
-    });
+    const data = [this.#st.buffer, this.#cs.buffer, this.#ws.buffer];
     if (this.#gacc) {
-      this.#bindAtomic = this.#host.device.createBindGroup({
+      this.#bindAtomic = device.createBindGroup({
         layout: this.#kernels.get("atomic")!.layout,
-        entries: entriesOf([this.#st.buffer, this.#cs.buffer, this.#ws.buffer, this.#gacc.buffer]),
+        entries: entriesOf([...data, this.#gacc.buffer]),
       });
     }
+    return device.createBindGroup({
+      layout: this.#kernels.get("residual")!.layout,
+      entries: entriesOf(data),
+    });
   }
 
-  /**
-   * Records a dispatch. The solver records some 35 a step and the host's cost per call into
-   * WebGPU is what bounds a step's wall time on small problems: the pipeline and the bind group
-   * are set only when they change, and dynamic offsets come from one preallocated array.
-   */
   #dispatch(pass: GPUComputePassEncoder, name: KernelName, offset: number): void {
     const kernel = this.#kernels.get(name)!;
     const rows = name === "residual" || name === "atomic" || name === "product";
@@ -329,8 +311,8 @@ class GpuResiduals implements PreparedResiduals {
     this.#host.checkLive(op, ["float32"]);
   }
 
+  /** Writes the parameters (inside `#scoped`, which has flushed the runtime's batch). */
   #upload(x: Float64Array): void {
-    this.#host.flush();
     this.#host.device.queue.writeBuffer(
       this.#ws.buffer,
       this.#offsets.x * 4,

@@ -78,9 +78,9 @@ export function chooseResidualDevice(
  * @example
  * ```ts
  * import { chooseAccumulation } from "./residuals.ts";
- * chooseAccumulation(true); // "gather"
+ * chooseAccumulation(); // "gather"
  * ```
  */
-export function chooseAccumulation(_float32Atomics: boolean): "gather" | "atomic" {
+export function chooseAccumulation(): "gather" | "atomic" {
   return "gather";
 }

@@ -284,9 +284,7 @@ export class CompiledResiduals {
       : opts.backend;
     if (opts.backend === "auto" && device === "gpu" && !gpu) device = "cpu";
     const backend = backendFor(device === "gpu" ? "gpu" : "wasm", op, "options.backend");
-    const accumulation = opts.accumulation === "auto"
-      ? chooseAccumulation(gpu?.caps.float32Atomics ?? false)
-      : opts.accumulation;
+    const accumulation = opts.accumulation === "auto" ? chooseAccumulation() : opts.accumulation;
     const prepared = backend.prepareResiduals(program, accumulation);
     const done = performance.now();
     return new CompiledResiduals(params, program, prepared, device, {
